@@ -1,0 +1,59 @@
+"""Per-trial deadlines at a fixed cost of a dict write per trial.
+
+``asyncio.timeout`` schedules and cancels a timer handle per trial (~4.4 µs here,
+about a tenth of the in-process budget at 20,000 trials/s). Trials run inline in the
+engine's worker tasks, so one watcher task that wakes every ``resolution_s`` and
+cancels the workers whose trial is past its deadline does the same job for almost
+nothing; a trial times out within ``resolution_s`` of its deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+
+class Deadlines:
+    def __init__(self, timeout_s: float, resolution_s: float | None = None) -> None:
+        self.timeout_s = timeout_s
+        self.resolution_s = resolution_s if resolution_s is not None else min(0.5, timeout_s / 4)
+        self._active: dict[asyncio.Task[Any], float] = {}
+        self._expired: set[asyncio.Task[Any]] = set()
+        self._watcher: asyncio.Task[None] | None = None
+
+    def start(self, task: asyncio.Task[Any]) -> None:
+        """The calling task begins a trial now."""
+        loop = task.get_loop()
+        self._active[task] = loop.time() + self.timeout_s
+        if self._watcher is None or self._watcher.done():
+            self._watcher = loop.create_task(self._watch())
+
+    def stop(self, task: asyncio.Task[Any]) -> None:
+        self._active.pop(task, None)
+
+    def claim_timeout(self, task: asyncio.Task[Any]) -> bool:
+        """True if ``task`` was cancelled by this watcher (and undo that cancellation)."""
+        if task in self._expired:
+            self._expired.discard(task)
+            task.uncancel()
+            return True
+        return False
+
+    async def _watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._active or self._expired:
+            await asyncio.sleep(self.resolution_s)
+            now = loop.time()
+            for task, deadline in list(self._active.items()):
+                if now >= deadline and task not in self._expired:
+                    self._expired.add(task)
+                    self._active.pop(task, None)
+                    task.cancel()
+
+    async def aclose(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            try:
+                await self._watcher
+            except asyncio.CancelledError:
+                pass

@@ -1,0 +1,50 @@
+"""Lazy, deterministic expansion of a sweep into trial specs.
+
+The grid is probe × case × condition × run × model, with the model innermost so
+every model progresses together (and several providers share the wall-clock time
+of an overnight sweep). It is never materialised: ``len`` is arithmetic and
+iteration is a generator, so a 10-million-trial grid costs no memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+from runner.probes import Probe
+from runner.seeding import stable_hash, stable_int
+from runner.types import TrialSpec
+
+
+def trial_id(sweep_id: str, model: str, probe: str, case_id: str, condition: str, run: int) -> str:
+    """Stable 64-bit id (16 hex chars) of one trial within one sweep."""
+    return stable_hash(sweep_id, model, probe, case_id, condition, run, person=b"trial").hex()
+
+
+def trial_seed(sweep_seed: int, model: str, probe: str, case_id: str, condition: str, run: int) -> int:
+    """The trial's seed: from the sweep seed and the cell, not the sweep's provider settings."""
+    return stable_int(sweep_seed, model, probe, case_id, condition, run, person=b"seed")
+
+
+@dataclass(frozen=True)
+class Grid:
+    sweep_id: str
+    seed: int
+    models: Sequence[str]
+    probes: Sequence[Probe]
+
+    def __len__(self) -> int:
+        return len(self.models) * sum(p.n_cells * p.runs for p in self.probes)
+
+    def __iter__(self) -> Iterator[TrialSpec]:
+        sweep_id, seed, models = self.sweep_id, self.seed, tuple(self.models)
+        for probe in self.probes:
+            name = probe.name
+            for case_id, condition in probe.cells():
+                for run in range(probe.runs):
+                    for model in models:
+                        yield TrialSpec(
+                            sweep_id, trial_id(sweep_id, model, name, case_id, condition, run),
+                            model, name, case_id, condition, run,
+                            trial_seed(seed, model, name, case_id, condition, run),
+                        )

@@ -1,0 +1,80 @@
+"""The probe seam: what every experiment kind declares, builds and scores.
+
+A probe owns its case files, its conditions and its outcome columns. The engine
+only ever sees ``cells()`` (the (case, condition) pairs to run), ``run(spec, agent)``
+(one trial → a dict of outcome columns) and ``outcome_fields`` (their Arrow types).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar, Iterator
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
+
+from runner.providers.base import Agent
+from runner.types import TrialSpec
+
+
+class ProbeConfig(BaseModel):
+    """Keys every probe entry of a sweep accepts; each probe adds its own."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: str
+    name: str | None = Field(default=None, description="label in the output; defaults to kind")
+    runs: int = Field(default=5, ge=1, le=1_000_000, description="trials per (model, case, condition) cell")
+    conditions: list[str] | None = Field(default=None, description="subset of the probe's conditions; default all")
+
+
+class Contrast(BaseModel):
+    """Two arms of conditions a probe compares (arm A minus arm B) on one outcome."""
+
+    model_config = ConfigDict(frozen=True)
+    label: str
+    outcome: str
+    arm_a: tuple[str, ...]
+    arm_b: tuple[str, ...]
+
+
+class Probe(ABC):
+    kind: ClassVar[str]
+    config_model: ClassVar[type[ProbeConfig]]
+    all_conditions: ClassVar[tuple[str, ...]]
+    #: outcome columns this probe writes, beside the common ones
+    outcome_fields: ClassVar[tuple[pa.Field, ...]]
+    #: boolean outcome columns the report shows as rates; the first is the headline
+    rates: ClassVar[tuple[str, ...]]
+    #: the comparisons the report tests, cluster by cluster
+    contrasts: ClassVar[tuple[Contrast, ...]] = ()
+    #: a starter case file, written by ``trialgrid template KIND``
+    template: ClassVar[str] = ""
+
+    def __init__(self, config: ProbeConfig, base_dir: Path) -> None:
+        self.config = config
+        self.name = config.name or self.kind
+        self.base_dir = base_dir
+        self.warnings: list[str] = []
+        self.conditions: tuple[str, ...] = tuple(config.conditions) if config.conditions else self.all_conditions
+
+    @property
+    def runs(self) -> int:
+        return self.config.runs
+
+    @abstractmethod
+    def cells(self) -> Iterator[tuple[str, str]]:
+        """(case id, condition) pairs, in a stable order."""
+
+    @property
+    @abstractmethod
+    def n_cells(self) -> int: ...
+
+    @abstractmethod
+    def identity(self) -> dict[str, Any]:
+        """What, beyond the config, makes this probe's trials what they are (file hashes)."""
+
+    @abstractmethod
+    async def run(self, spec: TrialSpec, agent: Agent) -> dict[str, Any]:
+        """Run one trial and return its outcome columns."""

@@ -1,0 +1,61 @@
+"""The provider seam and the per-trial agent handle probes talk to.
+
+A ``Provider`` turns a ``ChatRequest`` into a ``ChatResponse`` (or raises a
+classified ``ProviderError``). Probes never see a provider: they get an ``Agent``,
+bound to one model's name and params for one trial, which records every call it made
+(attempts, usage, latency, the last response) so the engine can fill the common
+columns of the result row without knowing what the probe did.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+
+from runner.types import ChatRequest, ChatResponse, Message, ToolSpec
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """Anything that can answer a chat request. Implementations classify their errors."""
+
+    name: str
+
+    async def complete(self, request: ChatRequest) -> ChatResponse: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Agent:
+    """One model, one trial: builds requests from the model's config and records calls."""
+
+    __slots__ = ("_provider", "model", "params", "calls", "attempts", "input_tokens",
+                 "output_tokens", "latency_s", "last")
+
+    def __init__(self, provider: Provider, model: str, params: Mapping[str, Any]) -> None:
+        self._provider = provider
+        self.model = model
+        self.params = params
+        self.calls = 0
+        self.attempts = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.latency_s = 0.0
+        self.last: ChatResponse | None = None
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] = (),
+        *,
+        seed: int | None = None,
+        tool_choice: str | None = None,
+    ) -> ChatResponse:
+        request = ChatRequest(self.model, tuple(messages), tuple(tools), self.params, seed, tool_choice)
+        self.calls += 1
+        self.attempts += 1
+        response = await self._provider.complete(request)
+        self.input_tokens += response.usage.input_tokens
+        self.output_tokens += response.usage.output_tokens
+        self.latency_s += response.latency_s
+        self.last = response
+        return response

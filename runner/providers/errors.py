@@ -1,0 +1,58 @@
+"""The provider error taxonomy.
+
+A provider classifies every failure once, where it is raised, into one of four
+kinds; everything above it (engine retries, rows, reports) reads only the kind.
+This follows inspect_ai's pattern of providers that decide their own retry policy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+
+class ErrorKind(str, Enum):
+    RATE_LIMITED = "rate_limited"      # retry after the server's pause
+    TRANSIENT = "transient"            # retry with backoff (5xx, timeouts, bad bodies)
+    REJECTED_PARAM = "rejected_param"  # a parameter was refused; a remedy may fix it
+    FATAL = "fatal"                    # auth, not found, other 4xx: do not retry
+    TIMEOUT = "timeout"                # the trial exceeded its own deadline (engine)
+    INTERNAL = "internal"              # a bug or unexpected exception in trialgrid/probe
+
+    @property
+    def retryable(self) -> bool:
+        return self in (ErrorKind.RATE_LIMITED, ErrorKind.TRANSIENT)
+
+
+@dataclass(frozen=True, slots=True)
+class Remedy:
+    """What to do about a rejected parameter: drop it, rename it, or set it."""
+
+    action: str  # "drop" | "rename" | "set"
+    param: str
+    new_name: str | None = None
+    value: Any = None
+
+
+class ProviderError(Exception):
+    """A classified provider failure. ``message`` must never contain a secret."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        retry_after_s: float | None = None,
+        remedy: Remedy | None = None,
+        status_code: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.retry_after_s = retry_after_s
+        self.remedy = remedy
+        self.status_code = status_code
+
+    def __str__(self) -> str:
+        return f"{self.kind.value}: {self.message}"

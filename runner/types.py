@@ -1,0 +1,103 @@
+"""Provider-neutral records shared by probes, providers and the engine.
+
+Probes build ``ChatRequest`` objects and score ``ChatResponse`` objects; providers
+translate them to and from a wire format. Neither side sees the other's details, so
+these types are the whole contract between them. They are frozen, slotted
+dataclasses because the in-process path creates several per trial and must stay
+cheap (the engine runs tens of thousands of trials per second against ``sim``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One tool in a catalogue: a name, a description and a JSON-schema for its arguments."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call as the model emitted it.
+
+    ``raw_arguments`` is the argument string exactly as received. ``arguments`` is the
+    parsed object, or ``None`` when the string did not parse as a JSON object; then
+    ``parse_error`` says why. A call that failed to parse is kept as such, never
+    dropped or repaired, because "the model emitted a broken call" is a finding.
+    """
+
+    name: str
+    raw_arguments: str = "{}"
+    arguments: Mapping[str, Any] | None = None
+    id: str = ""
+    parse_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """What a model is asked: messages, the tool catalogue (in the order shown), params.
+
+    ``seed`` is the trial seed. Real providers may pass it on (OpenAI's ``seed``);
+    the simulated agent uses it to make its behaviour a pure function of the request.
+    """
+
+    model: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    params: Mapping[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+    tool_choice: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResponse:
+    """What the model answered: free text and/or tool calls, with usage and latency."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    latency_s: float = 0.0
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TrialSpec:
+    """One cell of the grid: which model, probe, case, condition and run.
+
+    ``case_id`` is the cluster (the unit of statistical inference). ``trial_id`` is a
+    stable hash of the sweep identity and the other fields; ``seed`` derives from the
+    sweep seed and the same fields (not from the provider), so the same sweep sent to
+    ``sim`` in-process or over HTTP asks the same questions.
+    """
+
+    sweep_id: str
+    trial_id: str
+    model: str
+    probe: str
+    case_id: str
+    condition: str
+    run: int
+    seed: int

@@ -1,0 +1,401 @@
+"""Numba kernels behind the permutation tests, bootstraps and Spearman p.
+
+Kept separate from the public functions so that the public modules hold the
+statistics (validation, method choice, documentation) and this module holds
+only loops. Every kernel is compiled with ``cache=True`` so a CLI call pays
+the compile once per installation, not once per process.
+
+Kernels that draw random numbers seed numba's own generator from an explicit
+integer, so results are reproducible for a given seed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+_JIT = dict(cache=True, nogil=True)
+
+# Probabilities below this are dropped while convolving: they cannot change a
+# p-value above ~1e-290 and, as subnormals, would slow the arithmetic badly.
+TINY = 1e-300
+
+
+@nb.njit(**_JIT)
+def _lchoose(n: int, k: int) -> float:
+    return math.lgamma(n + 1.0) - math.lgamma(k + 1.0) - math.lgamma(n - k + 1.0)
+
+
+@nb.njit(**_JIT)
+def hypergeom_tables(total, good, draws):
+    """Per-cluster pmf of the arm-A hit count (hypergeometric), in CSR form.
+
+    Cluster c has ``total[c]`` trials of which ``good[c]`` are hits, and
+    ``draws[c]`` trials labelled arm A. Returns ``(offs, lo, pmf)``: the pmf of
+    cluster c covers x = lo[c] .. lo[c] + offs[c+1] - offs[c] - 1.
+    """
+    k = total.size
+    offs = np.zeros(k + 1, np.int64)
+    lo = np.empty(k, np.int64)
+    for c in range(k):
+        a = max(0, draws[c] - (total[c] - good[c]))
+        b = min(good[c], draws[c])
+        lo[c] = a
+        offs[c + 1] = offs[c] + (b - a + 1)
+    pmf = np.empty(offs[k], np.float64)
+    for c in range(k):
+        n_, g, d = total[c], good[c], draws[c]
+        s = offs[c]
+        m = offs[c + 1] - s
+        mx = -np.inf
+        for j in range(m):
+            x = lo[c] + j
+            v = _lchoose(g, x) + _lchoose(n_ - g, d - x)
+            pmf[s + j] = v
+            if v > mx:
+                mx = v
+        tot = 0.0
+        for j in range(m):
+            e = math.exp(pmf[s + j] - mx)
+            pmf[s + j] = e
+            tot += e
+        for j in range(m):
+            pmf[s + j] /= tot
+    return offs, lo, pmf
+
+
+@nb.njit(**_JIT)
+def convolve_tables(offs, pmf, width):
+    """Distribution of the sum of independent per-cluster variables.
+
+    Each table is relative to its own lower bound; the result is relative to
+    the sum of lower bounds. ``width`` is the full support length. Leading and
+    trailing entries below ``TINY`` are trimmed as the sum grows; the returned
+    ``start`` says where the kept part begins.
+    """
+    cur = np.zeros(width, np.float64)
+    nxt = np.zeros(width, np.float64)
+    cur[0] = 1.0
+    start = 0
+    stop = 1  # cur[start:stop] holds the live part
+    for c in range(offs.size - 1):
+        s = offs[c]
+        m = offs[c + 1] - s
+        if m == 1:
+            continue
+        for i in range(start, stop + m - 1):
+            nxt[i] = 0.0
+        for i in range(start, stop):
+            v = cur[i]
+            if v == 0.0:
+                continue
+            for j in range(m):
+                nxt[i + j] += v * pmf[s + j]
+        new_stop = stop + m - 1
+        while start < new_stop - 1 and nxt[start] < TINY:
+            start += 1
+        while new_stop - 1 > start and nxt[new_stop - 1] < TINY:
+            new_stop -= 1
+        for i in range(start, new_stop):
+            cur[i] = nxt[i]
+        stop = new_stop
+    return cur[start:stop].copy(), start
+
+
+@nb.njit(**_JIT)
+def trial_mc_count(offs, lo, pmf, n_draws, seed, total_n, total_k, n_a, x_obs):
+    """Monte Carlo count of arm-A hit totals at least as extreme as observed.
+
+    Each draw samples every cluster's hypergeometric by inverse CDF.
+    Extremeness is compared on the integer |X·N − K·N_A|.
+    """
+    np.random.seed(seed)
+    k = offs.size - 1
+    cdf = np.empty(pmf.size, np.float64)
+    base = 0
+    for c in range(k):
+        acc = 0.0
+        for j in range(offs[c], offs[c + 1]):
+            acc += pmf[j]
+            cdf[j] = acc
+        cdf[offs[c + 1] - 1] = 2.0  # guard against rounding at the top
+        base += lo[c]
+    target = abs(x_obs * total_n - total_k * n_a)
+    count = 0
+    for _ in range(n_draws):
+        x = base
+        for c in range(k):
+            s = offs[c]
+            e = offs[c + 1]
+            if e - s == 1:
+                continue
+            u = np.random.random()
+            j = s
+            while cdf[j] < u:
+                j += 1
+            x += j - s
+        if abs(x * total_n - total_k * n_a) >= target:
+            count += 1
+    return count
+
+
+@nb.njit(**_JIT)
+def cell_arrangements(cell_offs, h, n, is_a):
+    """Every way to label whole cells of each cluster as arm A.
+
+    Cluster c owns cells ``cell_offs[c]:cell_offs[c+1]``; the number of A
+    labels in it is fixed by the observed design. Returns, in CSR form, each
+    arrangement's arm-A hits and trials (duplicates kept: each arrangement is
+    equally likely under the null).
+    """
+    k = cell_offs.size - 1
+    counts = np.zeros(k + 1, np.int64)
+    for c in range(k):
+        s = cell_offs[c]
+        m = cell_offs[c + 1] - s
+        ma = 0
+        for j in range(s, s + m):
+            ma += is_a[j]
+        cnt = 1
+        for i in range(ma):
+            cnt = cnt * (m - i) // (i + 1)
+        counts[c + 1] = counts[c] + cnt
+    ax = np.empty(counts[k], np.int64)
+    at = np.empty(counts[k], np.int64)
+    for c in range(k):
+        s = cell_offs[c]
+        m = cell_offs[c + 1] - s
+        ma = 0
+        for j in range(s, s + m):
+            ma += is_a[j]
+        w = counts[c]
+        for mask in range(1 << m):
+            bits = 0
+            mm = mask
+            while mm:
+                bits += mm & 1
+                mm >>= 1
+            if bits != ma:
+                continue
+            xs = 0
+            ts = 0
+            for j in range(m):
+                if (mask >> j) & 1:
+                    xs += h[s + j]
+                    ts += n[s + j]
+            ax[w] = xs
+            at[w] = ts
+            w += 1
+    return counts, ax, at
+
+
+@nb.njit(**_JIT)
+def _as_extreme(x, t, total_n, total_h, num_o, den_o, use_int, rtol):
+    num = x * total_n - total_h * t
+    den = t * (total_n - t)
+    if use_int:
+        return abs(num) * den_o >= abs(num_o) * den
+    a = abs(num) / den
+    b = abs(num_o) / den_o
+    return a >= b * (1.0 - rtol)
+
+
+@nb.njit(**_JIT)
+def cell_dp(arr_offs, ax, at, x_width, t_width):
+    """Exact joint distribution of (arm-A hits, arm-A trials) over arrangements.
+
+    Dense dynamic programme over clusters on a grid relative to the sum of the
+    per-cluster minima; each cluster's arrangements have equal weight.
+    """
+    k = arr_offs.size - 1
+    cur = np.zeros((x_width, t_width), np.float64)
+    nxt = np.zeros((x_width, t_width), np.float64)
+    cur[0, 0] = 1.0
+    cx = 1
+    ct = 1
+    for c in range(k):
+        s = arr_offs[c]
+        m = arr_offs[c + 1] - s
+        xmin = ax[s]
+        tmin = at[s]
+        xmax = ax[s]
+        tmax = at[s]
+        for j in range(s + 1, s + m):
+            xmin = min(xmin, ax[j])
+            xmax = max(xmax, ax[j])
+            tmin = min(tmin, at[j])
+            tmax = max(tmax, at[j])
+        if xmin == xmax and tmin == tmax:
+            continue
+        w = 1.0 / m
+        nx = cx + xmax - xmin
+        nt = ct + tmax - tmin
+        for i in range(nx):
+            for j in range(nt):
+                nxt[i, j] = 0.0
+        for j2 in range(s, s + m):
+            dx = ax[j2] - xmin
+            dt = at[j2] - tmin
+            for i in range(cx):
+                for j in range(ct):
+                    v = cur[i, j]
+                    if v != 0.0:
+                        nxt[i + dx, j + dt] += v * w
+        for i in range(nx):
+            for j in range(nt):
+                cur[i, j] = nxt[i, j]
+        cx = nx
+        ct = nt
+    return cur[:cx, :ct].copy()
+
+
+@nb.njit(**_JIT)
+def cell_tail(grid, x0, t0, total_n, total_h, x_obs, t_obs, use_int, rtol):
+    """p-value and attainable floor from the exact (X, T) distribution."""
+    num_o = x_obs * total_n - total_h * t_obs
+    den_o = t_obs * (total_n - t_obs)
+    p = 0.0
+    # The most extreme |statistic| with positive probability, kept as a
+    # (numerator, denominator) pair so the floor uses the same comparison.
+    best_num = 0
+    best_den = 1
+    for i in range(grid.shape[0]):
+        for j in range(grid.shape[1]):
+            if grid[i, j] == 0.0:
+                continue
+            x = x0 + i
+            t = t0 + j
+            if _as_extreme(x, t, total_n, total_h, num_o, den_o, use_int, rtol):
+                p += grid[i, j]
+            if _as_extreme(x, t, total_n, total_h, best_num, best_den, use_int, 0.0):
+                best_num = x * total_n - total_h * t
+                best_den = t * (total_n - t)
+    floor = 0.0
+    for i in range(grid.shape[0]):
+        for j in range(grid.shape[1]):
+            v = grid[i, j]
+            if v != 0.0 and _as_extreme(x0 + i, t0 + j, total_n, total_h, best_num, best_den, use_int, rtol):
+                floor += v
+    return p, floor
+
+
+@nb.njit(**_JIT)
+def cell_mc_count(arr_offs, ax, at, n_draws, seed, total_n, total_h, x_obs, t_obs, use_int, rtol):
+    """Monte Carlo count of cell arrangements at least as extreme as observed."""
+    np.random.seed(seed)
+    k = arr_offs.size - 1
+    num_o = x_obs * total_n - total_h * t_obs
+    den_o = t_obs * (total_n - t_obs)
+    x_base = 0
+    t_base = 0
+    live = np.empty(k, np.int64)
+    nl = 0
+    for c in range(k):
+        if arr_offs[c + 1] - arr_offs[c] == 1:
+            x_base += ax[arr_offs[c]]
+            t_base += at[arr_offs[c]]
+        else:
+            live[nl] = c
+            nl += 1
+    count = 0
+    for _ in range(n_draws):
+        x = x_base
+        t = t_base
+        for q in range(nl):
+            c = live[q]
+            s = arr_offs[c]
+            j = s + np.random.randint(0, arr_offs[c + 1] - s)
+            x += ax[j]
+            t += at[j]
+        if _as_extreme(x, t, total_n, total_h, num_o, den_o, use_int, rtol):
+            count += 1
+    return count
+
+
+@nb.njit(**_JIT)
+def resample_cluster_sums(values, n_draws, seed):
+    """Sums of ``values`` rows over clusters drawn with replacement.
+
+    ``values`` is (clusters × d); each of ``n_draws`` resamples draws as many
+    clusters as there are, with replacement, and sums their rows.
+    """
+    np.random.seed(seed)
+    k, d = values.shape
+    out = np.zeros((n_draws, d), np.float64)
+    for r in range(n_draws):
+        for _ in range(k):
+            i = np.random.randint(0, k)
+            for j in range(d):
+                out[r, j] += values[i, j]
+    return out
+
+
+@nb.njit(**_JIT)
+def spearman_exact_count(rx, ry, target):
+    """Count permutations of ``ry`` with |n·Σ rx·ry_perm − Σrx·Σry| >= target.
+
+    Ranks are passed doubled (integers even with ties); Heap's algorithm
+    visits all n! orderings.
+    """
+    n = rx.size
+    sx = 0
+    sy = 0
+    for i in range(n):
+        sx += rx[i]
+        sy += ry[i]
+    perm = ry.copy()
+    c = np.zeros(n, np.int64)
+    count = 0
+    total = 0
+    s = 0
+    for i in range(n):
+        s += rx[i] * perm[i]
+    if abs(n * s - sx * sy) >= target:
+        count += 1
+    total += 1
+    i = 1
+    while i < n:
+        if c[i] < i:
+            a = 0 if i % 2 == 0 else c[i]
+            # swap perm[a] and perm[i], updating the dot product incrementally
+            s += rx[a] * (perm[i] - perm[a]) + rx[i] * (perm[a] - perm[i])
+            tmp = perm[a]
+            perm[a] = perm[i]
+            perm[i] = tmp
+            if abs(n * s - sx * sy) >= target:
+                count += 1
+            total += 1
+            c[i] += 1
+            i = 1
+        else:
+            c[i] = 0
+            i += 1
+    return count, total
+
+
+@nb.njit(**_JIT)
+def spearman_mc_count(rx, ry, target, n_draws, seed):
+    """Monte Carlo version of :func:`spearman_exact_count` (random shuffles)."""
+    np.random.seed(seed)
+    n = rx.size
+    sx = 0
+    sy = 0
+    for i in range(n):
+        sx += rx[i]
+        sy += ry[i]
+    perm = ry.copy()
+    count = 0
+    for _ in range(n_draws):
+        for i in range(n - 1, 0, -1):
+            j = np.random.randint(0, i + 1)
+            tmp = perm[i]
+            perm[i] = perm[j]
+            perm[j] = tmp
+        s = 0
+        for i in range(n):
+            s += rx[i] * perm[i]
+        if abs(n * s - sx * sy) >= target:
+            count += 1
+    return count

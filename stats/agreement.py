@@ -1,0 +1,160 @@
+"""Agreement and association between two sets of labels or scores.
+
+Why this exists: judges are validated by their agreement with reference
+labels (Cohen's kappa), and per-model measures are compared by rank
+(Spearman's rho). Both come with uncertainty computed the same way as the
+rest of the package: a cluster bootstrap for kappa, an exact permutation
+distribution (or a seeded Monte Carlo one) for Spearman.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from stats import _kernels as K
+from stats._clusters import factorize_clusters
+from stats._rng import SeedLike, kernel_seed
+from stats.bootstrap import percentile_interval, resample_clusters
+from stats.results import KappaResult, SpearmanResult
+
+SPEARMAN_EXACT_MAX_N = 10
+SPEARMAN_DEFAULT_DRAWS = 20_000
+
+
+def _labels(x: ArrayLike, name: str) -> list:
+    values = list(np.asarray(x, dtype=object).ravel())
+    for i, v in enumerate(values):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            raise ValueError(f"{name} label at position {i} is missing")
+    return values
+
+
+def _kappa_from_counts(conf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Kappa, observed and expected agreement for stacked flattened confusion matrices."""
+    q = int(round(math.sqrt(conf.shape[-1])))
+    m = conf.reshape(conf.shape[:-1] + (q, q))
+    total = m.sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        po = np.trace(m, axis1=-2, axis2=-1) / total
+        pe = np.sum(m.sum(axis=-1) * m.sum(axis=-2), axis=-1) / (total * total)
+        kappa = np.where(pe < 1.0, (po - pe) / (1.0 - pe), np.nan)
+    return kappa, po, pe
+
+
+def cohen_kappa(
+    rater1: ArrayLike,
+    rater2: ArrayLike,
+    *,
+    cluster: ArrayLike | None = None,
+    n_resamples: int = 4000,
+    confidence_level: float = 0.95,
+    seed: SeedLike = None,
+) -> KappaResult:
+    """Cohen's kappa between two raters' labels on the same items, with interval.
+
+    Method: kappa = (p_o − p_e) / (1 − p_e), p_o the observed agreement, p_e
+    the agreement expected from the two raters' marginal label frequencies
+    (unweighted, any hashable labels). The interval is a percentile bootstrap
+    resampling clusters of items (default: every item its own cluster).
+    Kappa is undefined (NaN) when p_e = 1, i.e. both raters always give the
+    same single label; such resamples are excluded from the percentiles.
+    """
+    r1 = _labels(rater1, "rater1")
+    r2 = _labels(rater2, "rater2")
+    if len(r1) != len(r2):
+        raise ValueError(f"raters must label the same items, got {len(r1)} and {len(r2)} labels")
+    cats = {v: i for i, v in enumerate(dict.fromkeys(r1 + r2))}
+    q = max(len(cats), 1)
+    cell = np.array([cats[x] * q + cats[y] for x, y in zip(r1, r2)], dtype=np.int64)
+    if cluster is None:
+        codes = np.arange(len(r1), dtype=np.int64)
+        k = len(r1)
+    else:
+        codes, uniques = factorize_clusters(cluster)
+        if codes.size != len(r1):
+            raise ValueError("cluster must have one entry per item")
+        k = uniques.size
+    per_cluster = np.zeros((k, q * q))
+    np.add.at(per_cluster, (codes, cell), 1.0)
+    kappa, po, pe = _kappa_from_counts(per_cluster.sum(axis=0))
+    if k:
+        dist, _, _ = _kappa_from_counts(resample_clusters(per_cluster, n_resamples, seed))
+    else:
+        dist = np.array([])
+    return KappaResult(
+        statistic=float(kappa), observed_agreement=float(po), expected_agreement=float(pe),
+        confidence_interval=percentile_interval(dist, confidence_level),
+        method=f"Cohen's kappa (unweighted); cluster bootstrap percentile interval, {int(n_resamples)} resamples of {k} clusters",
+        n=len(r1), n_resamples=int(n_resamples),
+    )
+
+
+def average_ranks(x: ArrayLike) -> np.ndarray:
+    """Ranks 1..n with ties given their average rank (``scipy.stats.rankdata``)."""
+    v = np.asarray(x, dtype=np.float64)
+    if v.ndim != 1:
+        raise ValueError("expected a 1-D array")
+    if np.any(np.isnan(v)):
+        raise ValueError("input contains NaN")
+    order = np.argsort(v, kind="mergesort")
+    sv = v[order]
+    first = np.concatenate([[True], sv[1:] != sv[:-1]])
+    group = np.cumsum(first) - 1
+    starts = np.flatnonzero(first)
+    ends = np.concatenate([starts[1:], [v.size]])
+    ranks = np.empty(v.size)
+    ranks[order] = ((starts + 1 + ends) / 2.0)[group]
+    return ranks
+
+
+def spearman(
+    x: ArrayLike,
+    y: ArrayLike,
+    *,
+    n_resamples: int | None = None,
+    seed: SeedLike = None,
+) -> SpearmanResult:
+    """Spearman's rho (Pearson correlation of average ranks) with a permutation p.
+
+    The p-value is two-sided: the share of pairings of x with a permutation of
+    y whose |rho| is at least the observed |rho|. It is exact (all n!
+    pairings) for n ≤ 10 when ``n_resamples`` is None, else Monte Carlo with
+    ``n_resamples`` (default 20,000) draws, p = (b + 1) / (R + 1). Ranks are
+    compared as integers (doubled average ranks), so ties in rho are exact.
+    A constant input has no ranks to correlate: rho and p are NaN, as in
+    ``scipy.stats.spearmanr``. Assumes the pairs are exchangeable under the
+    null of no association.
+    """
+    xv = np.asarray(x, dtype=np.float64)
+    yv = np.asarray(y, dtype=np.float64)
+    if xv.shape != yv.shape or xv.ndim != 1:
+        raise ValueError("x and y must be 1-D and the same length")
+    n = xv.size
+    if n < 2:
+        raise ValueError("spearman needs at least 2 pairs")
+    rx = np.rint(2 * average_ranks(xv)).astype(np.int64)
+    ry = np.rint(2 * average_ranks(yv)).astype(np.int64)
+    sx, sy = int(rx.sum()), int(ry.sum())
+    vx = n * int(rx @ rx) - sx * sx
+    vy = n * int(ry @ ry) - sy * sy
+    if vx == 0 or vy == 0:
+        return SpearmanResult(statistic=float("nan"), pvalue=float("nan"), n=n, n_resamples=None, mc_stderr=None,
+                              method="Spearman rank correlation: constant input, undefined")
+    cov = n * int(rx @ ry) - sx * sy
+    rho = cov / math.sqrt(vx) / math.sqrt(vy)
+    rho = max(-1.0, min(1.0, rho))
+    target = abs(cov)
+    if n_resamples is None and n <= SPEARMAN_EXACT_MAX_N:
+        count, total = K.spearman_exact_count(rx, ry, target)
+        return SpearmanResult(statistic=rho, pvalue=float(count / total), n=n, n_resamples=None, mc_stderr=None,
+                              method=f"Spearman rank correlation; exact permutation p over all {total} pairings")
+    r = int(n_resamples) if n_resamples is not None else SPEARMAN_DEFAULT_DRAWS
+    if r < 1:
+        raise ValueError("n_resamples must be a positive integer")
+    count = int(K.spearman_mc_count(rx, ry, target, r, kernel_seed(seed)))
+    p = (count + 1) / (r + 1)
+    return SpearmanResult(statistic=rho, pvalue=p, n=n, n_resamples=r, mc_stderr=math.sqrt(p * (1 - p) / r),
+                          method=f"Spearman rank correlation; Monte Carlo permutation p, {r} draws")

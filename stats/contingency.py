@@ -1,0 +1,74 @@
+"""Exact tests on counts that treat trials (or pairs) as independent.
+
+Why this exists: Fisher's exact test is the trial-level figure the literature
+prints, kept here for comparison beside the cluster tests (it is too
+optimistic when trials of a prompt are correlated). McNemar's exact test is
+the paired test used for two arms run on the same units.
+
+Both are computed with exact integer arithmetic (``math.comb`` and
+``fractions.Fraction``), so ties between table probabilities are decided
+exactly rather than with a floating-point tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from stats.results import FisherResult, McNemarResult
+
+
+def fisher_exact(table: ArrayLike) -> FisherResult:
+    """Two-sided Fisher exact test on a 2 × 2 table of counts, as ``scipy.stats.fisher_exact``.
+
+    Method: condition on both margins; the top-left count is hypergeometric;
+    the p-value sums the probabilities of all tables no more probable than
+    the observed one. Assumes independent trials. The statistic is the sample
+    odds ratio (inf when a off-diagonal cell is 0). A table with an empty row
+    or column gives odds ratio NaN and p = 1, as in scipy.
+    """
+    c = np.asarray(table)
+    if c.shape != (2, 2):
+        raise ValueError(f"table must be 2 x 2, got shape {c.shape}")
+    if np.any(c < 0) or np.any(c != np.round(c)):
+        raise ValueError("table must hold non-negative counts")
+    (a, b), (cc, d) = (int(v) for v in c[0]), (int(v) for v in c[1])
+    method = "Fisher exact test (trial level, two-sided, tables no more probable than observed)"
+    if min(a + b, cc + d, a + cc, b + d) == 0:
+        return FisherResult(statistic=float("nan"), pvalue=1.0, method=method)
+    odds = a * d / (b * cc) if b > 0 and cc > 0 else float("inf")
+    row1, row2, col1 = a + b, cc + d, a + cc
+    lo, hi = max(0, col1 - row2), min(row1, col1)
+    weights = [math.comb(row1, x) * math.comb(row2, col1 - x) for x in range(lo, hi + 1)]
+    observed = weights[a - lo]
+    num = sum(w for w in weights if w <= observed)
+    p = Fraction(num, math.comb(row1 + row2, col1))
+    return FisherResult(statistic=float(odds), pvalue=float(min(p, Fraction(1))), method=method)
+
+
+def mcnemar_exact(a_only: int, b_only: int) -> McNemarResult:
+    """Exact McNemar test from the discordant pair counts.
+
+    ``a_only``: pairs where arm A had the outcome and B did not; ``b_only`` the
+    reverse. Under the null each discordant pair is equally likely to fall
+    either way, so p = min(1, 2 · P(Binomial(a_only + b_only, ½) ≤ min)) —
+    the two-sided ``scipy.stats.binomtest`` p for p = ½. No discordant pairs
+    gives p = 1. Statistic: ``min(a_only, b_only)`` (the binomial count).
+    Assumes pairs are independent of each other.
+    """
+    if a_only < 0 or b_only < 0 or int(a_only) != a_only or int(b_only) != b_only:
+        raise ValueError("discordant counts must be non-negative integers")
+    a_only, b_only = int(a_only), int(b_only)
+    m = a_only + b_only
+    k = min(a_only, b_only)
+    if m == 0:
+        p = Fraction(1)
+    else:
+        p = min(Fraction(1), Fraction(2 * sum(math.comb(m, i) for i in range(k + 1)), 2**m))
+    return McNemarResult(
+        statistic=float(k), pvalue=float(p), a_only=a_only, b_only=b_only,
+        method="exact McNemar test (two-sided binomial(1/2) on discordant pairs)",
+    )

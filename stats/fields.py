@@ -1,0 +1,38 @@
+"""Field-level precision, recall and F1 over sets of (unit, field) tuples.
+
+Why this exists: an auditor that lists ungrounded tool-call arguments is
+scored per field, not per trace, and the conventions for empty sets decide
+whether a silent auditor looks perfect or useless; they are fixed here once.
+
+Conventions: precision = |P ∩ G| / |P| and is 1.0 when nothing is predicted
+(no false claim was made); recall = |P ∩ G| / |G| and is 1.0 when there is
+nothing to find; F1 is their harmonic mean and 0.0 when both are 0. So an
+empty prediction against empty gold scores 1 / 1 / 1, an empty prediction
+against non-empty gold 1 / 0 / 0, and any prediction against empty gold
+0 / 1 / 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Hashable
+
+from stats.results import FieldScores
+
+
+def field_scores(predicted: Iterable[Hashable], gold: Iterable[Hashable]) -> FieldScores:
+    """Micro-averaged precision / recall / F1 of ``predicted`` against ``gold``.
+
+    Both are collections of hashable items, typically ``(unit, field)`` tuples
+    so that the same field name on different traces counts separately;
+    duplicates are ignored (set semantics).
+    """
+    p = set(predicted)
+    g = set(gold)
+    tp = len(p & g)
+    fp = len(p) - tp
+    fn = len(g) - tp
+    precision = tp / len(p) if p else 1.0
+    recall = tp / len(g) if g else 1.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+    return FieldScores(precision=precision, recall=recall, f1=f1, true_positives=tp, false_positives=fp,
+                       false_negatives=fn)

@@ -1,0 +1,159 @@
+"""Result objects, in the style of ``scipy.stats``.
+
+Kept in one module so the report (and users) can rely on the same field names
+across statistics: ``statistic``, ``pvalue``, ``confidence_interval``,
+``method``; tests add ``attainable_floor``, ``n_resamples`` and ``mc_stderr``
+(``None`` when the result is exact). All are frozen dataclasses: a result is a
+record of what was computed, not something to be edited.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+
+class ConfidenceInterval(NamedTuple):
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class PermutationTestResult:
+    """Cluster permutation test of a difference in pooled rates (A − B).
+
+    ``attainable_floor`` is the smallest p-value any arrangement of the observed
+    data could produce under the stated permutation scheme (given the data's
+    margins), so a p at the floor means "as extreme as this design allows".
+    ``floor_is_bound`` is True only when that floor could not be computed
+    exactly and a lower bound (1 / number of arrangements) is reported instead.
+    """
+
+    statistic: float
+    pvalue: float
+    method: str
+    level: str
+    attainable_floor: float
+    n_resamples: int | None
+    mc_stderr: float | None
+    n_clusters: int
+    hits_a: int
+    n_a: int
+    hits_b: int
+    n_b: int
+    floor_is_bound: bool = False
+
+    @property
+    def floor(self) -> float:
+        return self.attainable_floor
+
+    @property
+    def rate_a(self) -> float:
+        return self.hits_a / self.n_a if self.n_a else float("nan")
+
+    @property
+    def rate_b(self) -> float:
+        return self.hits_b / self.n_b if self.n_b else float("nan")
+
+
+@dataclass(frozen=True, eq=False)
+class BootstrapResult:
+    """Cluster bootstrap percentile interval.
+
+    ``bootstrap_distribution`` holds the statistic of every resample in draw
+    order (NaN where a resample left an arm without trials; those are excluded
+    from the percentiles and counted in ``n_undefined``).
+    """
+
+    statistic: float
+    confidence_interval: ConfidenceInterval
+    standard_error: float
+    method: str
+    n_resamples: int
+    n_clusters: int
+    n_undefined: int
+    bootstrap_distribution: np.ndarray = field(repr=False)
+
+
+@dataclass(frozen=True)
+class FisherResult:
+    """Fisher's exact test on a 2 × 2 table (trial level, two-sided).
+
+    ``statistic`` is the sample odds ratio, as in ``scipy.stats.fisher_exact``.
+    """
+
+    statistic: float
+    pvalue: float
+    method: str
+
+
+@dataclass(frozen=True)
+class McNemarResult:
+    """Exact McNemar test: binomial(½) on the discordant pairs, two-sided."""
+
+    statistic: float
+    pvalue: float
+    method: str
+    a_only: int
+    b_only: int
+
+
+@dataclass(frozen=True, eq=False)
+class PairedDifferenceResult:
+    """Paired difference in rates (arm A − arm B) on the same units."""
+
+    statistic: float
+    rate_a: float
+    rate_b: float
+    confidence_interval: ConfidenceInterval
+    mcnemar: McNemarResult
+    method: str
+    n_pairs: int
+    n_clusters: int
+    n_resamples: int
+
+
+@dataclass(frozen=True)
+class KappaResult:
+    """Cohen's kappa of two raters with a cluster bootstrap percentile interval."""
+
+    statistic: float
+    confidence_interval: ConfidenceInterval
+    observed_agreement: float
+    expected_agreement: float
+    method: str
+    n: int
+    n_resamples: int
+
+
+@dataclass(frozen=True)
+class SpearmanResult:
+    """Spearman's rank correlation with an exact or Monte Carlo permutation p."""
+
+    statistic: float
+    pvalue: float
+    method: str
+    n: int
+    n_resamples: int | None
+    mc_stderr: float | None
+
+
+@dataclass(frozen=True)
+class FieldScores:
+    """Field-level precision / recall / F1 over sets of (unit, field) tuples."""
+
+    precision: float
+    recall: float
+    f1: float
+    true_positives: int
+    false_positives: int
+    false_negatives: int
+
+
+class Firing(NamedTuple):
+    """Clusters with at least one hit, out of clusters observed."""
+
+    firing: int
+    clusters: int

@@ -1,0 +1,229 @@
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+import stats
+import stats.permutation as perm_mod
+import _stats_brute as _brute
+
+
+def random_design(rng, max_clusters=4, max_cells=3, max_n=5, trial_budget=None):
+    """Small random per-cell design; guarantees both arms have trials."""
+    while True:
+        k = int(rng.integers(1, max_clusters + 1))
+        cells = []
+        for c in range(k):
+            m = int(rng.integers(1, max_cells + 1))
+            for _ in range(m):
+                n = int(rng.integers(0, max_n + 1))
+                h = int(rng.integers(0, n + 1))
+                cells.append((f"c{c}", int(rng.integers(0, 2)), h, n))
+        na = sum(c[3] for c in cells if c[1] == 1)
+        nb = sum(c[3] for c in cells if c[1] == 0)
+        if na and nb:
+            return cells
+
+
+def call(cells, **kw):
+    cl, arm, h, n = zip(*cells)
+    return stats.cluster_permutation_test(list(cl), np.array(arm), np.array(h), np.array(n), **kw)
+
+
+def trial_design(rng):
+    # Keep per-cluster trial enumeration small: at most 8 trials per cluster.
+    while True:
+        cells = random_design(rng, max_clusters=4, max_cells=3, max_n=4)
+        per = {}
+        for c, _, _, n in cells:
+            per[c] = per.get(c, 0) + n
+        if max(per.values()) <= 8:
+            return cells
+
+
+def test_trial_level_exact_matches_enumeration():
+    rng = np.random.default_rng(20240501)
+    for _ in range(220):
+        cells = trial_design(rng)
+        res = call(cells, level="trial")
+        p, floor = _brute.trial_level(cells)
+        assert res.n_resamples is None and res.mc_stderr is None
+        assert abs(res.pvalue - float(p)) <= 1e-12, cells
+        assert abs(res.attainable_floor - float(floor)) <= 1e-12, cells
+        assert res.attainable_floor <= res.pvalue + 1e-15
+
+
+def test_cell_level_exact_matches_enumeration():
+    rng = np.random.default_rng(777)
+    for _ in range(220):
+        cells = random_design(rng, max_clusters=5, max_cells=4, max_n=6)
+        res = call(cells, level="cell")
+        p, floor = _brute.cell_level(cells)
+        assert res.n_resamples is None
+        assert abs(res.pvalue - float(p)) <= 1e-12, cells
+        assert abs(res.attainable_floor - float(floor)) <= 1e-12, cells
+
+
+@pytest.mark.parametrize("level", ["trial", "cell"])
+def test_monte_carlo_within_four_standard_errors(level):
+    rng = np.random.default_rng(99 if level == "trial" else 100)
+    draws = 20_000
+    for i in range(200):
+        cells = random_design(rng, max_clusters=6, max_cells=3, max_n=10)
+        exact = call(cells, level=level)
+        mc = call(cells, level=level, n_resamples=draws, seed=i)
+        assert mc.n_resamples == draws and mc.mc_stderr is not None
+        assert "Monte Carlo" in mc.method
+        se = max(math.sqrt(exact.pvalue * (1 - exact.pvalue) / draws), 1.0 / draws)
+        assert abs(mc.pvalue - exact.pvalue) <= 4 * se, (cells, mc.pvalue, exact.pvalue)
+        assert mc.attainable_floor == pytest.approx(exact.attainable_floor, rel=1e-9, abs=1e-300)
+
+
+def test_trial_level_single_cluster_matches_scipy_permutation_test():
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        na, nb = int(rng.integers(2, 7)), int(rng.integers(2, 7))
+        x = (rng.random(na) < rng.random()).astype(float)
+        y = (rng.random(nb) < rng.random()).astype(float)
+        ref = sps.permutation_test(
+            (x, y), lambda a, b: abs(a.mean() - b.mean()), permutation_type="independent",
+            alternative="greater", vectorized=False, n_resamples=10**6,
+        )
+        res = stats.cluster_permutation_test(["p", "p"], [1, 0], [int(x.sum()), int(y.sum())], [na, nb])
+        assert res.pvalue == pytest.approx(ref.pvalue, abs=1e-12)
+
+
+def test_cell_level_single_cluster_matches_scipy_permutation_test():
+    rng = np.random.default_rng(6)
+    for _ in range(30):
+        m_a, m_b = int(rng.integers(2, 4)), int(rng.integers(2, 4))
+        n = rng.integers(1, 8, m_a + m_b)
+        h = rng.binomial(n, rng.random())
+        arm = np.array([1] * m_a + [0] * m_b)
+
+        def stat(ia, ib):
+            ia, ib = ia.astype(int), ib.astype(int)
+            return abs(h[ia].sum() / n[ia].sum() - h[ib].sum() / n[ib].sum())
+
+        ref = sps.permutation_test(
+            (np.arange(m_a), np.arange(m_a, m_a + m_b)), stat, permutation_type="independent",
+            alternative="greater", vectorized=False, n_resamples=10**6,
+        )
+        res = stats.cluster_permutation_test(np.zeros(m_a + m_b, int), arm, h, n, level="cell")
+        assert res.pvalue == pytest.approx(ref.pvalue, abs=1e-12)
+
+
+@pytest.mark.parametrize("level", ["trial", "cell"])
+def test_one_empty_arm_is_defined(level):
+    res = stats.cluster_permutation_test([1, 1, 2], [1, 1, 1], [2, 3, 1], [5, 5, 5], level=level)
+    assert math.isnan(res.statistic) and res.pvalue == 1.0 and res.attainable_floor == 1.0
+    # An arm whose cells all have zero trials is empty too.
+    res = stats.cluster_permutation_test([1, 1], [1, 0], [2, 0], [5, 0], level=level)
+    assert math.isnan(res.statistic) and res.pvalue == 1.0
+
+
+@pytest.mark.parametrize("level", ["trial", "cell"])
+@pytest.mark.parametrize("value", [0, 1])
+def test_all_zero_and_all_one(level, value):
+    cl = np.repeat(np.arange(4), 3)
+    arm = np.tile([1, 1, 0], 4)
+    n = np.array([20, 18, 20, 20, 20, 17, 19, 20, 20, 20, 20, 15])
+    res = stats.cluster_permutation_test(cl, arm, n * value, n, level=level)
+    assert res.statistic == 0.0 and res.pvalue == 1.0 and res.attainable_floor == 1.0
+
+
+@pytest.mark.parametrize("level", ["trial", "cell"])
+def test_single_cluster_and_unequal_sizes_and_empty_cells(level):
+    cells = [("a", 1, 3, 4), ("a", 0, 0, 3), ("a", 1, 0, 0), ("b", 1, 1, 2), ("b", 0, 0, 5), ("b", 0, 0, 0)]
+    res = call(cells, level=level)
+    ref = (_brute.trial_level if level == "trial" else _brute.cell_level)(cells)
+    assert res.pvalue == pytest.approx(float(ref[0]), abs=1e-12)
+    single = call([c for c in cells if c[0] == "a"], level=level)
+    ref = (_brute.trial_level if level == "trial" else _brute.cell_level)([c for c in cells if c[0] == "a"])
+    assert single.n_clusters == 1 and single.pvalue == pytest.approx(float(ref[0]), abs=1e-12)
+
+
+def test_floor_is_data_dependent_not_two_over_two_to_the_n():
+    cl = np.repeat(np.arange(12), 3)
+    arm = np.tile([1, 1, 0], 12)
+    n = np.full(36, 20)
+    h = np.tile([5, 4, 0], 12)
+    cell = stats.cluster_permutation_test(cl, arm, h, n, level="cell")
+    assert cell.attainable_floor == pytest.approx(1 / 3**12)  # one extreme arrangement of 3^12
+    trial = stats.cluster_permutation_test(cl, arm, h, n, level="trial")
+    assert trial.attainable_floor < 1e-30 and trial.pvalue >= trial.attainable_floor
+
+
+def test_float_comparison_path_agrees_with_integer_path(monkeypatch):
+    rng = np.random.default_rng(3)
+    designs = [random_design(rng, max_clusters=5, max_cells=4, max_n=6) for _ in range(60)]
+    ints = [call(d, level="cell") for d in designs]
+    monkeypatch.setattr(perm_mod, "INT_EXACT_MAX_N", 0)
+    floats = [call(d, level="cell") for d in designs]
+    for a, b in zip(ints, floats):
+        assert a.pvalue == pytest.approx(b.pvalue, abs=1e-12)
+        assert a.attainable_floor == pytest.approx(b.attainable_floor, abs=1e-12)
+
+
+def test_over_budget_falls_back_to_monte_carlo(monkeypatch):
+    cl = np.repeat(np.arange(6), 3)
+    arm = np.tile([1, 1, 0], 6)
+    n = np.full(18, 10)
+    h = np.tile([3, 2, 0], 6)
+    exact_cell = stats.cluster_permutation_test(cl, arm, h, n, level="cell")
+    exact_trial = stats.cluster_permutation_test(cl, arm, h, n, level="trial")
+    monkeypatch.setattr(perm_mod, "EXACT_BUDGET", -1)
+    for level, exact in (("cell", exact_cell), ("trial", exact_trial)):
+        res = stats.cluster_permutation_test(cl, arm, h, n, level=level, seed=1)
+        assert res.n_resamples == perm_mod.DEFAULT_DRAWS and "over budget" in res.method
+        assert abs(res.pvalue - exact.pvalue) <= 4 * max(res.mc_stderr, 1 / res.n_resamples)
+        assert res.attainable_floor == pytest.approx(exact.attainable_floor, rel=1e-9)
+    # Unequal cells: the arm-A trial total varies, so without the DP only a bound is known.
+    n2 = n.copy()
+    n2[0] = 7
+    res = stats.cluster_permutation_test(cl, arm, np.minimum(h, n2), n2, level="cell", seed=1)
+    assert res.floor_is_bound and res.attainable_floor == pytest.approx(3.0**-6)
+
+
+def test_seeded_monte_carlo_is_reproducible():
+    cells = [("a", 1, 3, 9), ("a", 0, 1, 9), ("b", 1, 4, 9), ("b", 0, 0, 9)]
+    r1 = call(cells, level="cell", n_resamples=500, seed=11)
+    r2 = call(cells, level="cell", n_resamples=500, seed=11)
+    assert r1 == r2
+
+
+def test_statistic_and_counts():
+    res = stats.cluster_permutation_test(["x", "x", "y", "y"], [1, 0, 1, 0], [3, 1, 2, 0], [10, 10, 10, 10])
+    assert res.statistic == pytest.approx(5 / 20 - 1 / 20)
+    assert (res.hits_a, res.n_a, res.hits_b, res.n_b) == (5, 20, 1, 20)
+    assert res.floor == res.attainable_floor and res.rate_a == 0.25
+
+
+def test_input_validation():
+    with pytest.raises(ValueError, match="missing"):
+        stats.cluster_permutation_test(["a", None], [1, 0], [1, 0], [2, 2])
+    with pytest.raises(ValueError, match="missing"):
+        stats.cluster_permutation_test([1.0, float("nan")], [1, 0], [1, 0], [2, 2])
+    with pytest.raises(ValueError, match="arm"):
+        stats.cluster_permutation_test([1, 1], [2, 0], [1, 0], [2, 2])
+    with pytest.raises(ValueError, match="hits"):
+        stats.cluster_permutation_test([1, 1], [1, 0], [3, 0], [2, 2])
+    with pytest.raises(ValueError, match="level"):
+        stats.cluster_permutation_test([1, 1], [1, 0], [1, 0], [2, 2], level="prompt")
+    with pytest.raises(ValueError, match="at most"):
+        stats.cluster_permutation_test(np.zeros(22, int), np.arange(22) % 2, np.ones(22, int), np.ones(22, int) * 2,
+                                       level="cell")
+
+
+def test_floor_without_dynamic_programme_is_exact_or_a_lower_bound(monkeypatch):
+    rng = np.random.default_rng(42)
+    designs = [random_design(rng, max_clusters=4, max_cells=3, max_n=5) for _ in range(200)]
+    exact = [call(d, level="cell") for d in designs]
+    monkeypatch.setattr(perm_mod, "EXACT_BUDGET", -1)
+    for d, e in zip(designs, exact):
+        r = call(d, level="cell", n_resamples=10, seed=0)
+        if r.floor_is_bound:
+            assert r.attainable_floor <= e.attainable_floor + 1e-15
+        else:
+            assert r.attainable_floor == pytest.approx(e.attainable_floor, rel=1e-9)
