@@ -45,7 +45,7 @@ def summarize(out: Path) -> list[ProbeSummary]:
     if manifest is None:
         raise UserError(f"{out} has no manifest.json; is it a trialgrid output directory?")
     frame = _scan(out)
-    condition_order = {}
+    model_order = {m["name"]: i for i, m in enumerate(manifest.get("sweep", {}).get("models", []))}
     summaries = []
     for probe_name, info in manifest["probes"].items():
         kind = info["kind"]
@@ -82,9 +82,11 @@ def summarize(out: Path) -> list[ProbeSummary]:
             extra += [pl.Series(f"{r}_rate", rate), pl.Series(f"{r}_lo", lo), pl.Series(f"{r}_hi", hi)]
         table = (
             cells.with_columns(extra)
-            .with_columns(pl.col("condition").replace_strict(condition_order, default=len(condition_order)).alias("_order"))
-            .sort("model", "_order")
-            .drop("_order")
+            .with_columns(
+                pl.col("model").replace_strict(model_order, default=len(model_order), return_dtype=pl.Int64).alias("_m"),
+                pl.col("condition").replace_strict(condition_order, default=len(condition_order), return_dtype=pl.Int64).alias("_c"))
+            .sort("_m", "model", "_c")
+            .drop("_m", "_c")
         )
         summaries.append(ProbeSummary(probe_name, kind, rates, table))
     return summaries
@@ -95,25 +97,24 @@ def _pct(x: float) -> str:
 
 
 def print_report(out: Path, console: Console | None = None) -> list[ProbeSummary]:
+    """One table per probe × model: conditions as columns, so it fits an 80-column terminal."""
     console = console or Console()
     summaries = summarize(out)
     for s in summaries:
-        table = Table(title=f"{s.probe} ({s.kind}) — {out}", title_justify="left", header_style="bold")
-        for col in ("model", "condition", "trials", "errors"):
-            table.add_column(col, justify="left" if col in ("model", "condition") else "right")
-        for r in s.rates:
-            table.add_column(f"{r} (95% Wilson)", justify="right")
-        table.add_column(f"prompts firing ({s.rates[0]})", justify="right")
-        previous = None
-        for row in s.table.iter_rows(named=True):
-            cells = [row["model"] if row["model"] != previous else "", row["condition"], f"{row['trials']:,}", f"{row['errors']:,}"]
-            previous = row["model"]
-            for r in s.rates:
-                cells.append(f"{_pct(row[f'{r}_rate'])} [{_pct(row[f'{r}_lo'])}, {_pct(row[f'{r}_hi'])}]")
-            fired, prompts = row.get(f"{s.rates[0]}_prompts"), row.get("prompts")
-            cells.append(f"{fired or 0}/{prompts or 0}")
-            table.add_row(*cells)
-        console.print(table)
+        for model, rows in s.table.group_by("model", maintain_order=True):
+            records = list(rows.iter_rows(named=True))
+            table = Table(title=f"{s.probe} · {model[0]}", title_justify="left", header_style="bold")
+            table.add_column("")
+            for r in records:
+                table.add_column(r["condition"], justify="right")
+            table.add_row("trials (errors)", *(f"{r['trials']:,} ({r['errors']:,})" for r in records))
+            for rate in s.rates:
+                table.add_row(f"{rate} %", *(_pct(r[f"{rate}_rate"]) for r in records))
+                table.add_row("  95% Wilson", *(f"{_pct(r[f'{rate}_lo'])}–{_pct(r[f'{rate}_hi'])}" for r in records),
+                              style="dim")
+            table.add_row(f"prompts firing ({s.rates[0]})",
+                          *(f"{r.get(f'{s.rates[0]}_prompts') or 0}/{r.get('prompts') or 0}" for r in records))
+            console.print(table)
     console.print("[dim]Wilson intervals treat trials as independent; trials of one prompt are not. "
                   "Cluster-level tests and intervals arrive with the stats core.[/dim]")
     return summaries

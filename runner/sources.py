@@ -9,10 +9,12 @@ files in JSON get line numbers too.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from types import UnionType
+from typing import Annotated, Any, Iterable, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -82,10 +84,55 @@ def load_source(path: Path, *, what: str) -> Source:
     return Source(path=path, data=data, lines=lines, sha256=hashlib.sha256(raw).hexdigest())
 
 
-def _describe(err: dict[str, Any]) -> str:
+def _model_at(model: Any, loc: tuple, data: Any) -> type[BaseModel] | None:
+    """The pydantic model that validates the mapping at ``loc`` (to list its valid keys)."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            data = data[part] if isinstance(data, list) and part < len(data) else None
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)) or part not in current.model_fields:
+            return None
+        current = current.model_fields[part].annotation
+        data = data.get(part) if isinstance(data, dict) else None
+        current = _unwrap(current, data)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _unwrap(annotation: Any, data: Any) -> Any:
+    """Strip Optional / list / Annotated / tagged unions down to the model that applies to ``data``."""
+    for _ in range(6):
+        args = get_args(annotation)
+        origin = get_origin(annotation)
+        if origin is Annotated:
+            annotation = args[0]
+        elif origin in (list, tuple):
+            annotation = args[0] if args else Any
+            data = data[0] if isinstance(data, list) and data else None
+        elif origin in (Union, UnionType):
+            models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+            kind = data.get("kind") if isinstance(data, dict) else None
+            match = [m for m in models if "kind" in m.model_fields and kind in get_args(m.model_fields["kind"].annotation)]
+            annotation = (match or models or [type(None)])[0]
+        else:
+            break
+    return annotation
+
+
+def _describe(err: dict[str, Any], model: Any = None, data: Any = None) -> str:
     kind = err.get("type", "")
+    if kind == "union_tag_invalid":
+        ctx = err.get("ctx", {})
+        return f"unknown {ctx.get('discriminator', 'kind').strip(chr(39))} {ctx.get('tag')!r} (expected one of: {ctx.get('expected_tags')})"
     if kind == "extra_forbidden":
-        return "unknown key"
+        loc = _strip_tags(tuple(err["loc"]))
+        owner = _model_at(model, loc[:-1], data) if model is not None else None
+        if owner is None:
+            return "unknown key"
+        valid = list(owner.model_fields)
+        close = difflib.get_close_matches(str(loc[-1]), valid, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        return f"unknown key ({hint}valid keys: {', '.join(valid)})"
     if kind == "missing":
         return "required key is missing"
     msg = err.get("msg", "invalid value")
@@ -109,14 +156,19 @@ def validate(model: type[BaseModel], data: Any, source: Source, *, prefix: tuple
     except ValidationError as exc:
         errors = exc.errors()
         first = errors[0]
-        loc = prefix + tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        # pydantic puts the discriminator tag into loc for tagged unions; drop it
-        loc = tuple(p for i, p in enumerate(loc) if not (i > 0 and isinstance(loc[i - 1], int) and isinstance(p, str) and p in _TAGS))
+        loc = prefix + _strip_tags(tuple(first["loc"]))
         more = f" (+{len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-        raise UserError(_describe(first) + more, file=source.path, line=source.line_of(loc), key_path=loc) from None
+        raise UserError(_describe(first, model, data) + more, file=source.path, line=source.line_of(loc), key_path=loc) from None
 
 
 _TAGS: set[str] = set()
+
+
+def _strip_tags(loc: tuple) -> tuple:
+    """Drop what pydantic inserts into error locations: tagged-union tags and validator names."""
+    loc = tuple(p for p in loc if not (isinstance(p, str) and p.startswith("function-")))
+    return tuple(p for i, p in enumerate(loc)
+                 if not (i > 0 and isinstance(loc[i - 1], int) and isinstance(p, str) and p in _TAGS))
 
 
 def register_union_tags(tags: Iterable[str]) -> None:

@@ -5,8 +5,11 @@ statistics (validation, method choice, documentation) and this module holds
 only loops. Every kernel is compiled with ``cache=True`` so a CLI call pays
 the compile once per installation, not once per process.
 
-Kernels that draw random numbers seed numba's own generator from an explicit
-integer, so results are reproducible for a given seed.
+Kernels that draw random numbers use an inline splitmix64 generator seeded
+from an explicit integer (reproducible for a given seed). It is ~2.5x faster
+than numba's own generator in these loops, where drawing dominates the cost;
+bounded integers use Lemire's multiply-shift with rejection, so they are
+exactly uniform.
 """
 
 from __future__ import annotations
@@ -15,12 +18,53 @@ import math
 
 import numba as nb
 import numpy as np
+from numba import uint64
 
 _JIT = dict(cache=True, nogil=True)
 
 # Probabilities below this are dropped while convolving: they cannot change a
 # p-value above ~1e-290 and, as subnormals, would slow the arithmetic badly.
 TINY = 1e-300
+
+
+_GOLDEN = uint64(0x9E3779B97F4A7C15)
+_MIX1 = uint64(0xBF58476D1CE4E5B9)
+_MIX2 = uint64(0x94D049BB133111EB)
+_LOW32 = uint64(0xFFFFFFFF)
+_TWO32 = uint64(1 << 32)
+
+
+@nb.njit(inline="always", **_JIT)
+def _next(state):
+    """splitmix64: returns (new state, 64 random bits)."""
+    state = state + _GOLDEN
+    z = state
+    z = (z ^ (z >> uint64(30))) * _MIX1
+    z = (z ^ (z >> uint64(27))) * _MIX2
+    return state, z ^ (z >> uint64(31))
+
+
+@nb.njit(inline="always", **_JIT)
+def _below(state, k):
+    """Uniform integer in [0, k) for 0 < k < 2**32 (Lemire, with rejection)."""
+    kk = uint64(k)
+    state, z = _next(state)
+    m = (z >> uint64(32)) * kk
+    low = m & _LOW32
+    if low < kk:
+        threshold = (_TWO32 - kk) % kk
+        while low < threshold:
+            state, z = _next(state)
+            m = (z >> uint64(32)) * kk
+            low = m & _LOW32
+    return state, np.int64(m >> uint64(32))
+
+
+@nb.njit(inline="always", **_JIT)
+def _unit(state):
+    """Uniform float in [0, 1) with 53 random bits."""
+    state, z = _next(state)
+    return state, np.float64(z >> uint64(11)) * (1.0 / 9007199254740992.0)
 
 
 @nb.njit(**_JIT)
@@ -111,7 +155,7 @@ def trial_mc_count(offs, lo, pmf, n_draws, seed, total_n, total_k, n_a, x_obs):
     Each draw samples every cluster's hypergeometric by inverse CDF.
     Extremeness is compared on the integer |X·N − K·N_A|.
     """
-    np.random.seed(seed)
+    state = uint64(seed)
     k = offs.size - 1
     cdf = np.empty(pmf.size, np.float64)
     base = 0
@@ -131,7 +175,7 @@ def trial_mc_count(offs, lo, pmf, n_draws, seed, total_n, total_k, n_a, x_obs):
             e = offs[c + 1]
             if e - s == 1:
                 continue
-            u = np.random.random()
+            state, u = _unit(state)
             j = s
             while cdf[j] < u:
                 j += 1
@@ -284,7 +328,7 @@ def cell_tail(grid, x0, t0, total_n, total_h, x_obs, t_obs, use_int, rtol):
 @nb.njit(**_JIT)
 def cell_mc_count(arr_offs, ax, at, n_draws, seed, total_n, total_h, x_obs, t_obs, use_int, rtol):
     """Monte Carlo count of cell arrangements at least as extreme as observed."""
-    np.random.seed(seed)
+    state = uint64(seed)
     k = arr_offs.size - 1
     num_o = x_obs * total_n - total_h * t_obs
     den_o = t_obs * (total_n - t_obs)
@@ -306,7 +350,8 @@ def cell_mc_count(arr_offs, ax, at, n_draws, seed, total_n, total_h, x_obs, t_ob
         for q in range(nl):
             c = live[q]
             s = arr_offs[c]
-            j = s + np.random.randint(0, arr_offs[c + 1] - s)
+            state, j = _below(state, arr_offs[c + 1] - s)
+            j += s
             x += ax[j]
             t += at[j]
         if _as_extreme(x, t, total_n, total_h, num_o, den_o, use_int, rtol):
@@ -321,12 +366,12 @@ def resample_cluster_sums(values, n_draws, seed):
     ``values`` is (clusters × d); each of ``n_draws`` resamples draws as many
     clusters as there are, with replacement, and sums their rows.
     """
-    np.random.seed(seed)
+    state = uint64(seed)
     k, d = values.shape
     out = np.zeros((n_draws, d), np.float64)
     for r in range(n_draws):
         for _ in range(k):
-            i = np.random.randint(0, k)
+            state, i = _below(state, k)
             for j in range(d):
                 out[r, j] += values[i, j]
     return out
@@ -378,7 +423,7 @@ def spearman_exact_count(rx, ry, target):
 @nb.njit(**_JIT)
 def spearman_mc_count(rx, ry, target, n_draws, seed):
     """Monte Carlo version of :func:`spearman_exact_count` (random shuffles)."""
-    np.random.seed(seed)
+    state = uint64(seed)
     n = rx.size
     sx = 0
     sy = 0
@@ -389,7 +434,7 @@ def spearman_mc_count(rx, ry, target, n_draws, seed):
     count = 0
     for _ in range(n_draws):
         for i in range(n - 1, 0, -1):
-            j = np.random.randint(0, i + 1)
+            state, j = _below(state, i + 1)
             tmp = perm[i]
             perm[i] = perm[j]
             perm[j] = tmp

@@ -143,10 +143,14 @@ def _trial_level(codes, k, a, h, m, statistic, n_resamples, seed, common) -> Per
         x = base + start + np.arange(dist.size, dtype=np.int64)
         extreme = np.abs(x * big_n - big_k * n_a) >= abs(x_obs * big_n - big_k * n_a)
         p = float(min(1.0, dist[extreme].sum()))
+        method = "exact cluster permutation (trial labels within cluster, convolution of hypergeometrics)"
+        if p < 1e-290:
+            # Probabilities below TINY were trimmed; as scipy does, an underflowed p is reported as 0.
+            p = 0.0
+            method += "; p below 1e-290 underflows to 0"
         return PermutationTestResult(
             statistic=statistic, pvalue=max(p, floor), attainable_floor=floor, n_resamples=None, mc_stderr=None,
-            method="exact cluster permutation (trial labels within cluster, convolution of hypergeometrics)",
-            **common,
+            method=method, **common,
         )
     r = int(n_resamples) if n_resamples is not None else DEFAULT_DRAWS
     count = K.trial_mc_count(offs, lo, pmf, r, kernel_seed(seed), big_n, big_k, n_a, x_obs)
@@ -171,10 +175,11 @@ def _trial_floor(offs, lo, pmf, big_n, big_k, n_a) -> float:
     d_lo = abs(x_min * big_n - big_k * n_a)
     d = max(d_hi, d_lo)
     floor = 0.0
-    if d_hi == d:
-        floor += math.exp(float(np.sum(np.log(pmf[offs[1:] - 1]))))
-    if d_lo == d and x_min != x_max:
-        floor += math.exp(float(np.sum(np.log(pmf[offs[:-1]]))))
+    with np.errstate(divide="ignore"):  # an endpoint pmf can underflow to 0
+        if d_hi == d:
+            floor += math.exp(float(np.sum(np.log(pmf[offs[1:] - 1]))))
+        if d_lo == d and x_min != x_max:
+            floor += math.exp(float(np.sum(np.log(pmf[offs[:-1]]))))
     return min(1.0, floor)
 
 

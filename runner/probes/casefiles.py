@@ -1,0 +1,82 @@
+"""Case files as records, each with a way back to its line: YAML / JSON lists and JSON lines.
+
+The negative and phantom probes (and their importers' output) accept three layouts:
+a YAML or JSON file holding a list, a mapping with one list under ``key`` (``cases:``,
+``traces:``), or JSON lines (``.jsonl`` / ``.ndjson``: one record per line, the form
+BFCL and most eval tooling write). Whatever the layout, every record comes with the
+``Source`` and key-path prefix that ``validate`` needs to name file, line and field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runner.errors import UserError
+from runner.sources import Source, load_source
+
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+
+
+@dataclass(frozen=True)
+class Record:
+    data: Any
+    source: Source
+    prefix: tuple
+
+    def line(self, *sub: Any) -> int | None:
+        return self.source.line_of(self.prefix + tuple(sub))
+
+    def error(self, message: str, *sub: Any, hint: str | None = None) -> UserError:
+        return UserError(message, file=self.source.path, line=self.line(*sub), key_path=self.prefix + tuple(sub), hint=hint)
+
+
+def load_records(path: Path, *, what: str, key: str) -> tuple[list[Record], str]:
+    """The records in ``path`` and the file's sha256. Raises a located ``UserError``."""
+    if path.suffix.lower() in JSONL_SUFFIXES:
+        return _jsonl(path, what=what)
+    source = load_source(path, what=what)
+    data, prefix = source.data, ()
+    if isinstance(data, dict):
+        if key not in data:
+            raise UserError(f"expected a {key!r} list (or a top-level list)", file=path, line=1, key_path=(key,))
+        data, prefix = data[key], (key,)
+    if not isinstance(data, list):
+        raise UserError(f"{key} must be a list, got {type(data).__name__}", file=path,
+                        line=source.line_of(prefix), key_path=prefix or None)
+    if not data:
+        raise UserError(f"no {key}: the file is empty", file=path, line=source.line_of(prefix), key_path=prefix or None,
+                        hint=f"add at least one entry; `trialgrid template` writes an example")
+    return [Record(item, source, prefix + (i,)) for i, item in enumerate(data)], source.sha256
+
+
+def _jsonl(path: Path, *, what: str) -> tuple[list[Record], str]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"{what} not found", file=path) from None
+    except OSError as exc:
+        raise UserError(f"cannot read {what}: {exc.strerror}", file=path) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{what} is not UTF-8 text (byte {exc.start})", file=path) from None
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"line is not valid JSON: {exc.msg} (column {exc.colno})", file=path, line=number,
+                            hint="JSON lines files hold one complete JSON object per line") from None
+        if not isinstance(item, dict):
+            raise UserError(f"each line must be a JSON object, got {type(item).__name__}", file=path, line=number)
+        # every key of a one-line record lives on that line
+        records.append(Record(item, Source(path=path, data=item, lines={(): number}), ()))
+    if not records:
+        raise UserError(f"{what} has no records", file=path)
+    return records, hashlib.sha256(raw).hexdigest()
