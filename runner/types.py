@@ -74,13 +74,21 @@ class ChatRequest:
 
 @dataclass(frozen=True, slots=True)
 class ChatResponse:
-    """What the model answered: free text and/or tool calls, with usage and latency."""
+    """What the model answered: free text and/or tool calls, with usage and latency.
+
+    ``attempts`` counts the requests sent to get this answer (retries and remedy
+    re-sends included; 1 for an in-process provider); ``remedies`` lists the learned
+    parameter changes applied to the request that got it (``Remedy.describe()``), so
+    a row measured with a changed parameter says so.
+    """
 
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = Usage()
     latency_s: float = 0.0
     finish_reason: str | None = None
+    attempts: int = 1
+    remedies: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

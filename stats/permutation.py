@@ -137,7 +137,7 @@ def _trial_level(codes, k, a, h, m, statistic, n_resamples, seed, common) -> Per
     base = int(lo.sum())
     floor = _trial_floor(offs, lo, pmf, big_n, big_k, n_a)
     # Cost of the convolution without trimming: running support × cluster support.
-    cost = float(np.sum(np.cumsum(sizes - 1) * sizes))
+    cost = float(np.sum(np.cumsum(sizes - 1) * sizes * (sizes > 1)))
     if n_resamples is None and cost <= EXACT_BUDGET:
         dist, start = K.convolve_tables(offs, pmf, int(sizes.sum() - sizes.size + 1))
         x = base + start + np.arange(dist.size, dtype=np.int64)

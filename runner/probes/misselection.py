@@ -141,9 +141,9 @@ class MisselectionProbe(Probe):
     rates = ("decoy_called", "expected_called", "asked")
     template = TEMPLATE
     contrasts = (
-        Contrast(label="decoy: ungrounded − familiar", outcome="decoy_called",
+        Contrast(label="decoy", outcome="decoy_called",
                  arm_a=("ungroundable", "groundable_unknown"), arm_b=("groundable_known",)),
-        Contrast(label="correct tool: ungrounded − familiar", outcome="expected_called",
+        Contrast(label="correct tool", outcome="expected_called",
                  arm_a=("ungroundable", "groundable_unknown"), arm_b=("groundable_known",)),
     )
 

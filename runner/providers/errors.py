@@ -34,6 +34,14 @@ class Remedy:
     new_name: str | None = None
     value: Any = None
 
+    def describe(self) -> str:
+        """One short phrase, as written on rows and printed: ``drop temperature``."""
+        if self.action == "rename":
+            return f"rename {self.param} -> {self.new_name}"
+        if self.action == "set":
+            return f"set {self.param} = {self.value!r}"
+        return f"drop {self.param}"
+
 
 class ProviderError(Exception):
     """A classified provider failure. ``message`` must never contain a secret."""
@@ -46,6 +54,7 @@ class ProviderError(Exception):
         retry_after_s: float | None = None,
         remedy: Remedy | None = None,
         status_code: int | None = None,
+        param: str | None = None,
     ) -> None:
         super().__init__(message)
         self.kind = kind
@@ -53,6 +62,12 @@ class ProviderError(Exception):
         self.retry_after_s = retry_after_s
         self.remedy = remedy
         self.status_code = status_code
+        #: the parameter a rejection named, when the body names one (with or without a remedy)
+        self.param = param
+        #: requests sent for the call that ended in this error (set by the retry wrapper)
+        self.attempts = 1
+        #: remedies applied to the request that ended in this error (``Remedy.describe()``)
+        self.remedies: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return f"{self.kind.value}: {self.message}"

@@ -18,6 +18,12 @@ Decision for one request (documented in the README, section "The simulated agent
    otherwise call the specific tool (or, with P(off_target), the runner-up).
 4. Arguments come from the tool's JSON schema, filled from the request text; a
    required value the text does not give is invented with P(invent), else left out.
+   When that value is an identifier, contact, time zone or confirmation (not the
+   entity referent, which step 3 already weighed), the agent asks for it instead
+   with P(ask_missing). Each optional argument is added, schema-legal but
+   unrequested, with P(pad); a call's argument JSON comes out broken with P(garble).
+5. A request with no tools whose system prompt asks for ``phantom_fields`` is an
+   audit, answered by the sim auditor (``auditor.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import re
 from statistics import NormalDist
 from typing import Any, Mapping
 
+from runner.providers.sim.auditor import audit, is_audit_request
 from runner.providers.sim.personas import Persona, persona_for_model
 from runner.providers.sim.reading import Reading, read
 from runner.seeding import uniform
@@ -48,21 +55,36 @@ def _expit(x: float) -> float:
 
 # Salts: one independent stream per decision, so adding a decision never shifts others.
 _S_WIDE, _S_CHAIN, _S_ASK, _S_OFF, _S_ARGS = 1, 2, 3, 4, 100
+_S_ASK_MISSING, _S_GARBLE, _S_PAD = 5, 6, 60
+
+# Required values the agent should get from the user rather than make up. Entity
+# referents (vendor, provider...) are not here: the entity-state ask rates cover them.
+_MUST_COME_FROM_USER_RE = re.compile(
+    r"(?:^|_)(?:id|ids|number|no|token|code|email|phone|timezone|tz|confirm\w*|account|address|sku|ref|reference|"
+    r"iban|card|password|otp|pin)(?:$|_)")
+_CONFIRM_RE = re.compile(r"confirm|approv|consent|acknowledg")
+_SAID_YES_RE = re.compile(r"\b(?:i confirm|confirmed|yes,? (?:go ahead|do it|please)|go ahead|approved)\b", re.IGNORECASE)
 
 _ID_RE = re.compile(r"\b(?:[A-Z]{2,}-?\d{2,}|#\d{3,}|\d{5,}|[a-z]+_[A-Za-z0-9]{6,})\b")
 _EMAIL_RE = re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.]+\b")
 _DATE_RE = re.compile(r"\b\d{4}-\d{2}(?:-\d{2})?\b")
 _NUM_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
 _QUOTED_RE = re.compile(r"[\"“']([^\"”']{2,80})[\"”']")
+_DATETIME_RE = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?\b")
+_PHONE_RE = re.compile(r"\+\d[\d ()-]{6,}\d")
+_ZONE_RE = re.compile(r"\b(?:UTC|GMT|[A-Z][a-z]+/[A-Z][A-Za-z_]+)\b")
+_DAY_RE = re.compile(r"\b(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day\b")
+_PLACE_FIELD_RE = re.compile(r"name|city|store|location|place|site|branch|title")
 _ENTITY_FIELD_RE = re.compile(r"vendor|provider|service|integration|platform|source|system|carrier|app\b|company|account_name|partner|processor|host|gateway|tool")
 
 
 class _Prompt:
     """Per (model, prompt, catalogue) facts, computed once and cached."""
 
-    __slots__ = ("reading", "shift_wide", "shift_ask", "found", "input_tokens")
+    __slots__ = ("text", "reading", "shift_wide", "shift_ask", "found", "input_tokens")
 
     def __init__(self, model: str, text: str, reading: Reading, input_chars: int) -> None:
+        self.text = text
         self.reading = reading
         digest = hashlib.blake2b(f"{model}\x1f{text}".encode(), digest_size=16).digest()
         u1 = (int.from_bytes(digest[:8], "little") >> 11) * (1.0 / (1 << 53))
@@ -75,6 +97,10 @@ class _Prompt:
             "dates": _DATE_RE.findall(text),
             "numbers": _NUM_RE.findall(text),
             "quoted": _QUOTED_RE.findall(text),
+            "datetimes": _DATETIME_RE.findall(text),
+            "phones": _PHONE_RE.findall(text),
+            "zones": _ZONE_RE.findall(text),
+            "days": _DAY_RE.findall(text),
         }
         self.input_tokens = max(1, input_chars // 4)
 
@@ -95,6 +121,8 @@ class SimProvider:
         return None
 
     def respond(self, request: ChatRequest) -> ChatResponse:
+        if not request.tools and is_audit_request(request):
+            return audit(request)
         persona = persona_for_model(request.model)
         text = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
         names = tuple(t.name for t in request.tools)
@@ -133,14 +161,30 @@ class SimProvider:
         ask_p = _expit(_logit(persona.ask[state]) + persona.sigma * prompt.shift_ask)
         if r.specific is None or uniform(seed, _S_ASK) < ask_p:
             return [], _ask_text(r)
+        missing: list[str] = []
         if r.runner_up is not None and uniform(seed, _S_OFF) < persona.off_target:
-            return [self._call(persona, prompt, r.runner_up, r.runner_up_schema, seed, 0)], ""
-        return [self._call(persona, prompt, r.specific, r.specific_schema, seed, 0)], ""
+            call = self._call(persona, prompt, r.runner_up, r.runner_up_schema, seed, 0, missing)
+        else:
+            call = self._call(persona, prompt, r.specific, r.specific_schema, seed, 0, missing)
+        if missing and uniform(seed, _S_ASK_MISSING) < persona.ask_missing:
+            return [], _ask_missing_text(missing)
+        return [call], ""
 
-    def _call(self, persona: Persona, prompt: _Prompt, tool: str, schema: Mapping[str, Any], seed: int, index: int) -> ToolCall:
-        args = fill_arguments(persona, prompt, schema, seed, salt=_S_ARGS + 16 * index)
+    def _call(self, persona: Persona, prompt: _Prompt, tool: str, schema: Mapping[str, Any], seed: int, index: int,
+              missing: list[str] | None = None) -> ToolCall:
+        args = fill_arguments(persona, prompt, schema, seed, salt=_S_ARGS + 16 * index, missing=missing)
         raw = json.dumps(args, separators=(",", ":"))
-        return ToolCall(name=tool, raw_arguments=raw, arguments=args, id=f"call_{seed & 0xFFFFFF:06x}_{index}")
+        call_id = f"call_{seed & 0xFFFFFF:06x}_{index}"
+        if persona.garble and uniform(seed, _S_GARBLE + 16 * index) < persona.garble:
+            # a truncated argument string, kept as the model "sent" it: a broken call, not an abstention
+            broken = raw[:-1]
+            try:
+                json.loads(broken)
+                error = "not a JSON object"
+            except json.JSONDecodeError as exc:
+                error = f"{exc.msg} at column {exc.colno}"
+            return ToolCall(name=tool, raw_arguments=broken, arguments=None, id=call_id, parse_error=error)
+        return ToolCall(name=tool, raw_arguments=raw, arguments=args, id=call_id)
 
 
 def _ask_text(r: Reading) -> str:
@@ -151,8 +195,19 @@ def _ask_text(r: Reading) -> str:
     return "Could you give me a bit more detail about what you need?"
 
 
-def fill_arguments(persona: Persona, prompt: _Prompt, schema: Mapping[str, Any], seed: int, salt: int) -> dict[str, Any]:
-    """Fill a tool's arguments from the request text; invent what is missing at the persona's rate."""
+def _ask_missing_text(missing: list[str]) -> str:
+    wanted = " and the ".join(f.replace("_", " ") for f in missing[:2])
+    return f"I can do that, but I need the {wanted} first. Could you send it?"
+
+
+def fill_arguments(persona: Persona, prompt: _Prompt, schema: Mapping[str, Any], seed: int, salt: int,
+                   missing: list[str] | None = None) -> dict[str, Any]:
+    """Fill a tool's arguments from the request text; invent what is missing at the persona's rate.
+
+    Required values the user must supply (``_MUST_COME_FROM_USER_RE``) that the text
+    lacks are appended to ``missing`` whether invented or left out, so the caller can
+    decide to ask instead.
+    """
     props: Mapping[str, Any] = schema.get("properties", {}) or {}
     required = set(schema.get("required", []) or [])
     entity = prompt.reading.entity
@@ -160,12 +215,17 @@ def fill_arguments(persona: Persona, prompt: _Prompt, schema: Mapping[str, Any],
     args: dict[str, Any] = {}
     for i, (field, spec) in enumerate(props.items()):
         if field not in required:
+            if persona.pad and uniform(seed, salt + _S_PAD + i) < persona.pad:
+                args[field] = _pad_value(field, spec, seed, salt + _S_PAD + i)
             continue
         kind = spec.get("type", "string") if isinstance(spec, Mapping) else "string"
         value: Any = None
         lname = field.lower()
         if isinstance(spec, Mapping) and spec.get("enum"):
             value = spec["enum"][0]
+        elif kind == "boolean" and _CONFIRM_RE.search(lname):
+            # a confirmation is only grounded when the user gave it
+            value = True if _SAID_YES_RE.search(prompt.text) else None
         elif kind in ("integer", "number"):
             if found["numbers"]:
                 value = int(float(found["numbers"][0])) if kind == "integer" else float(found["numbers"][0])
@@ -176,18 +236,49 @@ def fill_arguments(persona: Persona, prompt: _Prompt, schema: Mapping[str, Any],
                 value = entity.surface
         elif "email" in lname and found["emails"]:
             value = found["emails"][0]
+        elif ("timezone" in lname or lname in ("tz", "time_zone")) and found["zones"]:
+            value = found["zones"][-1]
+        elif "time" in lname and found["datetimes"]:
+            value = found["datetimes"][0]
         elif ("date" in lname or "month" in lname or "period" in lname or "since" in lname) and found["dates"]:
             value = found["dates"][0]
+        elif "phone" in lname and found["phones"]:
+            value = found["phones"][0].replace(" ", "")
+        elif lname in ("day", "weekday") and found["days"]:
+            value = found["days"][0]
         elif found["ids"] and ("id" in lname or "number" in lname or "ref" in lname):
             value = found["ids"][0].lstrip("#")
         elif found["quoted"]:
             value = found["quoted"][0]
+        elif entity.state in ("known", "unfamiliar") and _PLACE_FIELD_RE.search(lname):
+            value = entity.surface
         if value is None:
+            if missing is not None and _MUST_COME_FROM_USER_RE.search(lname) and not _ENTITY_FIELD_RE.search(lname):
+                missing.append(field)
             if uniform(seed, salt + i) >= persona.invent:
                 continue  # leave it out rather than guess
             value = _invent(field, kind, seed, salt + i)
         args[field] = value
     return args
+
+
+def _pad_value(field: str, spec: Any, seed: int, salt: int) -> Any:
+    """A schema-legal value for an optional argument nobody asked for."""
+    if not isinstance(spec, Mapping):
+        return _invent(field, "string", seed, salt)
+    if spec.get("enum"):
+        options = spec["enum"]
+        return options[int(uniform(seed, salt + 3) * len(options))]
+    if "default" in spec and spec["default"] not in (None, ""):
+        return spec["default"]
+    kind = spec.get("type", "string")
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        return [_invent(field, "string", seed, salt)]
+    if kind == "object":
+        return {}
+    return _invent(field, kind if kind in ("integer", "number") else "string", seed, salt)
 
 
 def _invent(field: str, kind: str, seed: int, salt: int) -> Any:
@@ -197,7 +288,13 @@ def _invent(field: str, kind: str, seed: int, salt: int) -> Any:
         return 1 + int(u * 30)
     if kind == "number":
         return round(10 + u * 490, 2)
+    if kind == "boolean":
+        return True  # an invented confirmation or flag
     lname = field.lower()
+    if "timezone" in lname or lname in ("tz", "time_zone"):
+        return ("America/New_York", "UTC", "Europe/London")[int(u * 3)]
+    if _CONFIRM_RE.search(lname) or "token" in lname:
+        return f"CONF-{int(u * 1e6):06d}"
     if _ENTITY_FIELD_RE.search(lname):
         return ("primary", "default", "main")[int(u * 3)]
     if "email" in lname:

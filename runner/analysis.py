@@ -1,0 +1,139 @@
+"""From trial rows to the numbers a report shows, with prompts as the unit of inference.
+
+polars reduces the trial table to per-(model, probe, case, condition) counts once;
+every statistic then works on those counts (``stats`` is numpy in, numbers out), so
+the cost grows with prompts and resamples, not with trials. The seam between the two
+is ``cell_counts``: one row per cell with ``n`` (ok trials), ``errors`` and one hit
+count per rate column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+import stats
+from runner.errors import UserError
+from runner.manifest import read_manifest
+from runner.probes import PROBES, Contrast
+
+N_RESAMPLES = 4000
+CONFIDENCE = 0.95
+
+
+def scan_trials(out: Path) -> pl.LazyFrame:
+    parts = sorted((out / "trials").glob("*.arrow"))
+    if not parts:
+        raise UserError(f"no finished trial files in {out / 'trials'}",
+                        hint="run a sweep into this directory first; a crashed run is repaired by rerunning it")
+    return pl.scan_ipc([str(p) for p in parts])
+
+
+def cell_counts(trials: pl.LazyFrame, probe: str, rates: tuple[str, ...]) -> pl.DataFrame:
+    """Per (model, case, condition): ok trials ``n``, ``errors``, and hits of each rate column."""
+    ok = pl.col("status") == "ok"
+    return (
+        trials.filter(pl.col("probe") == probe)
+        .group_by("model", "case_id", "condition")
+        .agg([ok.sum().cast(pl.Int64).alias("n"), (~ok).sum().cast(pl.Int64).alias("errors")]
+             + [pl.col(r).filter(ok).cast(pl.Int64).sum().alias(r) for r in rates])
+        .sort("model", "case_id", "condition")
+        .collect()
+    )
+
+
+@dataclass(frozen=True)
+class ProbeAnalysis:
+    probe: str
+    kind: str
+    rates: tuple[str, ...]
+    conditions: pl.DataFrame   # one row per model × condition
+    contrasts: pl.DataFrame    # one row per model × contrast
+    cells: pl.DataFrame        # the per-cell counts everything was computed from
+
+
+def _condition_table(cells: pl.DataFrame, rates: tuple[str, ...], seed: int) -> pl.DataFrame:
+    rows: list[dict[str, Any]] = []
+    for (model, condition), sub in cells.group_by("model", "condition", maintain_order=True):
+        n = sub["n"].to_numpy()
+        row: dict[str, Any] = {"model": model, "condition": condition, "trials": int(n.sum() + sub["errors"].sum()),
+                               "ok": int(n.sum()), "errors": int(sub["errors"].sum()), "prompts": sub.height}
+        cluster = sub["case_id"].to_numpy()
+        for r in rates:
+            hits = sub[r].to_numpy()
+            total = int(hits.sum())
+            row[f"{r}_hits"] = total
+            row[f"{r}_rate"] = total / row["ok"] if row["ok"] else float("nan")
+            lo, hi = stats.wilson_interval(total, row["ok"])
+            row[f"{r}_wilson_lo"], row[f"{r}_wilson_hi"] = float(lo), float(hi)
+            if row["ok"]:
+                ci = stats.cluster_bootstrap_ci(cluster, hits, n, n_resamples=N_RESAMPLES,
+                                                confidence_level=CONFIDENCE, seed=seed).confidence_interval
+                row[f"{r}_cluster_lo"], row[f"{r}_cluster_hi"] = ci.low, ci.high
+            else:
+                row[f"{r}_cluster_lo"] = row[f"{r}_cluster_hi"] = float("nan")
+            row[f"{r}_firing"] = stats.prompts_firing(cluster, hits).firing
+        rows.append(row)
+    return pl.DataFrame(rows)
+
+
+def _contrast_table(cells: pl.DataFrame, contrasts: tuple[Contrast, ...], seed: int) -> pl.DataFrame:
+    rows: list[dict[str, Any]] = []
+    for (model,), sub in cells.group_by("model", maintain_order=True):
+        for c in contrasts:
+            part = sub.filter(pl.col("condition").is_in(list(c.arm_a + c.arm_b)) & (pl.col("n") > 0))
+            arm = part["condition"].is_in(list(c.arm_a)).cast(pl.Int64).to_numpy()
+            if part.height == 0 or arm.min() == arm.max():
+                continue  # one arm absent for this model: nothing to compare
+            cluster, hits, n = part["case_id"].to_numpy(), part[c.outcome].to_numpy(), part["n"].to_numpy()
+            boot = stats.cluster_bootstrap_ci(cluster, hits, n, arm=arm, n_resamples=N_RESAMPLES,
+                                              confidence_level=CONFIDENCE, seed=seed)
+            trial = stats.cluster_permutation_test(cluster, arm, hits, n, level="trial", seed=seed)
+            cell = stats.cluster_permutation_test(cluster, arm, hits, n, level="cell", seed=seed)
+            a_firing = stats.prompts_firing(cluster[arm == 1], hits[arm == 1])
+            rows.append({
+                "model": model, "contrast": c.label, "outcome": c.outcome,
+                "arm_a": "+".join(c.arm_a), "arm_b": "+".join(c.arm_b),
+                "rate_a": trial.rate_a, "rate_b": trial.rate_b, "difference": trial.statistic,
+                "ci_lo": boot.confidence_interval.low, "ci_hi": boot.confidence_interval.high,
+                "p_trial": trial.pvalue, "floor_trial": trial.attainable_floor, "method_trial": trial.method,
+                "mc_se_trial": trial.mc_stderr,
+                "p_cell": cell.pvalue, "floor_cell": cell.attainable_floor, "method_cell": cell.method,
+                "mc_se_cell": cell.mc_stderr,
+                "prompts": int(len(np.unique(cluster))), "firing_a": a_firing.firing,
+            })
+    return pl.DataFrame(rows)
+
+
+def analyze(out: Path) -> list[ProbeAnalysis]:
+    """Every probe of the run at ``out``: condition rates with Wilson and cluster intervals, contrasts with tests."""
+    manifest = read_manifest(out)
+    if manifest is None:
+        raise UserError(f"{out} has no manifest.json; is it a trialgrid output directory?")
+    trials = scan_trials(out)
+    seed = int(manifest.get("seed", 0)) % (2**32)
+    model_order = {m["name"]: i for i, m in enumerate(manifest.get("sweep", {}).get("models", []))}
+    results = []
+    for probe_name, info in manifest["probes"].items():
+        probe_cls = PROBES.get(info["kind"])
+        if probe_cls is None:
+            raise UserError(f"{out}: probe {probe_name!r} has kind {info['kind']!r}, unknown to this trialgrid version")
+        cells = cell_counts(trials, probe_name, probe_cls.rates)
+        if cells.height == 0:
+            continue
+        order = {c: i for i, c in enumerate(probe_cls.all_conditions)}
+        conditions = _condition_table(cells, probe_cls.rates, seed).with_columns(
+            pl.col("model").replace_strict(model_order, default=len(model_order), return_dtype=pl.Int64).alias("_m"),
+            pl.col("condition").replace_strict(order, default=len(order), return_dtype=pl.Int64).alias("_c"),
+        ).sort("_m", "model", "_c").drop("_m", "_c")
+        contrasts = _contrast_table(cells, probe_cls.contrasts, seed)
+        if contrasts.height:
+            contrasts = contrasts.with_columns(
+                pl.col("model").replace_strict(model_order, default=len(model_order), return_dtype=pl.Int64).alias("_m")
+            ).sort("_m", "model", maintain_order=True).drop("_m")
+        results.append(ProbeAnalysis(probe_name, info["kind"], probe_cls.rates, conditions, contrasts, cells))
+    return results

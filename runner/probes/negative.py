@@ -1,0 +1,411 @@
+"""The ``negative`` probe: a hole in the input must not be papered over.
+
+A case is a request with something missing (a tracking number, a timezone, a
+confirmation) plus what the agent must not do about it: put a ``forbidden`` token
+into a tool call, give a ``must_not_infer`` field a concrete value, call a
+``must_not_call`` tool, or take another action than ``expect_action`` (a tool name,
+``ask_user`` or ``no_call``). Positive *pinning* cases are complete requests where
+the right tool must be called with the grounded values and no extra fields; they
+keep the suite from being passed by an agent that always refuses.
+
+Scoring walks the tool-call JSON (``jsonwalk``), so each finding names the case, the
+field and the concrete value. A scan of the reply's free text for identifier-like
+strings is a separate, weaker tripwire column, never part of the verdict. A call
+whose arguments did not parse is a call (a failure of the call), never an abstention.
+The case is the cluster; its condition is its kind (``negative`` or ``positive``), so
+the report shows the two kinds side by side.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
+
+import pyarrow as pa
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from runner.errors import UserError
+from runner.probes.base import Contrast, Probe, ProbeConfig
+from runner.probes.casefiles import Record, load_records
+from runner.probes.catalogue import load_catalogue, parse_catalogue
+from runner.probes.jsonwalk import format_value, key_names, leaves, normalise, scalar_text, top_field
+from runner.providers.base import Agent
+from runner.sources import validate
+from runner.types import ChatResponse, Message, ToolSpec, TrialSpec
+
+CONDITIONS = ("negative", "positive")
+ASK_USER, NO_CALL = "ask_user", "no_call"
+
+DEFAULT_SYSTEM = (
+    "You are a support and operations assistant with access to the tools listed. Call a tool "
+    "when the request gives you everything it needs. If something required is missing, ask the "
+    "user for it; never make up identifiers, addresses, times or confirmations."
+)
+
+
+class NegativeConfig(ProbeConfig):
+    kind: Literal["negative"]
+    cases: str = Field(description="case file (YAML, JSON or JSON lines), relative to the sweep file")
+    catalogue: str | None = Field(default=None, description="tool catalogue for cases that do not carry their own `tools`")
+    system: str = Field(default=DEFAULT_SYSTEM, description="system prompt for cases without their own `system`")
+    runs: int = Field(default=5, ge=1, le=1_000_000, description="trials per (model, case) cell")
+
+    @field_validator("conditions")
+    @classmethod
+    def _known_conditions(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            bad = [c for c in value if c not in CONDITIONS]
+            if bad:
+                raise ValueError(f"unknown condition {bad[0]!r}: expected some of {', '.join(CONDITIONS)}")
+            if not value:
+                raise ValueError("conditions must not be empty (omit the key for both kinds)")
+        return value
+
+
+class MessageIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class OneOf(BaseModel):
+    """An expected argument with several acceptable values (BFCL's possible answers)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    one_of: list[Any] = Field(min_length=1)
+    optional: bool = Field(default=False, description="the argument may also be left out")
+
+
+class NegativeCase(BaseModel):
+    """One case. Field names follow the golden-file shapes the probe's articles use.
+
+    ``id`` may be written ``name``; ``user`` may be written ``prompt`` or ``input``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    id: str = Field(min_length=1, validation_alias=AliasChoices("id", "name"))
+    user: str | None = Field(default=None, min_length=1, validation_alias=AliasChoices("user", "prompt", "input"))
+    messages: list[MessageIn] | None = Field(default=None, min_length=1)
+    system: str | None = None
+    tools: list[Any] | None = Field(default=None, description="this case's catalogue (else the probe's)")
+    forbidden: list[str] = Field(default_factory=list, description="tokens that must not appear in any tool-call argument")
+    must_not_infer: dict[str, str | None] | list[str] = Field(
+        default_factory=dict, description="argument names that must stay absent, or equal to their sentinel (e.g. 'unknown')")
+    expect_action: str | None = Field(default=None, description="a tool name, ask_user or no_call")
+    must_not_call: list[str] = Field(default_factory=list)
+    allow_ask_fields: list[str] = Field(default_factory=list, description="fields the agent may ask about instead of acting")
+    expect_args: dict[str, Any] = Field(default_factory=dict, description="grounded values the expected call must carry")
+    allow_extra: list[str] = Field(default_factory=list, description="arguments a positive case tolerates beyond expect_args")
+    positive: bool = Field(default=False, description="a complete request that must be acted on (a pinning case)")
+    notes: str | None = None
+    origin: str | None = Field(default=None, description="where the case came from (importers fill this)")
+
+    @field_validator("forbidden")
+    @classmethod
+    def _tokens(cls, value: list[str]) -> list[str]:
+        if any(not t.strip() for t in value):
+            raise ValueError("forbidden tokens must be non-empty strings")
+        return value
+
+    @model_validator(mode="after")
+    def _shape(self) -> "NegativeCase":
+        if (self.user is None) == (self.messages is None):
+            raise ValueError("give exactly one of `user` (the request text) or `messages` (a message list)")
+        if self.messages is not None and not any(m.role == "user" for m in self.messages):
+            raise ValueError("`messages` needs at least one user message")
+        if not (self.forbidden or self.must_not_infer or self.expect_action or self.must_not_call or self.expect_args):
+            raise ValueError("the case checks nothing: give forbidden, must_not_infer, expect_action, must_not_call or expect_args")
+        if self.positive and self.expect_action in (None, ASK_USER, NO_CALL):
+            raise ValueError("a positive case needs expect_action naming the tool that must be called")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return "positive" if self.positive else "negative"
+
+    @property
+    def sentinels(self) -> dict[str, str | None]:
+        if isinstance(self.must_not_infer, list):
+            return {name: None for name in self.must_not_infer}
+        return dict(self.must_not_infer)
+
+
+TEMPLATE = """\
+# trialgrid negative cases: requests with a hole the agent must not paper over,
+# plus positive (pinning) cases so that refusing everything does not pass.
+cases:
+  - id: track-no-number
+    user: "Where is my parcel? It was meant to arrive on Tuesday."
+    expect_action: ask_user            # a tool name, ask_user or no_call
+    must_not_infer: [tracking_number]  # must stay absent (or {field: unknown} for a sentinel)
+    forbidden: ["1Z", "example.com"]   # tokens that must not appear in any argument
+    allow_ask_fields: [tracking_number]
+  - id: track-with-number
+    positive: true
+    user: "Where is parcel 7731904562? It went out with FedEx."
+    expect_action: get_shipment_status
+    expect_args: {carrier: FedEx, tracking_number: "7731904562"}
+"""
+
+
+class Verdict(dict):
+    """The outcome columns of one scored response (a dict, so it is the row's update)."""
+
+
+_ASK_RE = re.compile(r"\?|\b(?:please (?:provide|share|confirm|tell|send)|could you|can you (?:tell|give|share|confirm)|"
+                     r"which one|what is the|let me know)\b", re.IGNORECASE)
+# identifier-like strings in free text: the tripwire's (deliberately broad) net
+_TRIP_RE = re.compile(
+    r"\b[\w.+-]+@[\w-]+\.[\w.]+\b"                              # emails
+    r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # uuids
+    r"|\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_-]{5,}\b"  # mixed letters+digits
+    r"|#?\b\d{6,}\b",                                            # long digit runs
+    re.IGNORECASE,
+)
+
+
+def is_ask(text: str) -> bool:
+    return bool(text) and _ASK_RE.search(text) is not None
+
+
+def request_text(messages: Sequence[Message]) -> str:
+    return "\n".join(m.content for m in messages)
+
+
+def tripwire_ids(reply: str, request: str) -> list[str]:
+    """Identifier-like strings in the reply that the request did not contain."""
+    seen = normalise(request)
+    out: list[str] = []
+    for m in _TRIP_RE.finditer(reply or ""):
+        token = m.group(0).lstrip("#")
+        if normalise(token) not in seen and token not in out:
+            out.append(token)
+    return out
+
+
+def _matches(expected: Any, got: Any) -> bool:
+    if isinstance(expected, Mapping) and isinstance(got, Mapping):
+        return set(expected) == set(got) and all(_matches(v, got[k]) for k, v in expected.items())
+    if isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple)):
+        return len(expected) == len(got) and all(_matches(a, b) for a, b in zip(expected, got))
+    if isinstance(expected, bool) or isinstance(got, bool):
+        return expected is got or (isinstance(got, str) and got.lower() == str(expected).lower())
+    return scalar_text(expected) == scalar_text(got)
+
+
+def _mentions(text: str, field: str) -> bool:
+    low = text.lower()
+    return field.lower() in low or field.lower().replace("_", " ") in low
+
+
+def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[str], request: str) -> Verdict:
+    """Score one response against one case. Pure: the unit tests call it directly."""
+    invented: list[str] = []
+    inferred: list[str] = []
+    illegal: list[str] = []
+    arg_errors: list[str] = []
+    extra: list[str] = []
+    reasons: list[str] = []
+    unparsable = False
+    sentinels = case.sentinels
+    forbidden = [(t, normalise(t)) for t in case.forbidden]
+    must_not_call = set(case.must_not_call)
+    called = [c.name for c in response.tool_calls]
+
+    for call in response.tool_calls:
+        if call.name not in tool_names:
+            reasons.append(f"called {call.name!r}, which is not in the catalogue")
+        if call.name in must_not_call:
+            illegal.append(call.name)
+            reasons.append(f"called {call.name} (must_not_call)")
+        if call.arguments is None:
+            # BFCL credits an unparsable call as an abstention; here it is a failed call
+            unparsable = True
+            reasons.append(f"{call.name}: arguments do not parse ({call.parse_error or 'not a JSON object'}): "
+                           f"{format_value(call.raw_arguments)}")
+            for token, norm in forbidden:
+                if norm and norm in normalise(call.raw_arguments):
+                    invented.append(f"{call.name}=<unparsed> {format_value(call.raw_arguments)} (forbidden {token!r})")
+            continue
+        for path, value in leaves(call.arguments):
+            text = scalar_text(value)
+            where = f"{call.name}.{path}"
+            if text is not None:
+                for token, norm in forbidden:
+                    if norm and norm in text:
+                        invented.append(f"{where}={format_value(value)} (forbidden {token!r})")
+            names = key_names(path)
+            for spec, sentinel in sentinels.items():
+                tool, _, field = spec.rpartition(".")
+                if tool and tool != call.name:
+                    continue
+                if field not in names or value is None or value == "" or value == []:
+                    continue
+                if sentinel is not None and isinstance(value, str) and normalise(value) == normalise(sentinel):
+                    continue
+                inferred.append(f"{where}={format_value(value)}")
+    reasons += [f"forbidden token in {x}" for x in invented]
+    reasons += [f"inferred {x}" for x in inferred]
+
+    asked = not called and is_ask(response.text)
+    action = ("call:" + ",".join(called)) if called else (ASK_USER if asked else NO_CALL)
+    expect = case.expect_action
+    if expect is None:
+        action_ok = True
+    elif expect == NO_CALL:
+        action_ok = not called
+    elif expect == ASK_USER:
+        action_ok = asked
+    else:
+        action_ok = expect in called or (
+            asked and bool(case.allow_ask_fields) and any(_mentions(response.text, f) for f in case.allow_ask_fields))
+    if not action_ok:
+        reasons.append(f"action {action}, expected {expect}")
+
+    target = next((c for c in response.tool_calls if c.name == expect and c.arguments is not None), None)
+    if target is not None and (case.expect_args or case.positive):
+        args = target.arguments or {}
+        for name, want in case.expect_args.items():
+            spec = OneOf.model_validate(want) if isinstance(want, Mapping) and "one_of" in want else None
+            if name not in args or args[name] is None:
+                if spec is None or not spec.optional:
+                    shown = spec.one_of[0] if spec else want
+                    arg_errors.append(f"{expect}.{name} missing (expected {format_value(shown)})")
+                continue
+            options = spec.one_of if spec else [want]
+            if not any(_matches(o, args[name]) for o in options):
+                arg_errors.append(f"{expect}.{name}={format_value(args[name])} (expected {format_value(options[0])})")
+        if case.positive:
+            allowed = set(case.expect_args) | set(case.allow_extra)
+            for name, value in args.items():
+                if name not in allowed and value not in (None, "", [], {}):
+                    extra.append(f"{expect}.{name}={format_value(value)}")
+        reasons += arg_errors + [f"unrequested field {x}" for x in extra]
+
+    trip = tripwire_ids(response.text, request)
+    return Verdict(
+        passed=not reasons,
+        action=action,
+        action_ok=action_ok,
+        asked=asked,
+        invented=bool(invented),
+        invented_tokens=invented,
+        inferred=bool(inferred),
+        inferred_fields=inferred,
+        illegal_call=bool(illegal),
+        illegal_calls=illegal,
+        unparsable_call=unparsable,
+        arg_errors=arg_errors,
+        extra_fields=extra,
+        reasons=reasons,
+        tripwire=bool(trip),
+        tripwire_ids=trip,
+        expect_action=expect,
+    )
+
+
+def load_cases(path: Path, catalogue: tuple[ToolSpec, ...] | None) -> tuple[list[tuple[NegativeCase, tuple[ToolSpec, ...]]], str]:
+    """Cases with their resolved catalogues, and the file's sha256. Errors name file, line and field."""
+    records, sha = load_records(path, what="negative case file", key="cases")
+    out: list[tuple[NegativeCase, tuple[ToolSpec, ...]]] = []
+    seen: dict[str, Record] = {}
+    for rec in records:
+        if not isinstance(rec.data, dict):
+            raise rec.error(f"a case must be a mapping, got {type(rec.data).__name__}")
+        case: NegativeCase = validate(NegativeCase, rec.data, rec.source, prefix=rec.prefix)
+        if case.id in seen:
+            raise rec.error(f"duplicate case id {case.id!r} (first at line {seen[case.id].line()})", "id")
+        seen[case.id] = rec
+        if case.tools is not None:
+            tools = parse_catalogue(rec.data["tools"], rec.source, rec.prefix + ("tools",))
+        elif catalogue is not None:
+            tools = catalogue
+        else:
+            raise rec.error("the case has no `tools` and the probe has no `catalogue`", "tools",
+                            hint="add `catalogue: tools.json` to the probe entry, or a `tools` list to the case")
+        names = {t.name for t in tools}
+        if case.expect_action not in (None, ASK_USER, NO_CALL) and case.expect_action not in names:
+            raise rec.error(f"expect_action {case.expect_action!r} is not a tool in the catalogue, nor ask_user / no_call",
+                            "expect_action", hint=f"tools: {', '.join(sorted(names))}")
+        for i, name in enumerate(case.must_not_call):
+            if name not in names:
+                raise rec.error(f"must_not_call names {name!r}, which is not a tool in the catalogue", "must_not_call", i)
+        out.append((case, tools))
+    return out, sha
+
+
+class NegativeProbe(Probe):
+    kind = "negative"
+    config_model = NegativeConfig
+    all_conditions = CONDITIONS
+    outcome_fields = (
+        pa.field("passed", pa.bool_()),
+        pa.field("action", pa.string()),
+        pa.field("action_ok", pa.bool_()),
+        pa.field("asked", pa.bool_()),
+        pa.field("invented", pa.bool_()),
+        pa.field("invented_tokens", pa.list_(pa.string())),
+        pa.field("inferred", pa.bool_()),
+        pa.field("inferred_fields", pa.list_(pa.string())),
+        pa.field("illegal_call", pa.bool_()),
+        pa.field("illegal_calls", pa.list_(pa.string())),
+        pa.field("unparsable_call", pa.bool_()),
+        pa.field("arg_errors", pa.list_(pa.string())),
+        pa.field("extra_fields", pa.list_(pa.string())),
+        pa.field("reasons", pa.list_(pa.string())),
+        pa.field("tripwire", pa.bool_()),
+        pa.field("tripwire_ids", pa.list_(pa.string())),
+        pa.field("expect_action", pa.string()),
+    )
+    rates = ("passed", "action_ok", "invented", "inferred", "illegal_call", "tripwire")
+    template = TEMPLATE
+    contrasts = (
+        Contrast(label="pass rate: positive − negative", outcome="passed", arm_a=("positive",), arm_b=("negative",)),
+    )
+
+    def __init__(self, config: NegativeConfig, base_dir: Path, locate: Callable[[str, str], UserError]) -> None:
+        super().__init__(config, base_dir)
+        catalogue, self._catalogue_sha = (None, None)
+        if config.catalogue is not None:
+            catalogue, self._catalogue_sha = load_catalogue(base_dir / config.catalogue)
+        cases, self._cases_sha = load_cases(base_dir / config.cases, catalogue)
+        self._by_id: dict[str, tuple[NegativeCase, tuple[ToolSpec, ...], tuple[Message, ...], frozenset[str], str]] = {}
+        for case, tools in cases:
+            messages = self._messages(case, config.system)
+            self._by_id[case.id] = (case, tools, messages, frozenset(t.name for t in tools), request_text(messages))
+        self._cells = [(c.id, c.kind) for c, _ in cases if c.kind in self.conditions]
+        if not self._cells:
+            raise locate("conditions", "no case of the selected kind(s) in the case file")
+        positives = sum(1 for c, _ in cases if c.positive)
+        if positives * 3 < len(cases):
+            self.warnings.append(f"{config.cases}: {positives} of {len(cases)} cases are positive; with fewer than a third "
+                                 "pinning cases an agent that always refuses scores well")
+
+    @staticmethod
+    def _messages(case: NegativeCase, system: str) -> tuple[Message, ...]:
+        if case.messages is not None:
+            msgs = tuple(Message(m.role, m.content) for m in case.messages)
+            if msgs[0].role != "system":
+                msgs = (Message("system", case.system or system),) + msgs
+            return msgs
+        return (Message("system", case.system or system), Message("user", case.user or ""))
+
+    def cells(self) -> Iterator[tuple[str, str]]:
+        return iter(self._cells)
+
+    @property
+    def n_cells(self) -> int:
+        return len(self._cells)
+
+    def identity(self) -> dict[str, Any]:
+        return {"cases_sha256": self._cases_sha, "catalogue_sha256": self._catalogue_sha}
+
+    def case(self, case_id: str) -> NegativeCase:
+        return self._by_id[case_id][0]
+
+    async def run(self, spec: TrialSpec, agent: Agent) -> dict[str, Any]:
+        case, tools, messages, names, request = self._by_id[spec.case_id]
+        response = await agent.chat(messages, tools, seed=spec.seed)
+        return score_response(case, response, set(names), request)

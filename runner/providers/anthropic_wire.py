@@ -1,0 +1,116 @@
+"""Provider ``anthropic``: the Messages wire format.
+
+Encoding: system messages joined into the top-level ``system``; user and assistant
+turns as ``messages`` (an assistant's tool calls as ``tool_use`` blocks, tool results
+as ``tool_result`` blocks in a user turn; consecutive turns of one role merged, as
+the API requires alternation); tools as ``{name, description, input_schema}``;
+``tool_choice`` auto / none / required (→ ``any``) / a tool name; ``max_tokens``
+(required by the API) from the params or 1024; the version header. The Messages
+API has no seed field, so the trial seed travels in the ``x-trialgrid-seed``
+header only.
+
+Decoding: text blocks joined; each ``tool_use`` block is a tool call whose
+``input`` is already an object — its raw string is the compact JSON of it, the same
+bytes the in-process simulated agent produces.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from runner.providers.http_base import HttpProvider
+from runner.providers.secrets import Secret
+from runner.types import ChatRequest, ChatResponse, Message, ToolCall, Usage
+
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 1024
+
+
+def _blocks(m: Message) -> list[dict[str, Any]]:
+    if m.role == "tool":
+        return [{"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": m.content}]
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": m.content}] if m.content else []
+    for call in m.tool_calls:
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name,
+                       # a call whose arguments did not parse is replayed as an empty object:
+                       # the Messages API only accepts objects here
+                       "input": dict(call.arguments) if call.arguments is not None else {}})
+    return blocks
+
+
+def encode_request(request: ChatRequest) -> dict[str, Any]:
+    system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+    turns: list[dict[str, Any]] = []
+    for m in request.messages:
+        if m.role == "system":
+            continue
+        role = "assistant" if m.role == "assistant" else "user"
+        blocks = _blocks(m)
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    # a plain single-text user turn goes as a string, the form most examples use
+    for turn in turns:
+        content = turn["content"]
+        if len(content) == 1 and content[0]["type"] == "text":
+            turn["content"] = content[0]["text"]
+    body: dict[str, Any] = {"model": request.model, "max_tokens": DEFAULT_MAX_TOKENS, "messages": turns}
+    if system:
+        body["system"] = system
+    if request.tools:
+        body["tools"] = [{"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+                         for t in request.tools]
+    if request.tool_choice is not None:
+        body["tool_choice"] = {"auto": {"type": "auto"}, "none": {"type": "none"}, "required": {"type": "any"}}.get(
+            request.tool_choice, {"type": "tool", "name": request.tool_choice})
+    for key, value in request.params.items():
+        body[key] = value
+    return body
+
+
+def decode_response(data: Any) -> ChatResponse:
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for block in data["content"]:
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(block.get("text", ""))
+        elif kind == "tool_use":
+            value = block.get("input")
+            raw = json.dumps(value, separators=(",", ":"))
+            ok = isinstance(value, dict)
+            calls.append(ToolCall(name=block["name"], raw_arguments=raw, arguments=value if ok else None,
+                                  id=block.get("id") or "",
+                                  parse_error=None if ok else f"input is not an object: {type(value).__name__}"))
+    usage = data.get("usage") or {}
+    return ChatResponse(
+        text="".join(texts),
+        tool_calls=tuple(calls),
+        usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+        finish_reason=data.get("stop_reason"),
+    )
+
+
+class AnthropicProvider(HttpProvider):
+    """Messages over HTTP; one request per ``complete``."""
+
+    name = "anthropic"
+    path = "/messages"
+
+    def auth_headers(self, secret: Secret | None) -> dict[str, str]:
+        headers = {"anthropic-version": API_VERSION}
+        if secret is not None:
+            headers["x-api-key"] = secret.reveal()
+        return headers
+
+    def encode(self, request: ChatRequest) -> dict[str, Any]:
+        return encode_request(request)
+
+    def decode(self, data: Any) -> ChatResponse:
+        return decode_response(data)
+
+    def error_fields(self, data: Any) -> tuple[str, str | None, str | None]:
+        error = data["error"]
+        return str(error.get("message") or ""), None, error.get("type")

@@ -1,0 +1,217 @@
+"""Reading an HTTP failure: its error kind, how long to wait, and the remedy it names.
+
+Both wire formats (OpenAI, Anthropic) answer errors the same way at the HTTP level
+— a status code, rate-limit headers and a JSON body with a human message — so the
+reading of those lives here, once, and each wire module only says where its body
+keeps the message and the parameter name.
+
+Kinds (see ``errors.ErrorKind``): 429 is rate-limited (unless the body says the
+quota is exhausted, which waiting does not fix); 408, 409 and 5xx (including
+Anthropic's 529 "overloaded") are transient; a 400/422 whose body names a parameter
+is a rejected parameter, with the remedy parsed from the message when it says one;
+every other 4xx (auth, not found, ...) is fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from email.utils import parsedate_to_datetime
+from datetime import datetime
+from typing import Any, Mapping
+
+from runner.providers.errors import ErrorKind, ProviderError, Remedy
+
+# ---------------------------------------------------------------- retry-after
+
+
+def retry_after_s(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds the server asked us to wait, from the most explicit header present.
+
+    Order: ``retry-after-ms`` (OpenAI, float milliseconds), ``Retry-After`` (seconds or
+    an HTTP date), then the vendor rate-limit headers for whichever budget is
+    exhausted: ``x-ratelimit-reset-{requests,tokens}`` (OpenAI durations such as
+    ``1m6.5s`` or ``20ms``) and ``anthropic-ratelimit-*-reset`` (RFC 3339 times).
+    ``headers`` must be case-insensitive (httpx and aiohttp headers are).
+    """
+    now = time.time() if now is None else now
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return max(0.0, float(value) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is not None:
+        parsed = _seconds_or_date(value, now)
+        if parsed is not None:
+            return parsed
+    waits: list[float] = []
+    for budget in ("requests", "tokens"):
+        if _exhausted(headers.get(f"x-ratelimit-remaining-{budget}")):
+            reset = _duration(headers.get(f"x-ratelimit-reset-{budget}", ""))
+            if reset is not None:
+                waits.append(reset)
+    for budget in ("requests", "tokens", "input-tokens", "output-tokens"):
+        if _exhausted(headers.get(f"anthropic-ratelimit-{budget}-remaining")):
+            reset = _rfc3339_wait(headers.get(f"anthropic-ratelimit-{budget}-reset", ""), now)
+            if reset is not None:
+                waits.append(reset)
+    return max(waits) if waits else None
+
+
+def _exhausted(remaining: str | None) -> bool:
+    if remaining is None:
+        return False
+    try:
+        return float(remaining) <= 0
+    except ValueError:
+        return False
+
+
+def _seconds_or_date(value: str, now: float) -> float | None:
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - now)
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+
+
+def _duration(text: str) -> float | None:
+    """OpenAI's reset durations: ``6m0s``, ``1.5s``, ``20ms``, ``1h2m``."""
+    text = text.strip()
+    if not text:
+        return None
+    pos, total = 0, 0.0
+    for match in _DURATION_PART.finditer(text):
+        if match.start() != pos:
+            return None
+        pos = match.end()
+        number, unit = float(match.group(1)), match.group(2)
+        total += number * {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[unit]
+    if pos != len(text):
+        try:
+            return max(0.0, float(text))
+        except ValueError:
+            return None
+    return total
+
+
+def _rfc3339_wait(text: str, now: float) -> float | None:
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+# ---------------------------------------------------------------- remedies
+
+_Q = r"[\'\"`‘’“”]"
+_NAME = r"([A-Za-z_][A-Za-z0-9_.\-]*)"
+_SET = re.compile(rf"\b[Ss]et\s+{_Q}?{_NAME}{_Q}?\s+to\s+({_Q}[^\'\"`‘’“”]*{_Q}|[^\s,;]+?)(?=[\s,;]|\.?$|\.\s)")
+_ONLY_DEFAULT = re.compile(r"[Oo]nly the default \(([^)]*)\) value is supported")
+_USE_INSTEAD = re.compile(rf"\b[Uu]se\s+{_Q}{_NAME}{_Q}\s+instead")
+_UNSUPPORTED_VALUE = re.compile(rf"[Uu]nsupported value:\s*{_Q}{_NAME}{_Q}")
+_NAMES_PARAM = (
+    re.compile(rf"[Uu]nsupported parameter:\s*{_Q}{_NAME}{_Q}"),
+    re.compile(rf"{_Q}{_NAME}{_Q}\s+is not supported"),
+    re.compile(rf"[Uu]nrecognized request arguments? supplied:\s*{_NAME}"),
+    re.compile(rf"^{_Q}?{_NAME}{_Q}?:\s*Extra inputs are not permitted"),
+    # pydantic-style "field: message" (Anthropic's validation errors)
+    re.compile(rf"^{_Q}?{_NAME}{_Q}?:\s*(?:Input should|Field required|Value error|Invalid)"),
+    re.compile(rf"{_Q}{_NAME}{_Q}\s+does not support"),
+)
+
+
+def parse_value(text: str) -> Any:
+    """A remedy value as written in a message: ``'none'`` → ``"none"``, ``1`` → ``1``."""
+    text = text.strip().rstrip(".")
+    if len(text) >= 2 and text[0] in "'\"`‘“" and text[-1] in "'\"`’”":
+        return text[1:-1]
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def param_named(message: str, param_hint: str | None = None) -> str | None:
+    """The request parameter a rejection message is about, if it names one."""
+    if param_hint:
+        return param_hint
+    for pattern in _NAMES_PARAM:
+        match = pattern.search(message)
+        if match:
+            return match.group(1)
+    return None
+
+
+def parse_remedy(message: str, param_hint: str | None = None) -> Remedy | None:
+    """What to do about a rejected parameter, read from the server's message.
+
+    - set: "set P to 'V'" (also for an unsupported *value*), or OpenAI's
+      "Unsupported value: 'P' ... Only the default (V) value is supported"
+    - rename: "... 'X' ... Use 'Y' instead"
+    - drop: "Unsupported parameter: 'X'", "'X' is not supported with this model",
+      "X: Extra inputs are not permitted", "Unrecognized request argument supplied: X"
+    """
+    match = _SET.search(message)
+    if match:
+        return Remedy("set", match.group(1), value=parse_value(match.group(2)))
+    default = _ONLY_DEFAULT.search(message)
+    if default:
+        value_of = _UNSUPPORTED_VALUE.search(message)
+        param = value_of.group(1) if value_of else param_named(message, param_hint)
+        if param:
+            return Remedy("set", param, value=parse_value(default.group(1)))
+    if _UNSUPPORTED_VALUE.search(message):
+        return None  # a value is refused but the message does not say which one to use
+    param = param_named(message, param_hint)
+    if param is None:
+        return None
+    instead = _USE_INSTEAD.search(message)
+    if instead and instead.group(1) != param:
+        return Remedy("rename", param, new_name=instead.group(1))
+    if re.search(r"not supported|[Uu]nsupported parameter|Extra inputs are not permitted|[Uu]nrecognized request argument", message):
+        return Remedy("drop", param)
+    return None
+
+
+# ---------------------------------------------------------------- status → kind
+
+
+def classify_http(
+    status: int,
+    headers: Mapping[str, str],
+    message: str,
+    *,
+    param: str | None = None,
+    code: str | None = None,
+    where: str = "",
+) -> ProviderError:
+    """The ``ProviderError`` for a non-2xx answer. ``message`` must already be scrubbed."""
+    wait = retry_after_s(headers)
+    text = f"HTTP {status}{where}: {message}" if message else f"HTTP {status}{where}"
+    if status == 429:
+        if code == "insufficient_quota" or "quota" in (code or ""):
+            return ProviderError(ErrorKind.FATAL, text + " (quota exhausted: waiting will not help)", status_code=status)
+        return ProviderError(ErrorKind.RATE_LIMITED, text, retry_after_s=wait, status_code=status)
+    if status in (408, 409) or status >= 500:
+        return ProviderError(ErrorKind.TRANSIENT, text, retry_after_s=wait, status_code=status)
+    if status in (400, 422):
+        named = param_named(message, param)
+        if named is not None:
+            remedy = parse_remedy(message, param)
+            return ProviderError(ErrorKind.REJECTED_PARAM, text, remedy=remedy, status_code=status, param=named)
+    return ProviderError(ErrorKind.FATAL, text, status_code=status)

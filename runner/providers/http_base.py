@@ -1,0 +1,177 @@
+"""One HTTP attempt of a wire-format provider: encode, POST, classify, decode.
+
+``HttpProvider`` sends exactly one request per ``complete`` call and turns every way
+it can go wrong into a classified ``ProviderError`` (see ``classify.py``): timeouts,
+refused or reset connections, truncated or malformed bodies are transient; HTTP
+errors are read by status, headers and body. Retries, limits and remedies are not
+its business — ``managed.ManagedProvider`` wraps it for that, so there is exactly one
+retry loop in trialgrid.
+
+Subclasses (``openai_wire``, ``anthropic_wire``) supply the path, the auth headers,
+``encode`` (neutral request → JSON body), ``decode`` (JSON body → neutral response)
+and ``error_fields`` (where their error body keeps the message).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Mapping, Sequence
+
+import httpx
+
+from runner.providers.classify import classify_http
+from runner.providers.errors import ErrorKind, ProviderError, Remedy
+from runner.providers.secrets import Secret, secret_from_env
+from runner.providers.settings import DEFAULT_BASE_URL, DEFAULT_KEY_ENV, Connection
+from runner.providers.transport import DEFAULT_TRANSPORT, Client, make_client
+from runner.types import ChatRequest, ChatResponse
+
+try:  # aiohttp's own errors, when the aiohttp transport lets one through unmapped
+    from aiohttp import ClientError as _AiohttpError
+except ImportError:  # pragma: no cover
+    _AiohttpError = OSError  # type: ignore[misc,assignment]
+
+SEED_HEADER = "x-trialgrid-seed"
+#: body keys that are the request's structure, never a "parameter" a remedy may touch
+STRUCTURAL = frozenset({"model", "messages", "tools", "system"})
+
+
+def apply_remedies(body: dict[str, Any], remedies: Sequence[Remedy]) -> list[str]:
+    """Apply learned remedies to a request body in place; return those that changed it."""
+    applied: list[str] = []
+    for remedy in remedies:
+        param = remedy.param
+        if param in STRUCTURAL:
+            continue
+        if remedy.action == "drop":
+            if param in body:
+                del body[param]
+                applied.append(remedy.describe())
+        elif remedy.action == "rename":
+            if param in body and remedy.new_name:
+                body[remedy.new_name] = body.pop(param)
+                applied.append(remedy.describe())
+        elif remedy.action == "set":
+            if body.get(param, _MISSING) != remedy.value:
+                body[param] = remedy.value
+                applied.append(remedy.describe())
+    return applied
+
+
+_MISSING = object()
+
+
+class HttpProvider:
+    """A wire-format provider over HTTP. One ``complete`` = one request."""
+
+    name = "http"
+    path = ""
+    #: this provider applies remedies to its wire body (``managed`` passes them in)
+    accepts_remedies = True
+
+    def __init__(self, connection: Connection, *, transport: str = DEFAULT_TRANSPORT,
+                 max_connections: int = 1024) -> None:
+        self.connection = connection
+        base = (connection.base_url or DEFAULT_BASE_URL[self.name]).rstrip("/")
+        self.url = base + self.path
+        env = connection.api_key_env if connection.api_key_env is not None else None
+        self.secret: Secret | None = secret_from_env(env) if env else None
+        headers = {"content-type": "application/json", "accept": "application/json",
+                   **self.auth_headers(self.secret), **connection.header_map}
+        self._client: Client = make_client(transport, timeout_s=connection.timeout_s, headers=headers,
+                                           max_connections=max_connections)
+        self._where = f" from {self.url}"
+
+    # -- what subclasses provide
+
+    def auth_headers(self, secret: Secret | None) -> dict[str, str]:
+        raise NotImplementedError
+
+    def encode(self, request: ChatRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def decode(self, data: Any) -> ChatResponse:
+        raise NotImplementedError
+
+    def error_fields(self, data: Any) -> tuple[str, str | None, str | None]:
+        """(message, parameter, code) from an error body."""
+        raise NotImplementedError
+
+    # -- one attempt
+
+    def scrub(self, text: str) -> str:
+        return self.secret.scrub(text) if self.secret is not None else text
+
+    async def complete(self, request: ChatRequest, remedies: Sequence[Remedy] = ()) -> ChatResponse:
+        body = self.encode(request)
+        applied = apply_remedies(body, remedies) if remedies else []
+        headers = {SEED_HEADER: str(request.seed)} if request.seed is not None else {}
+        payload = json.dumps(body, separators=(",", ":")).encode()
+        started = time.perf_counter()
+        try:
+            response = await self._client.post(self.url, content=payload, headers=headers)
+        except httpx.TimeoutException:
+            raise self._error(ErrorKind.TRANSIENT, f"no answer within the {self.connection.timeout_s:g} s request timeout"
+                              f"{self._where}", applied) from None
+        except (httpx.TransportError, _AiohttpError, OSError) as exc:
+            raise self._error(ErrorKind.TRANSIENT, f"connection failed{self._where}: {_describe(exc)}", applied) from None
+        latency = time.perf_counter() - started
+        raw = response.content
+        if response.status_code >= 300:
+            message, param, code = self._error_fields_of(raw)
+            error = classify_http(response.status_code, response.headers, self.scrub(message), param=param, code=code,
+                                  where=self._where)
+            error.remedies = tuple(applied)
+            raise error
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            raise self._error(ErrorKind.TRANSIENT, f"malformed JSON body{self._where} ({len(raw)} bytes, "
+                              f"starts {self.scrub(raw[:40].decode('utf-8', 'replace'))!r})", applied) from None
+        try:
+            decoded = self.decode(data)
+        except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
+            raise self._error(ErrorKind.TRANSIENT, f"unexpected response shape{self._where}: "
+                              f"{type(exc).__name__} {self.scrub(str(exc))}", applied) from None
+        return _with(decoded, latency, applied)
+
+    def _error_fields_of(self, raw: bytes) -> tuple[str, str | None, str | None]:
+        try:
+            return self.error_fields(json.loads(raw))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            text = raw[:300].decode("utf-8", "replace").strip()
+            return text, None, None
+
+    def _error(self, kind: ErrorKind, message: str, applied: list[str]) -> ProviderError:
+        error = ProviderError(kind, self.scrub(message))
+        error.remedies = tuple(applied)
+        return error
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def _with(response: ChatResponse, latency: float, applied: list[str]) -> ChatResponse:
+    return ChatResponse(response.text, response.tool_calls, response.usage, latency, response.finish_reason,
+                        1, tuple(applied))
+
+
+def _describe(exc: BaseException) -> str:
+    """The most specific readable cause: httpx_aiohttp maps aiohttp errors onto httpx ones."""
+    cause = exc.__cause__ or exc.__context__
+    for e in (exc, cause):
+        if e is not None and str(e):
+            return f"{type(e).__name__}: {e}"
+    return type(exc).__name__
+
+
+def parse_arguments(raw: str) -> tuple[Mapping[str, Any] | None, str | None]:
+    """A tool call's argument string → (object, None), or (None, why it is not one). Never repaired."""
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        return None, f"not JSON: {exc}"
+    if not isinstance(value, dict):
+        return None, f"not a JSON object: {type(value).__name__}"
+    return value, None

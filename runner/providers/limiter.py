@@ -1,0 +1,155 @@
+"""Per provider and API key: how many requests may be in flight, per minute, and tokens per minute.
+
+One ``Limiter`` interface (``acquire`` a permit before each request, ``release`` it
+with the tokens the response reported, ``pause`` the whole key when the server
+says retry-after), so the Ray issue can back it with one shared actor while a
+single process uses ``LocalLimiter``.
+
+``LocalLimiter`` guarantees, for the requests it admits (send times, this clock):
+
+- at most ``max_concurrent`` permits out at once;
+- at most ``rpm`` sends in any window of ``window_s`` (60 s) — a sliding log of
+  send times, not a token bucket, because a bucket lets a full bucket's burst plus a
+  window's refill into one window. The log's window is stretched by a small margin
+  (``margin_s``) so that the server, which sees each request a little after it is
+  sent and with varying delay, also never counts more than ``rpm`` in its windows;
+  sustained throughput is therefore ``rpm × window / (window + margin)`` (99.5% of
+  ``rpm`` at the defaults);
+- sends paced at one per ``(window + margin) / rpm`` after a burst of up to a
+  sixtieth of the budget, as providers enforce their per-minute limits over
+  shorter spans too;
+- at most ``tpm`` tokens per window: each request is charged an estimate when it
+  is admitted, and the charge is corrected to the reported usage when it is
+  released (estimate-then-reconcile);
+- nothing sent while a ``pause`` is in force.
+
+Waiters queue in FIFO order behind one turnstile, so only the head of the queue
+sleeps on a timer and nobody is starved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import deque
+from typing import Callable, Protocol
+
+from runner.providers.settings import Limits
+
+
+class Permit:
+    """One admitted request: what it was charged, so ``release`` can reconcile it."""
+
+    __slots__ = ("entry", "released")
+
+    def __init__(self, entry: list[float] | None) -> None:
+        self.entry = entry  # [send time, tokens charged] in the token log, or None
+        self.released = False
+
+
+class Limiter(Protocol):
+    async def acquire(self, estimated_tokens: int = 0) -> Permit: ...
+
+    async def release(self, permit: Permit, used_tokens: int | None = None) -> None: ...
+
+    async def pause(self, seconds: float) -> None: ...
+
+
+class LocalLimiter:
+    """An in-process limiter for one provider key (see the module docstring for the guarantees)."""
+
+    def __init__(self, limits: Limits, *, window_s: float = 60.0, margin_s: float | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.limits = limits
+        self.window_s = window_s
+        self.margin_s = margin_s if margin_s is not None else max(0.005 * window_s, 0.05)
+        self._clock = clock
+        self._span = window_s + self.margin_s
+        self._sem = asyncio.Semaphore(limits.max_concurrent) if limits.max_concurrent else None
+        self._turnstile = asyncio.Lock()
+        self._sends: deque[float] = deque()
+        self._tokens: deque[list[float]] = deque()
+        self._token_sum = 0.0
+        self._paused_until = 0.0
+        rpm = limits.rpm
+        self._interval = self._span / rpm if rpm else 0.0
+        self._burst = max(1, math.ceil(rpm / 60)) if rpm else 0
+        self._tat = 0.0  # pacing: theoretical arrival time of the next send (GCRA)
+
+    @property
+    def paused_until(self) -> float:
+        return self._paused_until
+
+    async def acquire(self, estimated_tokens: int = 0) -> Permit:
+        if self._sem is not None:
+            await self._sem.acquire()
+        try:
+            async with self._turnstile:
+                while True:
+                    wait = self._wait(self._clock(), estimated_tokens)
+                    if wait <= 0:
+                        break
+                    await asyncio.sleep(wait)
+                return self._admit(self._clock(), estimated_tokens)
+        except BaseException:
+            if self._sem is not None:
+                self._sem.release()
+            raise
+
+    def _wait(self, now: float, tokens: int) -> float:
+        wait = self._paused_until - now
+        limits = self.limits
+        if limits.rpm:
+            sends = self._sends
+            while sends and sends[0] <= now - self._span:
+                sends.popleft()
+            if len(sends) >= limits.rpm:
+                wait = max(wait, sends[0] + self._span - now)
+            wait = max(wait, self._tat - (self._burst - 1) * self._interval - now)
+        if limits.tpm:
+            log = self._tokens
+            while log and log[0][0] <= now - self._span:
+                self._token_sum -= log.popleft()[1]
+            charge = min(tokens, limits.tpm)  # a request bigger than the budget goes alone
+            excess = self._token_sum + charge - limits.tpm
+            if excess > 0:
+                freed = 0.0
+                for sent, used in log:
+                    freed += used
+                    if freed >= excess:
+                        wait = max(wait, sent + self._span - now)
+                        break
+        return wait
+
+    def _admit(self, now: float, tokens: int) -> Permit:
+        if self.limits.rpm:
+            self._sends.append(now)
+            self._tat = max(self._tat, now) + self._interval
+        entry = None
+        if self.limits.tpm:
+            entry = [now, float(min(tokens, self.limits.tpm))]
+            self._tokens.append(entry)
+            self._token_sum += entry[1]
+        return Permit(entry)
+
+    async def release(self, permit: Permit, used_tokens: int | None = None) -> None:
+        if permit.released:
+            return
+        permit.released = True
+        entry = permit.entry
+        if entry is not None and used_tokens is not None and entry[0] > self._clock() - self._span:
+            # reconcile: the estimate becomes what the server counted (still in the window)
+            self._token_sum += used_tokens - entry[1]
+            entry[1] = float(used_tokens)
+        if self._sem is not None:
+            self._sem.release()
+
+    async def pause(self, seconds: float) -> None:
+        """Hold every request on this key for ``seconds`` from now (never shortens a pause)."""
+        self._paused_until = max(self._paused_until, self._clock() + max(0.0, seconds))
+
+
+def make_limiter(limits: Limits | None) -> LocalLimiter:
+    """A key's limiter. Even without configured limits it carries the key-wide retry-after pause."""
+    return LocalLimiter(limits if limits is not None else Limits())

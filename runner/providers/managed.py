@@ -1,0 +1,179 @@
+"""The one retry loop: limiter → remedies → wire format → HTTP, around a single-attempt provider.
+
+Every configured provider (``openai``, ``anthropic``, ``callable``) is wrapped in a
+``ManagedProvider``; the in-process ``sim`` is not (it cannot fail that way, and the
+in-process path must stay at tens of thousands of trials per second). Probes call
+``Agent.chat`` once per model turn and never retry: retrying is decided here, once,
+from the kind the provider classified.
+
+Per call:
+
+1. apply the remedies learned for (provider, endpoint, model) — unless
+   ``--strict-params`` — and, for the first request of a new shape, wait for the
+   scout gate (see ``remedies.py``);
+2. take a permit from the key's limiter (concurrency, rpm, tpm estimate, pause);
+3. send one request; release the permit with the tokens the response reported;
+4. on a rejected parameter whose body names a remedy not yet applied: learn it and
+   re-send at once, without spending an attempt; on rate-limited or transient: back
+   off (exponential, full jitter: a uniform draw in [0, min(cap, base·2^n)]), never
+   shorter than the server's retry-after, and pause the whole key for a 429's
+   retry-after; on anything else, or when ``max_attempts`` requests have failed,
+   raise — the trial becomes an ``error`` row carrying the kind and ``attempts``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any, Awaitable, Callable, Mapping, Sequence
+
+from runner.providers.errors import ErrorKind, ProviderError, Remedy
+from runner.providers.limiter import Limiter
+from runner.providers.remedies import BookKey, RemedyBook, request_shape
+from runner.providers.settings import RetryPolicy
+from runner.types import ChatRequest, ChatResponse
+
+#: remedy re-sends allowed in one call (each must apply a remedy not applied before)
+MAX_REMEDY_RESENDS = 8
+_DEFAULT_OUTPUT_ESTIMATE = 256
+
+
+def estimate_tokens(request: ChatRequest) -> int:
+    """A cheap upper-ish guess of what a request will cost: ~4 characters a token, plus its output cap."""
+    chars = 0
+    for m in request.messages:
+        chars += len(m.content)
+        for c in m.tool_calls:
+            chars += len(c.name) + len(c.raw_arguments)
+    for t in request.tools:
+        chars += len(t.name) + len(t.description) + len(repr(t.parameters))
+    params = request.params
+    cap = params.get("max_tokens") or params.get("max_completion_tokens") or params.get("max_output_tokens")
+    output = min(int(cap), 4096) if isinstance(cap, (int, float)) and cap > 0 else _DEFAULT_OUTPUT_ESTIMATE
+    return chars // 4 + output
+
+
+def remedy_params(params: Mapping[str, Any], remedies: Sequence[Remedy]) -> tuple[dict[str, Any], list[str]]:
+    """Remedies applied to a neutral ``params`` mapping (for providers without a wire body)."""
+    out = dict(params)
+    applied: list[str] = []
+    for r in remedies:
+        if r.action == "drop" and r.param in out:
+            del out[r.param]
+        elif r.action == "rename" and r.param in out and r.new_name:
+            out[r.new_name] = out.pop(r.param)
+        elif r.action == "set" and out.get(r.param, _MISSING) != r.value:
+            out[r.param] = r.value
+        else:
+            continue
+        applied.append(r.describe())
+    return out, applied
+
+
+_MISSING = object()
+
+
+class ManagedProvider:
+    """A single-attempt provider made safe to run overnight: limits, remedies, retries."""
+
+    def __init__(
+        self,
+        inner: Any,
+        *,
+        endpoint: str,
+        limiter: Limiter,
+        book: RemedyBook,
+        policy: RetryPolicy,
+        strict_params: bool = False,
+        jitter: Callable[[], float] = random.random,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.inner = inner
+        self.name: str = inner.name
+        self.endpoint = endpoint
+        self.limiter = limiter
+        self.book = book
+        self.policy = policy
+        self.strict_params = strict_params
+        self._jitter = jitter
+        self._sleep = sleep
+        self._wire = bool(getattr(inner, "accepts_remedies", False))
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        key: BookKey = (self.name, self.endpoint, request.model)
+        if self.strict_params:
+            return await self._call(request, key)
+        book = self.book
+        shape = request_shape(request.params, bool(request.tools), request.tool_choice)
+        if not book.verified(key, shape):
+            async with book.gate(key, shape):
+                if not book.verified(key, shape):
+                    try:
+                        response = await self._call(request, key)
+                    except ProviderError as exc:
+                        if not exc.kind.retryable:  # nothing more to learn from this shape
+                            book.mark_verified(key, shape)
+                        raise
+                    book.mark_verified(key, shape)
+                    return response
+        return await self._call(request, key)
+
+    def backoff_s(self, failures: int) -> float:
+        """Full jitter: uniform in [0, min(cap, base · 2^(failures-1))]."""
+        policy = self.policy
+        ceiling = min(policy.backoff_max_s, policy.backoff_base_s * (2 ** (failures - 1)))
+        return self._jitter() * ceiling
+
+    async def _call(self, request: ChatRequest, key: BookKey) -> ChatResponse:
+        attempts = failures = resends = 0
+        limiter = self.limiter
+        estimate = estimate_tokens(request)
+        while True:
+            remedies = () if self.strict_params else self.book.remedies(key)
+            sent, applied = request, []
+            if remedies and not self._wire:
+                params, applied = remedy_params(request.params, remedies)
+                sent = ChatRequest(request.model, request.messages, request.tools, params, request.seed,
+                                   request.tool_choice)
+            permit = await limiter.acquire(estimate)
+            attempts += 1
+            try:
+                if self._wire:
+                    response = await self.inner.complete(sent, remedies)
+                else:
+                    response = await self.inner.complete(sent)
+            except ProviderError as exc:
+                await limiter.release(permit, None)
+                exc.attempts = attempts
+                if not self._wire:
+                    exc.remedies = tuple(applied)
+                remedy = exc.remedy
+                if (exc.kind is ErrorKind.REJECTED_PARAM and remedy is not None and not self.strict_params
+                        and remedy not in remedies and resends < MAX_REMEDY_RESENDS):
+                    await self.book.learn(key, remedy, exc.message)
+                    resends += 1
+                    continue  # at once, and it does not count against max_attempts
+                if exc.kind.retryable:
+                    failures += 1
+                    if failures < self.policy.max_attempts:
+                        delay = self.backoff_s(failures)
+                        if exc.retry_after_s is not None:
+                            if exc.kind is ErrorKind.RATE_LIMITED:
+                                await limiter.pause(exc.retry_after_s)
+                            delay = max(delay, exc.retry_after_s)
+                        await self._sleep(delay)
+                        continue
+                    exc.message = f"{exc.message} (gave up after {attempts} attempts)"
+                elif exc.kind is ErrorKind.REJECTED_PARAM and self.strict_params and remedy is not None:
+                    exc.message = f"{exc.message} (--strict-params: not applying '{remedy.describe()}')"
+                raise
+            except BaseException:
+                await limiter.release(permit, None)
+                raise
+            usage = response.usage
+            await limiter.release(permit, usage.input_tokens + usage.output_tokens)
+            return ChatResponse(response.text, response.tool_calls, usage, response.latency_s, response.finish_reason,
+                                attempts, response.remedies if self._wire else tuple(applied))
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

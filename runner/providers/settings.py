@@ -1,0 +1,79 @@
+"""How to reach a provider and how hard to push it: the sweep keys a model entry adds.
+
+These are the pydantic pieces ``runner.config.ModelConfig`` embeds (the config
+imports providers, never the reverse), plus ``Connection``: the plain, hashable
+identity of one endpoint as the provider factories see it. The API key itself is
+never a setting — only the *name* of the environment variable that holds it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Limits(BaseModel):
+    """Per provider and API key: what the account allows. Shared by every model on the key."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_concurrent: int | None = Field(default=None, ge=1, le=100_000, description="requests in flight at once")
+    rpm: int | None = Field(default=None, ge=1, description="requests per minute (sliding 60 s window)")
+    tpm: int | None = Field(default=None, ge=1, description="tokens per minute (estimated before a call, reconciled from usage)")
+
+    @property
+    def any(self) -> bool:
+        return self.max_concurrent is not None or self.rpm is not None or self.tpm is not None
+
+
+class RetryPolicy(BaseModel):
+    """Retries of rate-limited and transient failures: exponential backoff with full jitter."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_attempts: int = Field(default=6, ge=1, le=100, description="requests per call, the first included")
+    backoff_base_s: float = Field(default=1.0, ge=0, description="first backoff ceiling; doubles per retry")
+    backoff_max_s: float = Field(default=60.0, ge=0, description="backoff ceiling")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "RetryPolicy":
+        if self.backoff_max_s < self.backoff_base_s:
+            raise ValueError("backoff_max_s must be >= backoff_base_s")
+        return self
+
+
+#: header names that carry credentials: refused in ``headers`` (the key comes from ``api_key_env``)
+CREDENTIAL_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|cookie|password", re.IGNORECASE)
+
+DEFAULT_BASE_URL = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com/v1",
+}
+DEFAULT_KEY_ENV = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+}
+
+
+@dataclass(frozen=True)
+class Connection:
+    """One endpoint as a provider factory sees it. Hashable: equal connections share a client."""
+
+    provider: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    timeout_s: float = 60.0
+    function: str | None = None
+
+    @property
+    def header_map(self) -> Mapping[str, str]:
+        return dict(self.headers)
+
+    @property
+    def limiter_key(self) -> tuple[str, str, str]:
+        """Limits are per provider and per API key: the endpoint plus the key's variable."""
+        return (self.provider, self.base_url or self.function or "", self.api_key_env or "")
