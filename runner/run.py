@@ -3,7 +3,9 @@
 This is the single-node product's top: it checks the output directory belongs to
 this sweep, repairs parts a crash left behind, skips trial ids already written,
 runs the rest through the engine into the sink, and records how it ended. Ray mode
-reuses the same pieces around its own scheduler.
+(``cluster``) reuses the same pieces around its own scheduler: ``open_output`` (manifest,
+repair, resume set, schema, sink), ``build_trial_runner`` (providers and the trial
+runner a worker executes) and ``RunOutput.finish`` — one place for each.
 """
 
 from __future__ import annotations
@@ -12,19 +14,25 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Iterator
 
+import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from runner.config import LoadedSweep
 from runner.engine import EngineStats, run_trials
-from runner.grid import Grid
-from runner.manifest import finish_manifest, start_manifest
+from runner.grid import Grid, skip_done
+from runner.errors import UserError
+from runner.manifest import finish_manifest, start_manifest, write_manifest
 from runner.progress import RunProgress
-from runner.providers import make_provider
+from runner.providers import Provider
+from runner.providers.pool import ProviderPool
+from runner.providers.remedies import Learned, remedy_from_json
 from runner.schema import trial_schema
-from runner.sink import RepairNote, TrialSink, completed_trial_ids, repair_parts
+from runner.sink import RepairNote, TrialSink, completed_trial_keys, repair_parts
 from runner.trial import ModelBinding, TrialRunner
+from runner.types import TrialSpec
 
 
 @dataclass
@@ -50,10 +58,46 @@ def count_statuses(trials_dir: Path) -> dict[str, int]:
     return {row["status"]: int(row["len"]) for row in frame.iter_rows(named=True)}
 
 
-def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False,
-              say: Callable[[str], None] = lambda s: None, worker: str = "local") -> RunResult:
-    """Run (or resume) ``loaded`` into ``out``. Raises ``UserError`` for a mismatched ``out``."""
-    sweep = loaded.sweep
+@dataclass
+class RunOutput:
+    """An output directory opened for a run: checked, repaired, and what is already done.
+
+    Both the single-node run and Ray mode open the output this way, write rows through
+    ``sink`` and end with ``finish``, so the format and the resume rules are the same.
+    """
+
+    out: Path
+    loaded: LoadedSweep
+    grid: Grid
+    total: int
+    manifest: dict[str, Any]
+    repaired: list[RepairNote]
+    done: np.ndarray  # sorted uint64 keys of the trial ids already written
+    schema: pa.Schema
+
+    @property
+    def trials_dir(self) -> Path:
+        return self.out / "trials"
+
+    def pending(self) -> Iterator[TrialSpec]:
+        """The grid's specs not yet written, in grid order (lazily)."""
+        return skip_done(self.grid, self.done)
+
+    def sink(self, worker: str) -> TrialSink:
+        engine = self.loaded.sweep.engine
+        return TrialSink(self.out, self.schema, worker=worker, batch_rows=engine.batch_rows,
+                         flush_seconds=engine.flush_seconds)
+
+    def finish(self, status: str, trials_run: int, elapsed_s: float) -> dict[str, int]:
+        """Record how this session ended in the manifest; return the output's counts by status."""
+        counts = count_statuses(self.trials_dir)
+        finish_manifest(self.out, self.manifest, status=status, trials_run=trials_run, counts=counts,
+                        elapsed_s=elapsed_s)
+        return counts
+
+
+def open_output(loaded: LoadedSweep, out: Path, say: Callable[[str], None] = lambda s: None) -> RunOutput:
+    """Start (or resume) ``loaded`` in ``out``. Raises ``UserError`` for a mismatched ``out``."""
     grid = grid_of(loaded)
     total = len(grid)
     out.mkdir(parents=True, exist_ok=True)
@@ -63,33 +107,77 @@ def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False,
     repaired = repair_parts(trials_dir)
     for note in repaired:
         say(f"repaired {note}")
-    done = completed_trial_ids(trials_dir)
-    if done:
+    done = completed_trial_keys(trials_dir)
+    if len(done):
         say(f"resuming: {len(done):,} of {total:,} trials already written, running the rest")
-
-    providers = {m.provider: make_provider(m.provider) for m in sweep.models}
-    bindings = {m.name: ModelBinding(m.name, m.provider, providers[m.provider], m.model_id, dict(m.params))
-                for m in sweep.models}
-    execute = TrialRunner({p.name: p for p in loaded.probes}, bindings, sweep.engine.timeout_s)
     schema = trial_schema(loaded.schema_fields, metadata={"trialgrid.sweep_id": loaded.sweep_id})
-    specs = (s for s in grid if s.trial_id not in done) if done else iter(grid)
+    return RunOutput(out, loaded, grid, total, manifest, repaired, done, schema)
 
+
+def build_trial_runner(loaded: LoadedSweep, *, strict_params: bool = False,
+                       on_learn: Callable[[Learned], None] | None = None,
+                       known_remedies: list[dict[str, Any]] | None = None) -> tuple[TrialRunner, list[Provider]]:
+    """The trial runner of a sweep and the providers it owns (close them after the run).
+
+    ``on_learn`` hears each parameter remedy the first time it is learned;
+    ``known_remedies`` (the manifest's list, on resume) are applied from the start.
+    """
+    sweep = loaded.sweep
+    pool = ProviderPool(strict_params=strict_params, on_learn=on_learn)
+    if not strict_params:
+        for entry in known_remedies or ():
+            parsed = remedy_from_json(entry)
+            if parsed is not None:
+                pool.book.preload(*parsed)
+    bindings = {}
+    for i, m in enumerate(sweep.models):
+        try:
+            provider = pool.provider(m.provider, m.connection, limits=m.limits, retry=m.retry,
+                                     max_connections=max(m.concurrency, m.limits.max_concurrent or 0))
+        except (KeyError, ValueError) as exc:  # the key's variable vanished, or the callable broke, since loading
+            raise UserError(str(exc).strip("'\""), file=loaded.path, key_path=("models", i)) from None
+        bindings[m.name] = ModelBinding(m.name, m.provider, provider, m.model_id, dict(m.params))
+    return TrialRunner({p.name: p for p in loaded.probes}, bindings, sweep.engine.timeout_s), pool.all
+
+
+def per_model_concurrency(loaded: LoadedSweep) -> dict[str, int]:
+    return {m.name: m.concurrency for m in loaded.sweep.models}
+
+
+def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False,
+              say: Callable[[str], None] = lambda s: None, worker: str = "local",
+              strict_params: bool = False, notify: Callable[[str], None] | None = None) -> RunResult:
+    """Run (or resume) ``loaded`` into ``out``. Raises ``UserError`` for a mismatched ``out``.
+
+    ``notify`` prints the one line announcing each newly learned parameter remedy
+    (it is also written into the manifest at once, so a crash keeps it);
+    ``strict_params`` turns remedies off: a rejected parameter fails the trial.
+    """
+    output = open_output(loaded, out, say)
+    output.manifest["strict_params"] = strict_params
+
+    def learned(entry: Learned) -> None:
+        output.manifest.setdefault("remedies", []).append(entry.as_json())
+        write_manifest(out, output.manifest)
+        if notify is not None:
+            notify(f"remedy learned for {entry.provider} model {entry.model_id!r}: {entry.remedy.describe()} "
+                   f"(the server said: {entry.message}); applied to every later request, recorded in the manifest")
+
+    execute, providers = build_trial_runner(loaded, strict_params=strict_params, on_learn=learned,
+                                            known_remedies=output.manifest.get("remedies"))
     started = time.perf_counter()
     status = "interrupted"
     stats = EngineStats()
     try:
-        with TrialSink(out, schema, worker=worker, batch_rows=sweep.engine.batch_rows,
-                       flush_seconds=sweep.engine.flush_seconds) as sink, \
-                RunProgress(total, already_done=len(done), quiet=quiet) as progress:
-            stats = asyncio.run(_run(specs, execute, sink, sweep.engine.concurrency,
-                                     {m.name: m.concurrency for m in sweep.models}, progress,
-                                     list(providers.values())))
+        with output.sink(worker) as sink, \
+                RunProgress(output.total, already_done=len(output.done), quiet=quiet) as progress:
+            stats = asyncio.run(_run(output.pending(), execute, sink, loaded.sweep.engine.concurrency,
+                                     per_model_concurrency(loaded), progress, providers))
         status = "complete"
     finally:
         elapsed = time.perf_counter() - started
-        counts = count_statuses(trials_dir)
-        finish_manifest(out, manifest, status=status, trials_run=stats.done, counts=counts, elapsed_s=elapsed)
-    return RunResult(out, total, len(done), stats, counts, elapsed, repaired, status)
+        counts = output.finish(status, stats.done, elapsed)
+    return RunResult(out, output.total, len(output.done), stats, counts, elapsed, output.repaired, status)
 
 
 async def _run(specs, execute, sink, concurrency, per_model, progress, providers) -> EngineStats:  # type: ignore[no-untyped-def]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
@@ -537,3 +538,20 @@ def test_sigkill_mid_run_keeps_exactly_the_flushed_batches(tmp_path: Path) -> No
 def test_repair_note_is_one_line() -> None:
     note = RepairNote(Path("t/part-w0-00003.arrows"), Path("t/part-w0-00003.arrow"), 12, 4800, True)
     assert str(note) == "part-w0-00003.arrows -> part-w0-00003.arrow: kept 12 batches (4800 rows), dropped a torn tail"
+
+
+def test_trial_keys_parse_hex_ids_vectorised_and_skip_done_filters_exactly() -> None:
+    from runner.grid import skip_done
+    from runner.sink import trial_keys
+    from runner.types import TrialSpec
+
+    ids = [f"{i * 0x9E3779B97F4A7C15 & (2**64 - 1):016x}" for i in range(10_000)]
+    keys = trial_keys(pa.array(ids))
+    assert keys.dtype == np.uint64 and keys.tolist() == [int(x, 16) for x in ids]
+    assert trial_keys(pa.array(["ab", "ff"])).tolist() == [0xAB, 0xFF]  # not 16 chars: slow path
+    sliced = pa.array(ids)[5:9]
+    assert trial_keys(sliced).tolist() == [int(x, 16) for x in ids[5:9]]
+    done = np.sort(keys[::3])
+    specs = [TrialSpec("s", t, "m", "p", "c", "x", i, i) for i, t in enumerate(ids)]
+    kept = [s.trial_id for s in skip_done(iter(specs), done, chunk=777)]
+    assert kept == [t for i, t in enumerate(ids) if i % 3]
