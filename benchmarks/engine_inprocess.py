@@ -24,6 +24,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+# benchmarks/coverage.py would shadow the `coverage` package numba imports
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(ROOT))
 QUICKSTART = ROOT / "configs" / "quickstart.yaml"
 
 
