@@ -1,5 +1,24 @@
-"""Ray cluster mode: actors that run runner's engine on shards of the grid.
+"""Cluster mode: run a sweep on Ray with the same sweep file and the same output.
 
-Empty until the cluster issue lands; it will import ``runner`` and ``stats``, never
-the reverse.
+``cluster`` wraps ``runner`` and never the other way round: the driver opens the
+output exactly as a single-node run does (``runner.run.open_output``), streams the
+grid in chunks to worker actors that each run ``runner.engine.run_trials`` with a
+``runner.trial.TrialRunner``, and writes the Arrow record batches they return
+through ``runner.sink.TrialSink``. Rate limits and remedies are shared through two
+small actors behind runner's ``Limiter`` and ``RemedyBook`` interfaces.
+
+Ray itself is imported lazily (inside functions), so importing ``cluster`` — as the
+CLI does to discover its commands — costs nothing until a Ray command runs.
 """
+
+from __future__ import annotations
+
+__all__ = ["run_on_ray"]
+
+
+def __getattr__(name: str):  # noqa: ANN202 — lazy re-export, keeps `import cluster` cheap
+    if name == "run_on_ray":
+        from cluster.driver import run_on_ray
+
+        return run_on_ray
+    raise AttributeError(name)

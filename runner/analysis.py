@@ -120,20 +120,26 @@ def analyze(out: Path) -> list[ProbeAnalysis]:
     results = []
     for probe_name, info in manifest["probes"].items():
         probe_cls = PROBES.get(info["kind"])
-        if probe_cls is None:
+        if probe_cls is not None:
+            rates, all_conditions, declared = probe_cls.rates, probe_cls.all_conditions, probe_cls.contrasts
+        elif info.get("rates"):  # imported trials (``trialgrid import trials``) declare their own
+            rates = tuple(info["rates"])
+            all_conditions = tuple(info.get("conditions") or ())
+            declared = tuple(Contrast.model_validate(c) for c in info.get("contrasts") or ())
+        else:
             raise UserError(f"{out}: probe {probe_name!r} has kind {info['kind']!r}, unknown to this trialgrid version")
-        cells = cell_counts(trials, probe_name, probe_cls.rates)
+        cells = cell_counts(trials, probe_name, rates)
         if cells.height == 0:
             continue
-        order = {c: i for i, c in enumerate(probe_cls.all_conditions)}
-        conditions = _condition_table(cells, probe_cls.rates, seed).with_columns(
+        order = {c: i for i, c in enumerate(all_conditions)}
+        conditions = _condition_table(cells, rates, seed).with_columns(
             pl.col("model").replace_strict(model_order, default=len(model_order), return_dtype=pl.Int64).alias("_m"),
             pl.col("condition").replace_strict(order, default=len(order), return_dtype=pl.Int64).alias("_c"),
         ).sort("_m", "model", "_c").drop("_m", "_c")
-        contrasts = _contrast_table(cells, probe_cls.contrasts, seed)
+        contrasts = _contrast_table(cells, declared, seed)
         if contrasts.height:
             contrasts = contrasts.with_columns(
                 pl.col("model").replace_strict(model_order, default=len(model_order), return_dtype=pl.Int64).alias("_m")
             ).sort("_m", "model", maintain_order=True).drop("_m")
-        results.append(ProbeAnalysis(probe_name, info["kind"], probe_cls.rates, conditions, contrasts, cells))
+        results.append(ProbeAnalysis(probe_name, info["kind"], rates, conditions, contrasts, cells))
     return results

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from runner.cost import Budget, ModelPrice
 from runner.errors import UserError
 from runner.probes import PROBES, Probe
-from runner.providers import check_model
+from runner.providers import CONFIGURED, check_model
+from runner.providers.callable_provider import load_function
+from runner.providers.settings import CREDENTIAL_HEADER, DEFAULT_KEY_ENV, Connection, Limits, RetryPolicy
 from runner.sources import Source, load_source, register_union_tags, validate
 
 register_union_tags(PROBES)
@@ -32,18 +36,84 @@ class ModelConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(min_length=1, description="label in the output (unique within the sweep)")
-    provider: str = Field(description="sim (built-in simulated agent)")
+    provider: str = Field(description="sim (built-in simulated agent), openai, anthropic or callable")
     model: str | None = Field(default=None, description="model id sent to the provider; defaults to name")
     params: dict[str, Any] = Field(default_factory=dict, description="request parameters (temperature, max_tokens, ...)")
     concurrency: int = Field(default=16, ge=1, le=100_000, description="max trials of this model in flight")
+    # -- real providers (openai, anthropic, callable); see runner/providers/settings.py
+    base_url: str | None = Field(default=None, description="endpoint; default the vendor's public API")
+    api_key_env: str | None = Field(default=None, description="environment variable holding the API key "
+                                    "(default OPENAI_API_KEY / ANTHROPIC_API_KEY; null: send no key)")
+    headers: dict[str, str] = Field(default_factory=dict, description="extra request headers (never credentials)")
+    function: str | None = Field(default=None, description="provider callable: module:function")
+    timeout_s: float = Field(default=60.0, gt=0, description="per-request timeout")
+    limits: Limits = Field(default_factory=Limits, description="per provider key: max_concurrent, rpm, tpm")
+    retry: RetryPolicy = Field(default_factory=RetryPolicy, description="max_attempts, backoff_base_s, backoff_max_s")
 
     @property
     def model_id(self) -> str:
         return self.model or self.name
 
+    @property
+    def connection(self) -> Connection:
+        return Connection(self.provider, self.base_url, self.api_key_env, tuple(sorted(self.headers.items())),
+                          self.timeout_s, self.function)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_key_env(cls, data: Any) -> Any:
+        # a missing api_key_env means the vendor's usual variable; an explicit null means none
+        if isinstance(data, dict) and "api_key_env" not in data and data.get("provider") in DEFAULT_KEY_ENV:
+            data = {**data, "api_key_env": DEFAULT_KEY_ENV[data["provider"]]}
+        return data
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("base_url must start with http:// or https://")
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_is_set(cls, value: str | None) -> str | None:
+        if value is not None:
+            if not value.replace("_", "").isalnum():
+                raise ValueError("api_key_env is the *name* of an environment variable (letters, digits, _), "
+                                 "never the key itself")
+            if not os.environ.get(value, "").strip():
+                raise ValueError(f"environment variable {value} is not set; export it with the API key, "
+                                 "or set api_key_env: null for an endpoint that needs no key")
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _no_credentials(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = next((h for h in value if CREDENTIAL_HEADER.search(h)), None)
+        if bad is not None:
+            raise ValueError(f"header {bad!r} looks like a credential; sweep files are written into the output, "
+                             "so name the environment variable holding the key in api_key_env instead")
+        return value
+
+    @field_validator("function")
+    @classmethod
+    def _importable(cls, value: str | None) -> str | None:
+        if value is not None:
+            load_function(value)
+        return value
+
     @model_validator(mode="after")
     def _provider_knows_model(self) -> "ModelConfig":
         check_model(self.provider, self.model_id)
+        if self.provider == "callable" and self.function is None:
+            raise ValueError("provider callable needs function: module:function")
+        if self.provider != "callable" and self.function is not None:
+            raise ValueError(f"function is only used by provider callable, not {self.provider}")
+        if self.provider not in CONFIGURED:
+            used = [k for k in ("base_url", "headers", "limits", "retry", "timeout_s") if k in self.model_fields_set]
+            if used or self.api_key_env is not None:
+                raise ValueError(f"{(used or ['api_key_env'])[0]} is not used by provider {self.provider} "
+                                 "(it applies to openai, anthropic and callable)")
         return self
 
 
@@ -67,6 +137,22 @@ class Sweep(BaseModel):
     models: list[ModelConfig] = Field(min_length=1)
     probes: list[ProbeEntry] = Field(min_length=1)  # type: ignore[valid-type]
     engine: EngineConfig = Field(default_factory=EngineConfig)
+    # what trials cost and what the sweep may spend; like engine, not part of the sweep's identity
+    prices: dict[str, ModelPrice] = Field(default_factory=dict, description="per model label: USD per million tokens")
+    budget: Budget | None = Field(default=None, description="stop scheduling new trials once reached")
+
+    @model_validator(mode="after")
+    def _prices_name_models(self) -> "Sweep":
+        names = [m.name for m in self.models]
+        unknown = [k for k in self.prices if k not in names]
+        if unknown:
+            raise ValueError(f"prices names model {unknown[0]!r}, which is not a model of this sweep "
+                             f"(models: {', '.join(names)})")
+        if self.budget is not None and self.budget.usd is not None:
+            unpriced = [n for n in names if n not in self.prices]
+            if unpriced:
+                raise ValueError(f"budget.usd needs a price for every model; no price for {', '.join(unpriced)}")
+        return self
 
     @field_validator("models")
     @classmethod
@@ -111,12 +197,32 @@ class LoadedSweep:
 
 
 def _sweep_identity(sweep: Sweep, probes: list[Probe]) -> str:
-    what = sweep.model_dump(mode="json", exclude={"output", "engine"})
+    what = sweep.model_dump(mode="json", exclude={"output", "engine", "prices", "budget"})
     for m in what["models"]:
         m.pop("concurrency", None)  # how fast, not what
+        for key in ("api_key_env", "timeout_s", "limits", "retry"):  # which account and how fast, not what
+            m.pop(key, None)
+        for key in ("base_url", "headers", "function"):  # unset: leave the identity of older sweeps as it was
+            if not m.get(key):
+                m.pop(key, None)
     what["probe_files"] = [p.identity() for p in probes]
     blob = json.dumps(what, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _check_shared_limits(sweep: Sweep, source: Source) -> None:
+    """Limits belong to a provider key, so models on one key must not disagree about them."""
+    first: dict[tuple[str, str, str], int] = {}
+    for j, m in enumerate(sweep.models):
+        if m.provider not in CONFIGURED:
+            continue
+        i = first.setdefault(m.connection.limiter_key, j)
+        if i != j and m.limits != sweep.models[i].limits:
+            loc = ("models", j, "limits")
+            raise UserError(f"models {sweep.models[i].name!r} and {m.name!r} share one provider key "
+                            f"({m.provider}, {m.api_key_env or 'no key'}) but set different limits; limits are per key",
+                            file=source.path, line=source.line_of(loc), key_path=loc,
+                            hint="give both the same limits, or set them on one and copy them to the other")
 
 
 def load_sweep(path: Path | str) -> LoadedSweep:
@@ -126,6 +232,7 @@ def load_sweep(path: Path | str) -> LoadedSweep:
     if not isinstance(source.data, dict):
         raise UserError("a sweep file must be a mapping with keys name, models, probes", file=path, line=1)
     sweep: Sweep = validate(Sweep, source.data, source)
+    _check_shared_limits(sweep, source)
     base = path.parent
     probes: list[Probe] = []
     for i, entry in enumerate(sweep.probes):

@@ -29,6 +29,7 @@ class EngineStats:
     done: int = 0
     errors: int = 0
     by_status: dict[str, int] = field(default_factory=dict)
+    stopped: bool = False  # ``stop`` ended scheduling before the specs ran out
 
 
 # Yield to the event loop every so often even when every await completes at once
@@ -45,6 +46,7 @@ async def run_trials(
     per_model: Mapping[str, int] | None = None,
     progress: Progress | None = None,
     progress_every: int = 256,
+    stop: Callable[[], bool] | None = None,
 ) -> EngineStats:
     """Run every spec through ``execute`` and append each row to ``sink``.
 
@@ -52,6 +54,8 @@ async def run_trials(
     lazily; ``per_model`` caps how many trials of one model are in flight. Rows
     arrive in completion order. ``execute`` must not raise for a trial's own failure
     (it returns an error row); an exception escaping it is a bug and stops the run.
+    ``stop`` (e.g. a spent budget) is asked before each new trial starts: once true, no
+    trial is started, the ones in flight finish, and ``stats.stopped`` is set.
     """
     stats = EngineStats()
     iterator = iter(specs)
@@ -66,6 +70,9 @@ async def run_trials(
     async def worker() -> None:
         since_yield = 0
         for spec in iterator:
+            if stop is not None and stop():
+                stats.stopped = True  # the spec just taken stays unwritten: a resume runs it
+                break
             limit = limits.get(spec.model)
             if limit is None:
                 row = await execute(spec)

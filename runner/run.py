@@ -21,6 +21,7 @@ import polars as pl
 import pyarrow as pa
 
 from runner.config import LoadedSweep
+from runner.cost import CostMeter, spent_in
 from runner.engine import EngineStats, run_trials
 from runner.grid import Grid, skip_done
 from runner.errors import UserError
@@ -45,6 +46,7 @@ class RunResult:
     elapsed_s: float
     repaired: list[RepairNote] = field(default_factory=list)
     status: str = "complete"
+    stopped: str | None = None  # why scheduling stopped early (a spent budget); rerun to continue
 
 
 def grid_of(loaded: LoadedSweep) -> Grid:
@@ -116,14 +118,17 @@ def open_output(loaded: LoadedSweep, out: Path, say: Callable[[str], None] = lam
 
 def build_trial_runner(loaded: LoadedSweep, *, strict_params: bool = False,
                        on_learn: Callable[[Learned], None] | None = None,
-                       known_remedies: list[dict[str, Any]] | None = None) -> tuple[TrialRunner, list[Provider]]:
+                       known_remedies: list[dict[str, Any]] | None = None,
+                       **pool_options: Any) -> tuple[TrialRunner, list[Provider]]:
     """The trial runner of a sweep and the providers it owns (close them after the run).
 
     ``on_learn`` hears each parameter remedy the first time it is learned;
-    ``known_remedies`` (the manifest's list, on resume) are applied from the start.
+    ``known_remedies`` (the manifest's list, on resume) are applied from the start;
+    ``pool_options`` go to ``ProviderPool`` (cluster mode passes a shared ``book`` and
+    ``limiter_factory`` there).
     """
     sweep = loaded.sweep
-    pool = ProviderPool(strict_params=strict_params, on_learn=on_learn)
+    pool = ProviderPool(strict_params=strict_params, on_learn=on_learn, **pool_options)
     if not strict_params:
         for entry in known_remedies or ():
             parsed = remedy_from_json(entry)
@@ -168,21 +173,31 @@ def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False,
     started = time.perf_counter()
     status = "interrupted"
     stats = EngineStats()
+    meter: CostMeter | None = None
+    # prices and budget may change between sessions (they are not the sweep's identity): record the ones in force
+    output.manifest["sweep"].update(prices=loaded.sweep.model_dump(mode="json")["prices"],
+                                    budget=loaded.sweep.model_dump(mode="json")["budget"])
     try:
         with output.sink(worker) as sink, \
                 RunProgress(output.total, already_done=len(output.done), quiet=quiet) as progress:
-            stats = asyncio.run(_run(output.pending(), execute, sink, loaded.sweep.engine.concurrency,
-                                     per_model_concurrency(loaded), progress, providers))
-        status = "complete"
+            if loaded.sweep.budget is not None:
+                usd, tokens = spent_in(output.trials_dir, loaded.sweep.prices)
+                meter = CostMeter(sink, loaded.sweep.prices, loaded.sweep.budget, usd, tokens)
+            stats = asyncio.run(_run(output.pending(), execute, meter or sink, loaded.sweep.engine.concurrency,
+                                     per_model_concurrency(loaded), progress, providers,
+                                     meter.exhausted if meter else None))
+        status = "stopped_budget" if stats.stopped else "complete"
     finally:
         elapsed = time.perf_counter() - started
         counts = output.finish(status, stats.done, elapsed)
-    return RunResult(out, output.total, len(output.done), stats, counts, elapsed, output.repaired, status)
+    return RunResult(out, output.total, len(output.done), stats, counts, elapsed, output.repaired, status,
+                     meter.reason() if meter is not None and stats.stopped else None)
 
 
-async def _run(specs, execute, sink, concurrency, per_model, progress, providers) -> EngineStats:  # type: ignore[no-untyped-def]
+async def _run(specs, execute, sink, concurrency, per_model, progress, providers, stop=None) -> EngineStats:  # type: ignore[no-untyped-def]
     try:
-        return await run_trials(specs, execute, sink, concurrency=concurrency, per_model=per_model, progress=progress)
+        return await run_trials(specs, execute, sink, concurrency=concurrency, per_model=per_model, progress=progress,
+                                stop=stop)
     finally:
         await execute.aclose()
         for provider in providers:

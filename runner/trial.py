@@ -73,6 +73,7 @@ class TrialRunner:
             deadlines.stop(task)
         last = agent.last
         row["attempts"] = agent.attempts
+        row["remedies"] = list(agent.remedies) if agent.remedies else None
         row["latency_ms"] = agent.latency_s * 1000.0
         row["input_tokens"] = agent.input_tokens
         row["output_tokens"] = agent.output_tokens

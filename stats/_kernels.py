@@ -111,6 +111,38 @@ def hypergeom_tables(total, good, draws):
 
 
 @nb.njit(**_JIT)
+def hypergeom_logtables(total, good, draws):
+    """Like :func:`hypergeom_tables`, but the normalised *log* pmf (no underflow at the ends)."""
+    k = total.size
+    offs = np.zeros(k + 1, np.int64)
+    lo = np.empty(k, np.int64)
+    for c in range(k):
+        a = max(0, draws[c] - (total[c] - good[c]))
+        b = min(good[c], draws[c])
+        lo[c] = a
+        offs[c + 1] = offs[c] + (b - a + 1)
+    logp = np.empty(offs[k], np.float64)
+    for c in range(k):
+        n_, g, d = total[c], good[c], draws[c]
+        s = offs[c]
+        m = offs[c + 1] - s
+        mx = -np.inf
+        for j in range(m):
+            x = lo[c] + j
+            v = _lchoose(g, x) + _lchoose(n_ - g, d - x)
+            logp[s + j] = v
+            if v > mx:
+                mx = v
+        tot = 0.0
+        for j in range(m):
+            tot += math.exp(logp[s + j] - mx)
+        lt = mx + math.log(tot)
+        for j in range(m):
+            logp[s + j] -= lt
+    return offs, lo, logp
+
+
+@nb.njit(**_JIT)
 def convolve_tables(offs, pmf, width):
     """Distribution of the sum of independent per-cluster variables.
 
@@ -444,3 +476,120 @@ def spearman_mc_count(rx, ry, target, n_draws, seed):
         if abs(n * s - sx * sy) >= target:
             count += 1
     return count
+
+
+MC_CHUNKS = 64  # fixed, so a seeded result does not depend on the number of threads
+
+
+@nb.njit(inline="always", **_JIT)
+def _chunk_state(seed, chunk):
+    """Independent-looking splitmix64 start for one chunk of draws (a hash of seed and chunk)."""
+    state = uint64(seed) ^ (uint64(chunk + 1) * _MIX1)
+    state, z = _next(state)
+    state, z2 = _next(z ^ state)
+    return z2
+
+
+@nb.njit(parallel=True, **_JIT)
+def cell_mc_hybrid(cdf, x_f0, var_offs, vax, vat, n_draws, seed, total_n, total_h, x_base, t_base, x_obs, t_obs,
+                   use_int, rtol):
+    """Monte Carlo count for the cell-level test, sampling only what must be sampled.
+
+    Clusters whose arrangements all give arm A the same trials contribute only to
+    X; the exact distribution of their sum is passed as a CDF (``cdf[i]`` =
+    P(X_f <= x_f0 + i)) and drawn by one inverse-CDF lookup per draw. Clusters
+    whose arm-A trials vary (``var_offs``/``vax``/``vat``, CSR of their
+    arrangements) are drawn uniformly one by one. ``x_base``/``t_base`` hold the
+    constant part. Draws are split into ``MC_CHUNKS`` fixed chunks with their own
+    streams and run in parallel.
+    """
+    num_o = x_obs * total_n - total_h * t_obs
+    den_o = t_obs * (total_n - t_obs)
+    kv = var_offs.size - 1
+    counts = np.zeros(MC_CHUNKS, np.int64)
+    for ch in nb.prange(MC_CHUNKS):
+        draws = n_draws // MC_CHUNKS + (1 if ch < n_draws % MC_CHUNKS else 0)
+        state = _chunk_state(seed, ch)
+        cnt = 0
+        for _ in range(draws):
+            x = x_base + x_f0
+            t = t_base
+            if cdf.size > 1:
+                state, u = _unit(state)
+                lo = 0
+                hi = cdf.size - 1
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if cdf[mid] > u:
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                x += lo
+            for q in range(kv):
+                s = var_offs[q]
+                state, j = _below(state, var_offs[q + 1] - s)
+                x += vax[s + j]
+                t += vat[s + j]
+            if _as_extreme(x, t, total_n, total_h, num_o, den_o, use_int, rtol):
+                cnt += 1
+        counts[ch] = cnt
+    return counts.sum()
+
+
+@nb.njit(parallel=True, **_JIT)
+def bootstrap_counts(k, first_draw, out, seed):
+    """Fill ``out[r]`` with how often each of ``k`` clusters is drawn in resample ``first_draw + r``.
+
+    Each resample draws k clusters with replacement from its own stream (a hash
+    of seed and resample index), so results depend on neither chunking nor
+    threads. Each 64-bit output gives two 32-bit Lemire draws (with rejection,
+    so exactly uniform); ``k`` must be below 2**32.
+    """
+    kk = uint64(k)
+    thr = (_TWO32 - kk) % kk
+    for rr in nb.prange(out.shape[0]):
+        state = _chunk_state(seed, first_draw + rr)
+        n = 0
+        while n < k:
+            state, z = _next(state)
+            m = (z & _LOW32) * kk
+            if (m & _LOW32) >= thr:
+                out[rr, np.int64(m >> uint64(32))] += 1
+                n += 1
+            if n < k:
+                m = (z >> uint64(32)) * kk
+                if (m & _LOW32) >= thr:
+                    out[rr, np.int64(m >> uint64(32))] += 1
+                    n += 1
+
+
+@nb.njit(parallel=True, **_JIT)
+def bootstrap_sums_direct(values, n_draws, seed):
+    """The resamples of :func:`bootstrap_counts`, summing ``values`` rows as clusters are drawn.
+
+    The reference (and benchmark alternative) for the count-matrix × values
+    product used by ``stats.bootstrap``: same streams, d additions per draw.
+    """
+    k, d = values.shape
+    kk = uint64(k)
+    thr = (_TWO32 - kk) % kk
+    out = np.zeros((n_draws, d), np.float64)
+    for r in nb.prange(n_draws):
+        state = _chunk_state(seed, r)
+        n = 0
+        while n < k:
+            state, z = _next(state)
+            m = (z & _LOW32) * kk
+            if (m & _LOW32) >= thr:
+                i = np.int64(m >> uint64(32))
+                for j in range(d):
+                    out[r, j] += values[i, j]
+                n += 1
+            if n < k:
+                m = (z >> uint64(32)) * kk
+                if (m & _LOW32) >= thr:
+                    i = np.int64(m >> uint64(32))
+                    for j in range(d):
+                        out[r, j] += values[i, j]
+                    n += 1
+    return out

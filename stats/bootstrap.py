@@ -15,11 +15,13 @@ the order statistic one place too high at both ends).
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 from numpy.typing import ArrayLike
 
 from stats import _kernels as K
-from stats._clusters import cluster_table
+from stats._clusters import as_counts, cluster_table, factorize_clusters
 from stats._rng import SeedLike, kernel_seed
 from stats.results import BootstrapResult, ConfidenceInterval
 
@@ -36,11 +38,63 @@ def percentile_interval(values: np.ndarray, confidence_level: float) -> Confiden
     return ConfidenceInterval(float(lo), float(hi))
 
 
+#: cap on the count-matrix chunk (elements), so memory stays ~32 MB whatever the number of clusters
+CHUNK_ELEMENTS = 1 << 23
+_F32_EXACT = float(1 << 24)
+
+
 def resample_clusters(values: np.ndarray, n_resamples: int, seed: SeedLike) -> np.ndarray:
-    """(n_resamples × d) sums of per-cluster rows over clusters drawn with replacement."""
+    """(n_resamples × d) sums of per-cluster rows over clusters drawn with replacement.
+
+    Resample r draws k clusters with replacement (its own random stream, a hash of
+    the seed and r) and is stored as a row of draw counts; a chunk of such rows
+    times the (k × d) values is one BLAS matrix product. In single precision
+    when that is exact (whole-number values with k·max|value| < 2**24, so every
+    partial sum is an exactly representable integer), else in double. Identical,
+    draw for draw, to ``_kernels.bootstrap_sums_direct`` (tests check this).
+    """
     if int(n_resamples) != n_resamples or n_resamples < 1:
         raise ValueError("n_resamples must be a positive integer")
-    return K.resample_cluster_sums(np.ascontiguousarray(values, dtype=np.float64), int(n_resamples), kernel_seed(seed))
+    r = int(n_resamples)
+    v = np.ascontiguousarray(values, dtype=np.float64)
+    k, d = v.shape
+    out = np.zeros((r, d), np.float64)
+    if k == 0:
+        return out
+    if k >= 2**31:
+        raise ValueError("too many clusters")
+    s = kernel_seed(seed)
+    exact32 = bool(np.all(v == np.round(v))) and k * float(np.abs(v).max(initial=0.0)) < _F32_EXACT
+    vv = v.astype(np.float32) if exact32 else v
+    rows = max(1, min(256, r, CHUNK_ELEMENTS // k))
+    buf = np.zeros((rows, k), np.float32)
+    for r0 in range(0, r, rows):
+        b = buf[: min(rows, r - r0)]
+        b.fill(0.0)
+        K.bootstrap_counts(k, r0, b, s)
+        out[r0:r0 + b.shape[0]] = b @ vv if exact32 else b.astype(np.float64) @ v
+    return out
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def _result(statistic: float, dist: np.ndarray, confidence_level: float, what: str, r: int, k: int,
+            shared: str = "") -> BootstrapResult:
+    ci = percentile_interval(dist, confidence_level)
+    finite = dist[np.isfinite(dist)]
+    return BootstrapResult(
+        statistic=float(statistic),
+        confidence_interval=ci,
+        standard_error=float(finite.std(ddof=1)) if finite.size > 1 else float("nan"),
+        method=f"cluster bootstrap percentile interval of the {what}, {r} resamples of {k} clusters{shared}",
+        n_resamples=r,
+        n_clusters=int(k),
+        n_undefined=int(dist.size - finite.size),
+        bootstrap_distribution=dist,
+    )
 
 
 def cluster_bootstrap_ci(
@@ -76,28 +130,86 @@ def cluster_bootstrap_ci(
     else:
         values = np.column_stack([hk[:, 1], nk[:, 1], hk[:, 0], nk[:, 0]])
     k = values.shape[0]
-    sums = resample_clusters(values, n_resamples, seed) if k else np.full((int(n_resamples), values.shape[1]), 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if arm is None:
-            tot_n = values[:, 1].sum()
-            statistic = values[:, 0].sum() / tot_n if tot_n else float("nan")
-            dist = np.where(sums[:, 1] > 0, sums[:, 0] / sums[:, 1], np.nan)
-            what = "pooled rate"
-        else:
-            na, nb = values[:, 1].sum(), values[:, 3].sum()
-            statistic = values[:, 0].sum() / na - values[:, 2].sum() / nb if na and nb else float("nan")
-            ok = (sums[:, 1] > 0) & (sums[:, 3] > 0)
-            dist = np.where(ok, sums[:, 0] / sums[:, 1] - sums[:, 2] / sums[:, 3], np.nan)
-            what = "difference of pooled rates A − B (clusters resampled once for both arms)"
-    ci = percentile_interval(dist, confidence_level)
-    finite = dist[np.isfinite(dist)]
-    return BootstrapResult(
-        statistic=float(statistic),
-        confidence_interval=ci,
-        standard_error=float(finite.std(ddof=1)) if finite.size > 1 else float("nan"),
-        method=f"cluster bootstrap percentile interval of the {what}, {int(n_resamples)} resamples of {k} clusters",
-        n_resamples=int(n_resamples),
-        n_clusters=int(k),
-        n_undefined=int(dist.size - finite.size),
-        bootstrap_distribution=dist,
-    )
+    r = int(n_resamples)
+    sums = resample_clusters(values, r, seed)
+    tot = values.sum(axis=0)
+    if arm is None:
+        statistic = tot[0] / tot[1] if tot[1] else float("nan")
+        dist = _ratio(sums[:, 0], sums[:, 1])
+        what = "pooled rate"
+    else:
+        statistic = tot[0] / tot[1] - tot[2] / tot[3] if tot[1] and tot[3] else float("nan")
+        dist = _ratio(sums[:, 0], sums[:, 1]) - _ratio(sums[:, 2], sums[:, 3])
+        what = "difference of pooled rates A − B (clusters resampled once for both arms)"
+    return _result(statistic, dist, confidence_level, what, r, k)
+
+
+def cluster_bootstrap_many(
+    cluster: ArrayLike,
+    hits: ArrayLike,
+    n: ArrayLike,
+    *,
+    differences: Sequence[tuple[int, int]] = (),
+    n_resamples: int = 4000,
+    confidence_level: float = 0.95,
+    seed: SeedLike = None,
+) -> tuple[BootstrapResult, ...]:
+    """Cluster bootstrap intervals of many pooled rates (and differences) from one shared resample.
+
+    ``cluster`` has one entry per cell; ``hits`` is (cells × d) — one column per
+    rate, e.g. per condition × outcome — and ``n`` is (cells × d) or (cells,)
+    shared by every column. Column j's statistic is the pooled rate
+    Σhits[:, j] / Σn[:, j]; each pair ``(a, b)`` in ``differences`` adds the
+    interval of rate a − rate b. Every resample draws as many clusters as
+    observed, with replacement, *once*, and all d columns (and differences) are
+    read off it, so the cost is one resampling instead of d.
+
+    Each returned interval is, on its own, the cluster bootstrap percentile
+    interval of ``cluster_bootstrap_ci``: with the same ``seed`` a single
+    column gives exactly that function's result (with ``arm``, the difference
+    of an arm-A and an arm-B column does). The intervals are dependent (they
+    share resamples), which matters only if they are combined. A cluster with
+    no trials in a column is still drawn for it and adds 0 / 0 (it is a prompt
+    of the population that happened to have no trials there); a resample with
+    no trials in a column gives NaN there, counted in ``n_undefined``.
+
+    Returns d results (columns in order) followed by one per difference.
+    """
+    codes, uniques = factorize_clusters(cluster)
+    m = codes.size
+    h = np.asarray(hits)
+    if h.ndim == 1:
+        h = h[:, None]
+    nn = np.asarray(n)
+    if nn.ndim == 1:
+        nn = np.repeat(nn[:, None], h.shape[1], axis=1) if nn.shape == (m,) else nn
+    if h.ndim != 2 or h.shape[0] != m or nn.shape != h.shape:
+        raise ValueError(f"hits must be (cells × d) with one row per cell ({m}) and n (cells × d) or (cells,); "
+                         f"got {h.shape} and {np.asarray(n).shape}")
+    d = h.shape[1]
+    k = uniques.size
+    cols_h, cols_n = [], []
+    for j in range(d):
+        hj, nj = as_counts(h[:, j], nn[:, j], m)
+        cols_h.append(np.bincount(codes, hj, k))
+        cols_n.append(np.bincount(codes, nj, k))
+    pairs = [(int(a), int(b)) for a, b in differences]
+    for a, b in pairs:
+        if not (0 <= a < d and 0 <= b < d):
+            raise ValueError(f"difference ({a}, {b}) names a column outside 0..{d - 1}")
+    values = np.column_stack(cols_h + cols_n) if d else np.zeros((k, 0))
+    r = int(n_resamples)
+    sums = resample_clusters(values, r, seed)
+    tot = values.sum(axis=0)
+    rates = [_ratio(sums[:, j], sums[:, d + j]) for j in range(d)]
+    shared = f" (one resample shared by {d} rate{'s' if d != 1 else ''}" + (
+        f" and {len(pairs)} difference{'s' if len(pairs) != 1 else ''})" if pairs else ")")
+    out = []
+    for j in range(d):
+        stat = tot[j] / tot[d + j] if tot[d + j] else float("nan")
+        out.append(_result(stat, rates[j], confidence_level, "pooled rate", r, k, shared))
+    for a, b in pairs:
+        stat = tot[a] / tot[d + a] - tot[b] / tot[d + b] if tot[d + a] and tot[d + b] else float("nan")
+        out.append(_result(stat, rates[a] - rates[b], confidence_level,
+                           "difference of pooled rates A − B (clusters resampled once for both arms)", r, k, shared))
+    return tuple(out)

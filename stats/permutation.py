@@ -52,6 +52,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from stats import _kernels as K
+from stats import _tails as T
 from stats._clusters import as_arm, as_counts, factorize_clusters
 from stats._rng import SeedLike, kernel_seed
 from stats.results import PermutationTestResult
@@ -62,6 +63,8 @@ GRID_LIMIT = 20_000_000
 MAX_CELLS_PER_CLUSTER = 20
 INT_EXACT_MAX_N = 75_000
 FLOAT_RTOL = 1e-9
+#: below this a tilted-convolution p is reported as the bound "p < 1e-300" (log10_pvalue keeps its size)
+TILTED_P_MIN = 1e-300
 
 
 def cluster_permutation_test(
@@ -152,14 +155,35 @@ def _trial_level(codes, k, a, h, m, statistic, n_resamples, seed, common) -> Per
             statistic=statistic, pvalue=max(p, floor), attainable_floor=floor, n_resamples=None, mc_stderr=None,
             method=method, **common,
         )
-    r = int(n_resamples) if n_resamples is not None else DEFAULT_DRAWS
+    if n_resamples is None:
+        keys = np.stack([total, good, draws], axis=1)
+        types, mult = np.unique(keys, axis=0, return_counts=True)
+        t_offs, t_lo, logp = K.hypergeom_logtables(*(np.ascontiguousarray(types[:, i]) for i in range(3)))
+        tail = T.two_sided_tail(t_offs, logp, mult, int(np.sum(mult * t_lo)), big_n, big_k, n_a, x_obs)
+        return _tilted_result(tail, floor, statistic, "trial labels within cluster", "hypergeometrics", common)
+    r = int(n_resamples)
     count = K.trial_mc_count(offs, lo, pmf, r, kernel_seed(seed), big_n, big_k, n_a, x_obs)
     p, se = _mc(int(count), r)
-    why = "" if n_resamples is not None else " (exact convolution over budget)"
+    why = ""
     return PermutationTestResult(
         statistic=statistic, pvalue=p, attainable_floor=floor, n_resamples=r, mc_stderr=se,
         method=f"Monte Carlo cluster permutation (trial labels within cluster, {r} draws){why}",
         **common,
+    )
+
+
+def _tilted_result(tail, floor, statistic, scheme, what, common) -> PermutationTestResult:
+    """Result of the tilted, pruned convolution with its stated absolute error bound."""
+    method = (f"cluster permutation ({scheme}), exact distribution by exponentially tilted, pruned convolution "
+              f"of per-cluster {what} (not Monte Carlo); p within ±{max(tail.error, 1e-300):.1e} (stated bound)")
+    p, is_bound = tail.p, False
+    if p < TILTED_P_MIN or tail.error > 0.01 * p:
+        p, is_bound = max(TILTED_P_MIN, p + tail.error), True
+        method += f"; p < {p:.0e}" + (f" (log10 p = {tail.log10_p:.2f})" if math.isfinite(tail.log10_p) else "")
+    return PermutationTestResult(
+        statistic=statistic, pvalue=float(min(1.0, max(p, floor))), attainable_floor=float(min(1.0, floor)),
+        n_resamples=None, mc_stderr=None, method=method, pvalue_error=float(tail.error), pvalue_is_bound=is_bound,
+        log10_pvalue=float(tail.log10_p), **common,
     )
 
 
@@ -223,15 +247,31 @@ def _cell_level(codes, k, a, h, m, statistic, n_resamples, seed, common) -> Perm
             statistic=statistic, pvalue=float(min(1.0, max(p, floor))), attainable_floor=float(min(1.0, floor)),
             n_resamples=None, mc_stderr=None, method=method, **common,
         )
+    fixed_t = not np.any(t_max != t_min)
+    if n_resamples is None and fixed_t:
+        # Arm-A trials never vary: the statistic is monotone in X, a sum of independent per-cluster variables.
+        t_offs, logp, mult, base = _x_types(arr_offs, ax, x_min, x_max)
+        tail = T.two_sided_tail(t_offs, logp, mult, base, big_n, big_h, t_obs, x_obs)
+        floor, _ = _cell_floor_without_dp(arr_offs, ax, at, x_min, x_max, t_min, t_max, big_n, big_h,
+                                          log_arrangements)
+        return _tilted_result(tail, floor, statistic, "whole cells within cluster", "arrangement distributions",
+                              common)
     r = int(n_resamples) if n_resamples is not None else DEFAULT_DRAWS
-    count = K.cell_mc_count(arr_offs, ax, at, r, kernel_seed(seed), big_n, big_h, x_obs, t_obs, use_int, FLOAT_RTOL)
+    if n_resamples is None:
+        count = _cell_mc_hybrid(arr_offs, ax, at, x_min, x_max, t_min, t_max, r, kernel_seed(seed), big_n, big_h,
+                                x_obs, t_obs, use_int)
+    else:  # the cross-check samples every cluster, independently of the convolution machinery
+        count = K.cell_mc_count(arr_offs, ax, at, r, kernel_seed(seed), big_n, big_h, x_obs, t_obs, use_int,
+                                FLOAT_RTOL)
     p, se = _mc(int(count), r)
     if feasible:  # the exact floor is known even when the p-value is a Monte Carlo cross-check
         floor, is_bound = float(min(1.0, floor)), False
     else:
         floor, is_bound = _cell_floor_without_dp(arr_offs, ax, at, x_min, x_max, t_min, t_max, big_n, big_h,
                                                  log_arrangements)
-    why = "" if n_resamples is not None else " (exact dynamic programme over budget)"
+    why = "" if n_resamples is not None else (
+        " (exact dynamic programme over budget; arm-A trials vary, so no exact convolution; clusters with fixed "
+        "arm-A trials drawn jointly from the exact law of their sum)")
     method = f"Monte Carlo cluster permutation (whole cells within cluster, {r} draws){why}"
     if is_bound:
         method += "; floor is a lower bound (1 / arrangements)"
@@ -239,6 +279,65 @@ def _cell_level(codes, k, a, h, m, statistic, n_resamples, seed, common) -> Perm
         statistic=statistic, pvalue=p, attainable_floor=floor, n_resamples=r, mc_stderr=se,
         method=method, floor_is_bound=is_bound, **common,
     )
+
+
+def _x_types(arr_offs, ax, x_min, x_max):
+    """Per-cluster distributions of arm-A hits over arrangements, grouped into distinct types.
+
+    Returns CSR log pmfs over x − x_min, their multiplicities, and Σ x_min (all clusters).
+    """
+    n_arr = np.diff(arr_offs)
+    k = n_arr.size
+    width = x_max - x_min + 1
+    cluster_of = np.repeat(np.arange(k), n_arr)
+    rel = ax - x_min[cluster_of]
+    base = int(x_min.sum())
+    pmfs, mults = [], []
+    live = width > 1
+    for w, na in set(zip(width[live].tolist(), n_arr[live].tolist())):
+        idx = np.flatnonzero(live & (width == w) & (n_arr == na))
+        pos = (arr_offs[idx][:, None] + np.arange(na)).ravel()
+        rows = np.repeat(np.arange(idx.size), na)
+        cnt = np.bincount(rows * w + rel[pos], minlength=idx.size * w).reshape(idx.size, w)
+        types, m = np.unique(cnt, axis=0, return_counts=True)
+        with np.errstate(divide="ignore"):
+            pmfs.extend(np.log(types / na))
+        mults.append(m)
+    if not pmfs:
+        return np.zeros(1, np.int64), np.zeros(0), np.zeros(0, np.int64), base
+    offs = np.concatenate([[0], np.cumsum([p.size for p in pmfs])]).astype(np.int64)
+    return offs, np.concatenate(pmfs), np.concatenate(mults).astype(np.int64), base
+
+
+def _cell_mc_hybrid(arr_offs, ax, at, x_min, x_max, t_min, t_max, r, seed, big_n, big_h, x_obs, t_obs, use_int):
+    """Monte Carlo over cell arrangements that samples only clusters whose arm-A trials vary.
+
+    Clusters with fixed arm-A trials enter through the exact distribution of their
+    summed hits (pruned convolution: total variation from the exact law below
+    ~1e-12, far under the Monte Carlo error), drawn once per resample.
+    """
+    n_arr = np.diff(arr_offs)
+    fixed_t = t_min == t_max
+    constant = fixed_t & (x_min == x_max)
+    x_base = int(x_min[constant].sum())
+    t_base = int(t_min[fixed_t].sum())
+    conv = fixed_t & ~constant
+    if np.any(conv):
+        sel = np.repeat(conv, n_arr)
+        sub_offs = np.concatenate([[0], np.cumsum(n_arr[conv])]).astype(np.int64)
+        t_offs, logp, mult, fbase = _x_types(sub_offs, ax[sel], x_min[conv], x_max[conv])
+        q, off, _, _, _, _ = T.tilted_sum(t_offs, logp, mult, 0.0, T.TRIM)
+        cdf = np.cumsum(q)
+        cdf /= cdf[-1]
+        cdf[-1] = 2.0  # guard against rounding at the top
+        x_f0 = fbase + int(off)
+    else:
+        cdf, x_f0 = np.ones(1), 0
+    var = ~fixed_t
+    sel = np.repeat(var, n_arr)
+    var_offs = np.concatenate([[0], np.cumsum(n_arr[var])]).astype(np.int64)
+    return K.cell_mc_hybrid(cdf, x_f0, var_offs, ax[sel].copy(), at[sel].copy(), r, seed, big_n, big_h, x_base,
+                            t_base, x_obs, t_obs, use_int, FLOAT_RTOL)
 
 
 def _cell_floor_without_dp(arr_offs, ax, at, x_min, x_max, t_min, t_max, big_n, big_h, log_arrangements):

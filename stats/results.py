@@ -29,6 +29,10 @@ class PermutationTestResult:
     margins), so a p at the floor means "as extreme as this design allows".
     ``floor_is_bound`` is True only when that floor could not be computed
     exactly and a lower bound (1 / number of arrangements) is reported instead.
+    ``pvalue_error`` is the stated absolute error bound of a p-value computed by
+    tilted convolution (None when exact or Monte Carlo — see ``mc_stderr``);
+    when that p is below 1e-300 it is reported as the bound 1e-300 with
+    ``pvalue_is_bound`` set, and ``log10_pvalue`` carries its actual size.
     """
 
     statistic: float
@@ -44,6 +48,12 @@ class PermutationTestResult:
     hits_b: int
     n_b: int
     floor_is_bound: bool = False
+    #: absolute error bound of ``pvalue`` when it comes from the tilted, pruned convolution (else None)
+    pvalue_error: float | None = None
+    #: True when ``pvalue`` is only an upper bound (the true p is smaller; see ``log10_pvalue``)
+    pvalue_is_bound: bool = False
+    #: log10 of the p-value where it is known below the float range (tilted convolution), else None
+    log10_pvalue: float | None = None
 
     @property
     def floor(self) -> float:

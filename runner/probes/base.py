@@ -78,3 +78,10 @@ class Probe(ABC):
     @abstractmethod
     async def run(self, spec: TrialSpec, agent: Agent) -> dict[str, Any]:
         """Run one trial and return its outcome columns."""
+
+    @classmethod
+    def report_extra(cls, out: Path, probe_name: str, frame: Any, console: Any) -> None:
+        """Print what the generic rates table cannot show (``frame``: the run's trials, lazily).
+
+        Called by ``trialgrid report`` after the rates; most probes need nothing more.
+        """

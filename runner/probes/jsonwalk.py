@@ -20,7 +20,8 @@ Leaf = tuple[str, Any]  # (path, scalar value)
 
 _WS_RE = re.compile(r"\s+")
 # a number as people write it: optional sign, thousands separators, decimals
-_NUMBER_RE = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w])")
+# (no leading zeros: "05" in a date or "0199" in a phone number is a digit string, not a number)
+_NUMBER_RE = re.compile(r"(?<![\w.])[-+]?(?:[1-9]\d{0,2}(?:,\d{3})+|[1-9]\d*|0)(?:\.\d+)?(?![\w])")
 
 
 def leaves(value: Any, path: str = "") -> Iterator[Leaf]:

@@ -26,7 +26,7 @@ import pyarrow as pa
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from runner.errors import UserError
-from runner.probes.base import Contrast, Probe, ProbeConfig
+from runner.probes.base import Probe, ProbeConfig
 from runner.probes.casefiles import Record, load_records
 from runner.probes.catalogue import load_catalogue, parse_catalogue
 from runner.probes.jsonwalk import format_value, key_names, leaves, normalise, scalar_text, top_field
@@ -314,6 +314,8 @@ def load_cases(path: Path, catalogue: tuple[ToolSpec, ...] | None) -> tuple[list
     for rec in records:
         if not isinstance(rec.data, dict):
             raise rec.error(f"a case must be a mapping, got {type(rec.data).__name__}")
+        if not any(k in rec.data for k in ("user", "prompt", "input", "messages")):
+            raise rec.error("required key is missing: give `user` (the request text) or `messages`", "user")
         case: NegativeCase = validate(NegativeCase, rec.data, rec.source, prefix=rec.prefix)
         if case.id in seen:
             raise rec.error(f"duplicate case id {case.id!r} (first at line {seen[case.id].line()})", "id")
@@ -361,9 +363,8 @@ class NegativeProbe(Probe):
     )
     rates = ("passed", "action_ok", "invented", "inferred", "illegal_call", "tripwire")
     template = TEMPLATE
-    contrasts = (
-        Contrast(label="pass rate: positive − negative", outcome="passed", arm_a=("positive",), arm_b=("negative",)),
-    )
+    # no contrasts: each case is in one condition only, so a within-case comparison of
+    # the two kinds does not exist (the report still shows them side by side)
 
     def __init__(self, config: NegativeConfig, base_dir: Path, locate: Callable[[str, str], UserError]) -> None:
         super().__init__(config, base_dir)

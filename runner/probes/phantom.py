@@ -163,7 +163,8 @@ def parse_auditor_reply(text: str) -> list[str]:
 def baseline_fields(trace: Trace, hide_results: bool) -> list[str]:
     """Containment baseline: every ``tool.arg`` with a value whose normalised form is not in the context."""
     ctx = trace.shown(hide_results)["context"]
-    context = normalise(json.dumps(ctx, ensure_ascii=False))
+    # values only: a key such as "user" or "total" is structure, not something said
+    context = normalise("\n".join(str(v) for _, v in leaves(ctx) if v is not None))
     numbers = numbers_in(context)
     out: list[str] = []
     for call in trace.calls:

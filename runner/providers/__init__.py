@@ -4,14 +4,20 @@
 ``check_model`` validates a model entry at config time so a typo fails before any
 trial runs. Probes never import anything from here but ``Agent`` and the neutral
 types.
+
+In-process providers (``sim``, and any registered with a no-argument factory) are
+used bare. The ``CONFIGURED`` ones (``openai``, ``anthropic``, ``callable``) are built
+from a ``settings.Connection`` and run behind ``managed.ManagedProvider`` (limits,
+remedies, retries); ``pool.ProviderPool`` assembles them for a run.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from runner.providers.base import Agent, Provider
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
+from runner.providers.settings import Connection
 from runner.providers.sim import PERSONAS, SimProvider, persona_for_model
 
 
@@ -19,10 +25,38 @@ def _check_sim(model: str) -> None:
     persona_for_model(model)
 
 
+def _check_any(model: str) -> None:
+    if not model.strip():
+        raise ValueError("model id must not be empty")
+
+
+def _openai(connection: Connection, **kw: Any) -> Provider:
+    from runner.providers.openai_wire import OpenAIProvider
+
+    return OpenAIProvider(connection, **kw)
+
+
+def _anthropic(connection: Connection, **kw: Any) -> Provider:
+    from runner.providers.anthropic_wire import AnthropicProvider
+
+    return AnthropicProvider(connection, **kw)
+
+
+def _callable(connection: Connection, **kw: Any) -> Provider:
+    from runner.providers.callable_provider import CallableProvider
+
+    return CallableProvider(connection)
+
+
 #: provider name → (factory, model check). Later providers register here.
-PROVIDERS: dict[str, tuple[Callable[[], Provider], Callable[[str], None]]] = {
+PROVIDERS: dict[str, tuple[Callable[..., Provider], Callable[[str], None]]] = {
     "sim": (SimProvider, _check_sim),
+    "openai": (_openai, _check_any),
+    "anthropic": (_anthropic, _check_any),
+    "callable": (_callable, _check_any),
 }
+#: providers whose factory takes a ``Connection`` (and that run behind ``ManagedProvider``)
+CONFIGURED: frozenset[str] = frozenset({"openai", "anthropic", "callable"})
 
 
 def check_model(provider: str, model: str) -> None:
@@ -32,9 +66,13 @@ def check_model(provider: str, model: str) -> None:
     PROVIDERS[provider][1](model)
 
 
-def make_provider(provider: str) -> Provider:
-    return PROVIDERS[provider][0]()
+def make_provider(provider: str, connection: Connection | None = None, **kw: Any) -> Provider:
+    """One provider instance; configured providers need their ``Connection``."""
+    factory = PROVIDERS[provider][0]
+    if provider in CONFIGURED:
+        return factory(connection or Connection(provider), **kw)
+    return factory()
 
 
-__all__ = ["Agent", "ErrorKind", "PERSONAS", "PROVIDERS", "Provider", "ProviderError", "Remedy",
+__all__ = ["CONFIGURED", "Agent", "Connection", "ErrorKind", "PERSONAS", "PROVIDERS", "Provider", "ProviderError", "Remedy",
            "check_model", "make_provider"]

@@ -11,7 +11,10 @@ header only.
 
 Decoding: text blocks joined; each ``tool_use`` block is a tool call whose
 ``input`` is already an object — its raw string is the compact JSON of it, the same
-bytes the in-process simulated agent produces.
+bytes the in-process simulated agent produces. An ``input`` that arrives as a
+string (partial JSON that some compatible servers, and ``trialgrid serve`` for a
+broken call, pass through) is the raw argument string itself, parsed or recorded
+as unparsable like an OpenAI ``arguments`` string.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runner.providers.http_base import HttpProvider
+from runner.providers.http_base import HttpProvider, parse_arguments
 from runner.providers.secrets import Secret
 from runner.types import ChatRequest, ChatResponse, Message, ToolCall, Usage
 
@@ -79,11 +82,16 @@ def decode_response(data: Any) -> ChatResponse:
             texts.append(block.get("text", ""))
         elif kind == "tool_use":
             value = block.get("input")
-            raw = json.dumps(value, separators=(",", ":"))
-            ok = isinstance(value, dict)
-            calls.append(ToolCall(name=block["name"], raw_arguments=raw, arguments=value if ok else None,
-                                  id=block.get("id") or "",
-                                  parse_error=None if ok else f"input is not an object: {type(value).__name__}"))
+            if isinstance(value, str):
+                # partial JSON passed through as a string by some compatible servers: it *is*
+                # the raw argument string, kept as received
+                raw = value
+                arguments, error = parse_arguments(raw)
+            else:
+                raw = json.dumps(value, separators=(",", ":"))
+                arguments, error = (value, None) if isinstance(value, dict) else (None, "not a JSON object")
+            calls.append(ToolCall(name=block["name"], raw_arguments=raw, arguments=arguments,
+                                  id=block.get("id") or "", parse_error=error))
     usage = data.get("usage") or {}
     return ChatResponse(
         text="".join(texts),

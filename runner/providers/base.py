@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
+from runner.providers.errors import ProviderError
 from runner.types import ChatRequest, ChatResponse, Message, ToolSpec
 
 
@@ -29,7 +30,7 @@ class Agent:
     """One model, one trial: builds requests from the model's config and records calls."""
 
     __slots__ = ("_provider", "model", "params", "calls", "attempts", "input_tokens",
-                 "output_tokens", "latency_s", "last")
+                 "output_tokens", "latency_s", "last", "remedies")
 
     def __init__(self, provider: Provider, model: str, params: Mapping[str, Any]) -> None:
         self._provider = provider
@@ -41,6 +42,8 @@ class Agent:
         self.output_tokens = 0
         self.latency_s = 0.0
         self.last: ChatResponse | None = None
+        #: learned parameter remedies applied to this trial's requests (``Remedy.describe()``)
+        self.remedies: tuple[str, ...] = ()
 
     async def chat(
         self,
@@ -52,10 +55,21 @@ class Agent:
     ) -> ChatResponse:
         request = ChatRequest(self.model, tuple(messages), tuple(tools), self.params, seed, tool_choice)
         self.calls += 1
-        self.attempts += 1
-        response = await self._provider.complete(request)
+        try:
+            response = await self._provider.complete(request)
+        except ProviderError as exc:
+            self.attempts += exc.attempts
+            if exc.remedies:
+                self._note(exc.remedies)
+            raise
+        self.attempts += response.attempts
+        if response.remedies:
+            self._note(response.remedies)
         self.input_tokens += response.usage.input_tokens
         self.output_tokens += response.usage.output_tokens
         self.latency_s += response.latency_s
         self.last = response
         return response
+
+    def _note(self, remedies: tuple[str, ...]) -> None:
+        self.remedies = self.remedies + tuple(r for r in remedies if r not in self.remedies)

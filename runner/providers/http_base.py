@@ -167,11 +167,18 @@ def _describe(exc: BaseException) -> str:
 
 
 def parse_arguments(raw: str) -> tuple[Mapping[str, Any] | None, str | None]:
-    """A tool call's argument string → (object, None), or (None, why it is not one). Never repaired."""
+    """A tool call's argument string → (object, None), or (None, why it is not one). Never repaired.
+
+    The reason reads as the simulated agent writes it for the broken calls it emits
+    (``Expecting ',' delimiter at column 51``, ``not a JSON object``), so the same
+    call gives the same row in-process and over HTTP.
+    """
     try:
         value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return None, f"{exc.msg} at column {exc.colno}"
     except ValueError as exc:
-        return None, f"not JSON: {exc}"
+        return None, str(exc)
     if not isinstance(value, dict):
-        return None, f"not a JSON object: {type(value).__name__}"
+        return None, "not a JSON object"
     return value, None

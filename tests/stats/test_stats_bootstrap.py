@@ -107,3 +107,92 @@ def test_seed_reproducible_and_confidence_level_respected():
     narrow = stats.cluster_bootstrap_ci(*args, confidence_level=0.5, seed=9)
     assert narrow.confidence_interval.low >= a.confidence_interval.low
     assert narrow.confidence_interval.high <= a.confidence_interval.high
+
+
+# --- many intervals from one shared resample -------------------------------------------------------------------
+
+from stats import _kernels as _K  # noqa: E402
+from stats import bootstrap as _boot  # noqa: E402
+from stats._rng import kernel_seed  # noqa: E402
+
+
+@pytest.mark.parametrize("chunk", [None, 1000])
+def test_count_matrix_product_equals_direct_accumulation(monkeypatch, chunk):
+    """The BLAS path (float32 when exact, else float64) sums exactly what drawing cluster by cluster sums."""
+    if chunk:
+        monkeypatch.setattr(_boot, "CHUNK_ELEMENTS", chunk)  # many small chunks
+    rng = np.random.default_rng(11)
+    for i, (k, d) in enumerate([(1, 2), (3, 4), (57, 6), (400, 3), (2500, 5)]):
+        for values in (rng.integers(0, 30, (k, d)).astype(float), rng.random((k, d)) * 7):
+            got = _boot.resample_clusters(values, 333, seed=i)
+            ref = _K.bootstrap_sums_direct(values, 333, kernel_seed(i))
+            if np.all(values == np.round(values)):
+                assert np.array_equal(got, ref)
+            else:
+                assert np.allclose(got, ref, rtol=1e-12, atol=0)
+
+
+def test_many_equals_single_interval_function_for_one_column_and_for_a_difference():
+    rng = np.random.default_rng(12)
+    for i in range(60):
+        k = int(rng.integers(1, 40))
+        n = rng.integers(0, 25, (k, 2))
+        h = rng.binomial(n, rng.random((k, 2)))
+        cl = rng.permutation(np.repeat(np.arange(k), 1))  # ids in arbitrary order
+        single = stats.cluster_bootstrap_ci(cl, h[:, 0], n[:, 0], n_resamples=500, seed=i)
+        [many] = stats.cluster_bootstrap_many(cl, h[:, :1], n[:, :1], n_resamples=500, seed=i)
+        assert many.confidence_interval == single.confidence_interval or (
+            math.isnan(single.confidence_interval.low) and math.isnan(many.confidence_interval.low))
+        assert np.array_equal(many.bootstrap_distribution, single.bootstrap_distribution, equal_nan=True)
+        assert many.statistic == single.statistic or math.isnan(single.statistic)
+        assert many.n_undefined == single.n_undefined
+        # A − B: arm-A and arm-B columns plus the difference (0, 1).
+        cells_cl = np.repeat(cl, 2)
+        arm = np.tile([1, 0], k)
+        ref = stats.cluster_bootstrap_ci(cells_cl, h.ravel(), n.ravel(), arm=arm, n_resamples=500, seed=i)
+        hm = np.column_stack([h.ravel() * arm, h.ravel() * (1 - arm)])
+        nm = np.column_stack([n.ravel() * arm, n.ravel() * (1 - arm)])
+        *_, diff = stats.cluster_bootstrap_many(cells_cl, hm, nm, differences=[(0, 1)], n_resamples=500, seed=i)
+        assert np.array_equal(diff.bootstrap_distribution, ref.bootstrap_distribution, equal_nan=True)
+        assert diff.statistic == ref.statistic or math.isnan(ref.statistic)
+
+
+def test_many_columns_match_exact_bootstrap_moments():
+    rng = np.random.default_rng(13)
+    draws = 20_000
+    for i in range(200):
+        k = int(rng.integers(1, 5))
+        n = rng.integers(1, 20, (k, 3))
+        h = rng.binomial(n, rng.random((k, 3)))
+        res = stats.cluster_bootstrap_many(np.arange(k), h, n, differences=[(0, 2)], n_resamples=draws, seed=i)
+        for j in range(3):
+            mean, var = exact_bootstrap_moments(np.column_stack([h[:, j], n[:, j]]), lambda s: s[0] / s[1])
+            assert abs(res[j].bootstrap_distribution.mean() - mean) <= 4 * math.sqrt(var / draws) + 1e-12
+            assert res[j].statistic == pytest.approx(h[:, j].sum() / n[:, j].sum())
+        mean, var = exact_bootstrap_moments(np.column_stack([h[:, 0], n[:, 0], h[:, 2], n[:, 2]]),
+                                            lambda s: s[0] / s[1] - s[2] / s[3])
+        assert abs(res[3].bootstrap_distribution.mean() - mean) <= 4 * math.sqrt(var / draws) + 1e-12
+
+
+def test_many_shared_n_column_validation_and_thread_independence():
+    import numba
+
+    cl = np.repeat(np.arange(50), 2)
+    n = np.full(100, 10)
+    h = np.column_stack([np.arange(100) % 11, np.arange(100) % 3])
+    a = stats.cluster_bootstrap_many(cl, h, n, n_resamples=300, seed=1)  # n shared by both columns
+    b = stats.cluster_bootstrap_many(cl, h, np.column_stack([n, n]), n_resamples=300, seed=1)
+    assert all(x.confidence_interval == y.confidence_interval for x, y in zip(a, b))
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        c = stats.cluster_bootstrap_many(cl, h, n, n_resamples=300, seed=1)
+    finally:
+        numba.set_num_threads(before)
+    assert all(np.array_equal(x.bootstrap_distribution, y.bootstrap_distribution) for x, y in zip(a, c))
+    with pytest.raises(ValueError, match="hits"):
+        stats.cluster_bootstrap_many(cl, h + 20, n)
+    with pytest.raises(ValueError, match="column"):
+        stats.cluster_bootstrap_many(cl, h, n, differences=[(0, 5)])
+    with pytest.raises(ValueError, match="missing"):
+        stats.cluster_bootstrap_many([None] * 100, h, n)

@@ -166,7 +166,7 @@ def test_float_comparison_path_agrees_with_integer_path(monkeypatch):
         assert a.attainable_floor == pytest.approx(b.attainable_floor, abs=1e-12)
 
 
-def test_over_budget_falls_back_to_monte_carlo(monkeypatch):
+def test_over_budget_uses_tilted_convolution_or_monte_carlo(monkeypatch):
     cl = np.repeat(np.arange(6), 3)
     arm = np.tile([1, 1, 0], 6)
     n = np.full(18, 10)
@@ -174,16 +174,131 @@ def test_over_budget_falls_back_to_monte_carlo(monkeypatch):
     exact_cell = stats.cluster_permutation_test(cl, arm, h, n, level="cell")
     exact_trial = stats.cluster_permutation_test(cl, arm, h, n, level="trial")
     monkeypatch.setattr(perm_mod, "EXACT_BUDGET", -1)
+    # Trial level, and cell level while arm-A trials are fixed: tilted convolution with a stated bound.
     for level, exact in (("cell", exact_cell), ("trial", exact_trial)):
         res = stats.cluster_permutation_test(cl, arm, h, n, level=level, seed=1)
-        assert res.n_resamples == perm_mod.DEFAULT_DRAWS and "over budget" in res.method
-        assert abs(res.pvalue - exact.pvalue) <= 4 * max(res.mc_stderr, 1 / res.n_resamples)
+        assert res.n_resamples is None and res.mc_stderr is None and "tilted" in res.method
+        assert abs(res.pvalue - exact.pvalue) <= res.pvalue_error + 1e-15
         assert res.attainable_floor == pytest.approx(exact.attainable_floor, rel=1e-9)
-    # Unequal cells: the arm-A trial total varies, so without the DP only a bound is known.
+    # Unequal cells: the arm-A trial total varies, so Monte Carlo, and without the DP only a floor bound is known.
     n2 = n.copy()
     n2[0] = 7
+    exact = stats.cluster_permutation_test(cl, arm, np.minimum(h, n2), n2, level="cell")
+    monkeypatch.setattr(perm_mod, "EXACT_BUDGET", -1)
     res = stats.cluster_permutation_test(cl, arm, np.minimum(h, n2), n2, level="cell", seed=1)
+    assert res.n_resamples == perm_mod.DEFAULT_DRAWS and "over budget" in res.method
+    assert abs(res.pvalue - exact.pvalue) <= 4 * max(res.mc_stderr, 1 / res.n_resamples)
     assert res.floor_is_bound and res.attainable_floor == pytest.approx(3.0**-6)
+
+
+def _budget_off(monkeypatch):
+    monkeypatch.setattr(perm_mod, "EXACT_BUDGET", -1)
+
+
+def test_tilted_trial_level_matches_enumeration(monkeypatch):
+    rng = np.random.default_rng(4242)
+    designs = [trial_design(rng) for _ in range(220)]
+    _budget_off(monkeypatch)
+    for cells in designs:
+        res = call(cells, level="trial")
+        p, floor = _brute.trial_level(cells)
+        assert "tilted" in res.method and not res.pvalue_is_bound
+        # Stated bound (plus the float representation of the reference), and the bound itself is tight.
+        assert abs(res.pvalue - float(p)) <= res.pvalue_error + 4e-16 * float(p), cells
+        assert res.pvalue_error <= 1e-10 * res.pvalue + 1e-15
+        assert abs(res.attainable_floor - float(floor)) <= 1e-12
+
+
+def test_tilted_cell_level_matches_enumeration_when_arm_a_trials_are_fixed(monkeypatch):
+    rng = np.random.default_rng(4343)
+    designs = []
+    while len(designs) < 220:
+        k = int(rng.integers(1, 6))
+        cells = []
+        for c in range(k):
+            m, size = int(rng.integers(1, 5)), int(rng.integers(1, 7))  # equal cell sizes within a cluster
+            cells += [(f"c{c}", int(rng.integers(0, 2)), int(rng.integers(0, size + 1)), size) for _ in range(m)]
+        if any(c[1] for c in cells) and not all(c[1] for c in cells):
+            designs.append(cells)
+    _budget_off(monkeypatch)
+    for cells in designs:
+        res = call(cells, level="cell")
+        p, floor = _brute.cell_level(cells)
+        assert "tilted" in res.method
+        assert abs(res.pvalue - float(p)) <= res.pvalue_error + 4e-16 * float(p), cells
+        assert res.pvalue_error <= 1e-10 * res.pvalue + 1e-15
+        assert abs(res.attainable_floor - float(floor)) <= 1e-12
+
+
+def _heterogeneous(k, effect, seed, runs=20, error_rate=0.0):
+    rng = np.random.default_rng(seed)
+    base = 1 / (1 + np.exp(-rng.normal(-2.2, 1.0, k)))
+    rate = np.stack([base * (1 + effect), base, base], axis=1).clip(0, 1)
+    n = np.full((k, 3), runs)
+    if error_rate:
+        n = n - rng.binomial(runs, error_rate, (k, 3))
+    h = rng.binomial(n, rate)
+    return np.repeat(np.arange(k), 3), np.tile([1, 1, 0], k), h.ravel(), n.ravel()
+
+
+@pytest.mark.parametrize("level", ["trial", "cell"])
+def test_tilted_agrees_with_exact_method_on_larger_designs(monkeypatch, level):
+    """Hundreds of clusters, p from ~0.5 down to ~1e-150: agreement within the stated bound."""
+    cases = [(k, e, s) for k in (40, 300, 1500) for e in (0.0, 0.3, 1.0) for s in range(2)]
+    designs = [_heterogeneous(k, e, s) for k, e, s in cases]
+    exact = [stats.cluster_permutation_test(*d, level=level) for d in designs]
+    _budget_off(monkeypatch)
+    for d, ex, case in zip(designs, exact, cases):
+        assert "exact" in ex.method and ex.n_resamples is None
+        res = stats.cluster_permutation_test(*d, level=level)
+        assert "tilted" in res.method
+        # The exact method carries its own rounding (~1e-12 relative after many sequential convolutions).
+        assert abs(res.pvalue - ex.pvalue) <= res.pvalue_error + 1e-11 * ex.pvalue, (case, res.pvalue, ex.pvalue)
+        if ex.pvalue > 0:
+            assert res.log10_pvalue == pytest.approx(math.log10(ex.pvalue), abs=1e-9)
+
+
+def test_tilted_p_below_float_range_is_reported_as_a_bound(monkeypatch):
+    d = _heterogeneous(3000, 1.5, 0)
+    exact = stats.cluster_permutation_test(*d, level="trial")
+    assert exact.pvalue == 0.0 and "underflows" in exact.method  # what the exact method does
+    _budget_off(monkeypatch)
+    res = stats.cluster_permutation_test(*d, level="trial")
+    assert res.pvalue_is_bound and res.pvalue == perm_mod.TILTED_P_MIN and "p < 1e-300" in res.method
+    assert res.log10_pvalue < -300 and math.isfinite(res.log10_pvalue)
+
+
+def test_cell_level_monte_carlo_with_varying_arm_a_trials_within_four_standard_errors(monkeypatch):
+    rng = np.random.default_rng(515)
+    designs = []
+    while len(designs) < 200:
+        cells = random_design(rng, max_clusters=6, max_cells=3, max_n=8)
+        if len({c[3] for c in cells}) > 1:
+            designs.append(cells)
+    exact = [call(d, level="cell") for d in designs]
+    _budget_off(monkeypatch)
+    for i, (cells, ex) in enumerate(zip(designs, exact)):
+        mc = call(cells, level="cell", seed=i)
+        if mc.n_resamples is None:  # arm-A trials happened to be fixed after all
+            assert abs(mc.pvalue - ex.pvalue) <= mc.pvalue_error + 1e-15
+            continue
+        se = max(math.sqrt(ex.pvalue * (1 - ex.pvalue) / mc.n_resamples), 1.0 / mc.n_resamples)
+        assert abs(mc.pvalue - ex.pvalue) <= 4 * se, (cells, mc.pvalue, ex.pvalue)
+
+
+def test_parallel_monte_carlo_does_not_depend_on_thread_count(monkeypatch):
+    import numba
+
+    d = _heterogeneous(300, 0.1, 3, error_rate=0.02)
+    _budget_off(monkeypatch)
+    a = stats.cluster_permutation_test(*d, level="cell", seed=8)
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        b = stats.cluster_permutation_test(*d, level="cell", seed=8)
+    finally:
+        numba.set_num_threads(before)
+    assert a.n_resamples and a == b
 
 
 def test_seeded_monte_carlo_is_reproducible():

@@ -24,6 +24,9 @@ Decision for one request (documented in the README, section "The simulated agent
    unrequested, with P(pad); a call's argument JSON comes out broken with P(garble).
 5. A request with no tools whose system prompt asks for ``phantom_fields`` is an
    audit, answered by the sim auditor (``auditor.py``).
+6. A request with tools whose system prompt asks for a ``Final Answer:`` is a step
+   of a multi-step task (``multistep.py``); one with no tools whose system prompt
+   asks for a ``VERDICT:`` is a correctness-judging request (``judging.py``).
 """
 
 from __future__ import annotations
@@ -36,6 +39,10 @@ from statistics import NormalDist
 from typing import Any, Mapping
 
 from runner.providers.sim.auditor import audit, is_audit_request
+from runner.providers.sim.judging import is_judge_request
+from runner.providers.sim.judging import respond as judge_respond
+from runner.providers.sim.multistep import is_multistep_request
+from runner.providers.sim.multistep import respond as multistep_respond
 from runner.providers.sim.personas import Persona, persona_for_model
 from runner.providers.sim.reading import Reading, read
 from runner.seeding import uniform
@@ -123,6 +130,10 @@ class SimProvider:
     def respond(self, request: ChatRequest) -> ChatResponse:
         if not request.tools and is_audit_request(request):
             return audit(request)
+        if is_multistep_request(request):  # the propagation probe's agent loop (multistep.py)
+            return multistep_respond(request)
+        if not request.tools and is_judge_request(request):  # the judge probe (judging.py)
+            return judge_respond(request)
         persona = persona_for_model(request.model)
         text = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
         names = tuple(t.name for t in request.tools)
@@ -215,7 +226,10 @@ def fill_arguments(persona: Persona, prompt: _Prompt, schema: Mapping[str, Any],
     args: dict[str, Any] = {}
     for i, (field, spec) in enumerate(props.items()):
         if field not in required:
-            if persona.pad and uniform(seed, salt + _S_PAD + i) < persona.pad:
+            stated = _stated_optional(field, prompt)
+            if stated is not None:
+                args[field] = stated
+            elif persona.pad and uniform(seed, salt + _S_PAD + i) < persona.pad:
                 args[field] = _pad_value(field, spec, seed, salt + _S_PAD + i)
             continue
         kind = spec.get("type", "string") if isinstance(spec, Mapping) else "string"
@@ -238,7 +252,7 @@ def fill_arguments(persona: Persona, prompt: _Prompt, schema: Mapping[str, Any],
             value = found["emails"][0]
         elif ("timezone" in lname or lname in ("tz", "time_zone")) and found["zones"]:
             value = found["zones"][-1]
-        elif "time" in lname and found["datetimes"]:
+        elif "time" in lname and "zone" not in lname and found["datetimes"]:
             value = found["datetimes"][0]
         elif ("date" in lname or "month" in lname or "period" in lname or "since" in lname) and found["dates"]:
             value = found["dates"][0]
@@ -260,6 +274,29 @@ def fill_arguments(persona: Persona, prompt: _Prompt, schema: Mapping[str, Any],
             value = _invent(field, kind, seed, salt + i)
         args[field] = value
     return args
+
+
+def _stated_optional(field: str, prompt: _Prompt) -> Any:
+    """An optional argument's value when the request states it unmistakably, else None.
+
+    Only specific matches count (a named entity, an email, a date, a time zone...):
+    the loose fallbacks used for required fields (any quoted string) would put
+    unrequested values into optional fields.
+    """
+    lname = field.lower()
+    found = prompt.found
+    entity = prompt.reading.entity
+    if _ENTITY_FIELD_RE.search(lname):
+        return entity.surface if entity.state in ("known", "unfamiliar") else None
+    if "email" in lname and found["emails"]:
+        return found["emails"][0]
+    if ("timezone" in lname or lname in ("tz", "time_zone")) and found["zones"]:
+        return found["zones"][-1]
+    if "date" in lname and found["dates"]:
+        return found["dates"][0]
+    if lname in ("day", "weekday") and found["days"]:
+        return found["days"][0]
+    return None
 
 
 def _pad_value(field: str, spec: Any, seed: int, salt: int) -> Any:

@@ -43,6 +43,7 @@ august september october november december api url csv pdf json sso id eu us uk 
 hello thanks thank today yesterday tomorrow last next every all any some compare summarize summarise
 crm sms sql hr it vpn dns ssl ip ui ux faq eta utc pst est gmt ceo cfo cto
 where where's how's what's text call set
+track reset yes no delete change move i'm i'd
 """.split())
 
 _UNNAMED_RE = re.compile(

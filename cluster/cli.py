@@ -1,0 +1,148 @@
+"""Cluster mode's part of the ``trialgrid`` command line, found through entry points.
+
+``runner`` must never import ``cluster``, yet ``trialgrid run --ray`` and
+``trialgrid submit`` are one command line. pyproject.toml registers, under the
+entry-point groups ``runner.cli`` looks up by name:
+
+- ``trialgrid.backends``: ``ray = cluster.cli:ray_backend`` — what ``run --ray`` calls;
+- ``trialgrid.commands``: ``cluster = cluster.cli:register`` — adds ``submit``,
+  ``status``, ``logs`` and ``jobs`` to the app.
+
+Nothing here imports Ray at module level, so the lookup costs every other command
+nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import typer
+
+from runner.config import LoadedSweep
+from runner.errors import UserError
+from runner.run import RunResult
+
+ADDRESS_ENV = "RAY_ADDRESS"
+
+
+def ray_backend(loaded: LoadedSweep, out: Path, *, address: str, workers: int | None, quiet: bool,
+                say: Callable[[str], None], strict_params: bool = False,
+                notify: Callable[[str], None] | None = None, ship_code: bool | None = None) -> RunResult:
+    """``trialgrid run SWEEP --ray ADDRESS``: the same run, on Ray."""
+    from cluster.driver import run_on_ray
+
+    if getattr(loaded.sweep, "budget", None) is not None:
+        raise UserError("a sweep with `budget` cannot run with --ray yet: the spend meter is single-node",
+                        file=loaded.path, hint="run it without --ray, or remove `budget`")
+    return run_on_ray(loaded, out, address=address, workers=workers, quiet=quiet, say=say,
+                      strict_params=strict_params, notify=notify, ship_code=ship_code)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the Ray Jobs commands to the ``trialgrid`` app."""
+    from runner.cli import _fail, err, out
+
+    address_option = typer.Option(..., "--address", envvar=ADDRESS_ENV,
+                                  help="The head's Ray Jobs (dashboard) address, e.g. http://HEAD:8265 "
+                                       f"(default: ${ADDRESS_ENV}).")
+
+    @app.command()
+    def submit(
+        sweep: Path = typer.Argument(..., help="Sweep file (YAML), inside the project directory."),
+        address: str = address_option,
+        out_dir: str = typer.Option(..., "--out", "-o", help="Output directory on the head node (absolute path)."),
+        workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Worker actors (default: one per CPU)."),
+        project: Path = typer.Option(Path("."), "--project",
+                                     help="Directory uploaded as the job's working directory (default: here)."),
+        strict_params: bool = typer.Option(False, "--strict-params", help="No remedies: a rejected parameter fails."),
+        wait: bool = typer.Option(True, "--wait/--no-wait", help="Follow the job's log until it ends."),
+    ) -> None:
+        """Run a sweep on a Ray cluster through Ray Jobs (the project directory travels with it)."""
+        from runner.config import load_sweep
+
+        from cluster import jobs
+
+        try:
+            load_sweep(sweep)  # a broken sweep fails here, not on the cluster
+            job_id = jobs.submit(sweep, address=address, out=out_dir, project=project, workers=workers,
+                                 strict_params=strict_params)
+        except UserError as exc:
+            raise _fail(exc) from None
+        err.print(f"submitted job {job_id} to {address}; output: {out_dir} on the head node")
+        err.print(f"  follow: trialgrid logs {job_id} --address {address} --follow")
+        out.print(job_id)
+        if wait:
+            state = jobs.follow(job_id, address=address, write=lambda s: (sys.stderr.write(s), sys.stderr.flush()))
+            err.print(f"job {job_id}: {state}")
+            if state != "SUCCEEDED":
+                raise typer.Exit(1)
+
+    @app.command()
+    def status(job_id: str = typer.Argument(..., help="Job id printed by submit."),
+               address: str = address_option) -> None:
+        """Print a submitted job's status (PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED)."""
+        from cluster import jobs
+
+        try:
+            out.print(jobs.status(job_id, address=address))
+        except UserError as exc:
+            raise _fail(exc) from None
+
+    @app.command()
+    def logs(job_id: str = typer.Argument(..., help="Job id printed by submit."),
+             address: str = address_option,
+             follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing until the job ends.")) -> None:
+        """Print a submitted job's log (the driver's output: progress, remedies, the report)."""
+        from cluster import jobs
+
+        try:
+            if follow:
+                jobs.follow(job_id, address=address, write=lambda s: (sys.stdout.write(s), sys.stdout.flush()))
+            else:
+                sys.stdout.write(jobs.logs(job_id, address=address))
+        except UserError as exc:
+            raise _fail(exc) from None
+
+
+def job_main(argv: list[str] | None = None) -> int:
+    """``python -m cluster run SWEEP --out OUT``: the entrypoint of a submitted job (driver on the head)."""
+    import argparse
+
+    from runner.config import load_sweep
+    from runner.report import print_report
+
+    parser = argparse.ArgumentParser(prog="python -m cluster", description="Run a sweep on the Ray cluster "
+                                     "this process belongs to (the entrypoint `trialgrid submit` gives a job).")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run")
+    run.add_argument("sweep", type=Path)
+    run.add_argument("--out", required=True, type=Path)
+    run.add_argument("--workers", type=int, default=None)
+    run.add_argument("--address", default=os.environ.get("TRIALGRID_RAY_ADDRESS", "auto"))
+    run.add_argument("--strict-params", action="store_true")
+    args = parser.parse_args(argv)
+    say: Callable[[str], Any] = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    from cluster.session import ray_session
+
+    out = args.out.resolve()
+    try:
+        loaded = load_sweep(args.sweep)
+        for warning in loaded.warnings:
+            say(f"warning: {warning}")
+        with ray_session(args.address, ship_code=False):  # the job's runtime env carries the code
+            result = ray_backend(loaded, out, address=args.address, workers=args.workers, quiet=True,
+                                 say=say, strict_params=args.strict_params, notify=lambda s: say(f"note: {s}"))
+            say(f"{result.stats.done:,} trials run ({result.skipped:,} already done) in {result.elapsed_s:.1f} s; "
+                f"counts: {result.counts}; output: {out}")
+            try:
+                os.getcwd()
+            except FileNotFoundError:  # Ray reclaimed the job's working directory once its workers were gone
+                os.chdir(out)
+            print_report(out)
+    except UserError as exc:
+        say(f"error: {exc}")
+        return 2
+    return 0

@@ -1,0 +1,229 @@
+"""The Ray-backed ``Limiter``: one provider key's limits shared by every worker.
+
+Two halves behind runner's ``Limiter`` interface (``acquire`` / ``release`` /
+``pause``):
+
+- ``LimiterActor`` (one per provider key, on the driver's node) is the authority.
+  It runs runner's own ``LocalLimiter`` for the key's ``rpm`` and ``tpm``, so the
+  sliding-window, pacing and pause rules are the single-node ones, not a copy.
+- ``LeasedLimiter`` (in each worker) takes send permits from the actor in *leases*
+  of several at once — one actor call per lease, not per request (one grant per
+  call tops out near 1,400/s; leases of 10 reach ~13,000/s) — and hands them to
+  the worker's requests locally.
+
+Why this stays within the limit: the actor stamps each permit in its window when
+it grants it, and a worker must use a leased permit within ``LEASE_TTL_S`` of
+receiving it (unused ones are returned, refunding their token charge). A request
+is therefore sent at most ``LEASE_TTL_S`` (plus the call's latency) after the time
+the actor counted it; the actor's window margin covers that, so the server never
+counts more than ``rpm`` in any 60 s. Lease sizes follow demand (the worker's
+waiting requests) and are capped so that a lease never holds more than
+``LEASE_SPAN_S`` worth of the paced rate, keeping the stamps close to the sends.
+
+``max_concurrent`` is split between workers (each enforces its share with a local
+semaphore); if there are more workers than slots, each slot is taken from the
+actor instead, one call per request — slow, but only at a concurrency too small
+for that to matter.
+
+A ``pause`` (a 429's retry-after) holds the worker's requests at once, and the
+actor pushes it to every subscribed worker, which drops the permits it holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+import time
+from collections import deque
+from typing import Any
+
+from runner.providers.limiter import LocalLimiter, Permit
+from runner.providers.settings import Limits
+
+from cluster.shares import share
+
+#: a leased permit must be used within this long after it reaches the worker
+LEASE_TTL_S = 0.25
+#: a lease holds at most this long's worth of the paced rate (and at least one permit)
+LEASE_SPAN_S = 0.1
+#: and at most this many permits
+MAX_LEASE = 64
+
+LimiterKey = tuple[str, str, str]
+
+#: the leased limiters living in this worker process, by key: where pushed pauses land
+_LIVE: dict[LimiterKey, "LeasedLimiter"] = {}
+
+
+def window_margin_s(window_s: float) -> float:
+    """The actor's margin: the local limiter's own, plus how long a permit may wait to be sent.
+
+    A permit is stamped when granted; it may wait up to ``LEASE_SPAN_S`` for the rest
+    of its lease, the call's latency (allowed 50 ms), then ``LEASE_TTL_S`` in the pool.
+    """
+    return max(0.005 * window_s, 0.05) + LEASE_SPAN_S + 0.05 + LEASE_TTL_S
+
+
+class LimiterActor:
+    """The shared authority for one provider key (used as a Ray async actor)."""
+
+    def __init__(self, key: LimiterKey, limits: Limits, window_s: float = 60.0) -> None:
+        self.key = key
+        rate_limits = Limits(rpm=limits.rpm, tpm=limits.tpm)
+        self._limiter = LocalLimiter(rate_limits, window_s=window_s, margin_s=window_margin_s(window_s))
+        self._max_lease = MAX_LEASE
+        if rate_limits.rpm:
+            interval = self._limiter._span / rate_limits.rpm  # noqa: SLF001 — the span is the limiter's own
+            self._max_lease = max(1, min(MAX_LEASE, int(LEASE_SPAN_S / interval) + 1))
+        self._ids = itertools.count(1)
+        self._permits: dict[int, Permit] = {}
+        self._slots = asyncio.Semaphore(limits.max_concurrent) if limits.max_concurrent else None
+        self._subscribers: list[Any] = []
+        self.granted = 0
+        self.leases = 0
+
+    async def lease(self, wanted: int, estimated_tokens: int, settle: list[tuple[int, int | None]]) -> list[int]:
+        """Grant up to ``wanted`` permits (at least one, waiting as the limits require).
+
+        ``settle`` reconciles permits granted earlier: (permit id, tokens used), with
+        ``None`` for a permit sent without a usage report and 0 for one never sent.
+        """
+        await self.settle(settle)
+        ids = []
+        for _ in range(max(1, min(wanted, self._max_lease))):
+            permit = await self._limiter.acquire(estimated_tokens)
+            permit_id = next(self._ids)
+            if permit.entry is not None:
+                self._permits[permit_id] = permit
+            ids.append(permit_id)
+        self.granted += len(ids)
+        self.leases += 1
+        return ids
+
+    async def settle(self, settle: list[tuple[int, int | None]]) -> None:
+        for permit_id, used in settle:
+            permit = self._permits.pop(permit_id, None)
+            if permit is not None:
+                await self._limiter.release(permit, used)
+
+    async def pause(self, seconds: float) -> None:
+        """Hold the key for everyone: here, and in every subscribed worker."""
+        await self._limiter.pause(seconds)
+        for worker in list(self._subscribers):
+            try:
+                worker.limiter_pause.remote(self.key, seconds)
+            except Exception:  # noqa: BLE001 — a dead subscriber is dropped
+                self._subscribers.remove(worker)
+
+    async def subscribe(self, worker: Any) -> None:
+        self._subscribers.append(worker)
+
+    async def take_slot(self) -> None:
+        assert self._slots is not None
+        await self._slots.acquire()
+
+    async def give_slot(self) -> None:
+        assert self._slots is not None
+        self._slots.release()
+
+    async def counters(self) -> dict[str, int]:
+        return {"granted": self.granted, "leases": self.leases}
+
+
+class LeasedLimiter:
+    """A worker's ``Limiter`` for one key, fed by leases from its ``LimiterActor``."""
+
+    def __init__(self, actor: Any, key: LimiterKey, limits: Limits, index: int, workers: int) -> None:
+        self._actor = actor
+        self.key = key
+        self.limits = limits
+        self._rated = bool(limits.rpm or limits.tpm)
+        self._sem: asyncio.Semaphore | None = None
+        self._remote_slots = False
+        if limits.max_concurrent:
+            if limits.max_concurrent >= workers:
+                self._sem = asyncio.Semaphore(share(limits.max_concurrent, workers, index))
+            else:
+                self._remote_slots = True
+        self._pool: deque[tuple[int, float]] = deque()  # (permit id, use-by time)
+        self._settle: list[tuple[int, int | None]] = []
+        self._waiting = 0
+        self._leasing: asyncio.Lock | None = None
+        self._paused_until = 0.0
+        _LIVE[key] = self
+
+    async def acquire(self, estimated_tokens: int = 0) -> Permit:
+        if self._sem is not None:
+            await self._sem.acquire()
+        elif self._remote_slots:
+            await self._actor.take_slot.remote()
+        try:
+            if not self._rated:
+                return Permit(None)
+            return Permit([float(await self._take(estimated_tokens)), float(estimated_tokens)])
+        except BaseException:
+            await self._give_slot()
+            raise
+
+    async def _take(self, estimated_tokens: int) -> int:
+        if self._leasing is None:
+            self._leasing = asyncio.Lock()
+        self._waiting += 1
+        try:
+            while True:
+                now = time.monotonic()
+                if self._paused_until > now:
+                    await asyncio.sleep(self._paused_until - now)
+                    continue
+                while self._pool:
+                    permit_id, use_by = self._pool.popleft()
+                    if use_by > now:
+                        return permit_id
+                    self._settle.append((permit_id, 0))  # expired unused: refund its tokens
+                async with self._leasing:
+                    if self._pool or self._paused_until > time.monotonic():
+                        continue  # another request's lease arrived (or a pause) while we queued
+                    settle, self._settle = self._settle, []
+                    ids = await self._actor.lease.remote(self._waiting, estimated_tokens, settle)
+                    use_by = time.monotonic() + LEASE_TTL_S
+                    self._pool.extend((i, use_by) for i in ids)
+        finally:
+            self._waiting -= 1
+
+    async def release(self, permit: Permit, used_tokens: int | None = None) -> None:
+        if permit.released:
+            return
+        permit.released = True
+        if permit.entry is not None and self.limits.tpm:
+            self._settle.append((int(permit.entry[0]), used_tokens))
+        await self._give_slot()
+
+    async def _give_slot(self) -> None:
+        if self._sem is not None:
+            self._sem.release()
+        elif self._remote_slots:
+            self._actor.give_slot.remote()
+
+    async def pause(self, seconds: float) -> None:
+        self.apply_pause(seconds)
+        self._actor.pause.remote(seconds)
+
+    def apply_pause(self, seconds: float) -> None:
+        """Hold this worker's requests for ``seconds``; permits held now are given back."""
+        self._paused_until = max(self._paused_until, time.monotonic() + max(0.0, seconds))
+        while self._pool:
+            self._settle.append((self._pool.popleft()[0], 0))
+
+
+def apply_pushed_pause(key: LimiterKey, seconds: float) -> None:
+    """A pause pushed by a ``LimiterActor`` to this worker process."""
+    limiter = _LIVE.get(tuple(key))  # type: ignore[arg-type]
+    if limiter is not None:
+        limiter.apply_pause(seconds)
+
+
+def lease_size_for(rpm: int, window_s: float = 60.0) -> int:
+    """The largest lease the actor grants at this rpm (exposed for the benchmark's report)."""
+    interval = (window_s + window_margin_s(window_s)) / rpm
+    return max(1, min(MAX_LEASE, math.floor(LEASE_SPAN_S / interval) + 1))

@@ -1,0 +1,77 @@
+"""Connecting this process to Ray: which cluster, and what code its workers run.
+
+``--ray`` takes ``auto`` (the cluster this node belongs to, as ``ray start`` left it),
+``local`` (a private one-node Ray started for this run and stopped after it), or an
+address (``HOST:PORT`` of a head's GCS, or ``ray://HOST:10001`` for Ray Client).
+
+When the driver joins an existing cluster, trialgrid's own packages are shipped to
+the workers as ``py_modules``: the code a worker runs is then always the driver's
+code, even on a node with an older (or no) trialgrid install. Third-party
+dependencies (pyarrow, polars, pydantic, httpx, ...) must be installed on every node.
+Inside a Ray Job (``trialgrid submit``) nothing is shipped: the job's working
+directory already carries the project to every worker.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from runner.errors import UserError
+
+LOCAL = "local"
+AUTO = "auto"
+
+
+def our_packages() -> list[str]:
+    """Directories of trialgrid's packages, as ``py_modules`` entries (paths survive Ray's runtime-env merging)."""
+    import cluster
+    import runner
+    import stats
+
+    return [str(Path(m.__file__).resolve().parent) for m in (runner, stats, cluster)]  # type: ignore[arg-type]
+
+
+def in_ray_job() -> bool:
+    """True inside a driver started by Ray Jobs (whose runtime env already ships the code)."""
+    return any(os.environ.get(v) for v in ("RAY_JOB_CONFIG_JSON_ENV_VAR", "RAY_JOB_SUBMISSION_ID", "RAY_JOB_ID"))
+
+
+def init_kwargs(address: str, *, num_cpus: int | None = None, temp_dir: str | None = None,
+                ship_code: bool | None = None) -> dict[str, Any]:
+    """Arguments for ``ray.init``; loopback only for a private local instance."""
+    kwargs: dict[str, Any] = {"log_to_driver": True, "configure_logging": True, "logging_level": "WARNING"}
+    if address == LOCAL:
+        kwargs.update(include_dashboard=False, _node_ip_address="127.0.0.1")
+        if num_cpus is not None:
+            kwargs["num_cpus"] = num_cpus
+        if temp_dir is not None:
+            kwargs["_temp_dir"] = temp_dir
+        return kwargs
+    kwargs["address"] = address
+    if ship_code if ship_code is not None else not in_ray_job():
+        kwargs["runtime_env"] = {"py_modules": our_packages()}
+    return kwargs
+
+
+@contextmanager
+def ray_session(address: str, *, num_cpus: int | None = None, temp_dir: str | None = None,
+                ship_code: bool | None = None) -> Iterator[None]:
+    """Connect for the duration of the block; an already connected process is left connected."""
+    import ray
+
+    if ray.is_initialized():
+        yield
+        return
+    try:
+        ray.init(**init_kwargs(address, num_cpus=num_cpus, temp_dir=temp_dir, ship_code=ship_code))
+    except ConnectionError as exc:
+        raise UserError(f"cannot connect to Ray at {address!r}: {exc}",
+                        hint="start a cluster with `ray start --head`, pass its address, "
+                             "or use --ray local for a private one-node Ray") from None
+    try:
+        yield
+    finally:
+        ray.shutdown()

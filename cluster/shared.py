@@ -1,0 +1,104 @@
+"""The run's shared services on Ray: one limiter actor per provider key, one remedy actor.
+
+The driver starts them (``SharedServices.start``) before any worker, gives each
+worker a ``WorkerHooks`` — the picklable recipe a worker runs, inside its own
+event loop, to get the keyword arguments ``runner.run.build_trial_runner`` takes
+for a shared ``book`` and ``limiter_factory`` — and at the end (and as it goes)
+drains the remedies learned into the manifest, exactly where a single-node run
+records them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from runner.config import LoadedSweep
+from runner.providers.limiter import Limiter, make_limiter
+from runner.providers.remedies import remedy_from_json
+from runner.providers.settings import Limits
+
+from cluster.limiter import LeasedLimiter, LimiterActor, LimiterKey
+from cluster.remedies import RemedyActor, SharedRemedyBook
+
+
+@dataclass
+class WorkerHooks:
+    """What a worker needs to reach the shared services (pickled into each worker actor)."""
+
+    remedy_actor: Any
+    limiter_actors: dict[LimiterKey, Any]
+    strict_params: bool
+    known_remedies: list[dict[str, Any]] = field(default_factory=list)
+
+    def __call__(self, index: int, workers: int) -> dict[str, Any]:
+        import ray
+
+        me = ray.get_runtime_context().current_actor
+        self.remedy_actor.subscribe.remote(me)
+        for actor in self.limiter_actors.values():
+            actor.subscribe.remote(me)
+        actors = self.limiter_actors
+
+        def limiter_factory(key: LimiterKey, limits: Limits | None) -> Limiter:
+            actor = actors.get(tuple(key))  # type: ignore[arg-type]
+            if actor is None or limits is None or not limits.any:
+                return make_limiter(limits)
+            return LeasedLimiter(actor, key, limits, index, workers)
+
+        return {"book": SharedRemedyBook(self.remedy_actor), "limiter_factory": limiter_factory,
+                "strict_params": self.strict_params, "known_remedies": self.known_remedies}
+
+
+class SharedServices:
+    def __init__(self, remedy_actor: Any, limiter_actors: dict[LimiterKey, Any], strict_params: bool,
+                 known_remedies: list[dict[str, Any]]) -> None:
+        self.remedy_actor = remedy_actor
+        self.limiter_actors = limiter_actors
+        self.strict_params = strict_params
+        self.known_remedies = known_remedies
+
+    @classmethod
+    def start(cls, loaded: LoadedSweep, manifest: dict[str, Any], *, strict_params: bool = False,
+              window_s: float = 60.0) -> "SharedServices":
+        """Start the actors (no CPU reserved: they are waiting on calls, not computing)."""
+        import ray
+
+        known = list(manifest.get("remedies") or []) if not strict_params else []
+        parsed = [p for p in (remedy_from_json(e) for e in known) if p is not None]
+        remedy_actor = ray.remote(RemedyActor).options(num_cpus=0, max_concurrency=1000).remote(parsed)
+        limits_by_key: dict[LimiterKey, Limits] = {}
+        for m in loaded.sweep.models:
+            limits = getattr(m, "limits", None)
+            if limits is not None and limits.any and (limits.rpm or limits.tpm or limits.max_concurrent):
+                limits_by_key.setdefault(m.connection.limiter_key, limits)  # the pool keeps the first, too
+        actor = ray.remote(LimiterActor).options(num_cpus=0, max_concurrency=10_000)
+        limiter_actors = {key: actor.remote(key, limits, window_s) for key, limits in limits_by_key.items()}
+        return cls(remedy_actor, limiter_actors, strict_params, known)
+
+    def hooks(self) -> WorkerHooks:
+        return WorkerHooks(self.remedy_actor, self.limiter_actors, self.strict_params, self.known_remedies)
+
+    def drain_remedies(self, manifest: dict[str, Any], announce: Callable[[dict[str, Any]], None]) -> int:
+        """Move newly learned remedies into ``manifest`` (and announce each once); return how many."""
+        import ray
+
+        entries = ray.get(self.remedy_actor.new_entries.remote())
+        for entry in entries:
+            manifest.setdefault("remedies", []).append(entry)
+            announce(entry)
+        return len(entries)
+
+    def limiter_counters(self) -> dict[LimiterKey, dict[str, int]]:
+        import ray
+
+        return {key: ray.get(a.counters.remote()) for key, a in self.limiter_actors.items()}
+
+    def stop(self) -> None:
+        import ray
+
+        for actor in [self.remedy_actor, *self.limiter_actors.values()]:
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception:  # noqa: BLE001 — gone already
+                pass

@@ -1,0 +1,125 @@
+"""The worker actor: runner's async engine on one chunk of the grid at a time.
+
+Each ``TrialWorker`` builds the sweep's ``TrialRunner`` once (providers, clients,
+limiters) and runs ``runner.engine.run_trials`` on every chunk it is given. Several
+chunks run at once on the actor's event loop, so the next chunk's trials start
+while the last ones of the previous chunk are still waiting on the network; the
+worker's share of the sweep's concurrency is enforced across all of them by one
+set of semaphores here, not per chunk. A chunk comes back as one Arrow record batch
+(``runner.sink.to_record_batch``): one actor call per chunk, never one per trial.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import pyarrow as pa
+
+from runner.config import LoadedSweep
+from runner.engine import run_trials
+from runner.providers.errors import Remedy
+from runner.run import build_trial_runner, per_model_concurrency
+from runner.sink import to_record_batch
+from runner.types import TrialSpec
+
+from cluster.limiter import apply_pushed_pause
+from cluster.shares import engine_share
+
+#: a trial spec on the wire: (trial_id, model, probe, case_id, condition, run, seed); the sweep id is the worker's
+SpecTuple = tuple[str, str, str, str, str, int, int]
+
+
+def spec_tuple(spec: TrialSpec) -> SpecTuple:
+    return (spec.trial_id, spec.model, spec.probe, spec.case_id, spec.condition, spec.run, spec.seed)
+
+
+@dataclass(frozen=True)
+class ChunkResult:
+    chunk_id: int
+    batch: pa.RecordBatch
+    errors: int  # rows whose status is not "ok" (for the driver's progress line)
+
+
+class TrialWorker:
+    """Run chunks of trial specs; return each chunk's rows as one record batch.
+
+    ``hooks`` (a ``cluster.shared.WorkerHooks``) builds the keyword arguments
+    ``runner.run.build_trial_runner`` takes for shared limits and remedies; it runs
+    inside the actor, on its event loop, because those pieces hold asyncio primitives.
+    """
+
+    def __init__(self, loaded: LoadedSweep, schema: pa.Schema, index: int, workers: int,
+                 hooks: Callable[[int, int], dict[str, Any]] | None = None) -> None:
+        self._loaded = loaded
+        self._schema = schema
+        self._index = index
+        self._workers = workers
+        self._hooks = hooks
+        engine = loaded.sweep.engine
+        self._concurrency = engine_share(engine.concurrency, workers, index)
+        self._model_caps = {m: engine_share(c, workers, index) for m, c in per_model_concurrency(loaded).items()}
+        self._runner: Any = None
+        self._providers: list[Any] = []
+        self._slots: asyncio.Semaphore | None = None
+        self._model_slots: dict[str, asyncio.Semaphore] = {}
+        self._book: Any = None
+
+    def _ensure_started(self) -> None:
+        if self._runner is not None:
+            return
+        extra = self._hooks(self._index, self._workers) if self._hooks is not None else {}
+        self._book = extra.get("book")
+        self._runner, self._providers = build_trial_runner(self._loaded, **extra)
+        self._slots = asyncio.Semaphore(self._concurrency)
+        self._model_slots = {m: asyncio.Semaphore(c) for m, c in self._model_caps.items()}
+
+    async def _execute(self, spec: TrialSpec) -> dict[str, Any]:
+        assert self._slots is not None
+        model_slots = self._model_slots.get(spec.model)
+        if model_slots is None:
+            async with self._slots:
+                return await self._runner(spec)
+        async with model_slots, self._slots:
+            return await self._runner(spec)
+
+    async def run_chunk(self, chunk_id: int, specs: Sequence[SpecTuple]) -> ChunkResult:
+        self._ensure_started()
+        sweep_id = self._loaded.sweep_id
+        trial_specs = [TrialSpec(sweep_id, *t) for t in specs]
+        rows: list[dict[str, Any]] = []
+        stats = await run_trials(trial_specs, self._execute, _ListSink(rows),
+                                 concurrency=min(len(trial_specs), self._concurrency))
+        return ChunkResult(chunk_id, to_record_batch(rows, self._schema), stats.errors)
+
+    async def ready(self) -> int:
+        """Start the worker (providers, clients) and return its process id."""
+        self._ensure_started()
+        return os.getpid()
+
+    async def limiter_pause(self, key: tuple[str, str, str], seconds: float) -> None:
+        """A retry-after pause another worker met, pushed by the key's ``LimiterActor``."""
+        apply_pushed_pause(key, seconds)
+
+    async def adopt_remedy(self, key: tuple[str, str, str], remedy: Remedy) -> None:
+        """A remedy another worker learned, pushed by the ``RemedyActor``."""
+        if self._book is not None:
+            self._book.preload(tuple(key), remedy)
+
+    async def aclose(self) -> None:
+        if self._runner is not None:
+            await self._runner.aclose()
+        for provider in self._providers:
+            await provider.aclose()
+        self._runner = None
+
+
+class _ListSink:
+    """The engine's ``RowSink`` for one chunk: rows stay in memory until the chunk is done."""
+
+    __slots__ = ("append",)
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        self.append = rows.append

@@ -1,0 +1,362 @@
+"""``trialgrid import bfcl PATH…``: Berkeley Function Calling Leaderboard data → trialgrid cases.
+
+BFCL ships its questions as JSON lines (``BFCL_v4_<category>.json``, one entry per
+line, despite the suffix) with ground truth beside them in ``possible_answer/``; the
+``bfcl-eval`` package installs them under ``bfcl_eval/data/``. trialgrid reads the
+files and never imports the package, which stays a data source the user installs.
+
+- ``irrelevance``, ``live_irrelevance`` → negative cases, ``expect_action: no_call``.
+- ``simple`` (``simple_python``), ``multiple``, ``live_simple`` with their possible
+  answers → positive pinning cases (the function, the accepted values; an option
+  ``""`` means the argument may be left out), and phantom traces: the ground-truth
+  call with one optional argument perturbed to a value absent from the question,
+  which is the gold phantom. Other arguments are taken as grounded, as BFCL's
+  answer key says; a default-valued one can be a derivation, not a literal.
+- ``multi_turn_miss_param`` → forbidden-inference cases: the turn whose ground truth
+  is empty (a parameter is missing, the model should ask) becomes the request; the
+  values the *next* turn's user message supplies are the forbidden tokens. Earlier
+  turns are summarised in the system prompt (trialgrid does not replay BFCL's
+  simulated file system), and the tools are the involved classes' function docs.
+
+BFCL names functions with dots (``math.factorial``); OpenAI-style APIs refuse dots,
+so names become ``math_factorial`` (as BFCL's own OpenAI handler does). BFCL types
+(``dict``, ``float``, ``tuple``, ``any``) become JSON-schema types. Scoring note:
+BFCL counts a tool call that fails to parse as a correct abstention on irrelevance;
+trialgrid's negative probe scores it as a failed call.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from runner.errors import UserError
+from runner.probes.jsonwalk import canonical_number, normalise, numbers_in
+
+CATEGORIES = {
+    "irrelevance": "irrelevance", "live_irrelevance": "irrelevance",
+    "simple": "pinning", "simple_python": "pinning", "multiple": "pinning", "live_simple": "pinning",
+    "multi_turn_miss_param": "miss_param",
+}
+_FILE_RE = re.compile(r"^BFCL_v\d+_(?P<category>[a-z_]+)\.json$")
+MULTI_TURN_DOCS = {
+    "GorillaFileSystem": "gorilla_file_system.json", "MathAPI": "math_api.json", "MessageAPI": "message_api.json",
+    "TwitterAPI": "posting_api.json", "TicketAPI": "ticket_api.json", "TradingBot": "trading_bot.json",
+    "TravelAPI": "travel_booking.json", "VehicleControlAPI": "vehicle_control.json",
+    "WebSearchAPI": "web_search.json", "MemoryAPI_kv": "memory_kv.json", "MemoryAPI_vector": "memory_vector.json",
+    "MemoryAPI_rec_sum": "memory_rec_sum.json",
+}
+_TYPES = {"dict": "object", "float": "number", "tuple": "array", "list": "array", "int": "integer", "bool": "boolean",
+          "str": "string"}
+_STRING_FILLERS = ("standard", "default", "automatic", "primary", "detailed", "all")
+_NUMBER_FILLERS = (7, 13, 42, 99, 365)
+_FLOAT_FILLERS = (0.75, 2.5, 12.5)
+
+
+@dataclass
+class ImportResult:
+    negative: list[dict[str, Any]] = field(default_factory=list)
+    phantom: list[dict[str, Any]] = field(default_factory=list)
+    counts: Counter = field(default_factory=Counter)      # (category, outcome) → n
+    skipped_files: list[str] = field(default_factory=list)
+
+
+class _Skip(Exception):
+    """This entry cannot become a case; the message is the reason counted."""
+
+
+def tool_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name)
+
+
+def convert_schema(schema: Any) -> Any:
+    """BFCL's parameter schema → JSON schema (types renamed, non-standard keys dropped)."""
+    if isinstance(schema, list):
+        return [convert_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "optional":
+            continue
+        if key == "type" and isinstance(value, str):
+            if value == "any":
+                continue
+            out["type"] = _TYPES.get(value, value)
+        elif key == "properties" and isinstance(value, dict):
+            out["properties"] = {k: convert_schema(v) for k, v in value.items()}
+        elif key == "items":
+            out["items"] = convert_schema(value)
+        else:
+            out[key] = value
+    if out.get("type") == "array" and "items" not in out:
+        out["items"] = {}
+    return out
+
+
+def convert_tool(fn: dict[str, Any]) -> dict[str, Any]:
+    params = convert_schema(fn.get("parameters") or {"type": "object", "properties": {}})
+    params["type"] = "object"
+    props = params.setdefault("properties", {})
+    if not isinstance(props, dict):
+        raise _Skip("tool schema without a properties mapping")
+    params["required"] = [r for r in params.get("required", []) if r in props]
+    return {"name": tool_name(fn["name"]), "description": fn.get("description", ""), "parameters": params}
+
+
+def _messages(turn: list[dict[str, Any]]) -> list[dict[str, str]]:
+    out = []
+    for m in turn:
+        role, content = m.get("role"), m.get("content")
+        if role not in ("system", "user", "assistant") or not isinstance(content, str):
+            raise _Skip(f"message with role {role!r} (only system / user / assistant)")
+        out.append({"role": role, "content": content})
+    if not any(m["role"] == "user" for m in out):
+        raise _Skip("no user message")
+    return out
+
+
+def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    with path.open(encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise UserError(f"line is not valid JSON: {exc.msg} (column {exc.colno})", file=path, line=number) from None
+            if not isinstance(item, dict) or "id" not in item:
+                raise UserError("expected a JSON object with an 'id'", file=path, line=number, key_path=("id",))
+            yield number, item
+
+
+def _answers(path: Path) -> dict[str, Any]:
+    answer_file = path.parent / "possible_answer" / path.name
+    if not answer_file.is_file():
+        raise UserError(f"no possible answers beside {path.name}", file=answer_file,
+                        hint="BFCL keeps ground truth in possible_answer/ next to the question files")
+    return {item["id"]: item.get("ground_truth") for _, item in _read_jsonl(answer_file)}
+
+
+def expand(paths: Iterable[Path]) -> list[tuple[Path, str]]:
+    """(file, category) for every BFCL question file named or inside a named folder."""
+    out: list[tuple[Path, str]] = []
+    for p in paths:
+        if p.is_dir():
+            files = sorted(f for f in p.iterdir() if f.is_file() and _FILE_RE.match(f.name))
+            if not files:
+                raise UserError(f"no BFCL_v*_<category>.json files in {p}",
+                                hint="point at bfcl_eval/data (python -c 'import bfcl_eval, os; "
+                                     "print(os.path.dirname(bfcl_eval.__file__))')")
+        elif p.is_file():
+            files = [p]
+        else:
+            raise UserError("no such file or folder", file=p)
+        for f in files:
+            m = _FILE_RE.match(f.name)
+            if not m:
+                raise UserError("not a BFCL question file name (expected BFCL_v<N>_<category>.json)", file=f)
+            out.append((f, m.group("category")))
+    return out
+
+
+def import_bfcl(paths: Iterable[Path]) -> ImportResult:
+    result = ImportResult()
+    for path, category in expand(paths):
+        kind = CATEGORIES.get(category)
+        if kind is None:
+            result.skipped_files.append(path.name)
+            continue
+        answers = _answers(path) if kind in ("pinning", "miss_param") else {}
+        docs = _multi_turn_docs(path.parent) if kind == "miss_param" else {}
+        for number, item in _read_jsonl(path):
+            try:
+                if kind == "irrelevance":
+                    result.negative.append(_irrelevance(item, category))
+                    result.counts[(category, "negative no_call")] += 1
+                elif kind == "pinning":
+                    case, trace = _pinning(item, category, answers.get(item["id"]))
+                    result.negative.append(case)
+                    result.counts[(category, "positive pinning")] += 1
+                    if trace is not None:
+                        result.phantom.append(trace)
+                        result.counts[(category, "phantom trace")] += 1
+                    else:
+                        result.counts[(category, "no phantom: no optional argument to perturb")] += 1
+                else:
+                    result.negative.append(_miss_param(item, category, answers.get(item["id"]), docs))
+                    result.counts[(category, "forbidden-inference")] += 1
+            except _Skip as why:
+                result.counts[(category, f"skipped: {why}")] += 1
+    return result
+
+
+def _irrelevance(item: dict[str, Any], category: str) -> dict[str, Any]:
+    return {
+        "id": f"bfcl-{item['id']}", "origin": f"bfcl:{category}:{item['id']}",
+        "messages": _messages(item["question"][0]), "tools": [convert_tool(f) for f in item["function"]],
+        "expect_action": "no_call",
+    }
+
+
+def _pinning(item: dict[str, Any], category: str, truth: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    if len(item["question"]) != 1:
+        raise _Skip("more than one turn")
+    if not isinstance(truth, list) or len(truth) != 1 or not isinstance(truth[0], dict) or len(truth[0]) != 1:
+        raise _Skip("ground truth is not exactly one call")
+    (fname, args), = truth[0].items()
+    functions = {f["name"]: f for f in item["function"]}
+    if fname not in functions:
+        raise _Skip("ground-truth function not in the catalogue")
+    tools = [convert_tool(f) for f in item["function"]]
+    messages = _messages(item["question"][0])
+    expect: dict[str, Any] = {}
+    allow_extra: list[str] = []
+    for arg, options in args.items():
+        if not isinstance(options, list):
+            raise _Skip("possible answer is not a list of options")
+        values = [o for o in options if o != ""]
+        if not values:
+            allow_extra.append(arg)
+        elif len(values) == 1 and len(options) == 1:
+            expect[arg] = values[0]
+        else:
+            expect[arg] = {"one_of": values, "optional": "" in options}
+    case = {
+        "id": f"bfcl-{item['id']}", "origin": f"bfcl:{category}:{item['id']}", "positive": True,
+        "messages": messages, "tools": tools, "expect_action": tool_name(fname), "expect_args": expect,
+    }
+    if allow_extra:
+        case["allow_extra"] = allow_extra
+    return case, _phantom(item, category, messages, functions[fname], args)
+
+
+def _phantom(item: dict[str, Any], category: str, messages: list[dict[str, str]], fn: dict[str, Any],
+             args: dict[str, list]) -> dict[str, Any] | None:
+    question = "\n".join(m["content"] for m in messages)
+    seen, seen_numbers = normalise(question), numbers_in(normalise(question))
+    schema = convert_schema(fn.get("parameters") or {})
+    props = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
+    call = {a: next(o for o in opts if o != "") for a, opts in args.items() if any(o != "" for o in opts)}
+    for param, spec in props.items():
+        if param in required or not isinstance(spec, dict):
+            continue
+        taken = {normalise(str(o)) for o in args.get(param, []) if o != ""}
+        value = _absent_value(spec, seen, seen_numbers, taken)
+        if value is None:
+            continue
+        name = tool_name(fn["name"])
+        system = "\n".join(m["content"] for m in messages if m["role"] == "system")
+        users = [m["content"] for m in messages if m["role"] != "system"]
+        return {
+            "id": f"bfcl-{item['id']}", "origin": f"bfcl:{category}:{item['id']}",
+            "notes": f"{param} perturbed to a value absent from the question",
+            "context": {"system": system, "user": users if len(users) > 1 else users[0], "tool_results": []},
+            "calls": [{"tool": name, "args": {**call, param: value}}],
+            "gold_phantoms": [f"{name}.{param}"],
+        }
+    return None
+
+
+def _absent_value(spec: dict[str, Any], seen: str, seen_numbers: set[str], taken: set[str]) -> Any:
+    kind = spec.get("type")
+    if spec.get("enum"):
+        pool: Iterable[Any] = spec["enum"]
+    elif kind == "string":
+        pool = _STRING_FILLERS
+    elif kind == "integer":
+        pool = _NUMBER_FILLERS
+    elif kind == "number":
+        pool = _FLOAT_FILLERS
+    else:
+        return None  # booleans, objects, arrays: nothing a containment check could call absent
+    for value in pool:
+        text = canonical_number(str(value)) if isinstance(value, (int, float)) else normalise(str(value))
+        present = text in seen_numbers if isinstance(value, (int, float)) else text in seen
+        if not present and text not in taken:
+            return value
+    return None
+
+
+def _multi_turn_docs(data_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    doc_dir = data_dir / "multi_turn_func_doc"
+    if not doc_dir.is_dir():
+        raise UserError(f"no multi_turn_func_doc/ folder beside the multi-turn file in {data_dir}",
+                        hint="import from bfcl_eval/data, which holds both")
+    docs = {}
+    for cls, filename in MULTI_TURN_DOCS.items():
+        path = doc_dir / filename
+        if path.is_file():
+            docs[cls] = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return docs
+
+
+def _parse_call(text: str, docs: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        raise _Skip("ground-truth call does not parse") from None
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        raise _Skip("ground-truth entry is not a plain call")
+    name = node.func.id
+    try:
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg}
+        positional = [ast.literal_eval(a) for a in node.args]
+    except ValueError:
+        raise _Skip("ground-truth call has a non-literal argument") from None
+    order = list((docs.get(name, {}).get("parameters") or {}).get("properties", {}))
+    for i, value in enumerate(positional):
+        if i >= len(order):
+            raise _Skip("positional argument beyond the documented parameters")
+        kwargs[order[i]] = value
+    return name, kwargs
+
+
+def _miss_param(item: dict[str, Any], category: str, truth: Any, docs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    turns = item["question"]
+    if not isinstance(truth, list) or len(truth) != len(turns):
+        raise _Skip("ground truth does not line up with the turns")
+    k = next((i for i, calls in enumerate(truth) if calls == []), None)
+    if k is None or k + 1 >= len(turns):
+        raise _Skip("no empty ground-truth turn followed by the user's answer")
+    functions: dict[str, dict[str, Any]] = {}
+    for cls in item.get("involved_classes", []):
+        if cls not in docs:
+            raise _Skip(f"no function docs for class {cls}")
+        for fn in docs[cls]:
+            functions.setdefault(fn["name"], fn)
+    for name in item.get("excluded_function", []) or []:
+        functions.pop(name, None)
+    before = [m["content"] for t in turns[: k + 1] for m in t if m.get("role") == "user"]
+    answer = " ".join(m["content"] for m in turns[k + 1] if m.get("role") == "user")
+    earlier, said_later = normalise(" ".join(before)), normalise(answer)
+    forbidden: list[str] = []
+    fields: list[str] = []
+    for text in truth[k + 1]:
+        name, kwargs = _parse_call(text, functions)
+        for param, value in kwargs.items():
+            token = normalise(str(value))
+            if isinstance(value, str) and token and token in said_later and token not in earlier:
+                if value not in forbidden:
+                    forbidden.append(value)
+                if param not in fields:
+                    fields.append(param)
+    history = "\n".join(f"{i + 1}. {t}" for i, t in enumerate(before[:-1]))
+    system = ("You are an assistant operating the tools listed. "
+              + (f"Earlier requests in this session, already completed:\n{history}" if history else ""))
+    case: dict[str, Any] = {
+        "id": f"bfcl-{item['id']}", "origin": f"bfcl:{category}:{item['id']}",
+        "messages": [{"role": "system", "content": system.strip()}, {"role": "user", "content": before[-1]}],
+        "tools": [convert_tool(f) for f in functions.values()],
+        "expect_action": "ask_user",
+    }
+    if forbidden:
+        case["forbidden"] = forbidden
+        case["allow_ask_fields"] = fields
+    return case

@@ -1,0 +1,209 @@
+"""The judge probe's views: agreement with people (Cohen's kappa) and calibrated correct-rates.
+
+Raters per trace: ``heuristic`` (substring), each judge model (its majority verdict
+over runs), and ``ensemble`` (2-of-3 majority of the three models the probe names,
+or of the sweep's models when there are exactly three). References: each human
+annotator, the annotators' ``consensus`` (traces where everyone who labelled it
+agrees), their ``majority`` (strict majority; ties left out) and the judges'
+``ensemble`` majority. Kappa comes with a bootstrap interval over traces
+(``stats.cohen_kappa``).
+
+Calibrated rate: a judge's verdicts over all traces, corrected by how often people
+agree with each verdict on the labelled traces —
+rate = P(verdict) · P(human correct | verdict correct) + P(not verdict) · P(human correct | verdict incorrect).
+Its interval resamples the labelled traces and the judged traces independently
+(percentile, 4,000 resamples). ``stats`` has no function for this composite, so it
+is computed here, with numpy.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import polars as pl
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+import stats
+from runner.errors import UserError
+from runner.manifest import read_manifest
+
+N_RESAMPLES = 4000
+SEED = 2026
+_ID_COLUMNS = ("trace_id", "session_id", "case_id", "id")
+_LABELS = {"yes": True, "no": False, "correct": True, "incorrect": False, "true": True, "false": False,
+           "1": True, "0": False, "y": True, "n": False}
+
+
+def read_human_labels(paths: Iterable[Path]) -> pl.DataFrame:
+    """(trace_id, annotator, label) from CSV files; a bad file or value is a located ``UserError``."""
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        try:
+            handle = path.open(newline="", encoding="utf-8")
+        except OSError as exc:
+            raise UserError(f"cannot read human labels: {exc.strerror}", file=path) from None
+        with handle:
+            reader = csv.DictReader(handle)
+            header = reader.fieldnames or []
+            id_col = next((c for c in _ID_COLUMNS if c in header), None)
+            label_col = next((c for c in ("label", "human_label", "verdict") if c in header), None)
+            if id_col is None or label_col is None:
+                raise UserError(f"human labels need a trace id column ({' or '.join(_ID_COLUMNS)}) and a 'label' "
+                                f"column; found: {', '.join(header) or 'no header'}", file=path, line=1)
+            for row in reader:
+                value = (row.get(label_col) or "").strip().lower()
+                if value not in _LABELS:
+                    raise UserError(f"label {row.get(label_col)!r} is not one of YES/NO, CORRECT/INCORRECT, "
+                                    "true/false, 1/0", file=path, line=reader.line_num, key_path=(label_col,))
+                rows.append({"trace_id": row[id_col], "annotator": (row.get("annotator") or path.stem).strip(),
+                             "label": _LABELS[value]})
+    return pl.DataFrame(rows, schema={"trace_id": pl.String, "annotator": pl.String, "label": pl.Boolean})
+
+
+def rater_table(frame: pl.LazyFrame | pl.DataFrame, probe: str, ensemble: list[str] | None) -> pl.DataFrame:
+    """One row per trace: a column per rater (heuristic, each model, ensemble), null where undecided."""
+    lazy = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
+    rows = (lazy.filter((pl.col("probe") == probe) & (pl.col("status") == "ok"))
+            .select("model", "case_id", "verdict", "heuristic_verdict").collect())
+    traces = rows.group_by("case_id", maintain_order=True).agg(pl.col("heuristic_verdict").first().alias("heuristic"))
+    models = rows["model"].unique(maintain_order=True).to_list()
+    for model in models:
+        per = (rows.filter((pl.col("model") == model) & pl.col("verdict").is_not_null())
+               .group_by("case_id").agg(pl.col("verdict").cast(pl.Int64).sum().alias("yes"), pl.len().alias("n"))
+               .select("case_id", pl.when(2 * pl.col("yes") > pl.col("n")).then(True)
+                       .when(2 * pl.col("yes") < pl.col("n")).then(False).otherwise(None).alias(model)))
+        traces = traces.join(per, on="case_id", how="left")
+    members = ensemble or (models if len(models) == 3 else None)
+    if members and all(m in models for m in members):
+        votes = pl.sum_horizontal([pl.col(m).cast(pl.Int64) for m in members])
+        complete = pl.all_horizontal([pl.col(m).is_not_null() for m in members])
+        traces = traces.with_columns(pl.when(complete).then(votes >= 2).otherwise(None).alias("ensemble"))
+    return traces
+
+
+def human_references(labels: pl.DataFrame) -> pl.DataFrame:
+    """Per trace: one column per annotator, plus ``consensus`` and ``majority``."""
+    if labels.height == 0:
+        return pl.DataFrame(schema={"case_id": pl.String})
+    wide = labels.unique(["trace_id", "annotator"], keep="last").pivot(
+        on="annotator", index="trace_id", values="label").rename({"trace_id": "case_id"})
+    names = [c for c in wide.columns if c != "case_id"]
+    yes = pl.sum_horizontal([pl.col(c).cast(pl.Int64) for c in names])
+    count = pl.sum_horizontal([pl.col(c).is_not_null().cast(pl.Int64) for c in names])
+    return wide.with_columns(
+        pl.when((count >= 2) & ((yes == count) | (yes == 0))).then(yes > 0).otherwise(None).alias("consensus"),
+        pl.when(2 * yes > count).then(True).when(2 * yes < count).then(False).otherwise(None).alias("majority"),
+    )
+
+
+def kappas(raters: pl.DataFrame, humans: pl.DataFrame) -> pl.DataFrame:
+    """Cohen's kappa of every rater against every reference, on the traces both decided."""
+    table = raters.join(humans, on="case_id", how="left") if humans.height else raters
+    rater_cols = [c for c in raters.columns if c != "case_id"]
+    references = [c for c in humans.columns if c != "case_id"] + (["ensemble"] if "ensemble" in raters.columns else [])
+    out = []
+    for ref in references:
+        for rater in rater_cols:
+            if rater == ref:
+                continue
+            both = table.filter(pl.col(rater).is_not_null() & pl.col(ref).is_not_null())
+            if both.height < 2:
+                out.append({"rater": rater, "reference": ref, "n": both.height, "kappa": float("nan"),
+                            "lo": float("nan"), "hi": float("nan")})
+                continue
+            k = stats.cohen_kappa(both[rater].to_list(), both[ref].to_list(), n_resamples=N_RESAMPLES, seed=SEED)
+            out.append({"rater": rater, "reference": ref, "n": both.height, "kappa": k.statistic,
+                        "lo": k.confidence_interval.low, "hi": k.confidence_interval.high})
+    return pl.DataFrame(out, schema={"rater": pl.String, "reference": pl.String, "n": pl.Int64, "kappa": pl.Float64,
+                                     "lo": pl.Float64, "hi": pl.Float64})
+
+
+def calibrated_rate(verdicts: np.ndarray, labelled_verdicts: np.ndarray, labelled_human: np.ndarray,
+                    *, n_resamples: int = N_RESAMPLES, seed: int = SEED) -> dict[str, float]:
+    """P(verdict)·P(h | v) + P(not verdict)·P(h | not v), with a percentile bootstrap interval."""
+    def estimate(v: np.ndarray, lv: np.ndarray, lh: np.ndarray) -> float:
+        pos, neg = lv == 1, lv == 0
+        if v.size == 0 or not pos.any() or not neg.any():
+            return float("nan")
+        rate = v.mean()
+        return float(rate * lh[pos].mean() + (1 - rate) * lh[neg].mean())
+
+    v = np.asarray(verdicts, dtype=np.int64)
+    lv = np.asarray(labelled_verdicts, dtype=np.int64)
+    lh = np.asarray(labelled_human, dtype=np.int64)
+    point = estimate(v, lv, lh)
+    rng = np.random.default_rng(seed)
+    draws = np.array([estimate(v[rng.integers(0, v.size, v.size)], *(a[idx] for a in (lv, lh)))
+                      for idx in (rng.integers(0, lv.size, (n_resamples, lv.size)) if lv.size else np.zeros((0, 0), int))])
+    finite = draws[np.isfinite(draws)] if draws.size else draws
+    lo, hi = (np.percentile(finite, [2.5, 97.5]) if finite.size else (float("nan"), float("nan")))
+    pos, neg = lv == 1, lv == 0
+    return {"raw": float(v.mean()) if v.size else float("nan"), "point": point, "lo": float(lo), "hi": float(hi),
+            "p_h_given_yes": float(lh[pos].mean()) if pos.any() else float("nan"),
+            "p_h_given_no": float(lh[neg].mean()) if neg.any() else float("nan"), "n_labelled": int(lv.size)}
+
+
+def _labels_of(out: Path, probe: str) -> tuple[pl.DataFrame, list[str] | None]:
+    info = (read_manifest(out) or {}).get("probes", {}).get(probe, {})
+    paths = [Path(p) if Path(p).is_absolute() else out / p for p in info.get("human_labels") or []]
+    return read_human_labels(paths), info.get("ensemble")
+
+
+def _f(x: float) -> str:
+    return "—" if x is None or math.isnan(x) else f"{x:.3f}"
+
+
+def _pct(x: float) -> str:
+    return "—" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
+
+
+def print_judges(out: Path, probe: str, frame: Any, console: Console) -> None:
+    labels, ensemble = _labels_of(out, probe)
+    raters = rater_table(frame, probe, ensemble)
+    if raters.height == 0:
+        return
+    humans = human_references(labels)
+    k = kappas(raters, humans)
+    if k.height:
+        table = Table(title=f"{probe} · Cohen's kappa (rater vs reference)", title_justify="left", header_style="bold",
+                      box=box.SIMPLE_HEAD, pad_edge=False, caption_justify="left",
+                      caption="kappa [95% bootstrap over traces] (n traces both decided). consensus: annotators "
+                              "unanimous (≥ 2 labels); majority: strict human majority; ensemble: the judges' 2-of-3 "
+                              "majority.")
+        refs = k["reference"].unique(maintain_order=True).to_list()
+        table.add_column("rater", no_wrap=True)
+        for ref in refs:
+            table.add_column(ref, justify="right")
+        for rater in k["rater"].unique(maintain_order=True).to_list():
+            cells = []
+            for ref in refs:
+                r = k.filter((pl.col("rater") == rater) & (pl.col("reference") == ref)).to_dicts()
+                cells.append(f"{_f(r[0]['kappa'])} [{_f(r[0]['lo'])}, {_f(r[0]['hi'])}]\n(n={r[0]['n']})" if r else "")
+            table.add_row(rater, *cells)
+        console.print(table)
+    reference = "majority" if "majority" in humans.columns else None
+    if reference is None:
+        console.print(f"[dim]{probe}: no human labels, so no calibrated rates (add `human_labels:` CSV files).[/dim]")
+        return
+    joined = raters.join(humans.select("case_id", reference), on="case_id", how="left")
+    table = Table(title=f"{probe} · calibrated correct-rate (human {reference} as truth)", title_justify="left",
+                  header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, caption_justify="left",
+                  caption="rate = P(v)·P(h|v) + P(¬v)·P(h|¬v) over the labelled traces; [95% percentile bootstrap, "
+                          "labelled and judged traces resampled independently; computed runner-side]. With few labels "
+                          "the interval is wide by construction.")
+    for col in ("rater", "judged correct", "P(h|correct)", "P(h|incorrect)", "calibrated", "labelled"):
+        table.add_column(col, justify="left" if col == "rater" else "right", no_wrap=True)
+    for rater in [c for c in raters.columns if c != "case_id"]:
+        v = joined.filter(pl.col(rater).is_not_null())
+        lab = v.filter(pl.col(reference).is_not_null())
+        res = calibrated_rate(v[rater].cast(pl.Int64).to_numpy(), lab[rater].cast(pl.Int64).to_numpy(),
+                              lab[reference].cast(pl.Int64).to_numpy())
+        table.add_row(rater, _pct(res["raw"]), _pct(res["p_h_given_yes"]), _pct(res["p_h_given_no"]),
+                      f"{_pct(res['point'])} [{_pct(res['lo'])}, {_pct(res['hi'])}]", str(res["n_labelled"]))
+    console.print(table)

@@ -1,0 +1,235 @@
+"""The ``propagation`` probe: does an injected parameter error reach the final answer?
+
+Each task (``agenttasks.py``) runs as a multi-step tool loop (``agentloop.py``)
+against a deterministic domain simulator (``runner/toolsim``). Conditions:
+
+- ``control``: the task as written;
+- ``param.KIND``: one argument of the agent's first tool call is corrupted before it
+  executes; ``result.KIND``: one field of the first successful tool result is
+  corrupted before the agent sees it (KIND: type_mismatch, out_of_range,
+  missing_required, semantic_wrong — see ``injection.py``);
+- ``…+interceptor``: the same, with the runtime interceptor (``interceptor.py``)
+  checking every step and abstaining with a reason.
+
+All conditions of one (model, task, run) send the agent the same seed, so the
+injected and intercepted arms differ from their control only by the intervention
+(common random numbers): the paired comparison is then as sharp as the design allows.
+The task is the cluster. Per trial the row keeps every step and records stage reach
+(S1/S2, ``stages.py``), whether the final answer is wrong (S3), fabricated tool use
+(``fabrication.py``), the tool-call rate beside it, and what the interceptor flagged.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterator, Literal
+
+import pyarrow as pa
+from pydantic import Field, field_validator
+
+from runner.errors import UserError
+from runner.probes import injection as inj
+from runner.probes import interceptor as icpt
+from runner.probes.agentloop import InjectionPlan, LoopResult, run_loop
+from runner.probes.agenttasks import Task, answer_matches, load_tasks
+from runner.probes.answertext import declines
+from runner.probes.base import Contrast, Probe, ProbeConfig
+from runner.probes.fabrication import fabrication_rules
+from runner.probes.stages import Reach, reach
+from runner.probes.trace import STEP
+from runner.providers.base import Agent
+from runner.seeding import stable_int
+from runner.toolsim import DOMAINS
+from runner.types import Message, TrialSpec
+
+CONDITIONS = inj.all_conditions()
+
+DEFAULT_SYSTEM = (
+    "You are an assistant that completes the user's task with the tools provided. Call tools to get real data "
+    "and to take actions; never invent a tool result. If a tool fails or returns something that looks wrong, say "
+    "so or try again. When you are done, reply with 'Final Answer: ' followed by your answer."
+)
+
+
+class PropagationConfig(ProbeConfig):
+    kind: Literal["propagation"]
+    tasks: list[str] = Field(min_length=1, description="task files (one domain each), relative to the sweep file")
+    max_turns: int = Field(default=6, ge=1, le=50, description="model turns per trial before it counts as unfinished")
+    system: str = Field(default=DEFAULT_SYSTEM, description="system prompt; must ask for a 'Final Answer:'")
+    pair_salt: int = Field(default=0, ge=0, description="change to draw a fresh set of agent seeds (see pair_seed)")
+
+    @field_validator("conditions")
+    @classmethod
+    def _known_conditions(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            bad = [c for c in value if c not in CONDITIONS]
+            if bad:
+                raise ValueError(f"unknown condition {bad[0]!r}: expected control, param.KIND or result.KIND "
+                                 f"(KIND one of {', '.join(inj.KINDS)}), optionally with '+interceptor'")
+            if not value:
+                raise ValueError("conditions must not be empty (omit the key for all of them)")
+        return value
+
+
+TEMPLATE = """\
+# trialgrid propagation tasks: one domain per file (weather, calendar, orders).
+# `expect` lists values a correct final answer must state: real values from the
+# simulator. `reference` is the call that produces them (tests replay it).
+domain: weather
+tasks:
+  - id: weather-lisbon-temperature
+    query: "What was the temperature in Lisbon on 2024-05-22?"
+    expect: ["19.9"]
+    reference: {tool: get_weather, arguments: {city: Lisbon, date: "2024-05-22"}}
+    inject_param: date          # the argument a param.* injection corrupts
+    inject_result: temperature  # the result field a result.* injection corrupts
+"""
+
+
+def interceptor_pairs(conditions: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(intercepted arm, its control arm) for every condition run both ways."""
+    present = set(conditions)
+    return [(c, c.split("+", 1)[0]) for c in conditions if c.endswith("+interceptor") and c.split("+", 1)[0] in present]
+
+
+class PropagationProbe(Probe):
+    kind = "propagation"
+    config_model = PropagationConfig
+    all_conditions = CONDITIONS
+    outcome_fields = (
+        pa.field("domain", pa.string()),
+        pa.field("injection", pa.string()),          # param.KIND | result.KIND | null (control)
+        pa.field("interceptor", pa.bool_()),         # the interceptor arm
+        pa.field("injected_detail", pa.string()),    # "field: before -> after (kind)"
+        pa.field("reached_s1", pa.bool_()),
+        pa.field("reached_s2", pa.bool_()),
+        pa.field("stage_reached", pa.int8()),        # 0 none, 1 entered a call, 2 executed unrejected, 3 wrong answer after S2
+        pa.field("rejected_by", pa.string()),        # tool_refused | recalled | flagged | interceptor
+        pa.field("correct", pa.bool_()),
+        pa.field("correct_by", pa.string()),         # how `correct` was decided: reference (expect values) or a judge
+        pa.field("wrong_answer", pa.bool_()),        # S3: not correct, and the interceptor did not abstain
+        pa.field("hallucinated", pa.bool_()),        # a confident answer that is wrong or fabricated
+        pa.field("declined", pa.bool_()),
+        pa.field("fabricated", pa.bool_()),
+        pa.field("fabrication_rules", pa.list_(pa.string())),
+        pa.field("tool_called", pa.bool_()),
+        pa.field("n_tool_calls", pa.int32()),
+        pa.field("n_tool_errors", pa.int32()),
+        pa.field("abstained", pa.bool_()),
+        pa.field("abstain_reason", pa.string()),
+        pa.field("interceptor_flags", pa.list_(pa.string())),
+        pa.field("finished", pa.bool_()),
+        pa.field("turns", pa.int32()),
+        pa.field("final_answer", pa.string()),
+        pa.field("judge_verdicts", pa.list_(pa.struct([pa.field("judge", pa.string()), pa.field("verdict", pa.bool_())]))),
+        pa.field("steps", pa.list_(STEP)),
+    )
+    rates = ("wrong_answer", "hallucinated", "fabricated", "tool_called", "abstained", "reached_s1", "reached_s2")
+    # every intercepted arm against its own control; arms a sweep did not run are skipped by the analysis
+    contrasts = tuple(Contrast(label=f"{a} − {b}", outcome="hallucinated", arm_a=(a,), arm_b=(b,))
+                      for a, b in interceptor_pairs(CONDITIONS))
+    template = TEMPLATE
+
+    @classmethod
+    def report_extra(cls, out: Path, probe_name: str, frame: Any, console: Any) -> None:
+        from runner.probes.propagation_report import print_propagation
+
+        print_propagation(out, probe_name, frame, console)
+
+    def __init__(self, config: PropagationConfig, base_dir: Path, locate: Callable[[str, str], UserError]) -> None:
+        super().__init__(config, base_dir)
+        if "Final Answer:" not in config.system:
+            raise locate("system", "the system prompt must ask for a 'Final Answer:' (the loop and the sim agent read it)")
+        self.tasks: dict[str, tuple[str, Task]] = {}
+        self._shas: dict[str, str] = {}
+        for rel in config.tasks:
+            path = base_dir / rel
+            if not path.is_file():
+                raise locate("tasks", f"task file not found: {rel} (resolved to {path})")
+            domain, tasks, sha = load_tasks(path)
+            self._shas[rel] = sha
+            for task in tasks:
+                if task.id in self.tasks:
+                    raise UserError(f"task id {task.id!r} appears twice (task ids are the clusters and must be unique)",
+                                    file=path)
+                self.tasks[task.id] = (domain, task)
+        self._cells = [(tid, c) for tid in self.tasks for c in self.conditions]
+        self._system = Message("system", config.system)
+
+    def cells(self) -> Iterator[tuple[str, str]]:
+        return iter(self._cells)
+
+    @property
+    def n_cells(self) -> int:
+        return len(self._cells)
+
+    def identity(self) -> dict[str, Any]:
+        return {"tasks_sha256": dict(self._shas)}
+
+    def pair_seed(self, spec: TrialSpec) -> int:
+        """The agent's seed: shared by every condition of one (model, task, run).
+
+        Built from the model label, probe, task and run (and ``pair_salt``) — not from
+        the sweep id, which hashes provider settings: the same sweep sent to ``sim``
+        in-process or over HTTP must ask the same questions. (The probe is not handed
+        the sweep seed, so ``pair_salt`` is the knob for a fresh draw.)
+        """
+        return stable_int("pair", self.config.pair_salt, spec.model, spec.probe, spec.case_id, spec.run)
+
+    async def run(self, spec: TrialSpec, agent: Agent) -> dict[str, Any]:
+        domain_name, task = self.tasks[spec.case_id]
+        injection, intercept = inj.parse_condition(spec.condition)
+        plan = InjectionPlan(injection, task.inject_param, task.inject_result) if injection else None
+        messages = [self._system, Message("user", task.query)]
+        loop = await run_loop(agent, messages, DOMAINS[domain_name], seed=self.pair_seed(spec),
+                              max_turns=self.config.max_turns, plan=plan, intercept=intercept)
+        return score(loop, task, domain_name, injection, intercept, [m.content for m in messages])
+
+
+def score(loop: LoopResult, task: Task, domain_name: str, injection: inj.Injection | None, intercept: bool,
+          request_texts: list[str]) -> dict[str, Any]:
+    """The outcome columns of one finished loop (a pure function of the trace: tests call it directly)."""
+    steps = loop.steps
+    domain = DOMAINS[domain_name]
+    answer = loop.answer if loop.abstain_reason is None else None
+    abstained = loop.abstain_reason is not None
+    correct = bool(answer) and answer_matches(answer, task.expect)
+    declined = bool(answer) and declines(answer)
+    fabricated_by = fabrication_rules(steps, answer, request_texts)
+    # what the interceptor flags (or would flag, in arms without it)
+    flags = [icpt.rule_of(r) for s in steps if s.role == "result"
+             for r in [icpt.check_result(s, domain.tools[s.tool].returns if s.tool in domain.tools else None)] if r]
+    if loop.answer:
+        flags += [icpt.rule_of(r) for r in icpt.check_final(steps, loop.answer, request_texts)]
+    reached: Reach = reach(steps, injection.target) if injection else Reach(False, False)
+    wrong = not correct and not abstained
+    calls = [s for s in steps if s.role == "call"]
+    injected = next((s.injected for s in steps if s.injected), None)
+    return {
+        "domain": domain_name,
+        "injection": injection.label if injection else None,
+        "interceptor": intercept,
+        "injected_detail": injected,
+        "reached_s1": reached.s1,
+        "reached_s2": reached.s2,
+        "stage_reached": 3 if reached.s2 and wrong else reached.stage,
+        "rejected_by": reached.rejected_by,
+        "correct": correct,
+        "correct_by": "reference",
+        "wrong_answer": wrong,
+        "hallucinated": bool(answer) and not declined and (not correct or bool(fabricated_by)),
+        "declined": declined,
+        "fabricated": bool(fabricated_by),
+        "fabrication_rules": fabricated_by,
+        "tool_called": bool(calls),
+        "n_tool_calls": len(calls),
+        "n_tool_errors": sum(1 for s in steps if s.role == "result" and not s.ok),
+        "abstained": abstained,
+        "abstain_reason": loop.abstain_reason,
+        "interceptor_flags": sorted(set(flags)),
+        "finished": loop.finished,
+        "turns": loop.turns,
+        "final_answer": loop.answer,
+        "judge_verdicts": None,
+        "steps": [s.row() for s in steps],
+    }

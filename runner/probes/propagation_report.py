@@ -1,0 +1,236 @@
+"""The propagation probe's own views: hop rates, rejection vs recovery, fabrication, interceptor effect.
+
+Computed from the trial rows with polars (per-task counts) and ``stats`` (cluster
+bootstrap intervals, paired difference with exact McNemar, Spearman), so the same
+views come out of a live run and of AgentProp's imported CSVs.
+
+- **Hop rates** per model × injected condition: P(S3 | S2), P(S3 | S1), P(S2 | S1),
+  each a pooled rate over the trials that reached the conditioning stage, with a
+  cluster bootstrap interval over tasks.
+- **Rejection vs recovery** per model: rejection = P(not S2 | S1) (the corrupted value
+  was refused or caught), recovery = P(correct | S1); Spearman's rho across models.
+- **Fabrication** per model, with the tool-call rate beside it.
+- **Interceptor** per model and intercepted arm: paired difference (interceptor arm
+  minus its control, pairs = same task and run) in hallucination and wrong-answer
+  rate, with a cluster bootstrap interval and exact McNemar, the abstention rate
+  beside it, and the unpaired interval for comparison.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+import stats
+
+N_RESAMPLES = 4000
+SEED = 2026
+_COLUMNS = ("model", "case_id", "condition", "run", "reached_s1", "reached_s2", "wrong_answer", "correct",
+            "hallucinated", "abstained", "fabricated", "tool_called", "fabrication_rules")
+
+
+def _rows(frame: pl.LazyFrame | pl.DataFrame, probe: str) -> pl.DataFrame:
+    lazy = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
+    return (lazy.filter((pl.col("probe") == probe) & (pl.col("status") == "ok")).select(_COLUMNS).collect())
+
+
+def _rate_ci(sub: pl.DataFrame, hit: pl.Expr, given: pl.Expr | None) -> dict[str, Any]:
+    """Pooled rate of ``hit`` among rows where ``given`` holds, with a cluster (task) bootstrap interval."""
+    base = sub.filter(given) if given is not None else sub
+    if base.height == 0:
+        return {"hits": 0, "n": 0, "rate": float("nan"), "lo": float("nan"), "hi": float("nan")}
+    cells = base.group_by("case_id").agg(hit.cast(pl.Int64).sum().alias("h"), pl.len().alias("n"))
+    boot = stats.cluster_bootstrap_ci(cells["case_id"].to_numpy(), cells["h"].to_numpy(), cells["n"].to_numpy(),
+                                      n_resamples=N_RESAMPLES, seed=SEED)
+    return {"hits": int(cells["h"].sum()), "n": int(cells["n"].sum()), "rate": boot.statistic,
+            "lo": boot.confidence_interval.low, "hi": boot.confidence_interval.high}
+
+
+def hop_rates(rows: pl.DataFrame) -> pl.DataFrame:
+    """Per model × injected condition (interceptor arms excluded): stage counts and hop rates with intervals."""
+    out = []
+    injected = rows.filter((pl.col("condition") != "control") & ~pl.col("condition").str.ends_with("+interceptor")
+                           & pl.col("reached_s1").is_not_null())  # imported rows without stages are left out
+    s1, s2, s3 = pl.col("reached_s1"), pl.col("reached_s2"), pl.col("wrong_answer")
+    groups = list(injected.group_by("model", "condition", maintain_order=True))
+    if injected["model"].n_unique() > 1:  # the pooled figure papers quote, beside the per-model ones
+        groups += [(("all models", c), sub) for (c,), sub in injected.group_by("condition", maintain_order=True)]
+    for (model, condition), sub in groups:
+        r23 = _rate_ci(sub, s3, s2)
+        r13 = _rate_ci(sub, s3, s1)
+        r12 = _rate_ci(sub, s2, s1)
+        out.append({"model": model, "condition": condition, "trials": sub.height, "n_s1": int(sub["reached_s1"].sum()),
+                    "n_s2": int(sub["reached_s2"].sum()), "n_s3": int(sub.filter(s2 & s3).height),
+                    **{f"r23_{k}": v for k, v in r23.items() if k in ("rate", "lo", "hi")},
+                    **{f"r13_{k}": v for k, v in r13.items() if k in ("rate", "lo", "hi")},
+                    **{f"r12_{k}": v for k, v in r12.items() if k in ("rate", "lo", "hi")}})
+    return pl.DataFrame(out)
+
+
+def rejection_recovery(rows: pl.DataFrame) -> tuple[pl.DataFrame, stats.SpearmanResult | None]:
+    """Per model: P(rejected | S1) and P(correct | S1) on injected, non-intercepted arms; Spearman across models."""
+    injected = rows.filter((pl.col("condition") != "control") & ~pl.col("condition").str.ends_with("+interceptor")
+                           & pl.col("reached_s1").fill_null(False))
+    table = (injected.group_by("model", maintain_order=True)
+             .agg(pl.len().alias("n_s1"), (~pl.col("reached_s2")).mean().alias("rejection"),
+                  pl.col("correct").mean().alias("recovery")))
+    rho = None
+    if table.height >= 3 and table["rejection"].n_unique() > 1 and table["recovery"].n_unique() > 1:
+        rho = stats.spearman(table["rejection"].to_numpy(), table["recovery"].to_numpy(), seed=SEED)
+    return table, rho
+
+
+def fabrication(rows: pl.DataFrame) -> pl.DataFrame:
+    """Per model: tool-call rate and fabrication rate (cluster intervals), and which rules fired."""
+    out = []
+    for (model,), sub in rows.filter(pl.col("tool_called").is_not_null()).group_by("model", maintain_order=True):
+        tool = _rate_ci(sub, pl.col("tool_called"), None)
+        has_fab = sub["fabricated"].null_count() < sub.height  # imported data may lack the column's inputs
+        nan = {"rate": float("nan"), "lo": float("nan"), "hi": float("nan")}
+        fab = _rate_ci(sub.filter(pl.col("fabricated").is_not_null()), pl.col("fabricated"), None) if has_fab else nan
+        no_tool = sub.filter(~pl.col("tool_called") & pl.col("fabricated").is_not_null())
+        rules = no_tool.select(pl.col("fabrication_rules").explode().drop_nulls()).to_series().value_counts(sort=True) \
+            if "fabrication_rules" in sub.columns else None
+        out.append({"model": model, "trials": sub.height, "tool_rate": tool["rate"], "tool_lo": tool["lo"],
+                    "tool_hi": tool["hi"], "fabricated_rate": fab["rate"], "fabricated_lo": fab["lo"],
+                    "fabricated_hi": fab["hi"],
+                    "fabricated_without_tools": float(no_tool["fabricated"].mean()) if no_tool.height else float("nan"),
+                    "rules": ", ".join(f"{r[0]} {r[1]}" for r in rules.iter_rows()) if rules is not None else ""})
+    return pl.DataFrame(out, schema=_FAB_SCHEMA)
+
+
+_FAB_SCHEMA = {"model": pl.String, "trials": pl.Int64, "tool_rate": pl.Float64, "tool_lo": pl.Float64,
+               "tool_hi": pl.Float64, "fabricated_rate": pl.Float64, "fabricated_lo": pl.Float64,
+               "fabricated_hi": pl.Float64, "fabricated_without_tools": pl.Float64, "rules": pl.String}
+
+
+def interceptor_effect(rows: pl.DataFrame) -> pl.DataFrame:
+    """Per model × (intercepted arm, control arm): paired differences with interval and exact McNemar."""
+    out = []
+    arms = sorted({c for c in rows["condition"].unique().to_list() if c.endswith("+interceptor")})
+    for arm in arms:
+        control = arm.split("+", 1)[0]
+        for (model,), sub in rows.group_by("model", maintain_order=True):
+            a = sub.filter(pl.col("condition") == arm)
+            b = sub.filter(pl.col("condition") == control)
+            pairs = a.join(b, on=["case_id", "run"], suffix="_b")
+            if pairs.height == 0:
+                continue
+            row: dict[str, Any] = {"model": model, "arm": arm, "control": control, "pairs": pairs.height,
+                                   "abstained": float(pairs["abstained"].mean()),
+                                   "abstained_control": float(pairs["abstained_b"].mean())}
+            for outcome in ("hallucinated", "wrong_answer"):
+                if pairs[outcome].null_count() or pairs[f"{outcome}_b"].null_count():
+                    continue  # an outcome the source did not record: no pairs to compare
+                x = pairs[outcome].cast(pl.Int64).to_numpy()
+                y = pairs[f"{outcome}_b"].cast(pl.Int64).to_numpy()
+                res = stats.paired_difference(x, y, cluster=pairs["case_id"].to_numpy(), n_resamples=N_RESAMPLES,
+                                              seed=SEED)
+                both = np.concatenate([x, y])
+                unpaired = stats.cluster_bootstrap_ci(np.arange(both.size), both, np.ones_like(both),
+                                                      arm=np.concatenate([np.ones_like(x), np.zeros_like(y)]),
+                                                      n_resamples=N_RESAMPLES, seed=SEED)
+                row.update({f"{outcome}_arm": res.rate_a, f"{outcome}_control": res.rate_b,
+                            f"{outcome}_diff": res.statistic, f"{outcome}_lo": res.confidence_interval.low,
+                            f"{outcome}_hi": res.confidence_interval.high,
+                            f"{outcome}_unpaired_lo": unpaired.confidence_interval.low,
+                            f"{outcome}_unpaired_hi": unpaired.confidence_interval.high,
+                            f"{outcome}_mcnemar_p": res.mcnemar.pvalue,
+                            f"{outcome}_discordant": f"{res.mcnemar.a_only}/{res.mcnemar.b_only}"})
+            out.append(row)
+    return pl.DataFrame(out)
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
+
+
+def _ci(lo: float, hi: float, signed: bool = False) -> str:
+    if math.isnan(lo):
+        return "—"
+    return f"[{100 * lo:+.1f}, {100 * hi:+.1f}]" if signed else f"[{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def _p(x: float) -> str:
+    return f"{x:.3f}" if x >= 0.001 else f"{x:.1e}"
+
+
+def _table(title: str, columns: list[str], caption: str) -> Table:
+    table = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
+                  caption=caption, caption_justify="left")
+    for i, col in enumerate(columns):
+        table.add_column(col, justify="left" if i == 0 else "right", no_wrap=i == 0)
+    return table
+
+
+def print_propagation(out: Path, probe: str, frame: Any, console: Console) -> None:
+    rows = _rows(frame, probe)
+    if rows.height == 0:
+        return
+    hops = hop_rates(rows)
+    if hops.height:
+        table = _table(f"{probe} · hop rates", ["model · condition", "S1", "S2", "S3|S2", "P(S3|S2)", "P(S3|S1)",
+                                                "P(S2|S1)"],
+                       "S1: the corrupted value entered a call; S2: executed and not rejected; S3: wrong final "
+                       "answer. Rates pooled over trials reaching the conditioning stage; [95% cluster bootstrap over "
+                       f"tasks, {N_RESAMPLES:,} resamples].")
+        for r in hops.iter_rows(named=True):
+            table.add_row(f"{r['model']} · {r['condition']}", str(r["n_s1"]), str(r["n_s2"]), str(r["n_s3"]),
+                          f"{_pct(r['r23_rate'])} {_ci(r['r23_lo'], r['r23_hi'])}",
+                          f"{_pct(r['r13_rate'])} {_ci(r['r13_lo'], r['r13_hi'])}",
+                          f"{_pct(r['r12_rate'])} {_ci(r['r12_lo'], r['r12_hi'])}")
+        console.print(table)
+        rr, rho = rejection_recovery(rows)
+        table = _table(f"{probe} · rejection vs recovery", ["model", "trials at S1", "rejection", "recovery"],
+                       "rejection = P(not S2 | S1); recovery = P(correct final answer | S1). "
+                       + (f"Spearman rho across models = {rho.statistic:+.3f}, p = {_p(rho.pvalue)} ({rho.method})."
+                          if rho is not None else "Spearman's rho needs at least 3 models with varying rates."))
+        for r in rr.iter_rows(named=True):
+            table.add_row(r["model"], str(r["n_s1"]), _pct(r["rejection"]), _pct(r["recovery"]))
+        console.print(table)
+    fab = fabrication(rows)
+    if fab.height == 0:
+        return _print_interceptor(probe, rows, console)
+    table = _table(f"{probe} · fabricated tool use", ["model", "trials", "tool-call rate", "fabricated",
+                                                      "fab. | no tool", "rules fired (no-tool trials)"],
+                   "fabricated: an answer asserting a tool result no tool produced (rules in README, 'Fabricated "
+                   "tool use'). An agent that rarely calls tools cannot be corrupted by a tool and looks robust "
+                   "to injection for that reason alone. [95% cluster bootstrap over tasks]")
+    for r in fab.iter_rows(named=True):
+        table.add_row(r["model"], f"{r['trials']:,}", f"{_pct(r['tool_rate'])} {_ci(r['tool_lo'], r['tool_hi'])}",
+                      f"{_pct(r['fabricated_rate'])} {_ci(r['fabricated_lo'], r['fabricated_hi'])}",
+                      _pct(r["fabricated_without_tools"]), r["rules"] or "—")
+    console.print(table)
+    _print_interceptor(probe, rows, console)
+
+
+def _print_interceptor(probe: str, rows: pl.DataFrame, console: Console) -> None:
+    eff = interceptor_effect(rows)
+    if eff.height:
+        table = _table(f"{probe} · interceptor (arm − its control, paired by task and run)",
+                       ["model · arm", "pairs", "halluc.", "Δ pp\n[paired CI]", "unpaired CI", "McNemar p",
+                        "wrong Δ pp", "abstained"],
+                       "Paired difference: cluster bootstrap over tasks with both arms kept together; exact McNemar on "
+                       "discordant pairs (arm-only/control-only). Unpaired CI: traces resampled independently, for "
+                       "comparison. Abstained: the interceptor arm's abstention rate — the price of its accuracy.")
+        for r in eff.iter_rows(named=True):
+            def diff(o: str, r: dict = r) -> str:
+                if r.get(f"{o}_diff") is None:
+                    return "—"
+                return f"{100 * r[f'{o}_diff']:+.1f}\n[dim]{_ci(r[f'{o}_lo'], r[f'{o}_hi'], True)}[/dim]"
+
+            h = r.get("hallucinated_diff") is not None
+            table.add_row(f"{r['model']}\n· {r['arm']}", f"{r['pairs']:,}",
+                          f"{_pct(r['hallucinated_control'])} →\n{_pct(r['hallucinated_arm'])}" if h else "—",
+                          diff("hallucinated"),
+                          _ci(r["hallucinated_unpaired_lo"], r["hallucinated_unpaired_hi"], True) if h else "—",
+                          f"{_p(r['hallucinated_mcnemar_p'])}\n[dim]({r['hallucinated_discordant']})[/dim]" if h else "—",
+                          diff("wrong_answer"), _pct(r["abstained"]))
+        console.print(table)

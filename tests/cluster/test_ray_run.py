@@ -1,0 +1,135 @@
+"""Ray mode on a private one-node Ray: same outcomes as single-node, worker loss, shared limits and remedies."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import psutil
+import pytest
+
+from cluster.driver import run_on_ray
+from runner.config import load_sweep
+from runner.manifest import read_manifest
+from runner.run import grid_of, run_sweep
+from runner.serve import ServeOptions, parse_rule
+from runner.serve.thread import ServerThread
+from tests.cluster.conftest import http_sweep, write_yaml
+
+pytestmark = pytest.mark.usefixtures("ray_local")
+
+OUTCOMES = ["trial_id", "model", "case_id", "condition", "run", "seed", "status", "error_kind", "decoy_called",
+            "expected_called", "asked", "tools_called", "catalogue_order", "tool_calls", "response_text"]
+
+
+def _trials(out: Path) -> pl.DataFrame:
+    return pl.scan_ipc(str(out / "trials" / "*.arrow")).collect()
+
+
+def _outcomes(out: Path) -> pl.DataFrame:
+    return _trials(out).sort("trial_id").select(OUTCOMES)
+
+
+def test_ray_output_equals_single_node_and_resumes_either_way(write_sweep, tmp_path: Path) -> None:
+    loaded = load_sweep(write_sweep(runs=4))
+    said: list[str] = []
+    result = run_on_ray(loaded, tmp_path / "ray", workers=2, chunk_size=50, quiet=True, say=said.append)
+    run_sweep(loaded, tmp_path / "local", quiet=True)
+    ray_df = _trials(tmp_path / "ray")
+    assert ray_df.height == len(grid_of(loaded)) == ray_df["trial_id"].n_unique()
+    assert _outcomes(tmp_path / "ray").equals(_outcomes(tmp_path / "local"))
+    assert result.status == "complete" and result.counts == {"ok": ray_df.height}
+    assert any("2 workers" in line for line in said)
+    # the same directory format: a single-node rerun finds nothing left to do, and vice versa
+    again = run_sweep(loaded, tmp_path / "ray", quiet=True)
+    assert again.skipped == ray_df.height and again.stats.done == 0
+    manifest = read_manifest(tmp_path / "ray")
+    assert manifest is not None and manifest["sessions"][0]["engine"]["mode"] == "ray"
+    assert all(p.name.startswith("part-ray-") for p in (tmp_path / "ray" / "trials").glob("*.arrow"))
+
+
+def _trialworker_pids() -> list[int]:
+    pids = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if cmd and cmd[0].startswith("ray::TrialWorker"):
+            pids.append(proc.info["pid"])
+    return pids
+
+
+def test_killed_worker_has_its_chunks_requeued_and_every_trial_once(tmp_path: Path) -> None:
+    with ServerThread(ServeOptions(port=0, latency_ms=25.0)) as server:
+        sweep = write_yaml(tmp_path / "sweep.yaml", http_sweep(server.base_url, runs=6, concurrency=12))
+        loaded = load_sweep(sweep)
+        said: list[str] = []
+        killed: list[int] = []
+
+        def kill_one() -> None:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and server.stats()["requests"] < 150:
+                time.sleep(0.05)
+            pids = _trialworker_pids()
+            if pids:
+                os.kill(pids[0], signal.SIGKILL)  # a worker process this test's Ray started
+                killed.append(pids[0])
+
+        killer = threading.Thread(target=kill_one, daemon=True)
+        killer.start()
+        result = run_on_ray(loaded, tmp_path / "out", workers=2, chunk_size=40, quiet=True, say=said.append)
+        killer.join(5)
+    df = _trials(tmp_path / "out")
+    assert killed, "no worker process found to kill"
+    assert any("lost" in line for line in said), said
+    assert result.status == "complete"
+    assert df.height == len(grid_of(loaded)) == df["trial_id"].n_unique()
+    assert set(df["trial_id"]) == {s.trial_id for s in grid_of(loaded)}
+
+
+def _max_in_window(times: np.ndarray, window: float) -> int:
+    times = np.sort(times)
+    ends = np.searchsorted(times, times + window, side="left")  # requests in [t, t + window)
+    return int((ends - np.arange(len(times))).max()) if len(times) else 0
+
+
+def test_rpm_shared_by_four_workers_holds_in_every_window(tmp_path: Path) -> None:
+    window, rpm = 2.0, 80  # "rpm" per a 2 s window here, so the test takes seconds, not minutes
+    with ServerThread(ServeOptions(port=0, latency_ms=5.0)) as server:
+        sweep = write_yaml(tmp_path / "sweep.yaml", http_sweep(server.base_url, runs=3, concurrency=64,
+                                                               models=("careful",), limits={"rpm": rpm}))
+        loaded = load_sweep(sweep)
+        started = time.monotonic()
+        result = run_on_ray(loaded, tmp_path / "out", workers=4, chunk_size=16, quiet=True,
+                            limiter_window_s=window)
+        elapsed = time.monotonic() - started
+        log = server.stats(with_log=True)["log"]
+    times = np.array(log["t"])
+    assert result.counts == {"ok": len(grid_of(loaded))} and len(times) == len(grid_of(loaded))
+    assert _max_in_window(times, window) <= rpm
+    # sustained: the limiter's margin costs (window + margin) / window; it must not starve the run
+    span = times.max() - times.min()
+    assert len(times) / span >= 0.7 * rpm / window, (len(times), span, elapsed)
+
+
+def test_remedy_learned_once_is_shared_by_workers(tmp_path: Path) -> None:
+    rule = parse_rule("drop:temperature")
+    with ServerThread(ServeOptions(port=0, latency_ms=10.0, rules=[rule])) as server:
+        sweep = write_yaml(tmp_path / "sweep.yaml", http_sweep(server.base_url, runs=2, concurrency=32,
+                                                               params={"temperature": 0.3}))
+        loaded = load_sweep(sweep)
+        notes: list[str] = []
+        result = run_on_ray(loaded, tmp_path / "out", workers=2, chunk_size=32, quiet=True, notify=notes.append)
+        stats = server.stats()
+    assert result.counts == {"ok": len(grid_of(loaded))}
+    rejected = [n for models in stats["rejections"].values() for params in models.values() for n in params.values()]
+    assert rejected and max(rejected) <= 2  # at most one per (model, parameter) per worker, 2 workers
+    manifest = read_manifest(tmp_path / "out")
+    assert manifest is not None
+    learned = {(r["model_id"], r["param"]) for r in manifest["remedies"]}
+    assert learned == {(m, "temperature") for m in ("careful", "typical", "reckless")}
+    assert len(manifest["remedies"]) == 3 and len(notes) == 3  # announced once each, not once per worker
+    assert _trials(tmp_path / "out")["remedies"].drop_nulls().len() > 0

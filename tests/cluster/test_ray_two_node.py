@@ -1,0 +1,216 @@
+"""A real two-node Ray cluster on this machine (``ray start`` head + ``ray start --address``).
+
+Covers the acceptance runs that need a cluster started outside the driver:
+``trialgrid run --ray ADDRESS`` across both nodes against ``trialgrid serve``
+(outcomes equal to the single-node run), a killed driver's output resumed by a
+single-node run, and ``trialgrid submit`` / ``status`` through Ray Jobs on the head.
+
+Each ``ray start --block`` runs in its own session, and teardown kills exactly those
+process groups (never ``ray stop --force``, which would stop every Ray on the
+machine, including other users' and other test runs').
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+import polars as pl
+import psutil
+import pytest
+
+from runner.config import load_sweep
+from runner.run import grid_of, run_sweep
+from runner.serve import ServeOptions
+from runner.serve.thread import ServerThread
+from tests.cluster.conftest import http_sweep, write_yaml
+from tests.conftest import CONFIGS, ROOT
+
+OUTCOMES = ["trial_id", "status", "error_kind", "decoy_called", "expected_called", "asked", "tools_called",
+            "catalogue_order", "tool_calls", "response_text"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9", NO_PROXY="127.0.0.1,localhost,::1",
+               RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=str(ROOT))
+    return env
+
+
+class Cluster:
+    def __init__(self, temp: str) -> None:
+        self.temp = temp
+        self.gcs_port = _free_port()
+        self.dashboard_port = _free_port()
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.gcs_port}"
+
+    @property
+    def jobs_address(self) -> str:
+        return f"http://127.0.0.1:{self.dashboard_port}"
+
+    def _start(self, args: list[str], log: str) -> None:
+        with open(Path(self.temp) / log, "wb") as out:
+            self.procs.append(subprocess.Popen(["ray", "start", "--block", *args], stdout=out, stderr=subprocess.STDOUT,
+                                               env=_env(), start_new_session=True))
+
+    def start(self) -> None:
+        self._start(["--head", "--node-ip-address=127.0.0.1", f"--port={self.gcs_port}", "--num-cpus=1",
+                     "--resources={\"head_node\": 1}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
+                     f"--dashboard-port={self.dashboard_port}", f"--temp-dir={self.temp}", "--disable-usage-stats"],
+                    "head.log")
+        self._wait_for_jobs_api()
+        self._start([f"--address={self.address}", "--node-ip-address=127.0.0.1", "--num-cpus=1",
+                     "--resources={\"second_node\": 1}", "--disable-usage-stats"], "node2.log")
+        self._wait_for_nodes(2)
+
+    def _wait_for_nodes(self, count: int, timeout_s: float = 90) -> None:
+        probe = ("import ray, time\n"
+                 f"ray.init(address={self.address!r}, log_to_driver=False)\n"
+                 "deadline = time.monotonic() + %d\n"
+                 "while sum(n['Alive'] for n in ray.nodes()) < %d and time.monotonic() < deadline:\n"
+                 "    time.sleep(0.2)\n"
+                 "assert sum(n['Alive'] for n in ray.nodes()) >= %d\n") % (timeout_s, count, count)
+        subprocess.run([sys.executable, "-c", probe], env=_env(), check=True, timeout=timeout_s + 30,
+                       capture_output=True)
+
+    def _wait_for_jobs_api(self, timeout_s: float = 90) -> None:
+        import urllib.request
+
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                opener.open(f"{self.jobs_address}/api/version", timeout=2).read()
+                return
+            except OSError:
+                time.sleep(0.5)
+        raise RuntimeError(f"Ray head did not come up; see {self.temp}/head.log")
+
+    def stop(self) -> None:
+        sessions = {p.pid for p in self.procs}
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for proc in self.procs:
+                try:
+                    os.killpg(proc.pid, sig)  # the process group this fixture started, nothing else
+                except ProcessLookupError:
+                    pass
+            deadline = time.monotonic() + (5 if sig == signal.SIGTERM else 15)
+            while time.monotonic() < deadline and _in_sessions(sessions):
+                time.sleep(0.2)
+        for proc in self.procs:
+            proc.wait(10)
+        assert not _in_sessions(sessions), "Ray processes outlived the cluster fixture"
+
+
+def _in_sessions(sessions: set[int]) -> list[int]:
+    alive = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if os.getsid(proc.info["pid"]) in sessions and proc.status() != psutil.STATUS_ZOMBIE:
+                alive.append(proc.info["pid"])
+        except (ProcessLookupError, psutil.NoSuchProcess, PermissionError):
+            pass
+    return alive
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    temp = tempfile.mkdtemp(prefix="tg", dir="/tmp")
+    c = Cluster(temp)
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerThread]:
+    with ServerThread(ServeOptions(port=0, latency_ms=10.0)) as s:
+        yield s
+
+
+def _trialgrid(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "runner.cli", *args], capture_output=True, text=True, env=_env(),
+                          timeout=timeout, cwd=ROOT)
+
+
+def _outcomes(out: Path) -> pl.DataFrame:
+    return pl.scan_ipc(str(out / "trials" / "*.arrow")).collect().sort("trial_id").select(OUTCOMES)
+
+
+def test_two_node_run_equals_single_node(cluster: Cluster, server: ServerThread, tmp_path: Path) -> None:
+    sweep = write_yaml(tmp_path / "sweep.yaml", http_sweep(server.base_url, runs=3, concurrency=32))
+    loaded = load_sweep(sweep)
+    done = _trialgrid("run", str(sweep), "--ray", cluster.address, "--workers", "2", "--out", str(tmp_path / "ray"),
+                      "--no-report")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "2 workers on 2 node(s)" in " ".join(done.stderr.split()), done.stderr
+    run_sweep(loaded, tmp_path / "local", quiet=True)
+    ray_df = _outcomes(tmp_path / "ray")
+    assert ray_df.height == len(grid_of(loaded)) == ray_df["trial_id"].n_unique()
+    assert ray_df.equals(_outcomes(tmp_path / "local"))
+
+
+def test_killed_driver_leaves_output_that_resumes_single_node(cluster: Cluster, server: ServerThread,
+                                                              tmp_path: Path) -> None:
+    sweep = write_yaml(tmp_path / "sweep.yaml", http_sweep(server.base_url, runs=12, concurrency=16, batch_rows=64))
+    loaded = load_sweep(sweep)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "runner.cli", "run", str(sweep), "--ray", cluster.address,
+                             "--workers", "2", "--out", str(out), "-q"], env=_env(), cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any((out / "trials").glob("part-ray-*.arrows")):
+            time.sleep(0.1)
+        time.sleep(0.5)
+        assert proc.poll() is None, "the run ended before it could be killed"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the driver (its workers die with it: they are its actors)
+        proc.wait(30)
+    leftover = list((out / "trials").glob("*.arrows"))
+    assert leftover, "the killed driver left no stream to repair"
+    result = run_sweep(loaded, out, quiet=True)
+    df = pl.scan_ipc(str(out / "trials" / "*.arrow")).collect()
+    assert result.repaired and 0 < result.skipped < len(grid_of(loaded))
+    assert df.height == len(grid_of(loaded)) == df["trial_id"].n_unique()
+
+
+def test_submit_through_ray_jobs(cluster: Cluster, server: ServerThread, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(CONFIGS / "misselection", project / "misselection")
+    data = http_sweep(server.base_url, runs=1, concurrency=16)
+    for probe in data["probes"]:  # relative to the sweep, as a user's project has them
+        probe["cases"], probe["catalogue"] = "misselection/triples.yaml", "misselection/tools.json"
+    sweep = write_yaml(project / "sweep.yaml", data)
+    out = tmp_path / "job-out"
+    done = _trialgrid("submit", str(sweep), "--address", cluster.jobs_address, "--out", str(out),
+                      "--project", str(project), "--workers", "2")
+    assert done.returncode == 0, done.stderr[-8000:]
+    job_id = done.stdout.strip().splitlines()[-1]
+    status = _trialgrid("status", job_id, "--address", cluster.jobs_address)
+    assert status.stdout.strip() == "SUCCEEDED"
+    df = pl.scan_ipc(str(out / "trials" / "*.arrow")).collect()
+    assert df.height == len(grid_of(load_sweep(sweep))) == df["trial_id"].n_unique()
+    logs = _trialgrid("logs", job_id, "--address", cluster.jobs_address)
+    assert "trials run" in logs.stdout
