@@ -24,9 +24,6 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-# benchmarks/coverage.py would shadow the `coverage` package numba imports
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-sys.path.insert(0, str(ROOT))
 QUICKSTART = ROOT / "configs" / "quickstart.yaml"
 
 
@@ -65,7 +62,7 @@ def main() -> None:
     if args.child:
         print(json.dumps(run_once(args.child)))
         return
-    print(f"in-process path (grid → sim → misselection scoring → Arrow IPC), quickstart design")
+    print("in-process path (grid → sim → misselection scoring → Arrow IPC), quickstart design")
     warm = run_once(2_000)  # imports, caches
     r = run_once(args.trials)
     print(f"  {r['trials']:>10,} trials in {r['seconds']:.2f} s = {r['trials_per_s']:,.0f} trials/s "

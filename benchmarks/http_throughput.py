@@ -39,7 +39,6 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 QUICKSTART = ROOT / "configs" / "quickstart.yaml"
 
 
@@ -180,7 +179,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 64, 256, 1024])
-    parser.add_argument("--transports", nargs="+", default=["httpx", "sharded", "aiohttp"])
+    parser.add_argument("--transports", nargs="+", default=["httpx", "sharded", "httpx-aiohttp", "aiohttp"])
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--rpm", type=int, default=None, help="run only the sustained rpm check at this limit")
     parser.add_argument("--rpm-minutes", type=float, default=3.0)
@@ -200,7 +199,7 @@ def main() -> None:
             print(f"trialgrid serve at {url}, {args.latency_ms:g} ms latency, same machine "
                   f"({os.cpu_count()} cores); misselection trials over the OpenAI wire format, "
                   f"{args.seconds:g} s per cell")
-            header = f"{'transport':<10}" + "".join(f"{f'c={c}':>12}" for c in args.concurrency)
+            header = f"{'transport':<14}" + "".join(f"{f'c={c}':>12}" for c in args.concurrency)
             print(header + "   (trials/s)")
             for transport in args.transports:
                 cells = []
@@ -208,7 +207,7 @@ def main() -> None:
                     rate, errors = asyncio.run(transport_rate(loaded, base_url, transport, c, args.seconds))
                     cells.append(f"{rate:>12,.0f}" if not errors else f"{rate:>8,.0f}({errors})")
                 mark = "  <- chosen (DEFAULT_TRANSPORT)" if transport == DEFAULT_TRANSPORT else ""
-                print(f"{transport:<10}" + "".join(cells) + mark)
+                print(f"{transport:<14}" + "".join(cells) + mark)
             n, elapsed = end_to_end(tmp, base_url, 256)
             print(f"end to end (run_sweep, sink included, engine concurrency 256, {DEFAULT_TRANSPORT}): "
                   f"{n:,} trials in {elapsed:.1f} s = {n / elapsed:,.0f} trials/s")

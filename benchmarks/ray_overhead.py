@@ -4,8 +4,9 @@ Usage: python benchmarks/ray_overhead.py [--trials 8000] [--concurrency 256] [--
                                          [--latency-ms 50] [--limiter-seconds 130] [--rpm 1200]
 
 Both runs send the quickstart design over HTTP (``provider: openai``) to a
-``trialgrid serve`` simulated server started in this process on 127.0.0.1 (so the
-server shares the machine's cores, as in the issue's measurement). Single-node is
+``trialgrid serve`` simulated server started as its own process on 127.0.0.1 (so
+the server shares the machine's cores, as in the issue's measurement, but not the
+client's GIL). Single-node is
 ``run_sweep``; Ray mode is ``run_on_ray`` on a private local Ray with ``--workers``
 workers splitting the same total concurrency. Ray start-up is excluded (the Ray
 figure is the run itself, as the single-node one is).
@@ -20,12 +21,16 @@ load; compare runs made side by side.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -34,8 +39,6 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = ROOT / "configs" / "quickstart.yaml"
 CELLS = 3 * 13 * 3  # models × triples × conditions of the quickstart
-# benchmarks/coverage.py would shadow the `coverage` package numba probes for: drop this script's directory
-sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost,::1")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
@@ -55,6 +58,36 @@ def sweep_file(tmp: Path, base_url: str, trials: int, concurrency: int, *, rpm: 
     path = tmp / name
     path.write_text(yaml.safe_dump(data))
     return path
+
+
+class Server:
+    """``trialgrid serve --port 0`` in a child process; ``stats()`` reads its ``/stats``."""
+
+    def __init__(self, latency_ms: float) -> None:
+        self.latency_ms = latency_ms
+        self.proc: subprocess.Popen[str] | None = None
+        self.url = ""
+
+    def __enter__(self) -> "Server":
+        self.proc = subprocess.Popen([sys.executable, "-m", "runner.cli", "serve", "--port", "0", "--latency-ms",
+                                      str(self.latency_ms)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        self.url = re.search(r"http://127\.0\.0\.1:\d+", line).group(0)  # type: ignore[union-attr]
+        return self
+
+    @property
+    def base_url(self) -> str:
+        return self.url + "/v1"
+
+    def stats(self, with_log: bool = False) -> dict:
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        return json.loads(opener.open(f"{self.url}/stats{'?log=1' if with_log else ''}", timeout=60).read())
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.proc is not None
+        self.proc.terminate()
+        self.proc.wait(30)
 
 
 def max_in_window(times: np.ndarray, window: float) -> int:
@@ -78,12 +111,9 @@ def main() -> None:
     from cluster.driver import run_on_ray
     from runner.config import load_sweep
     from runner.run import run_sweep
-    from runner.serve import ServeOptions
-    from runner.serve.thread import ServerThread
-
     tmp = Path(tempfile.mkdtemp(prefix="tgb", dir="/tmp"))
     try:
-        with ServerThread(ServeOptions(port=0, latency_ms=args.latency_ms)) as server:
+        with Server(args.latency_ms) as server:
             loaded = load_sweep(sweep_file(tmp, server.base_url, args.trials, args.concurrency))
             started = time.perf_counter()
             local = run_sweep(loaded, tmp / "local", quiet=True)

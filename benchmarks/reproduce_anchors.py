@@ -19,10 +19,6 @@ import numpy as np
 import polars as pl
 
 ROOT = Path(__file__).resolve().parents[1]
-# benchmarks/coverage.py would shadow the `coverage` package, which numba
-# imports when installed; drop this folder from the import path first.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-sys.path.insert(0, str(ROOT))
 
 import stats  # noqa: E402
 

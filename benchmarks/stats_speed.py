@@ -1,6 +1,8 @@
 """Speed of trialgrid's statistics core beside the `ungrounded` package and scipy.
 
-Usage: python benchmarks/stats_speed.py [--quick]
+Usage: python benchmarks/stats_speed.py [--quick] [--only SECTION[,SECTION]]
+
+--only runs the named sections (function names, e.g. big_report_section).
 
 Same inputs for every implementation: k prompts x 3 conditions x 20 trials
 (two conditions in arm A, one in arm B), at k = 12 and k = 1,000. Prints
@@ -8,7 +10,8 @@ wall-clock seconds and ratios (the machine is shared; ratios are the figure
 to read). `ungrounded` is a benchmark-only comparison (pip install
 ungrounded), not a project dependency; its column is skipped if it is absent.
 --quick times `ungrounded` at a tenth of the draws and scales linearly
-(its cost is exactly linear in draws), labelled as extrapolated.
+(its cost is exactly linear in draws), labelled as extrapolated, and runs the
+10 M-trial report at a tenth of the prompts (1 M trials).
 
 Sections are functions taking the shared context; main() runs them in order,
 so further sections (e.g. an end-to-end report timing) can be appended to
@@ -26,10 +29,6 @@ from typing import Callable
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-# benchmarks/coverage.py would shadow the `coverage` package, which numba
-# imports when installed; drop this folder from the import path first.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-sys.path.insert(0, str(ROOT))
 
 import stats  # noqa: E402
 
@@ -156,7 +155,181 @@ def bootstrap_section(ctx: dict) -> None:
         row("ours, cluster_bootstrap_ci of A − B (arm=...)", sec, f"[{res.confidence_interval.low:.4f}, {res.confidence_interval.high:.4f}]", ref)
 
 
-SECTIONS: list[Callable[[dict], None]] = [permutation_section, bootstrap_section]
+BIG_PROMPTS, BIG_RUNS = 100_000, 20
+BIG_CONDITIONS = ("ungroundable", "groundable_unknown", "groundable_known",
+                  "ungroundable_paraphrase", "groundable_known_paraphrase")
+BIG_ERROR_RATE = 0.001
+
+
+def write_big_run(out: Path, prompts: int = BIG_PROMPTS, runs: int = BIG_RUNS, seed: int = 20261129) -> int:
+    """A synthetic misselection run in trialgrid's output layout, written with pyarrow directly.
+
+    prompts × 5 conditions × runs trials; prompt-level heterogeneity (each prompt has its own
+    base rate on the logit scale, shifted per condition); 0.1% of trials have status "error"
+    (outcomes null), as a real run would. Returns the number of trials.
+    """
+    import json
+
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    rng = np.random.default_rng(seed)
+    c = len(BIG_CONDITIONS)
+    total = prompts * c * runs
+
+    def logistic(x: np.ndarray) -> np.ndarray:
+        return 1.0 / (1.0 + np.exp(-x))
+
+    decoy = (logistic(rng.normal(-2.2, 1.0, prompts))[:, None] * np.array([1.8, 1.4, 0.6, 1.7, 0.65])).clip(0, 1)
+    expected = logistic(rng.normal(1.0, 1.0, prompts)[:, None] + np.array([-1.0, -0.5, 0.8, -0.9, 0.7]))
+    asked = (logistic(rng.normal(-3.0, 1.0, prompts))[:, None] * np.array([2.0, 1.5, 0.3, 1.9, 0.3])).clip(0, 1)
+    error = rng.random(total) < BIG_ERROR_RATE
+
+    def outcome(p: np.ndarray) -> pa.Array:
+        return pa.array(rng.random(total) < np.repeat(p.ravel(), runs), mask=error)
+
+    def strings(indices: np.ndarray, values: list[str]) -> pa.Array:
+        return pa.DictionaryArray.from_arrays(pa.array(indices.astype(np.int32)), pa.array(values)).cast(pa.string())
+
+    table = pa.table({
+        "model": strings(np.zeros(total, np.int32), ["sim-10m"]),
+        "probe": strings(np.zeros(total, np.int32), ["misselection"]),
+        "case_id": strings(np.repeat(np.arange(prompts), c * runs), [f"t{i:06d}" for i in range(prompts)]),
+        "condition": strings(np.tile(np.repeat(np.arange(c), runs), prompts), list(BIG_CONDITIONS)),
+        "run": pa.array(np.tile(np.arange(runs, dtype=np.int32), prompts * c)),
+        "status": strings(error.astype(np.int32), ["ok", "error"]),
+        "input_tokens": pa.array(rng.integers(300, 400, total)),
+        "output_tokens": pa.array(rng.integers(10, 60, total)),
+        "decoy_called": outcome(decoy),
+        "expected_called": outcome(expected),
+        "asked": outcome(asked),
+    })
+    (out / "trials").mkdir(parents=True)
+    parts = 10
+    step = -(-total // parts)
+    for i in range(parts):
+        with ipc.new_file(str(out / "trials" / f"part-{i:05d}.arrow"), table.schema) as w:
+            w.write_table(table.slice(i * step, step), max_chunksize=1 << 20)
+    (out / "manifest.json").write_text(json.dumps({
+        "format_version": 1, "sweep_name": "synthetic-10M", "sweep_id": "synthetic", "status": "finished",
+        "seed": seed, "trials_total": total, "counts": {"ok": int(total - error.sum()), "error": int(error.sum())},
+        "probes": {"misselection": {"kind": "misselection"}},
+        "sweep": {"models": [{"name": "sim-10m", "provider": "sim", "model": "sim-10m"}], "seed": seed},
+    }))
+    return total
+
+
+def big_report_section(ctx: dict) -> None:
+    """10,000,000 trials on disk → polars aggregation → the full report, timed end to end."""
+    import io
+    import shutil
+    import subprocess
+    import tempfile
+
+    from rich.console import Console
+
+    import polars as pl
+    from runner.analysis import analyze, cell_counts, scan_trials
+    from runner.probes import PROBES
+    from runner.report import print_report
+
+    prompts = BIG_PROMPTS // 10 if ctx["quick"] else BIG_PROMPTS
+    tmp = Path(tempfile.mkdtemp(prefix="trialgrid-10m-"))
+    try:
+        out = tmp / "out"
+        sec, total = timed(lambda: write_big_run(out, prompts))
+        size = sum(p.stat().st_size for p in (out / "trials").iterdir()) / 2**20
+        print(f"\n== report of a {total:,}-trial run: {prompts:,} prompts x {len(BIG_CONDITIONS)} conditions x "
+              f"{BIG_RUNS} runs (misselection; {BIG_ERROR_RATE:.1%} error trials) ==")
+        row("build synthetic Arrow run with pyarrow (not part of the report)", sec, f"{size:,.0f} MiB in 10 parts")
+        # The whole `trialgrid report` cost in a fresh process: interpreter, imports, cached kernels, report.
+        code = ("import io, sys, time; t = time.perf_counter(); from pathlib import Path; "
+                "from rich.console import Console; from runner.report import print_report; "
+                f"print_report(Path({str(out)!r}), Console(file=io.StringIO(), width=120)); "
+                "print(time.perf_counter() - t)")
+        t = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+        fresh = time.perf_counter() - t
+        inner = float(proc.stdout.strip().splitlines()[-1])
+        verdict = "within" if fresh <= 10.0 else "OVER"
+        row("END TO END: fresh process, import + report (the 10 s target)", fresh, f"{verdict} 10 s "
+            f"(of which imports + report {inner:.2f}s)")
+        probe = PROBES["misselection"]
+        sec_cells, cells = timed(lambda: cell_counts(scan_trials(out), "misselection", probe.rates))
+        row("  of which: polars scan + per-cell counts", sec_cells, f"{cells.height:,} cells from {total:,} trials")
+        sec_an, analyses = timed(lambda: analyze(out))
+        row("  of which: runner.analysis.analyze (counts + all statistics)", sec_an, "")
+        sec_rep, summary = timed(lambda: print_report(out, Console(file=io.StringIO(), width=120)))
+        row("  in-process print_report (analysis + leaderboard + rendering)", sec_rep, "")
+        print("  contrasts (model sim-10m):")
+        for r in summary.contrasts.iter_rows(named=True):
+            se = f" ± {r['mc_se_cell']:.1g} (MC s.e.)" if r["mc_se_cell"] else ""
+            print(f"    {r['contrast']:<13} {100 * r['difference']:+.2f} pp [{100 * r['ci_lo']:+.2f}, "
+                  f"{100 * r['ci_hi']:+.2f}]  p trial {r['p_trial']:.3g}  p cell {r['p_cell']:.3g}{se}")
+            print(f"      trial: {r['method_trial']}")
+            print(f"      cell:  {r['method_cell']}")
+        conds = summary.conditions.filter(pl.col("rate") == "decoy_called")
+        print("  decoy_called by condition: " + "; ".join(
+            f"{c['condition']} {100 * c['value']:.2f}% [{100 * c['cluster_lo']:.2f}, {100 * c['cluster_hi']:.2f}]"
+            for c in conds.iter_rows(named=True)))
+        _before_after(ctx, cells, analyses)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _before_after(ctx: dict, cells, analyses) -> None:
+    """The statistics of that report: the previous path (one bootstrap per interval, 20,000-draw Monte Carlo
+    permutation tests at this size) beside the current one, on the same per-cell counts."""
+    import polars as pl
+
+    from stats import _kernels as K
+    from stats._rng import kernel_seed
+
+    [a] = analyses
+    model = cells.filter(pl.col("model") == "sim-10m")
+    k = model["case_id"].n_unique()
+    n_intervals = a.conditions.height * len(a.rates) + a.contrasts.height
+    print(f"\n  statistics at {k:,} prompts, previous path vs now (same counts; ratio = previous / now; previous "
+          f"timed at a tenth of its draws and scaled x10, its cost being linear in draws)")
+    part = model.filter(pl.col("condition").is_in(["ungroundable", "groundable_unknown", "groundable_known"])
+                        & (pl.col("n") > 0))
+    arm = part["condition"].is_in(["ungroundable", "groundable_unknown"]).cast(pl.Int64).to_numpy()
+    cl = part["case_id"].rank("dense").to_numpy()
+    hits, n = part["decoy_called"].to_numpy(), part["n"].to_numpy()
+    values = np.column_stack([np.bincount(cl - 1, hits), np.bincount(cl - 1, n)])
+    old_boot, _ = timed(lambda: K.resample_cluster_sums(values, BOOT_DRAWS // 10, kernel_seed(1)))
+    old_boot *= 10 * n_intervals
+    sub = a.cells.filter(pl.col("model") == "sim-10m")
+    hcols = [np.where(sub["condition"] == c, sub[r], 0) for c in BIG_CONDITIONS for r in a.rates]
+    ncols = [np.where(sub["condition"] == c, sub["n"], 0) for c in BIG_CONDITIONS for r in a.rates]
+    codes = sub["case_id"].rank("dense").to_numpy()
+    new_boot, _ = timed(lambda: stats.cluster_bootstrap_many(codes, np.column_stack(hcols), np.column_stack(ncols),
+                                                             differences=[(0, 6)], n_resamples=BOOT_DRAWS, seed=1))
+    row(f"bootstrap: {n_intervals} intervals, one cluster_bootstrap_ci each (previous)", old_boot, "extrapolated")
+    row("bootstrap: cluster_bootstrap_many, one shared resample (now)", new_boot, "", old_boot)
+    # The two ways to read d columns off a shared resample, on the report's distinct per-prompt columns.
+    from stats import bootstrap as B
+
+    per_prompt = np.column_stack([np.bincount(codes - 1, c) for c in hcols + ncols[::len(a.rates)]])
+    direct, _ = timed(lambda: K.bootstrap_sums_direct(per_prompt, BOOT_DRAWS, kernel_seed(1)))
+    gemm, _ = timed(lambda: B.resample_clusters(per_prompt, BOOT_DRAWS, 1))
+    row(f"  {per_prompt.shape[1]} columns: numba kernel adding d columns per drawn prompt", direct, "", old_boot)
+    row(f"  {per_prompt.shape[1]} columns: count matrix x values (float32 BLAS GEMM, chunks)", gemm,
+        f"used above d = {B.DIRECT_MAX_COLUMNS}; direct / GEMM = {direct / gemm:.2f}", old_boot)
+    # The report's cost per contrast at this size: what the permutation tests did before, and do now.
+    for level in ("trial", "cell"):
+        old, res_old = timed(lambda: stats.cluster_permutation_test(cl, arm, hits, n, level=level,
+                                                                     n_resamples=PERM_DRAWS // 10, seed=1))
+        old *= 10
+        new, res = timed(lambda: stats.cluster_permutation_test(cl, arm, hits, n, level=level, seed=1))
+        row(f"{level}-level test, Monte Carlo {PERM_DRAWS:,} draws (previous default)", old,
+            f"p {res_old.pvalue:.3g} (at {PERM_DRAWS // 10:,} draws) — floor of the method 1/(draws+1)")
+        extra = f"± {res.mc_stderr:.1g}" if res.mc_stderr else f"± {res.pvalue_error:.1g} (bound)"
+        row(f"{level}-level test now ({'tilted convolution' if res.pvalue_error is not None else 'MC, hybrid'})",
+            new, f"p {res.pvalue:.3g} {extra}", old)
+
+
+SECTIONS: list[Callable[[dict], None]] = [permutation_section, bootstrap_section, big_report_section]
 
 
 def main(argv: list[str]) -> int:
@@ -168,9 +341,11 @@ def main(argv: list[str]) -> int:
     stats.cluster_bootstrap_ci([0, 1], [1, 0], [2, 2], n_resamples=10, seed=0)
     print(f"kernel load (numba cache; compiles only on first run after install): {time.perf_counter() - t:.2f}s")
     print("ungrounded:", "available" if ung is not None else "NOT importable (column skipped)")
+    only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else None
     ctx = {"quick": quick, "designs": [make_design(12), make_design(1000)]}
     for section in SECTIONS:
-        section(ctx)
+        if only is None or section.__name__ in only:
+            section(ctx)
     return 0
 
 

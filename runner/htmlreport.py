@@ -18,7 +18,6 @@ headless-browser test reads.
 
 from __future__ import annotations
 
-import math
 import re
 from datetime import datetime, timezone
 from html import escape
@@ -30,6 +29,9 @@ import polars as pl
 from runner import svgplot as S
 from runner.analysis import CONFIDENCE, N_RESAMPLES
 from runner.cost import fmt_usd
+from runner.formatting import pct as _pct
+from runner.formatting import pp as _pp
+from runner.formatting import pvalue as _p
 from runner.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label
 from runner.probes import PROBES
 
@@ -64,20 +66,6 @@ SCRIPT = """
   });
 })();
 """
-
-
-def _pct(x: float | None, digits: int = 1) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}%"
-
-
-def _pp(x: float | None) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:+.1f}"
-
-
-def _p(x: float | None) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "—"
-    return f"{x:.3f}" if x >= 0.001 else f"{x:.1e}"
 
 
 def _slug(*parts: str) -> str:

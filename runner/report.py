@@ -22,22 +22,11 @@ from rich.table import Table
 
 from runner.analysis import CONFIDENCE, N_RESAMPLES, ProbeAnalysis
 from runner.cost import fmt_usd
+from runner.formatting import pct as _pct
+from runner.formatting import pp as _pp
+from runner.formatting import pvalue as _p
 from runner.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label, summarize
 from runner.probes import PROBES
-
-
-def _pct(x: float | None) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
-
-
-def _pp(x: float) -> str:
-    return "—" if math.isnan(x) else f"{100 * x:+.1f}"
-
-
-def _p(x: float | None) -> str:
-    if x is None or math.isnan(x):
-        return "—"
-    return f"{x:.3f}" if x >= 0.001 else f"{x:.1e}"
 
 
 def _conditions_table(a: ProbeAnalysis, model: str) -> Table:

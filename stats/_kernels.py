@@ -563,8 +563,7 @@ def bootstrap_counts(k, first_draw, out, seed):
                     n += 1
 
 
-@nb.njit(parallel=True, **_JIT)
-def bootstrap_sums_direct(values, n_draws, seed):
+def _bootstrap_sums_direct(values, n_draws, seed):
     """The resamples of :func:`bootstrap_counts`, summing ``values`` rows as clusters are drawn.
 
     The reference (and benchmark alternative) for the count-matrix × values
@@ -593,3 +592,8 @@ def bootstrap_sums_direct(values, n_draws, seed):
                         out[r, j] += values[i, j]
                     n += 1
     return out
+
+
+bootstrap_sums_direct = nb.njit(parallel=True, **_JIT)(_bootstrap_sums_direct)
+#: the same kernel without threads, for small problems where waking a thread pool costs more than the work
+bootstrap_sums_direct_serial = nb.njit(**_JIT)(_bootstrap_sums_direct)

@@ -40,6 +40,8 @@ def percentile_interval(values: np.ndarray, confidence_level: float) -> Confiden
 
 #: cap on the count-matrix chunk (elements), so memory stays ~32 MB whatever the number of clusters
 CHUNK_ELEMENTS = 1 << 23
+#: up to this many value columns the sums are accumulated directly (same draws, same sums)
+DIRECT_MAX_COLUMNS = 4
 _F32_EXACT = float(1 << 24)
 
 
@@ -50,8 +52,11 @@ def resample_clusters(values: np.ndarray, n_resamples: int, seed: SeedLike) -> n
     the seed and r) and is stored as a row of draw counts; a chunk of such rows
     times the (k × d) values is one BLAS matrix product. In single precision
     when that is exact (whole-number values with k·max|value| < 2**24, so every
-    partial sum is an exactly representable integer), else in double. Identical,
-    draw for draw, to ``_kernels.bootstrap_sums_direct`` (tests check this).
+    partial sum is an exactly representable integer), else in double. With at
+    most ``DIRECT_MAX_COLUMNS`` columns the rows are instead added as clusters
+    are drawn (``_kernels.bootstrap_sums_direct``), which is faster there; both
+    paths use the same draws and give identical sums for whole-number values
+    (tests check this).
     """
     if int(n_resamples) != n_resamples or n_resamples < 1:
         raise ValueError("n_resamples must be a positive integer")
@@ -64,9 +69,12 @@ def resample_clusters(values: np.ndarray, n_resamples: int, seed: SeedLike) -> n
     if k >= 2**31:
         raise ValueError("too many clusters")
     s = kernel_seed(seed)
+    if d <= DIRECT_MAX_COLUMNS:  # few columns: adding rows as clusters are drawn beats the matrix product
+        direct = K.bootstrap_sums_direct if k * r >= 1 << 21 else K.bootstrap_sums_direct_serial
+        return direct(v, r, s)
     exact32 = bool(np.all(v == np.round(v))) and k * float(np.abs(v).max(initial=0.0)) < _F32_EXACT
     vv = v.astype(np.float32) if exact32 else v
-    rows = max(1, min(256, r, CHUNK_ELEMENTS // k))
+    rows = max(1, min(r, CHUNK_ELEMENTS // k))
     buf = np.zeros((rows, k), np.float32)
     for r0 in range(0, r, rows):
         b = buf[: min(rows, r - r0)]
@@ -144,12 +152,19 @@ def cluster_bootstrap_ci(
     return _result(statistic, dist, confidence_level, what, r, k)
 
 
+def _side(side: int | Sequence[int], d: int) -> list[int]:
+    cols = [int(side)] if np.ndim(side) == 0 else [int(j) for j in side]  # type: ignore[arg-type]
+    if not cols or any(not 0 <= j < d for j in cols):
+        raise ValueError(f"difference side {side!r} must name columns in 0..{d - 1}")
+    return cols
+
+
 def cluster_bootstrap_many(
     cluster: ArrayLike,
     hits: ArrayLike,
     n: ArrayLike,
     *,
-    differences: Sequence[tuple[int, int]] = (),
+    differences: Sequence[tuple[int | Sequence[int], int | Sequence[int]]] = (),
     n_resamples: int = 4000,
     confidence_level: float = 0.95,
     seed: SeedLike = None,
@@ -160,9 +175,12 @@ def cluster_bootstrap_many(
     rate, e.g. per condition × outcome — and ``n`` is (cells × d) or (cells,)
     shared by every column. Column j's statistic is the pooled rate
     Σhits[:, j] / Σn[:, j]; each pair ``(a, b)`` in ``differences`` adds the
-    interval of rate a − rate b. Every resample draws as many clusters as
-    observed, with replacement, *once*, and all d columns (and differences) are
-    read off it, so the cost is one resampling instead of d.
+    interval of rate a − rate b, where a side may also be a sequence of columns
+    pooled into one arm (Σ of their hits over Σ of their trials), e.g. the
+    conditions of arm A. Every resample draws as many clusters as observed,
+    with replacement, *once*, and all d columns (and differences) are read off
+    it, so the cost is one resampling instead of d. Identical columns (e.g. an
+    ``n`` shared by several rates) are resampled once.
 
     Each returned interval is, on its own, the cluster bootstrap percentile
     interval of ``cluster_bootstrap_ci``: with the same ``seed`` a single
@@ -193,15 +211,20 @@ def cluster_bootstrap_many(
         hj, nj = as_counts(h[:, j], nn[:, j], m)
         cols_h.append(np.bincount(codes, hj, k))
         cols_n.append(np.bincount(codes, nj, k))
-    pairs = [(int(a), int(b)) for a, b in differences]
-    for a, b in pairs:
-        if not (0 <= a < d and 0 <= b < d):
-            raise ValueError(f"difference ({a}, {b}) names a column outside 0..{d - 1}")
+    pairs = [(_side(a, d), _side(b, d)) for a, b in differences]
     values = np.column_stack(cols_h + cols_n) if d else np.zeros((k, 0))
     r = int(n_resamples)
-    sums = resample_clusters(values, r, seed)
+    first: dict[bytes, int] = {}  # identical columns (e.g. a shared n) are resampled once
+    inverse = np.array([first.setdefault(values[:, j].tobytes(), len(first)) for j in range(2 * d)], np.int64)
+    distinct = np.unique(inverse, return_index=True)[1]  # first column of each distinct code, in code order
+    sums = resample_clusters(values[:, distinct], r, seed)[:, inverse]
     tot = values.sum(axis=0)
     rates = [_ratio(sums[:, j], sums[:, d + j]) for j in range(d)]
+
+    def pooled(side: list[int]) -> tuple[np.ndarray, float, float]:
+        num, den = sums[:, side].sum(axis=1), sums[:, [d + j for j in side]].sum(axis=1)
+        return _ratio(num, den), float(tot[side].sum()), float(tot[[d + j for j in side]].sum())
+
     shared = f" (one resample shared by {d} rate{'s' if d != 1 else ''}" + (
         f" and {len(pairs)} difference{'s' if len(pairs) != 1 else ''})" if pairs else ")")
     out = []
@@ -209,7 +232,8 @@ def cluster_bootstrap_many(
         stat = tot[j] / tot[d + j] if tot[d + j] else float("nan")
         out.append(_result(stat, rates[j], confidence_level, "pooled rate", r, k, shared))
     for a, b in pairs:
-        stat = tot[a] / tot[d + a] - tot[b] / tot[d + b] if tot[d + a] and tot[d + b] else float("nan")
-        out.append(_result(stat, rates[a] - rates[b], confidence_level,
+        (dist_a, ha, na), (dist_b, hb, nb) = pooled(a), pooled(b)
+        stat = ha / na - hb / nb if na and nb else float("nan")
+        out.append(_result(stat, dist_a - dist_b, confidence_level,
                            "difference of pooled rates A − B (clusters resampled once for both arms)", r, k, shared))
     return tuple(out)

@@ -49,7 +49,7 @@ def load_records(path: Path, *, what: str, key: str) -> tuple[list[Record], str]
                         line=source.line_of(prefix), key_path=prefix or None)
     if not data:
         raise UserError(f"no {key}: the file is empty", file=path, line=source.line_of(prefix), key_path=prefix or None,
-                        hint=f"add at least one entry; `trialgrid template` writes an example")
+                        hint="add at least one entry; `trialgrid template` writes an example")
     return [Record(item, source, prefix + (i,)) for i, item in enumerate(data)], source.sha256
 
 

@@ -31,6 +31,7 @@ from rich.table import Table
 
 import stats
 from runner.errors import UserError
+from runner.formatting import pct as _pct
 from runner.manifest import read_manifest
 
 N_RESAMPLES = 4000
@@ -157,10 +158,6 @@ def _labels_of(out: Path, probe: str) -> tuple[pl.DataFrame, list[str] | None]:
 
 def _f(x: float) -> str:
     return "—" if x is None or math.isnan(x) else f"{x:.3f}"
-
-
-def _pct(x: float) -> str:
-    return "—" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
 
 
 def print_judges(out: Path, probe: str, frame: Any, console: Console) -> None:

@@ -29,7 +29,7 @@ from runner.errors import UserError
 from runner.probes.base import Probe, ProbeConfig
 from runner.probes.casefiles import Record, load_records
 from runner.probes.catalogue import load_catalogue, parse_catalogue
-from runner.probes.jsonwalk import format_value, key_names, leaves, normalise, scalar_text, top_field
+from runner.probes.jsonwalk import format_value, key_names, leaves, normalise, scalar_text
 from runner.providers.base import Agent
 from runner.sources import validate
 from runner.types import ChatResponse, Message, ToolSpec, TrialSpec

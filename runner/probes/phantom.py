@@ -27,7 +27,7 @@ import asyncio
 import json
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal, Mapping
+from typing import Any, Callable, Iterator, Literal
 
 import pyarrow as pa
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
@@ -37,7 +37,7 @@ from runner.probes.base import Probe, ProbeConfig
 from runner.probes.casefiles import load_records
 from runner.probes.jsonwalk import contained, leaves, normalise, numbers_in, top_field
 from runner.providers.base import Agent
-from runner.providers.errors import ErrorKind, ProviderError
+from runner.providers.errors import ProviderError
 from runner.seeding import stable_int
 from runner.sources import validate
 from runner.types import Message, TrialSpec

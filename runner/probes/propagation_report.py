@@ -29,6 +29,8 @@ from rich.console import Console
 from rich.table import Table
 
 import stats
+from runner.formatting import pct as _pct
+from runner.formatting import pvalue as _p
 
 N_RESAMPLES = 4000
 SEED = 2026
@@ -148,18 +150,10 @@ def interceptor_effect(rows: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(out)
 
 
-def _pct(x: float | None) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
-
-
 def _ci(lo: float, hi: float, signed: bool = False) -> str:
     if math.isnan(lo):
         return "—"
     return f"[{100 * lo:+.1f}, {100 * hi:+.1f}]" if signed else f"[{100 * lo:.1f}, {100 * hi:.1f}]"
-
-
-def _p(x: float) -> str:
-    return f"{x:.3f}" if x >= 0.001 else f"{x:.1e}"
 
 
 def _table(title: str, columns: list[str], caption: str) -> Table:

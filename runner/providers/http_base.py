@@ -19,6 +19,7 @@ import time
 from typing import Any, Mapping, Sequence
 
 import httpx
+import orjson
 
 from runner.providers.classify import classify_http
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
@@ -107,15 +108,16 @@ class HttpProvider:
         body = self.encode(request)
         applied = apply_remedies(body, remedies) if remedies else []
         headers = {SEED_HEADER: str(request.seed)} if request.seed is not None else {}
-        payload = json.dumps(body, separators=(",", ":")).encode()
+        payload = orjson.dumps(body)  # ~8x json.dumps on these bodies; CPU is the limit at high concurrency
         started = time.perf_counter()
         try:
             response = await self._client.post(self.url, content=payload, headers=headers)
-        except httpx.TimeoutException:
-            raise self._error(ErrorKind.TRANSIENT, f"no answer within the {self.connection.timeout_s:g} s request timeout"
-                              f"{self._where}", applied) from None
         except (httpx.TransportError, _AiohttpError, OSError) as exc:
-            raise self._error(ErrorKind.TRANSIENT, f"connection failed{self._where}: {_describe(exc)}", applied) from None
+            if _timed_out(exc):
+                message = f"no answer within the {self.connection.timeout_s:g} s request timeout{self._where}"
+            else:
+                message = f"connection failed{self._where}: {_describe(exc)}"
+            raise self._error(ErrorKind.TRANSIENT, message, applied) from None
         latency = time.perf_counter() - started
         raw = response.content
         if response.status_code >= 300:
@@ -125,8 +127,8 @@ class HttpProvider:
             error.remedies = tuple(applied)
             raise error
         try:
-            data = json.loads(raw)
-        except ValueError:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
             raise self._error(ErrorKind.TRANSIENT, f"malformed JSON body{self._where} ({len(raw)} bytes, "
                               f"starts {self.scrub(raw[:40].decode('utf-8', 'replace'))!r})", applied) from None
         try:
@@ -157,10 +159,21 @@ def _with(response: ChatResponse, latency: float, applied: list[str]) -> ChatRes
                         1, tuple(applied))
 
 
+def _timed_out(exc: BaseException) -> bool:
+    """A timeout, as opposed to a refused, reset or cut-off connection.
+
+    httpx_aiohttp maps every ``aiohttp.ClientConnectionError`` — a server disconnect
+    included — onto ``httpx.ConnectTimeout``, so the original cause decides.
+    """
+    cause = exc.__cause__ if isinstance(exc, httpx.TransportError) and exc.__cause__ is not None else exc
+    return isinstance(cause, (TimeoutError, httpx.TimeoutException)) or type(cause).__name__ in (
+        "ServerTimeoutError", "SocketTimeoutError", "ConnectionTimeoutError")
+
+
 def _describe(exc: BaseException) -> str:
     """The most specific readable cause: httpx_aiohttp maps aiohttp errors onto httpx ones."""
     cause = exc.__cause__ or exc.__context__
-    for e in (exc, cause):
+    for e in (cause, exc):
         if e is not None and str(e):
             return f"{type(e).__name__}: {e}"
     return type(exc).__name__

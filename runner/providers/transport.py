@@ -1,17 +1,21 @@
 """The HTTP client under the wire formats: httpx's API over a transport chosen by measurement.
 
-httpx is the client API (requests, headers, timeouts, exceptions), but its own
-async connection pool (httpcore) does not scale with concurrency on this project's
-machines: against a 50 ms loopback server the issue measured 293 req/s at 16
-concurrent requests and ~104 at 256. ``benchmarks/http_throughput.py`` compares
-three ways to carry httpx requests (figures in that script's output and the
+httpx is the client API (requests, responses, headers, timeouts, exceptions), but
+its own async connection pool (httpcore) does not scale with concurrency on this
+project's machines: against a 50 ms loopback server the issue measured 293 req/s
+at 16 concurrent requests and ~104 at 256. ``benchmarks/http_throughput.py``
+compares the ways to carry httpx requests (figures in that script's output and the
 README's "Performance" section):
 
 - ``httpx``: one ``httpx.AsyncClient`` with its default pool;
-- ``sharded``: several ``httpx.AsyncClient`` objects, requests spread round-robin,
-  each pool small enough to stay on the fast path;
-- ``aiohttp``: one ``httpx.AsyncClient`` over ``httpx_aiohttp.AiohttpTransport``,
-  i.e. aiohttp's connection pool and HTTP parser behind the httpx API.
+- ``sharded``: several ``httpx.AsyncClient`` objects used round-robin, each pool
+  small enough to stay on the fast path;
+- ``httpx-aiohttp``: one ``httpx.AsyncClient`` over ``httpx_aiohttp.AiohttpTransport``
+  (aiohttp's pool and parser behind the httpx API);
+- ``aiohttp``: the same transport, driven directly with ``httpx.Request`` objects.
+  ``AsyncClient.send`` spends more CPU per request than the transport itself
+  (URL re-parsing, header merging, the cookie jar, auth and redirect hooks — none
+  of which an API client needs), and on two shared cores that CPU is the limit.
 
 ``DEFAULT_TRANSPORT`` is the one the benchmark chose. Every kind is driven through
 the same ``Client`` protocol, so the wire formats never know which one they use.
@@ -24,7 +28,7 @@ from typing import Any, Mapping, Protocol
 
 import httpx
 
-TRANSPORTS = ("aiohttp", "httpx", "sharded")
+TRANSPORTS = ("aiohttp", "httpx-aiohttp", "httpx", "sharded")
 #: chosen by benchmarks/http_throughput.py (see the README's "Performance" section)
 DEFAULT_TRANSPORT = "aiohttp"
 _SHARD_SIZE = 16  # connections per shard: where a single httpx pool still scaled in the benchmark
@@ -56,6 +60,39 @@ class ShardedClient:
             await shard.aclose()
 
 
+class DirectClient:
+    """httpx requests handed straight to an httpx transport, without ``AsyncClient``'s per-request work.
+
+    What ``AsyncClient`` would add and an API client does not need: cookies (none are
+    kept), redirects (a redirected POST is an error here: the 3xx is returned as is),
+    auth flows (the key is a plain header), event hooks. Timeouts go the way
+    ``AsyncClient`` passes them, in the request's ``timeout`` extension.
+    """
+
+    def __init__(self, transport: httpx.AsyncBaseTransport, *, timeout_s: float, headers: Mapping[str, str]) -> None:
+        self._transport = transport
+        self._headers = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+        self._extensions = {"timeout": httpx.Timeout(timeout_s).as_dict()}
+        self._urls: dict[str, httpx.URL] = {}
+
+    async def post(self, url: str, *, content: bytes, headers: Mapping[str, str]) -> httpx.Response:
+        parsed = self._urls.get(url)
+        if parsed is None:
+            parsed = self._urls[url] = httpx.URL(url)
+        request = httpx.Request("POST", parsed, content=content, extensions=self._extensions,
+                                headers=[(b"host", parsed.netloc), *self._headers,
+                                         *((k.encode(), v.encode()) for k, v in headers.items())])
+        response = await self._transport.handle_async_request(request)
+        try:
+            await response.aread()
+        finally:
+            await response.aclose()
+        return response
+
+    async def aclose(self) -> None:
+        await self._transport.aclose()
+
+
 def make_client(
     kind: str = DEFAULT_TRANSPORT,
     *,
@@ -75,9 +112,11 @@ def make_client(
     if kind == "sharded":
         n = max(1, -(-max_connections // _SHARD_SIZE))
         return ShardedClient([httpx.AsyncClient(limits=_limits(_SHARD_SIZE), **common) for _ in range(n)])
-    if kind == "aiohttp":
+    if kind in ("aiohttp", "httpx-aiohttp"):
         from httpx_aiohttp import AiohttpTransport
 
         transport = AiohttpTransport(limits=_limits(max_connections), trust_env=False)
+        if kind == "aiohttp":
+            return DirectClient(transport, timeout_s=timeout_s, headers=headers)
         return httpx.AsyncClient(transport=transport, **common)
     raise ValueError(f"unknown transport {kind!r}: expected one of {', '.join(TRANSPORTS)}")

@@ -20,13 +20,13 @@ between awaits, so counts cannot race.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import random
 from collections import deque
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from runner.providers.sim import SimProvider
@@ -35,10 +35,11 @@ from runner.serve.options import FAULTS, ServeOptions
 from runner.serve.stats import ServerStats, key_id
 
 _JSON = "application/json"
+_FAULT_STATUS = {"429": 429, "500": 500, "503": 503, "slow": 200, "reset": 0, "malformed": 200, "truncated": 200}
 
 
 def _dumps(data: Any) -> bytes:
-    return json.dumps(data, separators=(",", ":")).encode()
+    return orjson.dumps(data)
 
 
 class SimServer:
@@ -105,7 +106,7 @@ class SimServer:
         kid = key_id(key)
         stats = self.stats
         t = stats.enter(kid)
-        model, status, tag = "", 0, ""
+        model, status, tag, tokens = "", 0, "", 0
         try:
             if self._keys and key not in self._keys:
                 status, tag = 401, "auth"
@@ -116,7 +117,7 @@ class SimServer:
                 return self._too_many(api, codec, wait, "rate limit reached for requests (the server's own rpm limit)")
             raw = await request.read()
             try:
-                body = json.loads(raw)
+                body = orjson.loads(raw)
                 chat = codec.decode(body, request.headers)
             except (ValueError, BadRequest, KeyError, TypeError, AttributeError) as exc:
                 status, tag = 400, "bad_request"
@@ -134,7 +135,8 @@ class SimServer:
             if delay > 0:
                 await asyncio.sleep(delay)
             if fault is not None:
-                status, tag = 0, f"fault:{fault}"
+                # the status the client sees (0: the connection is cut before any status line)
+                status, tag = _FAULT_STATUS[fault], f"fault:{fault}"
                 return await self._fault(request, api, codec, fault, chat)
             try:
                 answer = self.sim.respond(chat)
@@ -143,10 +145,11 @@ class SimServer:
                 return self._json(404, codec.error(404, f"The model '{model}' does not exist: {exc}",
                                                    kind="not_found_error", code="model_not_found"))
             status, tag = 200, "ok"
+            tokens = answer.usage.input_tokens + answer.usage.output_tokens
             return web.Response(body=_dumps(codec.encode(answer, model)), content_type=_JSON)
         finally:
             stats.leave(kid)
-            stats.record(t, kid, api, model, status, tag)
+            stats.record(t, kid, api, model, status, tag, tokens)
 
     def _json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> web.Response:
         return web.Response(status=status, body=_dumps(body), content_type=_JSON, headers=headers)
@@ -200,7 +203,8 @@ class SimServer:
 async def start_server(options: ServeOptions) -> tuple[web.AppRunner, SimServer, int]:
     """Start serving on ``options.host:options.port`` (0: any free port); return the bound port."""
     state = SimServer(options)
-    runner = web.AppRunner(state.app(), access_log=None, handle_signals=False)
+    # shutdown_timeout: do not wait out a "slow" fault's sleep when stopping
+    runner = web.AppRunner(state.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5)
     await runner.setup()
     site = web.TCPSite(runner, options.host, options.port, backlog=4096, reuse_address=True)
     await site.start()

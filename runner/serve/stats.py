@@ -2,7 +2,8 @@
 
 Tests assert on the *server's* view — requests per key in every window, silence
 after a 429, one rejection per (rule, model, parameter) — so the log is the ground
-truth, kept in columns (arrival time since start, key id, api, model, status, tag).
+truth, kept in columns (arrival time since start, key id, api, model, status, tag,
+tokens billed: input + output of a successful answer).
 Keys are logged as a short hash, never as the key.
 """
 
@@ -30,6 +31,7 @@ class ServerStats:
         self.model: list[str] = []
         self.status: list[int] = []
         self.tag: list[str] = []
+        self.tokens: list[int] = []
         self.requests = 0
         self.by_status: Counter[int] = Counter()
         self.by_tag: Counter[str] = Counter()
@@ -64,7 +66,7 @@ class ServerStats:
         self.in_flight -= 1
         self.key_in_flight[kid] -= 1
 
-    def record(self, t: float, kid: str, api: str, model: str, status: int, tag: str) -> None:
+    def record(self, t: float, kid: str, api: str, model: str, status: int, tag: str, tokens: int = 0) -> None:
         self.by_status[status] += 1
         self.by_tag[tag] += 1
         if len(self.t) < self.log_limit:
@@ -74,6 +76,7 @@ class ServerStats:
             self.model.append(model)
             self.status.append(status)
             self.tag.append(tag)
+            self.tokens.append(tokens)
 
     def rejected(self, rule: str, model: str, param: str) -> None:
         self.rejections[rule][model][param] += 1
@@ -98,5 +101,5 @@ class ServerStats:
         }
         if with_log:
             out["log"] = {"t": self.t, "key": self.key, "api": self.api, "model": self.model,
-                          "status": self.status, "tag": self.tag}
+                          "status": self.status, "tag": self.tag, "tokens": self.tokens}
         return out

@@ -91,3 +91,19 @@ def test_error_rows_are_counted_as_errors_not_trials_of_the_rate(tmp_path: Path,
     ok = trials.filter(pl.col("status") == "ok")
     assert int(a.conditions["decoy_called_hits"].sum()) == int(ok["decoy_called"].sum())
     assert np.isfinite(a.conditions["decoy_called_rate"].to_numpy()).all()
+
+
+def test_a_null_outcome_is_not_a_miss(tmp_path: Path, write_sweep) -> None:
+    """Rates use their own denominator: ok trials where the outcome exists."""
+    run_sweep(load_sweep(write_sweep(runs=2)), tmp_path / "out", quiet=True)
+    part = next((tmp_path / "out" / "trials").glob("*.arrow"))
+    frame = pl.read_ipc(part)
+    blanked = frame.with_columns(pl.when(pl.col("condition") == "groundable_known").then(None)
+                                 .otherwise(pl.col("asked")).alias("asked"))
+    blanked.write_ipc(part)
+    [a] = analyze(tmp_path / "out")
+    known = a.conditions.filter(pl.col("condition") == "groundable_known")
+    assert (known["asked_n"] == 0).all() and known["asked_rate"].is_nan().all()
+    assert (known["decoy_called_n"] == known["ok"]).all()
+    other = a.conditions.filter(pl.col("condition") != "groundable_known")
+    assert (other["asked_n"] == other["ok"]).all()

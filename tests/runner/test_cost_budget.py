@@ -39,6 +39,9 @@ def _spent(out: Path) -> float:
 def test_prices_and_budget_are_not_part_of_the_sweep_identity(write_sweep) -> None:
     plain = load_sweep(write_sweep(quickstart_dict(), name="a.yaml"))
     priced = load_sweep(_sweep(write_sweep, {"usd": 0.5}, name="b.yaml"))
+    same_grid = quickstart_dict()
+    same_grid["probes"][0]["runs"] = 4
+    assert priced.sweep_id == load_sweep(write_sweep(same_grid, name="d.yaml")).sweep_id
     data = quickstart_dict()
     data["prices"] = PRICES
     data["budget"] = {"usd": 1.0}

@@ -119,6 +119,7 @@ from stats._rng import kernel_seed  # noqa: E402
 @pytest.mark.parametrize("chunk", [None, 1000])
 def test_count_matrix_product_equals_direct_accumulation(monkeypatch, chunk):
     """The BLAS path (float32 when exact, else float64) sums exactly what drawing cluster by cluster sums."""
+    monkeypatch.setattr(_boot, "DIRECT_MAX_COLUMNS", 0)  # always the count-matrix product
     if chunk:
         monkeypatch.setattr(_boot, "CHUNK_ELEMENTS", chunk)  # many small chunks
     rng = np.random.default_rng(11)
@@ -196,3 +197,25 @@ def test_many_shared_n_column_validation_and_thread_independence():
         stats.cluster_bootstrap_many(cl, h, n, differences=[(0, 5)])
     with pytest.raises(ValueError, match="missing"):
         stats.cluster_bootstrap_many([None] * 100, h, n)
+
+
+def test_many_pooled_arms_equal_arm_interval_and_duplicate_columns_are_harmless():
+    """A side of a difference may pool several columns (the conditions of an arm)."""
+    rng = np.random.default_rng(14)
+    for i in range(40):
+        k = int(rng.integers(2, 30))
+        n = rng.integers(0, 12, (k, 3))
+        h = rng.binomial(n, rng.random((k, 3)))
+        cl = np.repeat(np.arange(k), 3)
+        arm = np.tile([1, 1, 0], k)
+        ref = stats.cluster_bootstrap_ci(cl, h.ravel(), n.ravel(), arm=arm, n_resamples=400, seed=i)
+        cond = np.tile([0, 1, 2], k)
+        hm = np.column_stack([np.where(cond == j, h.ravel(), 0) for j in range(3)] + [h.ravel()])
+        nm = np.column_stack([np.where(cond == j, n.ravel(), 0) for j in range(3)] + [n.ravel()])
+        res = stats.cluster_bootstrap_many(cl, hm, nm, differences=[([0, 1], 2), ([0, 1], [2])], n_resamples=400,
+                                           seed=i)
+        for diff in res[4:]:
+            assert np.array_equal(diff.bootstrap_distribution, ref.bootstrap_distribution, equal_nan=True)
+            assert diff.statistic == ref.statistic or math.isnan(ref.statistic)
+        pooled = stats.cluster_bootstrap_ci(cl, h.ravel(), n.ravel(), n_resamples=400, seed=i)
+        assert np.array_equal(res[3].bootstrap_distribution, pooled.bootstrap_distribution, equal_nan=True)

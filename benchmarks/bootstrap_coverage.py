@@ -1,6 +1,6 @@
 """Coverage of the cluster bootstrap interval under prompt-level heterogeneity.
 
-Usage: python benchmarks/coverage.py [--replications N]
+Usage: python benchmarks/bootstrap_coverage.py [--replications N]
 
 Simulates studies in which every prompt has its own true rate (logit-normal
 across prompts) and every prompt is run the same number of times, so the
@@ -23,10 +23,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-# This file's name shadows the `coverage` package, which numba imports when it
-# is installed; drop the script's own folder from the import path first.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-sys.path.insert(0, str(ROOT))
 
 import stats  # noqa: E402
 
