@@ -88,9 +88,10 @@ _ENTITY_FIELD_RE = re.compile(r"vendor|provider|service|integration|platform|sou
 class _Prompt:
     """Per (model, prompt, catalogue) facts, computed once and cached."""
 
-    __slots__ = ("text", "reading", "shift_wide", "shift_ask", "found", "input_tokens")
+    __slots__ = ("text", "reading", "shift_wide", "shift_ask", "found", "input_tokens",
+                 "p_wide_front", "p_wide_back", "p_ask")
 
-    def __init__(self, model: str, text: str, reading: Reading, input_chars: int) -> None:
+    def __init__(self, persona: Persona, model: str, text: str, reading: Reading, input_chars: int) -> None:
         self.text = text
         self.reading = reading
         digest = hashlib.blake2b(f"{model}\x1f{text}".encode(), digest_size=16).digest()
@@ -110,6 +111,12 @@ class _Prompt:
             "days": _DAY_RE.findall(text),
         }
         self.input_tokens = max(1, input_chars // 4)
+        # the prompt's own rates: the persona's base rate moved by the prompt's latent shift
+        state = reading.entity.state
+        wide = _logit(persona.reach_wide[state]) + persona.sigma * self.shift_wide
+        self.p_wide_back = _expit(wide)
+        self.p_wide_front = _expit(wide + math.log(persona.position_boost))
+        self.p_ask = _expit(_logit(persona.ask[state]) + persona.sigma * self.shift_ask)
 
 
 class SimProvider:
@@ -144,7 +151,7 @@ class SimProvider:
                 self._cache.clear()
             chars = sum(len(m.content) for m in request.messages) + sum(
                 len(t.name) + len(t.description) + 40 * len(t.parameters.get("properties", {})) for t in request.tools)
-            prompt = _Prompt(request.model, text, read(text, request.tools), chars)
+            prompt = _Prompt(persona, request.model, text, read(text, request.tools), chars)
             self._cache[key] = prompt
         seed = request.seed if request.seed is not None else 0
         calls, reply = self._decide(persona, prompt, names, seed)
@@ -158,19 +165,15 @@ class SimProvider:
 
     def _decide(self, persona: Persona, prompt: _Prompt, names: tuple[str, ...], seed: int) -> tuple[list[ToolCall], str]:
         r = prompt.reading
-        state = r.entity.state
         calls: list[ToolCall] = []
         if r.broad is not None:
-            logit = _logit(persona.reach_wide[state]) + persona.sigma * prompt.shift_wide
-            if names.index(r.broad) < 3:
-                logit += math.log(persona.position_boost)
-            if uniform(seed, _S_WIDE) < _expit(logit):
+            p_wide = prompt.p_wide_front if names.index(r.broad) < 3 else prompt.p_wide_back
+            if uniform(seed, _S_WIDE) < p_wide:
                 calls.append(self._call(persona, prompt, r.broad, r.broad_schema, seed, 0))
                 if r.specific is not None and uniform(seed, _S_CHAIN) < persona.chain:
                     calls.append(self._call(persona, prompt, r.specific, r.specific_schema, seed, 1))
                 return calls, ""
-        ask_p = _expit(_logit(persona.ask[state]) + persona.sigma * prompt.shift_ask)
-        if r.specific is None or uniform(seed, _S_ASK) < ask_p:
+        if r.specific is None or uniform(seed, _S_ASK) < prompt.p_ask:
             return [], _ask_text(r)
         missing: list[str] = []
         if r.runner_up is not None and uniform(seed, _S_OFF) < persona.off_target:
@@ -184,7 +187,7 @@ class SimProvider:
     def _call(self, persona: Persona, prompt: _Prompt, tool: str, schema: Mapping[str, Any], seed: int, index: int,
               missing: list[str] | None = None) -> ToolCall:
         args = fill_arguments(persona, prompt, schema, seed, salt=_S_ARGS + 16 * index, missing=missing)
-        raw = json.dumps(args, separators=(",", ":"))
+        raw = _to_json(args)
         call_id = f"call_{seed & 0xFFFFFF:06x}_{index}"
         if persona.garble and uniform(seed, _S_GARBLE + 16 * index) < persona.garble:
             # a truncated argument string, kept as the model "sent" it: a broken call, not an abstention
@@ -196,6 +199,23 @@ class SimProvider:
                 error = f"{exc.msg} at column {exc.colno}"
             return ToolCall(name=tool, raw_arguments=broken, arguments=None, id=call_id, parse_error=error)
         return ToolCall(name=tool, raw_arguments=raw, arguments=args, id=call_id)
+
+
+_JSON_CACHE: dict[tuple, str] = {}
+
+
+def _to_json(args: dict[str, Any]) -> str:
+    """``json.dumps`` of flat argument dicts, memoised: the same arguments recur across trials."""
+    try:  # types in the key: True == 1 == 1.0 as dict keys, but not as JSON
+        key = tuple((k, v.__class__, v) for k, v in args.items())
+        raw = _JSON_CACHE.get(key)
+    except TypeError:  # a nested (unhashable) value
+        return json.dumps(args, separators=(",", ":"))
+    if raw is None:
+        if len(_JSON_CACHE) >= 100_000:
+            _JSON_CACHE.clear()
+        raw = _JSON_CACHE[key] = json.dumps(args, separators=(",", ":"))
+    return raw
 
 
 def _ask_text(r: Reading) -> str:
@@ -232,10 +252,10 @@ def fill_arguments(persona: Persona, prompt: _Prompt, schema: Mapping[str, Any],
             elif persona.pad and uniform(seed, salt + _S_PAD + i) < persona.pad:
                 args[field] = _pad_value(field, spec, seed, salt + _S_PAD + i)
             continue
-        kind = spec.get("type", "string") if isinstance(spec, Mapping) else "string"
+        kind = spec.get("type", "string") if isinstance(spec, dict) else "string"
         value: Any = None
         lname = field.lower()
-        if isinstance(spec, Mapping) and spec.get("enum"):
+        if isinstance(spec, dict) and spec.get("enum"):
             value = spec["enum"][0]
         elif kind == "boolean" and _CONFIRM_RE.search(lname):
             # a confirmation is only grounded when the user gave it
@@ -301,7 +321,7 @@ def _stated_optional(field: str, prompt: _Prompt) -> Any:
 
 def _pad_value(field: str, spec: Any, seed: int, salt: int) -> Any:
     """A schema-legal value for an optional argument nobody asked for."""
-    if not isinstance(spec, Mapping):
+    if not isinstance(spec, dict):
         return _invent(field, "string", seed, salt)
     if spec.get("enum"):
         options = spec["enum"]
