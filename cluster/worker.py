@@ -29,11 +29,11 @@ from cluster.limiter import apply_pushed_pause
 from cluster.shares import engine_share
 
 #: a trial spec on the wire: (trial_id, model, probe, case_id, condition, run, seed); the sweep id is the worker's
-SpecTuple = tuple[str, str, str, str, str, int, int]
+SpecTuple = tuple[str, str, str, str, str, int, int, int]
 
 
 def spec_tuple(spec: TrialSpec) -> SpecTuple:
-    return (spec.trial_id, spec.model, spec.probe, spec.case_id, spec.condition, spec.run, spec.seed)
+    return (spec.trial_id, spec.model, spec.probe, spec.case_id, spec.condition, spec.run, spec.seed, spec.unit_seed)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,11 @@ def trial_seed(sweep_seed: int, model: str, probe: str, case_id: str, condition:
     return stable_int(sweep_seed, model, probe, case_id, condition, run, person=b"seed")
 
 
+def unit_seed(sweep_seed: int, model: str, probe: str, case_id: str, run: int) -> int:
+    """The seed every condition of one (model, case, run) shares, for paired arms."""
+    return stable_int(sweep_seed, model, probe, case_id, run, person=b"unit")
+
+
 @dataclass(frozen=True)
 class Grid:
     sweep_id: str
@@ -43,13 +48,21 @@ class Grid:
         sweep_id, seed, models = self.sweep_id, self.seed, tuple(self.models)
         for probe in self.probes:
             name = probe.name
+            units: dict[tuple[int, str], int] = {}  # unit seeds of the current case
+            current_case = None
             for case_id, condition in probe.cells():
+                if case_id != current_case:
+                    units.clear()
+                    current_case = case_id
                 for run in range(probe.runs):
                     for model in models:
+                        unit = units.get((run, model))
+                        if unit is None:
+                            unit = units[(run, model)] = unit_seed(seed, model, name, case_id, run)
                         yield TrialSpec(
                             sweep_id, trial_id(sweep_id, model, name, case_id, condition, run),
                             model, name, case_id, condition, run,
-                            trial_seed(seed, model, name, case_id, condition, run),
+                            trial_seed(seed, model, name, case_id, condition, run), unit,
                         )
 
 

@@ -98,7 +98,10 @@ class TrialSpec:
     ``case_id`` is the cluster (the unit of statistical inference). ``trial_id`` is a
     stable hash of the sweep identity and the other fields; ``seed`` derives from the
     sweep seed and the same fields (not from the provider), so the same sweep sent to
-    ``sim`` in-process or over HTTP asks the same questions.
+    ``sim`` in-process or over HTTP asks the same questions. ``unit_seed`` derives
+    from the sweep seed and the cell *without* its condition: it is shared by every
+    condition of one (model, case, run), for probes whose arms must be paired (the
+    same agent randomness with and without an intervention).
     """
 
     sweep_id: str
@@ -109,3 +112,4 @@ class TrialSpec:
     condition: str
     run: int
     seed: int
+    unit_seed: int

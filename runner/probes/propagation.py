@@ -11,7 +11,8 @@ against a deterministic domain simulator (``runner/toolsim``). Conditions:
 - ``…+interceptor``: the same, with the runtime interceptor (``interceptor.py``)
   checking every step and abstaining with a reason.
 
-All conditions of one (model, task, run) send the agent the same seed, so the
+All conditions of one (model, task, run) send the agent the same seed (the spec's
+``unit_seed``, from the sweep seed), so the
 injected and intercepted arms differ from their control only by the intervention
 (common random numbers): the paired comparison is then as sharp as the design allows.
 The task is the cluster. Per trial the row keeps every step and records stage reach
@@ -38,7 +39,6 @@ from runner.probes.fabrication import fabrication_rules
 from runner.probes.stages import Reach, reach
 from runner.probes.trace import STEP
 from runner.providers.base import Agent
-from runner.seeding import stable_int
 from runner.toolsim import DOMAINS
 from runner.types import Message, TrialSpec
 
@@ -56,7 +56,6 @@ class PropagationConfig(ProbeConfig):
     tasks: list[str] = Field(min_length=1, description="task files (one domain each), relative to the sweep file")
     max_turns: int = Field(default=6, ge=1, le=50, description="model turns per trial before it counts as unfinished")
     system: str = Field(default=DEFAULT_SYSTEM, description="system prompt; must ask for a 'Final Answer:'")
-    pair_salt: int = Field(default=0, ge=0, description="change to draw a fresh set of agent seeds (see pair_seed)")
 
     @field_validator("conditions")
     @classmethod
@@ -166,22 +165,12 @@ class PropagationProbe(Probe):
     def identity(self) -> dict[str, Any]:
         return {"tasks_sha256": dict(self._shas)}
 
-    def pair_seed(self, spec: TrialSpec) -> int:
-        """The agent's seed: shared by every condition of one (model, task, run).
-
-        Built from the model label, probe, task and run (and ``pair_salt``) — not from
-        the sweep id, which hashes provider settings: the same sweep sent to ``sim``
-        in-process or over HTTP must ask the same questions. (The probe is not handed
-        the sweep seed, so ``pair_salt`` is the knob for a fresh draw.)
-        """
-        return stable_int("pair", self.config.pair_salt, spec.model, spec.probe, spec.case_id, spec.run)
-
     async def run(self, spec: TrialSpec, agent: Agent) -> dict[str, Any]:
         domain_name, task = self.tasks[spec.case_id]
         injection, intercept = inj.parse_condition(spec.condition)
         plan = InjectionPlan(injection, task.inject_param, task.inject_result) if injection else None
         messages = [self._system, Message("user", task.query)]
-        loop = await run_loop(agent, messages, DOMAINS[domain_name], seed=self.pair_seed(spec),
+        loop = await run_loop(agent, messages, DOMAINS[domain_name], seed=spec.unit_seed,
                               max_turns=self.config.max_turns, plan=plan, intercept=intercept)
         return score(loop, task, domain_name, injection, intercept, [m.content for m in messages])
 

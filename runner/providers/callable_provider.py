@@ -47,8 +47,9 @@ class CallableProvider:
         assert connection.function is not None
         self.spec = connection.function
         self._fn = load_function(connection.function)
+        # an ``async def`` function, or an object whose ``__call__`` is one
         self._is_async = inspect.iscoroutinefunction(self._fn) or inspect.iscoroutinefunction(
-            getattr(self._fn, "__call__", None))
+            getattr(type(self._fn), "__call__", None))
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         try:

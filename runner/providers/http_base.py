@@ -24,7 +24,7 @@ import orjson
 from runner.providers.classify import classify_http
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
 from runner.providers.secrets import Secret, secret_from_env
-from runner.providers.settings import DEFAULT_BASE_URL, DEFAULT_KEY_ENV, Connection
+from runner.providers.settings import DEFAULT_BASE_URL, Connection
 from runner.providers.transport import DEFAULT_TRANSPORT, Client, make_client
 from runner.types import ChatRequest, ChatResponse
 
@@ -76,8 +76,8 @@ class HttpProvider:
         self.connection = connection
         base = (connection.base_url or DEFAULT_BASE_URL[self.name]).rstrip("/")
         self.url = base + self.path
-        env = connection.api_key_env if connection.api_key_env is not None else None
-        self.secret: Secret | None = secret_from_env(env) if env else None
+        # the key is read here, from the variable the sweep names, and nowhere else
+        self.secret: Secret | None = secret_from_env(connection.api_key_env) if connection.api_key_env else None
         headers = {"content-type": "application/json", "accept": "application/json",
                    **self.auth_headers(self.secret), **connection.header_map}
         self._client: Client = make_client(transport, timeout_s=connection.timeout_s, headers=headers,

@@ -78,6 +78,11 @@ class LocalLimiter:
         self._tat = 0.0  # pacing: theoretical arrival time of the next send (GCRA)
 
     @property
+    def counts_tokens(self) -> bool:
+        """Whether ``acquire`` uses its token estimate (only with a tpm limit)."""
+        return self.limits.tpm is not None
+
+    @property
     def paused_until(self) -> float:
         return self._paused_until
 

@@ -127,7 +127,8 @@ class ManagedProvider:
     async def _call(self, request: ChatRequest, key: BookKey) -> ChatResponse:
         attempts = failures = resends = 0
         limiter = self.limiter
-        estimate = estimate_tokens(request)
+        # the estimate walks every tool schema: only pay for it when a tpm budget reads it
+        estimate = estimate_tokens(request) if getattr(limiter, "counts_tokens", True) else 0
         while True:
             remedies = () if self.strict_params else self.book.remedies(key)
             sent, applied = request, []

@@ -85,7 +85,7 @@ def _probe() -> PhantomProbe:
 
 def _run(probe: PhantomProbe, script: list) -> tuple[dict, Scripted]:
     provider = Scripted(script)
-    spec = TrialSpec("s", "t", "m", "phantom", "store-hours-priority", "results_visible", 0, 5)
+    spec = TrialSpec("s", "t", "m", "phantom", "store-hours-priority", "results_visible", 0, 5, 5)
     return asyncio.run(probe.run(spec, Agent(provider, "m", {}))), provider
 
 

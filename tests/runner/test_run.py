@@ -185,3 +185,14 @@ def test_trial_seed_does_not_depend_on_provider_settings(write_sweep) -> None:
     seeds_a = {(s.model, s.case_id, s.condition, s.run): s.seed for s in grid_of(a)}
     seeds_b = {(s.model, s.case_id, s.condition, s.run): s.seed for s in grid_of(b)}
     assert seeds_a == seeds_b
+
+
+def test_unit_seed_is_shared_across_conditions_and_follows_the_sweep_seed(write_sweep) -> None:
+    a = list(grid_of(load_sweep(write_sweep(runs=2))))
+    units: dict[tuple, set[int]] = {}
+    for s in a:
+        units.setdefault((s.model, s.case_id, s.run), set()).add(s.unit_seed)
+    assert all(len(v) == 1 for v in units.values())
+    assert len({next(iter(v)) for v in units.values()}) == len(units)
+    b = list(grid_of(load_sweep(write_sweep(runs=2, name="b.yaml", seed=7))))
+    assert {s.unit_seed for s in a}.isdisjoint({s.unit_seed for s in b})

@@ -552,6 +552,6 @@ def test_trial_keys_parse_hex_ids_vectorised_and_skip_done_filters_exactly() -> 
     sliced = pa.array(ids)[5:9]
     assert trial_keys(sliced).tolist() == [int(x, 16) for x in ids[5:9]]
     done = np.sort(keys[::3])
-    specs = [TrialSpec("s", t, "m", "p", "c", "x", i, i) for i, t in enumerate(ids)]
+    specs = [TrialSpec("s", t, "m", "p", "c", "x", i, i, i) for i, t in enumerate(ids)]
     kept = [s.trial_id for s in skip_done(iter(specs), done, chunk=777)]
     assert kept == [t for i, t in enumerate(ids) if i % 3]

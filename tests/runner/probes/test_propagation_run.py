@@ -110,7 +110,7 @@ def test_a_failed_provider_call_is_status_error_never_a_wrong_answer(tmp_path: P
     async def one() -> dict[str, Any]:
         runner = TrialRunner({probe.name: probe}, {"m": binding}, 30.0)
         try:
-            spec = TrialSpec("s", "t1", "m", probe.name, "weather-lisbon-temperature", "control", 0, 7)
+            spec = TrialSpec("s", "t1", "m", probe.name, "weather-lisbon-temperature", "control", 0, 7, 7)
             return await runner(spec)
         finally:
             await runner.aclose()

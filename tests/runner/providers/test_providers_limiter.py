@@ -111,9 +111,9 @@ def test_retry_after_pauses_the_whole_key(serve) -> None:  # type: ignore[no-unt
     limited = [x for x, s in zip(t, status) if s == 429]
     assert limited, "the fault seed should produce at least one 429"
     for t429 in limited:
-        # requests already on the wire when the 429 was written may still arrive just after it;
-        # none may be *sent* in the 2 s the server asked for
-        quiet = [x for x in t if t429 + 0.05 <= x < t429 + 2.0]
+        # requests already on the wire when the 429 was written may still be logged just after it
+        # (the client reads the 429 a moment later); none may be *sent* in the 2 s asked for
+        quiet = [x for x in t if t429 + 0.1 <= x < t429 + 2.0]
         assert not quiet, f"requests {quiet} arrived within 2 s of the 429 at {t429:.3f}"
         assert any(x >= t429 + 2.0 for x in t)  # and the key resumed afterwards
 
