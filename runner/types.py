@@ -9,6 +9,7 @@ cheap (the engine runs tens of thousands of trials per second against ``sim``).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
@@ -39,6 +40,23 @@ class ToolCall:
     arguments: Mapping[str, Any] | None = None
     id: str = ""
     parse_error: str | None = None
+
+
+def parse_tool_arguments(raw: str) -> tuple[Mapping[str, Any] | None, str | None]:
+    """A tool call's argument string → (object, None), or (None, why it is not one). Never repaired.
+
+    The one place a reason is worded, so a broken call gives the same row whether the
+    simulated agent emitted it in-process or a wire format decoded it over HTTP.
+    """
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return None, f"{exc.msg} at column {exc.colno}"
+    except ValueError as exc:
+        return None, str(exc)
+    if not isinstance(value, dict):
+        return None, "not a JSON object"
+    return value, None
 
 
 @dataclass(frozen=True, slots=True)

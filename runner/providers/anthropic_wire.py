@@ -22,9 +22,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runner.providers.http_base import HttpProvider, parse_arguments
+from runner.providers.http_base import HttpProvider
 from runner.providers.secrets import Secret
-from runner.types import ChatRequest, ChatResponse, Message, ToolCall, Usage
+from runner.types import ChatRequest, ChatResponse, Message, ToolCall, Usage, parse_tool_arguments
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024
@@ -86,7 +86,7 @@ def decode_response(data: Any) -> ChatResponse:
                 # partial JSON passed through as a string by some compatible servers: it *is*
                 # the raw argument string, kept as received
                 raw = value
-                arguments, error = parse_arguments(raw)
+                arguments, error = parse_tool_arguments(raw)
             else:
                 raw = json.dumps(value, separators=(",", ":"))
                 arguments, error = (value, None) if isinstance(value, dict) else (None, "not a JSON object")

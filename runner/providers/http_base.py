@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import httpx
 import orjson
@@ -177,21 +177,3 @@ def _describe(exc: BaseException) -> str:
         if e is not None and str(e):
             return f"{type(e).__name__}: {e}"
     return type(exc).__name__
-
-
-def parse_arguments(raw: str) -> tuple[Mapping[str, Any] | None, str | None]:
-    """A tool call's argument string → (object, None), or (None, why it is not one). Never repaired.
-
-    The reason reads as the simulated agent writes it for the broken calls it emits
-    (``Expecting ',' delimiter at column 51``, ``not a JSON object``), so the same
-    call gives the same row in-process and over HTTP.
-    """
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        return None, f"{exc.msg} at column {exc.colno}"
-    except ValueError as exc:
-        return None, str(exc)
-    if not isinstance(value, dict):
-        return None, "not a JSON object"
-    return value, None

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner.providers.http_base import HttpProvider, parse_arguments
+from runner.providers.http_base import HttpProvider
 from runner.providers.secrets import Secret
-from runner.types import ChatRequest, ChatResponse, Message, ToolCall, Usage
+from runner.types import ChatRequest, ChatResponse, Message, ToolCall, Usage, parse_tool_arguments
 
 _CHOICES = ("auto", "none", "required")
 
@@ -62,7 +62,7 @@ def decode_response(data: Any) -> ChatResponse:
             import json
 
             raw = json.dumps(raw, separators=(",", ":"))
-        arguments, error = parse_arguments(raw)
+        arguments, error = parse_tool_arguments(raw)
         calls.append(ToolCall(name=function["name"], raw_arguments=raw, arguments=arguments,
                               id=raw_call.get("id") or "", parse_error=error))
     usage = data.get("usage") or {}

@@ -46,7 +46,7 @@ from runner.providers.sim.multistep import respond as multistep_respond
 from runner.providers.sim.personas import Persona, persona_for_model
 from runner.providers.sim.reading import Reading, read
 from runner.seeding import uniform
-from runner.types import ChatRequest, ChatResponse, ToolCall, Usage
+from runner.types import ChatRequest, ChatResponse, ToolCall, Usage, parse_tool_arguments
 
 _NORMAL = NormalDist()
 
@@ -192,11 +192,7 @@ class SimProvider:
         if persona.garble and uniform(seed, _S_GARBLE + 16 * index) < persona.garble:
             # a truncated argument string, kept as the model "sent" it: a broken call, not an abstention
             broken = raw[:-1]
-            try:
-                json.loads(broken)
-                error = "not a JSON object"
-            except json.JSONDecodeError as exc:
-                error = f"{exc.msg} at column {exc.colno}"
+            error = parse_tool_arguments(broken)[1] or "not a JSON object"
             return ToolCall(name=tool, raw_arguments=broken, arguments=None, id=call_id, parse_error=error)
         return ToolCall(name=tool, raw_arguments=raw, arguments=args, id=call_id)
 
