@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Iterator
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from runner.providers.base import Agent
 from runner.types import TrialSpec
@@ -27,6 +27,23 @@ class ProbeConfig(BaseModel):
     name: str | None = Field(default=None, description="label in the output; defaults to kind")
     runs: int = Field(default=5, ge=1, le=1_000_000, description="trials per (model, case, condition) cell")
     conditions: list[str] | None = Field(default=None, description="subset of the probe's conditions; default all")
+
+    #: the conditions this probe kind knows; each probe's config sets it
+    known_conditions: ClassVar[tuple[str, ...]] = ()
+    #: how an error names the valid conditions, when listing them all would not help
+    conditions_hint: ClassVar[str | None] = None
+
+    @field_validator("conditions")
+    @classmethod
+    def _known_conditions(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            if not value:
+                raise ValueError("conditions must not be empty (omit the key for all of them)")
+            bad = [c for c in value if c not in cls.known_conditions]
+            if bad:
+                expected = cls.conditions_hint or f"some of {', '.join(cls.known_conditions)}"
+                raise ValueError(f"unknown condition {bad[0]!r}: expected {expected}")
+        return value
 
 
 class Contrast(BaseModel):
@@ -58,18 +75,19 @@ class Probe(ABC):
         self.base_dir = base_dir
         self.warnings: list[str] = []
         self.conditions: tuple[str, ...] = tuple(config.conditions) if config.conditions else self.all_conditions
+        self._cells: list[tuple[str, str]] = []
 
     @property
     def runs(self) -> int:
         return self.config.runs
 
-    @abstractmethod
     def cells(self) -> Iterator[tuple[str, str]]:
-        """(case id, condition) pairs, in a stable order."""
+        """(case id, condition) pairs, in a stable order: the ``_cells`` a probe built when it loaded."""
+        return iter(self._cells)
 
     @property
-    @abstractmethod
-    def n_cells(self) -> int: ...
+    def n_cells(self) -> int:
+        return len(self._cells)
 
     @abstractmethod
     def identity(self) -> dict[str, Any]:

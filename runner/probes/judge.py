@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Callable, Literal
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
@@ -133,13 +133,6 @@ class JudgeProbe(Probe):
             self.human_labels.append(str(path))
         self._system = Message("system", config.system)
         self._cells = [(t, "llm") for t in self.traces]
-
-    def cells(self) -> Iterator[tuple[str, str]]:
-        return iter(self._cells)
-
-    @property
-    def n_cells(self) -> int:
-        return len(self._cells)
 
     def identity(self) -> dict[str, Any]:
         return {"traces_sha256": self._sha, "human_labels": list(self.human_labels),

@@ -11,10 +11,10 @@ average out instead of confounding the conditions. The triple is the cluster.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Callable, Literal
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from runner.errors import UserError
 from runner.probes.base import Contrast, Probe, ProbeConfig
@@ -53,16 +53,7 @@ class MisselectionConfig(ProbeConfig):
     decoy_name: str | None = Field(default=None, description="use this catalogue tool as the decoy instead of injecting one")
     system: str = Field(default=DEFAULT_SYSTEM, description="system prompt")
 
-    @field_validator("conditions")
-    @classmethod
-    def _known_conditions(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None:
-            bad = [c for c in value if c not in CONDITIONS]
-            if bad:
-                raise ValueError(f"unknown condition {bad[0]!r}: expected some of {', '.join(CONDITIONS)}")
-            if not value:
-                raise ValueError("conditions must not be empty (omit the key for all three)")
-        return value
+    known_conditions = CONDITIONS
 
 
 class Triple(BaseModel):
@@ -179,13 +170,6 @@ class MisselectionProbe(Probe):
         self._cells = [(t.id, c) for t in self.triples for c in self.conditions if getattr(t, c) is not None]
         if not self._cells:
             raise locate("conditions", "no (triple, condition) cell has a phrasing: every selected condition is empty")
-
-    def cells(self) -> Iterator[tuple[str, str]]:
-        return iter(self._cells)
-
-    @property
-    def n_cells(self) -> int:
-        return len(self._cells)
 
     def identity(self) -> dict[str, Any]:
         return {"cases_sha256": self._triples_sha, "catalogue_sha256": self._catalogue_sha}

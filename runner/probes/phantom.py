@@ -27,7 +27,7 @@ import asyncio
 import json
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Callable, Literal
 
 import pyarrow as pa
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
@@ -63,16 +63,7 @@ class PhantomConfig(ProbeConfig):
     system: str = Field(default=AUDITOR_SYSTEM, description="the auditor's instructions (must keep the JSON contract)")
     runs: int = Field(default=3, ge=1, le=1_000_000, description="audits per (model, trace, condition) cell")
 
-    @field_validator("conditions")
-    @classmethod
-    def _known_conditions(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None:
-            bad = [c for c in value if c not in CONDITIONS]
-            if bad:
-                raise ValueError(f"unknown condition {bad[0]!r}: expected some of {', '.join(CONDITIONS)}")
-            if not value:
-                raise ValueError("conditions must not be empty (omit the key for both)")
-        return value
+    known_conditions = CONDITIONS
 
     @field_validator("system")
     @classmethod
@@ -238,13 +229,6 @@ class PhantomProbe(Probe):
         if len(traces) < 12:
             self.warnings.append(f"{config.traces}: {len(traces)} traces; field-level scores over fewer than a dozen "
                                  "traces swing with every single field")
-
-    def cells(self) -> Iterator[tuple[str, str]]:
-        return iter(self._cells)
-
-    @property
-    def n_cells(self) -> int:
-        return len(self._cells)
 
     def identity(self) -> dict[str, Any]:
         return {"traces_sha256": self._sha}

@@ -23,10 +23,10 @@ The task is the cluster. Per trial the row keeps every step and records stage re
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Callable, Literal
 
 import pyarrow as pa
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from runner.errors import UserError
 from runner.probes import injection as inj
@@ -57,17 +57,9 @@ class PropagationConfig(ProbeConfig):
     max_turns: int = Field(default=6, ge=1, le=50, description="model turns per trial before it counts as unfinished")
     system: str = Field(default=DEFAULT_SYSTEM, description="system prompt; must ask for a 'Final Answer:'")
 
-    @field_validator("conditions")
-    @classmethod
-    def _known_conditions(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None:
-            bad = [c for c in value if c not in CONDITIONS]
-            if bad:
-                raise ValueError(f"unknown condition {bad[0]!r}: expected control, param.KIND or result.KIND "
-                                 f"(KIND one of {', '.join(inj.KINDS)}), optionally with '+interceptor'")
-            if not value:
-                raise ValueError("conditions must not be empty (omit the key for all of them)")
-        return value
+    known_conditions = CONDITIONS
+    conditions_hint = ("control, param.KIND or result.KIND (KIND one of " + ", ".join(inj.KINDS)
+                       + "), optionally with '+interceptor'")
 
 
 TEMPLATE = """\
@@ -154,13 +146,6 @@ class PropagationProbe(Probe):
                 self.tasks[task.id] = (domain, task)
         self._cells = [(tid, c) for tid in self.tasks for c in self.conditions]
         self._system = Message("system", config.system)
-
-    def cells(self) -> Iterator[tuple[str, str]]:
-        return iter(self._cells)
-
-    @property
-    def n_cells(self) -> int:
-        return len(self._cells)
 
     def identity(self) -> dict[str, Any]:
         return {"tasks_sha256": dict(self._shas)}
