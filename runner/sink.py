@@ -199,7 +199,9 @@ class TrialSink:
         if not self._buffer:
             return
         rows, self._buffer = self._buffer, []
-        batch = to_record_batch(rows, self.schema)
+        self._write(to_record_batch(rows, self.schema))
+
+    def _write(self, batch: pa.RecordBatch) -> None:
         if self._writer is None:
             self._open_part()
         assert self._writer is not None
@@ -225,15 +227,7 @@ class TrialSink:
             return
         if batch.schema.metadata != self.schema.metadata:
             batch = pa.RecordBatch.from_arrays(batch.columns, schema=self.schema)
-        if self._writer is None:
-            self._open_part()
-        assert self._writer is not None
-        self._writer.write_batch(batch)
-        self._rows_written += batch.num_rows
-        self._part_written += batch.num_rows
-        if self._part_written >= self._part_rows:
-            self._finalize_part()
-        self._flush_at = min(self._batch_rows, self._part_rows - self._part_written)
+        self._write(batch)
 
     def close(self) -> None:
         """Flush, then finalize the open stream into an IPC file. Idempotent."""

@@ -57,8 +57,8 @@ def _walk(node: yaml.Node, path: tuple, lines: dict[tuple, int]) -> None:
             _walk(item, path + (i,), lines)
 
 
-def load_source(path: Path, *, what: str) -> Source:
-    """Read and parse ``path``; every failure is a located ``UserError``."""
+def read_text(path: Path, *, what: str) -> tuple[str, bytes]:
+    """The file's text and raw bytes; a missing, unreadable or non-UTF-8 file is a located ``UserError``."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -66,9 +66,14 @@ def load_source(path: Path, *, what: str) -> Source:
     except OSError as exc:
         raise UserError(f"cannot read {what}: {exc.strerror}", file=path) from None
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8"), raw
     except UnicodeDecodeError as exc:
         raise UserError(f"{what} is not UTF-8 text (byte {exc.start})", file=path) from None
+
+
+def load_source(path: Path, *, what: str) -> Source:
+    """Read and parse ``path``; every failure is a located ``UserError``."""
+    text, raw = read_text(path, what=what)
     try:
         node = yaml.compose(text, Loader=_Loader)
         data = yaml.load(text, Loader=_Loader)

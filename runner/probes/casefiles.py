@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import UserError
-from runner.sources import Source, load_source
+from runner.sources import Source, load_source, read_text
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 
@@ -54,16 +54,7 @@ def load_records(path: Path, *, what: str, key: str) -> tuple[list[Record], str]
 
 
 def _jsonl(path: Path, *, what: str) -> tuple[list[Record], str]:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise UserError(f"{what} not found", file=path) from None
-    except OSError as exc:
-        raise UserError(f"cannot read {what}: {exc.strerror}", file=path) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{what} is not UTF-8 text (byte {exc.start})", file=path) from None
+    text, raw = read_text(path, what=what)
     records = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
