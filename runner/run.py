@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.ipc as ipc
 
 from runner.config import LoadedSweep
 from runner.cost import CostMeter, spent_in
@@ -28,6 +29,7 @@ from runner.errors import UserError
 from runner.manifest import finish_manifest, start_manifest, write_manifest
 from runner.progress import RunProgress
 from runner.providers import Provider
+from runner.providers.cache import ResponseCache
 from runner.providers.pool import ProviderPool
 from runner.providers.remedies import Learned, remedy_from_json
 from runner.schema import trial_schema
@@ -109,11 +111,28 @@ def open_output(loaded: LoadedSweep, out: Path, say: Callable[[str], None] = lam
     repaired = repair_parts(trials_dir)
     for note in repaired:
         say(f"repaired {note}")
+    schema = trial_schema(loaded.schema_fields, metadata={"trialgrid.sweep_id": loaded.sweep_id})
+    _check_written_schema(trials_dir, schema)
     done = completed_trial_keys(trials_dir)
     if len(done):
         say(f"resuming: {len(done):,} of {total:,} trials already written, running the rest")
-    schema = trial_schema(loaded.schema_fields, metadata={"trialgrid.sweep_id": loaded.sweep_id})
     return RunOutput(out, loaded, grid, total, manifest, repaired, done, schema)
+
+
+def _check_written_schema(trials_dir: Path, schema: pa.Schema) -> None:
+    """Refuse to resume into parts of another shape: one glob must scan as one table."""
+    part = next(iter(sorted(trials_dir.glob("*.arrow"))), None)
+    if part is None:
+        return
+    written = ipc.open_file(str(part)).schema
+    if written.equals(schema, check_metadata=False):
+        return
+    missing = [n for n in schema.names if n not in written.names]
+    extra = [n for n in written.names if n not in schema.names]
+    detail = "; ".join(x for x in (f"this version adds {missing}" if missing else "",
+                                   f"the output has {extra}" if extra else "") if x) or "column types differ"
+    raise UserError(f"{trials_dir} was written with a different row schema ({detail})",
+                    hint="resume with the trialgrid version that started the run, or start again in a new --out")
 
 
 def build_trial_runner(loaded: LoadedSweep, *, strict_params: bool = False,
@@ -145,19 +164,30 @@ def build_trial_runner(loaded: LoadedSweep, *, strict_params: bool = False,
     return TrialRunner({p.name: p for p in loaded.probes}, bindings, sweep.engine.timeout_s), pool.all
 
 
+def record_cache(manifest: dict[str, Any], cache: ResponseCache) -> None:
+    """This session's cache counts into its manifest entry, and the run's total hits."""
+    manifest["sessions"][-1]["cache"] = cache.stats()
+    manifest["cache_hits"] = int(manifest.get("cache_hits", 0)) + cache.hits
+
+
 def per_model_concurrency(loaded: LoadedSweep) -> dict[str, int]:
     return {m.name: m.concurrency for m in loaded.sweep.models}
 
 
 def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False,
               say: Callable[[str], None] = lambda s: None, worker: str = "local",
-              strict_params: bool = False, notify: Callable[[str], None] | None = None) -> RunResult:
+              strict_params: bool = False, notify: Callable[[str], None] | None = None,
+              cache_dir: Path | None = None) -> RunResult:
     """Run (or resume) ``loaded`` into ``out``. Raises ``UserError`` for a mismatched ``out``.
 
     ``notify`` prints the one line announcing each newly learned parameter remedy
     (it is also written into the manifest at once, so a crash keeps it);
-    ``strict_params`` turns remedies off: a rejected parameter fails the trial.
+    ``strict_params`` turns remedies off: a rejected parameter fails the trial;
+    ``cache_dir`` (else the sweep's ``cache``) answers repeated requests from disk.
     """
+    if cache_dir is None and loaded.sweep.cache is not None:
+        cache_dir = Path(loaded.sweep.cache)
+    cache = ResponseCache(cache_dir) if cache_dir is not None else None
     output = open_output(loaded, out, say)
     output.manifest["strict_params"] = strict_params
 
@@ -169,7 +199,7 @@ def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False,
                    f"(the server said: {entry.message}); applied to every later request, recorded in the manifest")
 
     execute, providers = build_trial_runner(loaded, strict_params=strict_params, on_learn=learned,
-                                            known_remedies=output.manifest.get("remedies"))
+                                            known_remedies=output.manifest.get("remedies"), cache=cache)
     started = time.perf_counter()
     status = "interrupted"
     stats = EngineStats()
@@ -179,7 +209,8 @@ def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False,
                                     budget=loaded.sweep.model_dump(mode="json")["budget"])
     try:
         with output.sink(worker) as sink, \
-                RunProgress(output.total, already_done=len(output.done), quiet=quiet) as progress:
+                RunProgress(output.total, already_done=len(output.done), quiet=quiet,
+                            cache_hits=(lambda: cache.hits) if cache is not None else None) as progress:
             if loaded.sweep.budget is not None:
                 usd, tokens = spent_in(output.trials_dir, loaded.sweep.prices)
                 meter = CostMeter(sink, loaded.sweep.prices, loaded.sweep.budget, usd, tokens)
@@ -189,6 +220,9 @@ def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False,
         status = "stopped_budget" if stats.stopped else "complete"
     finally:
         elapsed = time.perf_counter() - started
+        if cache is not None:
+            record_cache(output.manifest, cache)
+            cache.close()
         counts = output.finish(status, stats.done, elapsed)
     return RunResult(out, output.total, len(output.done), stats, counts, elapsed, output.repaired, status,
                      meter.reason() if meter is not None and stats.stopped else None)

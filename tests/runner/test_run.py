@@ -196,3 +196,13 @@ def test_unit_seed_is_shared_across_conditions_and_follows_the_sweep_seed(write_
     assert len({next(iter(v)) for v in units.values()}) == len(units)
     b = list(grid_of(load_sweep(write_sweep(runs=2, name="b.yaml", seed=7))))
     assert {s.unit_seed for s in a}.isdisjoint({s.unit_seed for s in b})
+
+
+def test_resume_into_parts_of_another_schema_is_refused(write_sweep, tmp_path: Path) -> None:
+    path = write_sweep(runs=2)
+    run_sweep(load_sweep(path), tmp_path / "out", quiet=True)
+    part = next((tmp_path / "out" / "trials").glob("*.arrow"))
+    pl.read_ipc(part).drop("response_text").write_ipc(part)  # as if an older version wrote it
+    result = CliRunner().invoke(app, ["run", str(path), "--out", str(tmp_path / "out"), "--quiet"])
+    assert result.exit_code == 2
+    assert "different row schema" in result.output and "response_text" in result.output
