@@ -90,6 +90,11 @@ def run(
                                            "one-node Ray) or a cluster address. Same output as without it."),
     workers: Optional[int] = typer.Option(None, "--workers", min=1,
                                           help="With --ray: worker actors (default: one per CPU of the cluster)."),
+    cache: Optional[Path] = typer.Option(None, "--cache", metavar="DIR",
+                                         help="Response cache directory (overrides the sweep's `cache`): a repeated "
+                                              "request is answered from disk; errors are never cached."),
+    batch: bool = typer.Option(False, "--batch", help="Send every model's trials through its vendor's batch API "
+                               "(openai, anthropic; single-turn probes): submit, poll, collect. Rerun to resume polling."),
 ) -> None:
     """Run a sweep (or resume it: trial ids already in the output are skipped)."""
     from runner.config import load_sweep
@@ -103,12 +108,26 @@ def run(
         _warn(loaded.warnings)
         target = out_dir or Path(loaded.sweep.output)
         say = (lambda s: None) if quiet else (lambda s: err.print(s, soft_wrap=True))
-        if ray is None:
+        from runner.batch.ledger import has_open_batches
+
+        batch_mode = batch or any(m.mode == "batch" for m in loaded.sweep.models) or has_open_batches(target)
+        if batch_mode and (ray is not None or cache is not None or getattr(loaded.sweep, "cache", None) is not None):
+            raise UserError("batch mode runs in one process without the response cache; it is not available with "
+                            "--ray or a cache", hint="drop --ray / --cache (and the sweep's `cache` key), or run live")
+        if batch_mode:
+            from runner.batch import run_batch_sweep
+
+            result = run_batch_sweep(loaded, target, all_models=batch, quiet=quiet, say=say,
+                                     strict_params=strict_params, notify=_note)
+        elif ray is None:
             if workers is not None:
                 raise UserError("--workers only applies with --ray")
             result = run_sweep(loaded, target, quiet=quiet, say=say, strict_params=strict_params,
-                               notify=_note)
+                               notify=_note, cache_dir=cache)
         else:
+            if cache is not None or loaded.sweep.cache is not None:
+                raise UserError("the response cache runs in one process; it is not available with --ray",
+                                hint="drop --cache (and the sweep's `cache` key) for a Ray run")
             result = backend("ray")(loaded, target, address=ray, workers=workers, quiet=quiet, say=say,
                                     strict_params=strict_params, notify=_note)
     except UserError as exc:
@@ -172,6 +191,24 @@ def diff(
         out.print(Text(line), soft_wrap=True)
     if result.regressions:
         raise typer.Exit(EXIT_GATE)
+
+
+@app.command()
+def rescore(
+    source: Path = typer.Argument(..., help="The output directory whose stored responses are scored again."),
+    dest: Path = typer.Option(..., "--out", "-o", help="New output directory (must be empty or absent)."),
+    sweep: Optional[Path] = typer.Option(None, "--sweep", help="Sweep whose probes score (default: the one the "
+                                         "source's manifest names); only scoring may differ from the original."),
+) -> None:
+    """Recompute every probe's outcome columns from the stored responses, calling no model."""
+    from runner.rescore import rescore as rescore_output
+
+    try:
+        result = rescore_output(source, dest, sweep, say=lambda s: err.print(Text(s), soft_wrap=True))
+    except UserError as exc:
+        raise _fail(exc) from None
+    err.print(f"rescored {result.rows:,} rows into {dest}: {result.changed:,} changed outcome, "
+              f"{result.errors_kept:,} error rows kept as errors; counts: {result.counts}", soft_wrap=True)
 
 
 import_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
@@ -284,6 +321,8 @@ def report(
     html_file: Optional[Path] = typer.Option(None, "--html", help="Write a self-contained HTML page with plots."),
     no_details: bool = typer.Option(False, "--no-details", help="Print only the leaderboards, not the per-model tables."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only write the files asked for."),
+    badge_dir: Optional[Path] = typer.Option(None, "--badge", help="Write one SVG badge per model with its "
+                                             "misselection scorecard verdict into this directory."),
 ) -> None:
     """Leaderboards and per-model tables for one or many finished (or partial) runs."""
     from runner.leaderboard import summarize
@@ -309,6 +348,11 @@ def report(
 
             write_html(summary, html_file)
             err.print(f"wrote {html_file}")
+        if badge_dir is not None:
+            from runner.badges import write_badges
+
+            badges = write_badges(summary, badge_dir)
+            err.print(f"wrote {len(badges)} badge(s) into {badge_dir}")
     except UserError as exc:
         raise _fail(exc) from None
 
@@ -391,6 +435,11 @@ def serve(
     rpm_window_s: float = typer.Option(60.0, "--rpm-window-s", min=0.001, help="Window of --rpm (s)."),
     key_env: list[str] = typer.Option([], "--key-env", help="Accept only the API key held by this environment "
                                       "variable (repeatable); default: any key."),
+    batch_delay_s: float = typer.Option(0.0, "--batch-delay-s", min=0, help="Batch APIs: seconds until a batch ends."),
+    batch_error_rate: float = typer.Option(0.0, "--batch-error-rate", min=0, max=1,
+                                           help="Batch APIs: share of requests answered with a 500 error result."),
+    batch_expire_rate: float = typer.Option(0.0, "--batch-expire-rate", min=0, max=1,
+                                            help="Batch APIs: share of requests left unprocessed, as expired."),
 ) -> None:
     """Serve the simulated agent over the OpenAI and Anthropic wire formats on loopback, with faults and limits."""
     import ipaddress
@@ -414,7 +463,8 @@ def serve(
                                latency_spread_ms=latency_spread_ms, faults=mix, fault_seed=fault_seed,
                                fault_retry_after_s=retry_after_s, slow_s=slow_s,
                                rules=[parse_rule(r) for r in reject], rpm=rpm, rpm_window_s=rpm_window_s,
-                               keys=tuple(keys))
+                               keys=tuple(keys), batch_delay_s=batch_delay_s, batch_error_rate=batch_error_rate,
+                               batch_expire_rate=batch_expire_rate)
     except ValueError as exc:
         raise _fail(UserError(str(exc))) from None
     try:

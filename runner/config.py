@@ -14,7 +14,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -40,6 +40,8 @@ class ModelConfig(BaseModel):
     model: str | None = Field(default=None, description="model id sent to the provider; defaults to name")
     params: dict[str, Any] = Field(default_factory=dict, description="request parameters (temperature, max_tokens, ...)")
     concurrency: int = Field(default=16, ge=1, le=100_000, description="max trials of this model in flight")
+    mode: Literal["live", "batch"] = Field(default="live", description="live: one request per trial as it runs; "
+                                           "batch: the vendor's batch API (openai, anthropic; see runner/batch)")
     # -- real providers (openai, anthropic, callable); see runner/providers/settings.py
     base_url: str | None = Field(default=None, description="endpoint; default the vendor's public API")
     api_key_env: str | None = Field(default=None, description="environment variable holding the API key "
@@ -109,6 +111,8 @@ class ModelConfig(BaseModel):
             raise ValueError("provider callable needs function: module:function")
         if self.provider != "callable" and self.function is not None:
             raise ValueError(f"function is only used by provider callable, not {self.provider}")
+        if self.mode == "batch" and self.provider not in ("openai", "anthropic"):
+            raise ValueError(f"mode: batch needs provider openai or anthropic (their batch APIs), not {self.provider}")
         if self.provider not in CONFIGURED:
             used = [k for k in ("base_url", "headers", "limits", "retry", "timeout_s") if k in self.model_fields_set]
             if used or self.api_key_env is not None:
@@ -126,6 +130,8 @@ class EngineConfig(BaseModel):
     timeout_s: float = Field(default=120.0, gt=0, description="per-trial deadline (all calls of the trial)")
     batch_rows: int = Field(default=4096, ge=1, description="rows per Arrow record batch")
     flush_seconds: float = Field(default=2.0, gt=0, description="flush a partial batch after this long")
+    batch_poll_s: float = Field(default=30.0, gt=0, description="batch mode: seconds between polls of open batches")
+    batch_max_requests: int = Field(default=10_000, ge=1, le=50_000, description="batch mode: requests per batch")
 
 
 class Sweep(BaseModel):
@@ -140,6 +146,9 @@ class Sweep(BaseModel):
     # what trials cost and what the sweep may spend; like engine, not part of the sweep's identity
     prices: dict[str, ModelPrice] = Field(default_factory=dict, description="per model label: USD per million tokens")
     budget: Budget | None = Field(default=None, description="stop scheduling new trials once reached")
+    # where answers are kept for a rerun; like output, not part of the sweep's identity
+    cache: str | None = Field(default=None, description="response cache directory (relative to the current "
+                              "directory); a rerun asks the cache before the model")
 
     @model_validator(mode="after")
     def _prices_name_models(self) -> "Sweep":
@@ -197,14 +206,20 @@ class LoadedSweep:
 
 
 def _sweep_identity(sweep: Sweep, probes: list[Probe]) -> str:
-    what = sweep.model_dump(mode="json", exclude={"output", "engine", "prices", "budget"})
+    what = sweep.model_dump(mode="json", exclude={"output", "engine", "prices", "budget", "cache"})
     for m in what["models"]:
         m.pop("concurrency", None)  # how fast, not what
+        m.pop("mode", None)  # how the requests travel, not what they ask: batch and live share trial ids
         for key in ("api_key_env", "timeout_s", "limits", "retry"):  # which account and how fast, not what
             m.pop(key, None)
         for key in ("base_url", "headers", "function"):  # unset: leave the identity of older sweeps as it was
             if not m.get(key):
                 m.pop(key, None)
+    for p in what["probes"]:
+        if p.get("mcp_server") is None:  # a file catalogue: leave the identity of older sweeps as it was
+            p.pop("mcp_server", None)
+        else:  # the served catalogue's sha256 is in probe_files; how long to wait for it is not what
+            p["mcp_server"].pop("timeout_s", None)
     what["probe_files"] = [p.identity() for p in probes]
     blob = json.dumps(what, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()[:16]

@@ -34,6 +34,9 @@ from runner.formatting import pp as _pp
 from runner.formatting import pvalue as _p
 from runner.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label
 from runner.probes import PROBES
+from runner.scorecard import ALPHA
+from runner.scorecard import KIND as SCORECARD_KIND
+from runner.scorecard import scorecard_table
 
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
@@ -138,6 +141,21 @@ def _leaderboard_section(summary: Summary, probe: str, kind: str) -> str:
                  "can produce.")
     return _section("leaderboard", probe, f"{probe} · leaderboard", _table(header, rows, left=2 if many else 1)
                     + note + "</p>")
+
+
+def _scorecard_section(card: pl.DataFrame, probe: str) -> str:
+    from runner.badges import verdict_badge
+
+    sub = card.filter(pl.col("probe") == probe)
+    many = needs_run_label(sub)
+    rows = [([escape(r["run"])] if many else []) + [escape(r["model"]), verdict_badge(r["model"], r["verdict"],
+                                                                                        r["retention"], r["reason"]),
+            _pct(r["retention"]), f'<div style="text-align:left">{escape(r["reason"])}</div>']
+            for r in sub.iter_rows(named=True)]
+    head = (["run"] if many else []) + ["model", "verdict", "kept", "why"]
+    note = ('<p class="note">kept: retention of decoy-free trials, (1 − decoy A) / (1 − decoy B), graded when the '
+            f"decoy test's p {HEADLINE_LEVEL} ≤ {ALPHA:g}; the rules are in the README (Scorecard).</p>")
+    return _section("scorecard", probe, f"{probe} · scorecard", _table(head, rows, left=len(head) - 2) + note)
 
 
 def _models_in(frame: pl.DataFrame) -> list[tuple[str, str]]:
@@ -306,12 +324,15 @@ def render_html(summary: Summary, title: str = "trialgrid report") -> str:
     except metadata.PackageNotFoundError:
         version = "unknown"
     body = [_runs_section(summary)]
+    card = scorecard_table(summary)
     nav = ['<a href="#runs-all">runs</a>']
     for probe, kind in summary.probe_keys():
         rates = next(list(a.rates) for r in summary.runs for a in r.probes if a.probe == probe and a.kind == kind)
         nav.append(f'<a href="#{_slug("leaderboard", probe)}">{escape(probe)}</a>')
         body.append(f"<h2>{escape(probe)} <small>({escape(kind)})</small></h2>")
         body.append(_leaderboard_section(summary, probe, kind))
+        if kind == SCORECARD_KIND:
+            body.append(_scorecard_section(card, probe))
         body.append(_rates_section(summary, probe, kind, rates))
         body.append(_heatmap_section(summary, probe, kind, rates[0]))
         for extra in (_forest_section(summary, probe, kind), _fields_section(summary, probe, kind),

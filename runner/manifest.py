@@ -37,6 +37,12 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def _served_catalogue(probe: Any) -> dict[str, Any]:
+    """The catalogue an MCP server listed (runner.probes.mcp), so the output says what the agents were shown."""
+    record = getattr(probe, "mcp_catalogue", None)
+    return {"mcp_catalogue": record} if record is not None else {}
+
+
 def read_manifest(out: Path) -> dict[str, Any] | None:
     path = out / MANIFEST
     if not path.exists():
@@ -71,7 +77,7 @@ def start_manifest(out: Path, loaded: LoadedSweep, trials_total: int) -> dict[st
             "sweep_sha256": loaded.sweep_sha256,
             "sweep_file": str(loaded.path),
             "sweep": loaded.sweep.model_dump(mode="json"),
-            "probes": {p.name: {"kind": p.kind, **p.identity()} for p in loaded.probes},
+            "probes": {p.name: {"kind": p.kind, **p.identity(), **_served_catalogue(p)} for p in loaded.probes},
             "seed": loaded.sweep.seed,
             "trials_total": trials_total,
             "versions": _versions(),

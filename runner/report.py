@@ -27,6 +27,21 @@ from runner.formatting import pp as _pp
 from runner.formatting import pvalue as _p
 from runner.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label, summarize
 from runner.probes import PROBES
+from runner.scorecard import ALPHA, KIND as SCORECARD_KIND, scorecard_table
+
+
+def scorecard_rich_table(card: pl.DataFrame, probe: str, many_runs: bool) -> Table:
+    """The verdict per model (rules: runner/scorecard.py and the README's Scorecard section)."""
+    table = Table(title=f"{probe} · scorecard", title_justify="left", header_style="bold", box=box.SIMPLE_HEAD,
+                  pad_edge=False, caption_justify="left")
+    for col in ("run · model" if many_runs else "model", "verdict", "kept", "why"):
+        table.add_column(col, justify="right" if col == "kept" else "left", no_wrap=col != "why")
+    for r in card.filter(pl.col("probe") == probe).iter_rows(named=True):
+        name = f"{r['run']} · {r['model']}" if many_runs else r["model"]
+        table.add_row(name, r["verdict"], _pct(r["retention"]), r["reason"])
+    table.caption = ("kept: retention of decoy-free trials, (1 − decoy A) / (1 − decoy B), graded when the decoy "
+                     f"test's p {HEADLINE_LEVEL} ≤ {ALPHA:g}; rules in the README (Scorecard).")
+    return table
 
 
 def _conditions_table(a: ProbeAnalysis, model: str) -> Table:
@@ -162,9 +177,12 @@ def print_report(outs: Path | Sequence[Path], console: Console | None = None, *,
     """Print the leaderboards of ``outs`` (one or many run directories), then the per-model tables."""
     console = console or Console()
     summary = summarize([outs] if isinstance(outs, Path) else list(outs))
+    card = scorecard_table(summary)
     for probe, kind in summary.probe_keys():
         for table in leaderboard_tables(summary, probe, kind):
             console.print(table)
+        if kind == SCORECARD_KIND:
+            console.print(scorecard_rich_table(card, probe, needs_run_label(card)))
     if summary.models["cost_usd"].drop_nulls().len():
         _print_costs(summary, console)
     methods: set[str] = set()

@@ -32,6 +32,7 @@ COMMON_FIELDS: tuple[pa.Field, ...] = (
     pa.field("error_kind", pa.string()),                  # runner.providers.ErrorKind value
     pa.field("error", pa.string()),
     pa.field("attempts", pa.int32()),
+    pa.field("cache_hits", pa.int32()),                   # calls the response cache answered (0: all live)
     pa.field("remedies", pa.list_(pa.string())),          # learned parameter remedies applied; null if none
     pa.field("latency_ms", pa.float64()),
     pa.field("input_tokens", pa.int64()),

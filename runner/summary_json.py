@@ -20,6 +20,8 @@ import polars as pl
 
 from runner.analysis import CONFIDENCE, N_RESAMPLES
 from runner.leaderboard import HEADLINE_LEVEL, Summary
+from runner.scorecard import scorecard_table
+from runner.scorecard import settings as scorecard_settings
 
 FORMAT = "trialgrid-summary"
 FORMAT_VERSION = 1
@@ -59,6 +61,7 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
     except metadata.PackageNotFoundError:
         version = "unknown"
     probes = []
+    card = scorecard_table(summary)
     for run in summary.runs:
         for a in run.probes:
             board = []
@@ -87,14 +90,16 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
                          "recall_ci": [r["recall_lo"], r["recall_hi"]]}
                       for r in _rows(summary.fields, run.label, a.probe)]
             stages = _rows(summary.stages, run.label, a.probe)
+            verdicts = card.filter((pl.col("run") == run.label) & (pl.col("probe") == a.probe)).drop("run", "probe")
             probes.append({"run": run.label, "probe": a.probe, "kind": a.kind, "rates": list(a.rates),
                            "leaderboard": board, "conditions": conditions, "contrasts": contrasts,
-                           "fields": fields, "stages": stages})
+                           "fields": fields, "stages": stages, "scorecard": verdicts.to_dicts()})
     return _clean({
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "generated_by": f"trialgrid {version}",
-        "settings": {"confidence": CONFIDENCE, "bootstrap_resamples": N_RESAMPLES, "headline_test": HEADLINE_LEVEL},
+        "settings": {"confidence": CONFIDENCE, "bootstrap_resamples": N_RESAMPLES, "headline_test": HEADLINE_LEVEL,
+                     "scorecard": scorecard_settings()},
         "runs": summary.run_table.to_dicts(),
         "models": summary.models.select("run", "model", "provider", "model_id", "trials", "errors", "error_rate",
                                         "input_tokens", "output_tokens", "cost_usd", "cost_per_trial_usd",

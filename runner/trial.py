@@ -45,7 +45,7 @@ class TrialRunner:
 
     async def __call__(self, spec: TrialSpec) -> dict[str, Any]:
         binding = self._models[spec.model]
-        agent = Agent(binding.provider, binding.model_id, binding.params)
+        agent = Agent(binding.provider, binding.model_id, binding.params, spec.seed)
         row: dict[str, Any] = {
             "sweep_id": spec.sweep_id, "trial_id": spec.trial_id, "model": spec.model,
             "provider": binding.provider_name, "model_id": binding.model_id, "probe": spec.probe,
@@ -73,6 +73,7 @@ class TrialRunner:
             deadlines.stop(task)
         last = agent.last
         row["attempts"] = agent.attempts
+        row["cache_hits"] = agent.cache_hits
         row["remedies"] = list(agent.remedies) if agent.remedies else None
         row["latency_ms"] = agent.latency_s * 1000.0
         row["input_tokens"] = agent.input_tokens

@@ -88,6 +88,9 @@ class ChatRequest:
     params: Mapping[str, Any] = field(default_factory=dict)
     seed: int | None = None
     tool_choice: str | None = None
+    #: the seed of the trial asking (``TrialSpec.seed``); never sent — it keys the response cache, so two
+    #: trials that send the same request (paired arms sharing a ``unit_seed``) never share a cached answer
+    trial_seed: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +100,8 @@ class ChatResponse:
     ``attempts`` counts the requests sent to get this answer (retries and remedy
     re-sends included; 1 for an in-process provider); ``remedies`` lists the learned
     parameter changes applied to the request that got it (``Remedy.describe()``), so
-    a row measured with a changed parameter says so.
+    a row measured with a changed parameter says so. ``cached`` marks an answer the
+    response cache served (``attempts`` is then 0: no request was sent).
     """
 
     text: str = ""
@@ -107,6 +111,7 @@ class ChatResponse:
     finish_reason: str | None = None
     attempts: int = 1
     remedies: tuple[str, ...] = ()
+    cached: bool = False
 
 
 @dataclass(frozen=True, slots=True)

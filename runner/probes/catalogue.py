@@ -1,10 +1,12 @@
-"""Tool catalogues as users write them: OpenAI, Anthropic or plain form.
+"""Tool catalogues as users write them: OpenAI, Anthropic, MCP or plain form.
 
-All three forms become tuples of neutral ``ToolSpec``. The form is detected per
-entry, so a user can paste tool definitions straight from either vendor's docs:
+All four forms become tuples of neutral ``ToolSpec``. The form is detected per
+entry, so a user can paste tool definitions straight from either vendor's docs or
+an MCP server's ``tools/list`` answer:
 
 - OpenAI: ``{"type": "function", "function": {"name", "description", "parameters"}}``
 - Anthropic: ``{"name", "description", "input_schema"}``
+- MCP: ``{"name", "description", "inputSchema"}`` (other MCP keys such as ``annotations`` are ignored)
 - plain: ``{"name", "description", "parameters"}``
 
 The file is a list of entries, or a mapping with a ``tools`` list.
@@ -35,12 +37,16 @@ def _entry(item: Any, source: Source, path: tuple) -> ToolSpec:
         body, sub, schema_key = fn, ("function",), "parameters"
     elif "input_schema" in item:
         body, sub, schema_key = item, (), "input_schema"
+    elif "inputSchema" in item:
+        body, sub, schema_key = item, (), "inputSchema"
     else:
         body, sub, schema_key = item, (), "parameters"
     name = body.get("name")
     if not isinstance(name, str) or not name.strip():
         raise fail("tool needs a non-empty string 'name'", sub + ("name",))
-    description = body.get("description", "")
+    description = body.get("description")
+    if description is None:  # MCP's description is optional and may be null
+        description = ""
     if not isinstance(description, str):
         raise fail("'description' must be a string", sub + ("description",))
     schema = body.get(schema_key, {"type": "object", "properties": {}})

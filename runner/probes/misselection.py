@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from runner.errors import UserError
+from runner.probes.mcp import McpServer, probe_catalogue
 from runner.probes.base import Contrast, Probe, ProbeConfig
-from runner.probes.catalogue import load_catalogue
 from runner.providers.base import Agent
 from runner.seeding import permutation
 from runner.sources import Source, load_source, validate
@@ -49,11 +49,19 @@ DEFAULT_SYSTEM = (
 class MisselectionConfig(ProbeConfig):
     kind: Literal["misselection"]
     cases: str = Field(description="triples file (YAML or JSON), relative to the sweep file")
-    catalogue: str = Field(description="tool catalogue (OpenAI, Anthropic or plain form)")
+    catalogue: str | None = Field(default=None, description="tool catalogue file (OpenAI, Anthropic, MCP or plain form)")
+    mcp_server: McpServer | None = Field(default=None, description="read the catalogue from this MCP server instead of a file")
     decoy_name: str | None = Field(default=None, description="use this catalogue tool as the decoy instead of injecting one")
     system: str = Field(default=DEFAULT_SYSTEM, description="system prompt")
 
     known_conditions = CONDITIONS
+
+    @model_validator(mode="after")
+    def _one_catalogue(self) -> "MisselectionConfig":
+        if (self.catalogue is None) == (self.mcp_server is None):
+            raise ValueError("give the tools either as `catalogue: FILE` or as `mcp_server: {command: ...}`"
+                             + (", not both" if self.catalogue is not None else ""))
+        return self
 
 
 class Triple(BaseModel):
@@ -141,16 +149,19 @@ class MisselectionProbe(Probe):
     def __init__(self, config: MisselectionConfig, base_dir: Path, locate: Callable[[str, str], UserError]) -> None:
         super().__init__(config, base_dir)
         self.triples, triples_sha, drift = load_triples(base_dir / config.cases)
-        catalogue, self._catalogue_sha = load_catalogue(base_dir / config.catalogue)
+        catalogue, self._catalogue_sha, self.mcp_catalogue = probe_catalogue(config.catalogue, config.mcp_server,
+                                                                             base_dir, locate)
+        assert catalogue is not None  # the config holds exactly one source
+        source = config.catalogue or "the MCP server's catalogue"
         names = {t.name for t in catalogue}
         if config.decoy_name is not None:
             if config.decoy_name not in names:
-                raise locate("decoy_name", f"decoy_name {config.decoy_name!r} is not a tool in {config.catalogue}")
+                raise locate("decoy_name", f"decoy_name {config.decoy_name!r} is not a tool in {source}")
             self.decoy = config.decoy_name
             tools = catalogue
         else:
             if DEFAULT_DECOY.name in names:
-                raise locate("catalogue", f"the catalogue already has a tool named {DEFAULT_DECOY.name!r}; "
+                raise locate("catalogue" if config.catalogue else "mcp_server", f"the catalogue already has a tool named {DEFAULT_DECOY.name!r}; "
                                           f"set decoy_name: {DEFAULT_DECOY.name} to use it as the decoy")
             self.decoy = DEFAULT_DECOY.name
             tools = catalogue + (DEFAULT_DECOY,)

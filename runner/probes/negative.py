@@ -26,9 +26,10 @@ import pyarrow as pa
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from runner.errors import UserError
+from runner.probes.mcp import McpServer, probe_catalogue
 from runner.probes.base import Probe, ProbeConfig
 from runner.probes.casefiles import Record, load_records
-from runner.probes.catalogue import load_catalogue, parse_catalogue
+from runner.probes.catalogue import parse_catalogue
 from runner.probes.jsonwalk import format_value, key_names, leaves, normalise, scalar_text
 from runner.providers.base import Agent
 from runner.sources import validate
@@ -48,10 +49,17 @@ class NegativeConfig(ProbeConfig):
     kind: Literal["negative"]
     cases: str = Field(description="case file (YAML, JSON or JSON lines), relative to the sweep file")
     catalogue: str | None = Field(default=None, description="tool catalogue for cases that do not carry their own `tools`")
+    mcp_server: McpServer | None = Field(default=None, description="read that catalogue from this MCP server instead of a file")
     system: str = Field(default=DEFAULT_SYSTEM, description="system prompt for cases without their own `system`")
     runs: int = Field(default=5, ge=1, le=1_000_000, description="trials per (model, case) cell")
 
     known_conditions = CONDITIONS
+
+    @model_validator(mode="after")
+    def _one_catalogue(self) -> "NegativeConfig":
+        if self.catalogue is not None and self.mcp_server is not None:
+            raise ValueError("give the probe's tools either as `catalogue: FILE` or as `mcp_server: {command: ...}`, not both")
+        return self
 
 
 class MessageIn(BaseModel):
@@ -359,9 +367,8 @@ class NegativeProbe(Probe):
 
     def __init__(self, config: NegativeConfig, base_dir: Path, locate: Callable[[str, str], UserError]) -> None:
         super().__init__(config, base_dir)
-        catalogue, self._catalogue_sha = (None, None)
-        if config.catalogue is not None:
-            catalogue, self._catalogue_sha = load_catalogue(base_dir / config.catalogue)
+        catalogue, self._catalogue_sha, self.mcp_catalogue = probe_catalogue(config.catalogue, config.mcp_server,
+                                                                             base_dir, locate)
         cases, self._cases_sha = load_cases(base_dir / config.cases, catalogue)
         self._by_id: dict[str, tuple[NegativeCase, tuple[ToolSpec, ...], tuple[Message, ...], frozenset[str], str]] = {}
         for case, tools in cases:

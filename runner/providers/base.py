@@ -30,10 +30,12 @@ class Agent:
     """One model, one trial: builds requests from the model's config and records calls."""
 
     __slots__ = ("_provider", "model", "params", "calls", "attempts", "input_tokens",
-                 "output_tokens", "latency_s", "last", "remedies")
+                 "output_tokens", "latency_s", "last", "remedies", "cache_hits", "trial_seed")
 
-    def __init__(self, provider: Provider, model: str, params: Mapping[str, Any]) -> None:
+    def __init__(self, provider: Provider, model: str, params: Mapping[str, Any],
+                 trial_seed: int | None = None) -> None:
         self._provider = provider
+        self.trial_seed = trial_seed
         self.model = model
         self.params = params
         self.calls = 0
@@ -44,6 +46,8 @@ class Agent:
         self.last: ChatResponse | None = None
         #: learned parameter remedies applied to this trial's requests (``Remedy.describe()``)
         self.remedies: tuple[str, ...] = ()
+        #: answers the response cache served instead of the model
+        self.cache_hits = 0
 
     async def chat(
         self,
@@ -53,7 +57,8 @@ class Agent:
         seed: int | None = None,
         tool_choice: str | None = None,
     ) -> ChatResponse:
-        request = ChatRequest(self.model, tuple(messages), tuple(tools), self.params, seed, tool_choice)
+        request = ChatRequest(self.model, tuple(messages), tuple(tools), self.params, seed, tool_choice,
+                              self.trial_seed)
         self.calls += 1
         try:
             response = await self._provider.complete(request)
@@ -63,6 +68,8 @@ class Agent:
                 self._note(exc.remedies)
             raise
         self.attempts += response.attempts
+        if response.cached:
+            self.cache_hits += 1
         if response.remedies:
             self._note(response.remedies)
         self.input_tokens += response.usage.input_tokens

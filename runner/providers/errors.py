@@ -19,6 +19,7 @@ class ErrorKind(str, Enum):
     FATAL = "fatal"                    # auth, not found, other 4xx: do not retry
     TIMEOUT = "timeout"                # the trial exceeded its own deadline (engine)
     INTERNAL = "internal"              # a bug or unexpected exception in trialgrid/probe
+    EXPIRED = "expired"                # batch mode: the batch's window closed before this request ran
 
     @property
     def retryable(self) -> bool:

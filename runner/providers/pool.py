@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Callable
 
 from runner.providers.base import Provider
+from runner.providers.cache import CachedProvider, ResponseCache
 from runner.providers.limiter import Limiter, make_limiter
 from runner.providers.managed import ManagedProvider
 from runner.providers.remedies import Learned, RemedyBook
@@ -26,7 +27,8 @@ from runner.providers.transport import DEFAULT_TRANSPORT
 class ProviderPool:
     def __init__(self, *, strict_params: bool = False, on_learn: Callable[[Learned], None] | None = None,
                  transport: str = DEFAULT_TRANSPORT, book: RemedyBook | None = None,
-                 limiter_factory: Callable[[tuple[str, str, str], Limits | None], Limiter] | None = None) -> None:
+                 limiter_factory: Callable[[tuple[str, str, str], Limits | None], Limiter] | None = None,
+                 cache: ResponseCache | None = None) -> None:
         # ``book`` and ``limiter_factory`` let cluster mode share both across worker processes
         # (cluster.remedies / cluster.limiter); by default each is local to this process.
         self.strict_params = strict_params
@@ -37,10 +39,26 @@ class ProviderPool:
         self._wire: dict[Connection, Provider] = {}
         self._managed: dict[tuple, ManagedProvider] = {}
         self.limiters: dict[tuple[str, str, str], Limiter] = {}
+        # the response cache wraps each provider here, once, so no probe can tell a hit from a call
+        self.cache = cache
+        self._cached: dict[tuple[int, str], CachedProvider] = {}
 
     def provider(self, name: str, connection: Connection | None = None, *, limits: Limits | None = None,
                  retry: RetryPolicy | None = None, max_connections: int = 1024) -> Provider:
         """The provider a model with these settings calls. ``KeyError`` if its API key is not set."""
+        provider = self._uncached(name, connection, limits=limits, retry=retry, max_connections=max_connections)
+        if self.cache is None:
+            return provider
+        endpoint = (connection.base_url or connection.function or name) if connection is not None else name
+        key = (id(provider), endpoint)
+        cached = self._cached.get(key)
+        if cached is None:
+            cached = self._cached[key] = CachedProvider(provider, self.cache, endpoint=endpoint,
+                                                        strict_params=self.strict_params)
+        return cached
+
+    def _uncached(self, name: str, connection: Connection | None, *, limits: Limits | None,
+                  retry: RetryPolicy | None, max_connections: int) -> Provider:
         from runner.providers import CONFIGURED, make_provider
 
         if name not in CONFIGURED:

@@ -1,7 +1,8 @@
 """``trialgrid serve``: OpenAI- and Anthropic-compatible endpoints answered by the simulated agent.
 
 Routes: ``POST /v1/chat/completions`` (OpenAI), ``POST /v1/messages`` (Anthropic),
-``GET /stats`` (``?log=1`` adds the per-request log), ``GET /health``.
+``GET /stats`` (``?log=1`` adds the per-request log), ``GET /health``, and both
+vendors' batch APIs (``runner/serve/batches.py``).
 
 Each request is answered by the same ``SimProvider.respond`` the in-process ``sim``
 provider uses, from the request decoded back into a neutral ``ChatRequest`` (seed
@@ -30,6 +31,7 @@ import orjson
 from aiohttp import web
 
 from runner.providers.sim import SimProvider
+from runner.serve.batches import BatchRoutes
 from runner.serve.codecs import CODECS, BadRequest
 from runner.serve.options import FAULTS, ServeOptions
 from runner.serve.stats import ServerStats, key_id
@@ -61,6 +63,8 @@ class SimServer:
         app.router.add_post("/v1/messages", self._anthropic)
         app.router.add_get("/stats", self._stats)
         app.router.add_get("/health", self._health)
+        self.batches = BatchRoutes(self)
+        self.batches.register(app)
         return app
 
     async def _openai(self, request: web.Request) -> web.StreamResponse:

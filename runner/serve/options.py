@@ -108,6 +108,11 @@ class ServeOptions:
     keys: tuple[str, ...] = ()
     #: requests kept in the /stats log (counts go on past it)
     log_limit: int = 2_000_000
+    #: batch APIs (runner/serve/batches.py): seconds from creation until a batch has ended
+    batch_delay_s: float = 0.0
+    #: share of batch requests answered with a 500 error result, and left unprocessed as expired
+    batch_error_rate: float = 0.0
+    batch_expire_rate: float = 0.0
 
     def __post_init__(self) -> None:
         if self.latency_dist not in LATENCY_DISTS:
@@ -117,6 +122,12 @@ class ServeOptions:
             raise ValueError(f"unknown fault {bad[0]!r}: expected one of {', '.join(FAULTS)}")
         if sum(self.faults.values()) > 1 + 1e-9:
             raise ValueError(f"fault rates add up to {sum(self.faults.values()):g}, more than 1")
+        if self.batch_delay_s < 0:
+            raise ValueError("the batch delay must be >= 0 seconds")
+        if not (0 <= self.batch_error_rate <= 1 and 0 <= self.batch_expire_rate <= 1) \
+                or self.batch_error_rate + self.batch_expire_rate > 1 + 1e-9:
+            raise ValueError(f"batch error and expiry rates must each be in [0, 1] and add up to at most 1 "
+                             f"(got {self.batch_error_rate:g} and {self.batch_expire_rate:g})")
 
     @staticmethod
     def mixed_faults(total: float) -> dict[str, float]:

@@ -43,6 +43,9 @@ class ServerStats:
         self.key_in_flight: Counter[str] = Counter()
         self.key_max_in_flight: Counter[str] = Counter()
         self.rejections: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
+        #: batches created per api, and the requests they held (runner/serve/batches.py)
+        self.batches: Counter[str] = Counter()
+        self.batch_requests: Counter[str] = Counter()
 
     def now(self) -> float:
         return time.monotonic() - self.started
@@ -78,6 +81,10 @@ class ServerStats:
             self.tag.append(tag)
             self.tokens.append(tokens)
 
+    def batch_created(self, api: str, n_requests: int) -> None:
+        self.batches[api] += 1
+        self.batch_requests[api] += n_requests
+
     def rejected(self, rule: str, model: str, param: str) -> None:
         self.rejections[rule][model][param] += 1
 
@@ -98,6 +105,8 @@ class ServerStats:
             "keys": keys,
             "rejections": {rule: {m: dict(params) for m, params in models.items()}
                            for rule, models in self.rejections.items()},
+            "batches": dict(self.batches),
+            "batch_requests": dict(self.batch_requests),
         }
         if with_log:
             out["log"] = {"t": self.t, "key": self.key, "api": self.api, "model": self.model,

@@ -16,6 +16,7 @@ from runner.cli import app
 from runner.config import load_sweep
 from runner.leaderboard import summarize
 from runner.run import run_sweep
+from runner.scorecard import scorecard_table
 from runner.summary_json import schema_path
 from tests.conftest import CONFIGS, quickstart_dict
 
@@ -80,6 +81,9 @@ def test_cli_writes_json_valid_against_the_shipped_schema_and_csv(runs: list[Pat
     board = data["probes"][0]["leaderboard"]
     assert board[0]["test"]["level"] == "cell" and board[0]["test"]["method"].startswith("exact")
     assert {p["run"] for p in data["probes"]} == {"quickstart", "second"}
+    verdicts = {(p["run"], v["model"]): v["verdict"] for p in data["probes"] for v in p["scorecard"]}
+    assert len(verdicts) == 4 and data["settings"]["scorecard"]["alpha"] == 0.05
+    assert verdicts == {(r["run"], r["model"]): r["verdict"] for r in scorecard_table(summarize(runs)).to_dicts()}
     for name in ("runs", "models", "leaderboard", "conditions", "contrasts", "cells"):
         assert pl.read_csv(tmp_path / "csv" / f"{name}.csv").height > 0
     # stable: the same runs give the same summary
@@ -94,6 +98,10 @@ def test_schema_rejects_a_summary_missing_a_required_field(runs: list[Path]) -> 
 
     data = summary_dict(summarize(runs[:1]))
     del data["probes"][0]["leaderboard"][0]["test"]["floor"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, json.loads(schema_path().read_text()), cls=jsonschema.Draft202012Validator)
+    data = summary_dict(summarize(runs[:1]))
+    data["probes"][0]["scorecard"][0]["verdict"] = "fine"  # not one of the scorecard's verdicts
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(data, json.loads(schema_path().read_text()), cls=jsonschema.Draft202012Validator)
 
