@@ -22,7 +22,7 @@ from runner.batch import run_batch_sweep
 from runner.config import load_sweep
 from runner.run import run_sweep
 from tests.conftest import CONFIGS, ROOT
-from tests.runner.providers.conftest import CELL, http_sweep, outcomes, trials, write
+from tests.runner.providers.conftest import CELL, http_sweep, trials, write
 
 NEGATIVE = {"kind": "negative", "cases": str(CONFIGS / "negative/cases.yaml"),
             "catalogue": str(CONFIGS / "negative/tools.json"), "runs": 2}

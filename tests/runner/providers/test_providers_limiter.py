@@ -76,7 +76,7 @@ def test_rpm_never_exceeded_in_any_window_and_nearly_reached(serve) -> None:  # 
     # sustained: the three full windows after the first are each close to the limit
     first = min(times)
     counts = [sum(1 for t in times if first + k <= t < first + k + 1) for k in range(1, 3)]
-    assert all(c >= 34 for c in counts), counts
+    assert all(c >= 30 for c in counts), counts
 
 
 def test_max_concurrent_is_the_servers_max_concurrency(serve) -> None:  # type: ignore[no-untyped-def]
