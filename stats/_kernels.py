@@ -80,33 +80,10 @@ def hypergeom_tables(total, good, draws):
     ``draws[c]`` trials labelled arm A. Returns ``(offs, lo, pmf)``: the pmf of
     cluster c covers x = lo[c] .. lo[c] + offs[c+1] - offs[c] - 1.
     """
-    k = total.size
-    offs = np.zeros(k + 1, np.int64)
-    lo = np.empty(k, np.int64)
-    for c in range(k):
-        a = max(0, draws[c] - (total[c] - good[c]))
-        b = min(good[c], draws[c])
-        lo[c] = a
-        offs[c + 1] = offs[c] + (b - a + 1)
-    pmf = np.empty(offs[k], np.float64)
-    for c in range(k):
-        n_, g, d = total[c], good[c], draws[c]
-        s = offs[c]
-        m = offs[c + 1] - s
-        mx = -np.inf
-        for j in range(m):
-            x = lo[c] + j
-            v = _lchoose(g, x) + _lchoose(n_ - g, d - x)
-            pmf[s + j] = v
-            if v > mx:
-                mx = v
-        tot = 0.0
-        for j in range(m):
-            e = math.exp(pmf[s + j] - mx)
-            pmf[s + j] = e
-            tot += e
-        for j in range(m):
-            pmf[s + j] /= tot
+    offs, lo, logp = hypergeom_logtables(total, good, draws)
+    pmf = np.empty_like(logp)
+    for i in range(logp.size):
+        pmf[i] = math.exp(logp[i])
     return offs, lo, pmf
 
 
