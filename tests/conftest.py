@@ -28,6 +28,21 @@ def quickstart_dict() -> dict[str, Any]:
     return data
 
 
+@pytest.fixture(scope="session")
+def quickstart_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished quickstart run with 6 runs per cell, shared read-only by the tests that read one."""
+    from runner.config import load_sweep
+    from runner.run import run_sweep
+
+    tmp = tmp_path_factory.mktemp("quickstart")
+    data = quickstart_dict()
+    data["probes"][0]["runs"] = 6
+    path = tmp / "sweep.yaml"
+    path.write_text(yaml.safe_dump(data))
+    run_sweep(load_sweep(path), tmp / "out", quiet=True)
+    return tmp / "out"
+
+
 @pytest.fixture
 def write_sweep(tmp_path: Path) -> Callable[..., Path]:
     """Write a sweep (default: the quickstart with few runs) into tmp and return its path."""

@@ -16,19 +16,6 @@ from runner.run import run_sweep
 from tests.conftest import quickstart_dict
 
 
-@pytest.fixture(scope="module")
-def quickstart_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import yaml
-
-    tmp = tmp_path_factory.mktemp("analysis")
-    data = quickstart_dict()
-    data["probes"][0]["runs"] = 6
-    path = tmp / "sweep.yaml"
-    path.write_text(yaml.safe_dump(data))
-    run_sweep(load_sweep(path), tmp / "out", quiet=True)
-    return tmp / "out"
-
-
 def test_cell_counts_match_a_plain_python_count(quickstart_out: Path) -> None:
     rows = pl.scan_ipc(str(quickstart_out / "trials" / "*.arrow")).collect().to_dicts()
     counts: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])

@@ -93,17 +93,6 @@ def test_rules_apply_in_order_errors_first() -> None:
     assert "errors" in v.reason
 
 
-@pytest.fixture(scope="module")
-def quickstart_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("card")
-    data = quickstart_dict()
-    data["probes"][0]["runs"] = 6
-    path = tmp / "sweep.yaml"
-    path.write_text(yaml.safe_dump(data))
-    run_sweep(load_sweep(path), tmp / "out", quiet=True)
-    return tmp / "out"
-
-
 def test_quickstart_verdicts_follow_the_report_numbers(quickstart_out: Path) -> None:
     summary = summarize([quickstart_out])
     card = scorecard_table(summary)
