@@ -40,8 +40,8 @@ def scaled_sweep(tmp: Path, trials: int) -> Path:
 
 
 def run_once(trials: int) -> dict:
-    from runner.config import load_sweep
-    from runner.run import run_sweep
+    from runner.config.sweep import load_sweep
+    from runner.execution.run import run_sweep
 
     with tempfile.TemporaryDirectory() as tmp:
         loaded = load_sweep(scaled_sweep(Path(tmp), trials))

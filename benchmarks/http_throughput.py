@@ -43,7 +43,7 @@ QUICKSTART = ROOT / "configs" / "quickstart.yaml"
 
 
 def start_server(latency_ms: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "runner.cli", "serve", "--port", "0", "--latency-ms", str(latency_ms)],
+    proc = subprocess.Popen([sys.executable, "-m", "runner.cli.app", "serve", "--port", "0", "--latency-ms", str(latency_ms)],
                             stdout=subprocess.PIPE, text=True, cwd=ROOT)
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -63,7 +63,7 @@ def sweep_dict(base_url: str, runs: int, **model_extra: object) -> dict:
 
 
 def load(tmp: Path, data: dict, name: str = "sweep.yaml"):  # type: ignore[no-untyped-def]
-    from runner.config import load_sweep
+    from runner.config.sweep import load_sweep
 
     path = tmp / name
     path.write_text(yaml.safe_dump(data))
@@ -72,10 +72,10 @@ def load(tmp: Path, data: dict, name: str = "sweep.yaml"):  # type: ignore[no-un
 
 async def transport_rate(loaded, base_url: str, transport: str, concurrency: int, seconds: float) -> tuple[float, int]:  # type: ignore[no-untyped-def]
     """Trials/s of probe → provider → HTTP with ``concurrency`` in flight, for ``seconds``."""
+    from runner.execution.run import grid_of
     from runner.providers import Agent
     from runner.providers.openai_wire import OpenAIProvider
     from runner.providers.settings import Connection
-    from runner.run import grid_of
 
     provider = OpenAIProvider(Connection("openai", base_url, None), transport=transport, max_connections=concurrency)
     probe = loaded.probes[0]
@@ -92,7 +92,7 @@ async def transport_rate(loaded, base_url: str, transport: str, concurrency: int
                 return
             try:
                 await probe.run(spec, Agent(provider, models[spec.model], {}))
-            except Exception:  # noqa: BLE001 — count, keep going: a benchmark, not a test
+            except Exception:
                 errors += 1
             if measuring:
                 done += 1
@@ -116,12 +116,12 @@ async def _n_trials(probe, provider, models, specs, n: int) -> None:  # type: ig
         spec = next(specs)
         try:
             await probe.run(spec, Agent(provider, models[spec.model], {}))
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
 
 
 def end_to_end(tmp: Path, base_url: str, concurrency: int) -> tuple[int, float]:
-    from runner.run import run_sweep
+    from runner.execution.run import run_sweep
 
     data = sweep_dict(base_url, runs=60, concurrency=concurrency)
     data["engine"] = {"concurrency": concurrency}
@@ -133,7 +133,7 @@ def end_to_end(tmp: Path, base_url: str, concurrency: int) -> tuple[int, float]:
 
 
 def rpm_check(tmp: Path, base_url: str, rpm: int, minutes: float) -> None:
-    from runner.run import run_sweep
+    from runner.execution.run import run_sweep
 
     data = sweep_dict(base_url, runs=max(1, int(rpm * minutes * 1.3 / (3 * 13 * 3)) + 1),
                       limits={"rpm": rpm}, concurrency=64)
@@ -149,7 +149,7 @@ def rpm_check(tmp: Path, base_url: str, rpm: int, minutes: float) -> None:
     def run() -> None:
         try:
             run_sweep(loaded, tmp / "rpm-out", quiet=True)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             print("run failed:", exc)
 
     # run in a thread and stop by process exit after the time is up: the sweep is sized

@@ -68,8 +68,8 @@ class Server:
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
 
-    def __enter__(self) -> "Server":
-        self.proc = subprocess.Popen([sys.executable, "-m", "runner.cli", "serve", "--port", "0", "--latency-ms",
+    def __enter__(self) -> Server:
+        self.proc = subprocess.Popen([sys.executable, "-m", "runner.cli.app", "serve", "--port", "0", "--latency-ms",
                                       str(self.latency_ms)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
@@ -109,8 +109,8 @@ def main() -> None:
     import ray
 
     from cluster.driver import run_on_ray
-    from runner.config import load_sweep
-    from runner.run import run_sweep
+    from runner.config.sweep import load_sweep
+    from runner.execution.run import run_sweep
     tmp = Path(tempfile.mkdtemp(prefix="tgb", dir="/tmp"))
     try:
         with Server(args.latency_ms) as server:

@@ -5,7 +5,7 @@ Prints, side by side in one run on the same ~25-column trial schema (with
 timestamp column):
 
 - ``from_pylist``: ``pa.RecordBatch.from_pylist`` per batch;
-- ``per-column pa.array``: ``runner.sink.to_record_batch``, what the sink uses;
+- ``per-column pa.array``: ``runner.execution.sink.to_record_batch``, what the sink uses;
 - ``python flat builders``: a recursive, DataType-driven builder written in Python
   (lists as flat values + int32 offsets, structs as child columns, null masks), the
   alternative the sink does not use because Arrow's C++ converter beats it;
@@ -23,14 +23,15 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runner.sink import TrialSink, to_record_batch  # noqa: E402
+from runner.execution.sink import TrialSink, to_record_batch
 
 TOOL_CALL = pa.struct(
     [("id", pa.string()), ("name", pa.string()), ("arguments", pa.string()), ("parse_error", pa.string())]
@@ -68,7 +69,7 @@ CONDITIONS = ("ungroundable", "groundable_known", "groundable_unknown")
 
 
 def make_rows(n: int) -> list[dict[str, Any]]:
-    start = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)
+    start = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
     rows = []
     for i in range(n):
         k = i % 3

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -226,12 +226,12 @@ def big_report_section(ctx: dict) -> None:
     import subprocess
     import tempfile
 
+    import polars as pl
     from rich.console import Console
 
-    import polars as pl
-    from runner.analysis import analyze, cell_counts, scan_trials
+    from runner.analysis.cells import analyze, cell_counts, scan_trials
     from runner.probes import PROBES
-    from runner.report import print_report
+    from runner.reporting.terminal import print_report
 
     prompts = BIG_PROMPTS // 10 if ctx["quick"] else BIG_PROMPTS
     tmp = Path(tempfile.mkdtemp(prefix="trialgrid-10m-"))
@@ -244,7 +244,7 @@ def big_report_section(ctx: dict) -> None:
         row("build synthetic Arrow run with pyarrow (not part of the report)", sec, f"{size:,.0f} MiB in 10 parts")
         # The whole `trialgrid report` cost in a fresh process: interpreter, imports, cached kernels, report.
         code = ("import io, sys, time; t = time.perf_counter(); from pathlib import Path; "
-                "from rich.console import Console; from runner.report import print_report; "
+                "from rich.console import Console; from runner.reporting.terminal import print_report; "
                 f"print_report(Path({str(out)!r}), Console(file=io.StringIO(), width=120)); "
                 "print(time.perf_counter() - t)")
         t = time.perf_counter()
@@ -258,7 +258,7 @@ def big_report_section(ctx: dict) -> None:
         sec_cells, cells = timed(lambda: cell_counts(scan_trials(out), "misselection", probe.rates))
         row("  of which: polars scan + per-cell counts", sec_cells, f"{cells.height:,} cells from {total:,} trials")
         sec_an, analyses = timed(lambda: analyze(out))
-        row("  of which: runner.analysis.analyze (counts + all statistics)", sec_an, "")
+        row("  of which: runner.analysis.cells.analyze (counts + all statistics)", sec_an, "")
         sec_rep, summary = timed(lambda: print_report(out, Console(file=io.StringIO(), width=120)))
         row("  in-process print_report (analysis + leaderboard + rendering)", sec_rep, "")
         print("  contrasts (model sim-10m):")

@@ -1,10 +1,10 @@
 """Cluster mode: run a sweep on Ray with the same sweep file and the same output.
 
 ``cluster`` wraps ``runner`` and never the other way round: the driver opens the
-output exactly as a single-node run does (``runner.run.open_output``), streams the
-grid in chunks to worker actors that each run ``runner.engine.run_trials`` with a
-``runner.trial.TrialRunner``, and writes the Arrow record batches they return
-through ``runner.sink.TrialSink``. Rate limits and remedies are shared through two
+output exactly as a single-node run does (``runner.execution.run.open_output``), streams the
+grid in chunks to worker actors that each run ``runner.execution.engine.run_trials`` with a
+``runner.execution.trial.TrialRunner``, and writes the Arrow record batches they return
+through ``runner.execution.sink.TrialSink``. Rate limits and remedies are shared through two
 small actors behind runner's ``Limiter`` and ``RemedyBook`` interfaces.
 
 Ray itself is imported lazily (inside functions), so importing ``cluster`` — as the
@@ -16,7 +16,7 @@ from __future__ import annotations
 __all__ = ["run_on_ray"]
 
 
-def __getattr__(name: str):  # noqa: ANN202 — lazy re-export, keeps `import cluster` cheap
+def __getattr__(name: str):
     if name == "run_on_ray":
         from cluster.driver import run_on_ray
 

@@ -2,7 +2,7 @@
 
 ``runner`` must never import ``cluster``, yet ``trialgrid run --ray`` and
 ``trialgrid submit`` are one command line. pyproject.toml registers, under the
-entry-point groups ``runner.cli`` looks up by name:
+entry-point groups ``runner.cli.app`` looks up by name:
 
 - ``trialgrid.backends``: ``ray = cluster.cli:ray_backend`` — what ``run --ray`` calls;
 - ``trialgrid.commands``: ``cluster = cluster.cli:register`` — adds ``submit``,
@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import typer
 
-from runner.config import LoadedSweep
-from runner.errors import UserError
-from runner.run import RunResult
+from runner.config.sweep import LoadedSweep
+from runner.core.errors import UserError
+from runner.execution.run import RunResult
 
 ADDRESS_ENV = "RAY_ADDRESS"
 
@@ -43,7 +44,7 @@ def ray_backend(loaded: LoadedSweep, out: Path, *, address: str, workers: int | 
 
 def register(app: typer.Typer) -> None:
     """Add the Ray Jobs commands to the ``trialgrid`` app."""
-    from runner.cli import _fail, err, out
+    from runner.cli.app import _fail, err, out
 
     address_option = typer.Option(..., "--address", envvar=ADDRESS_ENV,
                                   help="The head's Ray Jobs (dashboard) address, e.g. http://HEAD:8265 "
@@ -54,16 +55,15 @@ def register(app: typer.Typer) -> None:
         sweep: Path = typer.Argument(..., help="Sweep file (YAML), inside the project directory."),
         address: str = address_option,
         out_dir: str = typer.Option(..., "--out", "-o", help="Output directory on the head node (absolute path)."),
-        workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Worker actors (default: one per CPU)."),
+        workers: int | None = typer.Option(None, "--workers", min=1, help="Worker actors (default: one per CPU)."),
         project: Path = typer.Option(Path("."), "--project",
                                      help="Directory uploaded as the job's working directory (default: here)."),
         strict_params: bool = typer.Option(False, "--strict-params", help="No remedies: a rejected parameter fails."),
         wait: bool = typer.Option(True, "--wait/--no-wait", help="Follow the job's log until it ends."),
     ) -> None:
         """Run a sweep on a Ray cluster through Ray Jobs (the project directory travels with it)."""
-        from runner.config import load_sweep
-
         from cluster import jobs
+        from runner.config.sweep import load_sweep
 
         try:
             load_sweep(sweep)  # a broken sweep fails here, not on the cluster
@@ -111,8 +111,8 @@ def job_main(argv: list[str] | None = None) -> int:
     """``python -m cluster run SWEEP --out OUT``: the entrypoint of a submitted job (driver on the head)."""
     import argparse
 
-    from runner.config import load_sweep
-    from runner.report import print_report
+    from runner.config.sweep import load_sweep
+    from runner.reporting.terminal import print_report
 
     parser = argparse.ArgumentParser(prog="python -m cluster", description="Run a sweep on the Ray cluster "
                                      "this process belongs to (the entrypoint `trialgrid submit` gives a job).")

@@ -1,6 +1,6 @@
-"""A whole run of a sweep on Ray: the cluster-mode counterpart of ``runner.run.run_sweep``.
+"""A whole run of a sweep on Ray: the cluster-mode counterpart of ``runner.execution.run.run_sweep``.
 
-The output is opened, repaired and resumed by ``runner.run.open_output`` and
+The output is opened, repaired and resumed by ``runner.execution.run.open_output`` and
 written by its ``TrialSink`` on the driver, so a Ray run's directory is the same as
 a single-node run's: same parts format, same manifest, and either mode resumes the
 other's output (a killed driver leaves streams that the next run repairs). Only
@@ -11,22 +11,22 @@ pending grid to worker actors and writes the record batches they return.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from runner.config import LoadedSweep
-from runner.engine import EngineStats
-from runner.progress import RunProgress
-from runner.manifest import write_manifest
-from runner.run import RunResult, open_output
 
 from cluster.scheduler import Dispatcher, DispatchStats, chunked
 from cluster.session import ray_session
 from cluster.shares import engine_share
 from cluster.worker import TrialWorker
+from runner.config.sweep import LoadedSweep
+from runner.execution.engine import EngineStats
+from runner.execution.manifest import write_manifest
+from runner.execution.progress import RunProgress
+from runner.execution.run import RunResult, open_output
 
 #: the sink's worker name for parts written by a Ray driver (``part-ray-NNNNN.arrow``)
 SINK_NAME = "ray"
@@ -118,7 +118,7 @@ def run_on_ray(loaded: LoadedSweep, out: Path, *, address: str = "auto", workers
             elapsed = time.perf_counter() - started
             try:
                 services.drain_remedies(output.manifest, announce)
-            except Exception as exc:  # noqa: BLE001 — a lost actor must not hide why the run stopped
+            except Exception as exc:
                 say(f"could not collect remedies learned at the end: {type(exc).__name__}")
             counts = output.finish(status, dispatch.trials, elapsed)
             _close_workers(dispatcher.workers)
@@ -140,15 +140,15 @@ def _close_workers(workers: list[Any], timeout_s: float = 10.0) -> None:
     for worker in workers:
         try:
             refs.append(worker.aclose.remote())
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
     if refs:
         ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
     for worker in workers:
         try:
             ray.kill(worker, no_restart=True)
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
 
 
-__all__ = ["run_on_ray", "default_workers", "default_chunk_size", "SINK_NAME"]
+__all__ = ["SINK_NAME", "default_chunk_size", "default_workers", "run_on_ray"]

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
-from runner.errors import UserError
+from runner.core.errors import UserError
 
 #: never uploaded with the working directory: VCS data, caches, and run outputs (trial parts)
 EXCLUDES = [".git", "**/__pycache__", "**/.pytest_cache", ".venv", "venv", "node_modules", "*.egg-info",

@@ -38,10 +38,9 @@ import time
 from collections import deque
 from typing import Any
 
+from cluster.shares import share
 from runner.providers.limiter import LocalLimiter, Permit
 from runner.providers.settings import Limits
-
-from cluster.shares import share
 
 #: a leased permit must be used within this long after it reaches the worker
 LEASE_TTL_S = 0.25
@@ -53,7 +52,7 @@ MAX_LEASE = 64
 LimiterKey = tuple[str, str, str]
 
 #: the leased limiters living in this worker process, by key: where pushed pauses land
-_LIVE: dict[LimiterKey, "LeasedLimiter"] = {}
+_LIVE: dict[LimiterKey, LeasedLimiter] = {}
 
 
 def window_margin_s(window_s: float) -> float:
@@ -74,7 +73,7 @@ class LimiterActor:
         self._limiter = LocalLimiter(rate_limits, window_s=window_s, margin_s=window_margin_s(window_s))
         self._max_lease = MAX_LEASE
         if rate_limits.rpm:
-            interval = self._limiter._span / rate_limits.rpm  # noqa: SLF001 — the span is the limiter's own
+            interval = self._limiter._span / rate_limits.rpm
             self._max_lease = max(1, min(MAX_LEASE, int(LEASE_SPAN_S / interval) + 1))
         self._ids = itertools.count(1)
         self._permits: dict[int, Permit] = {}
@@ -113,7 +112,7 @@ class LimiterActor:
         for worker in list(self._subscribers):
             try:
                 worker.limiter_pause.remote(self.key, seconds)
-            except Exception:  # noqa: BLE001 — a dead subscriber is dropped
+            except Exception:
                 self._subscribers.remove(worker)
 
     async def subscribe(self, worker: Any) -> None:

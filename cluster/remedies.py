@@ -20,8 +20,9 @@ the manifest entry) is the driver's job: it drains ``RemedyActor.new_entries``.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Hashable
 from types import TracebackType
-from typing import Any, Hashable
+from typing import Any
 
 from runner.providers.errors import Remedy
 from runner.providers.remedies import BookKey, RemedyBook
@@ -45,7 +46,7 @@ class RemedyActor:
         for worker in list(self._subscribers):
             try:
                 worker.adopt_remedy.remote(key, remedy)
-            except Exception:  # noqa: BLE001 — a dead subscriber is dropped
+            except Exception:
                 self._subscribers.remove(worker)
         return True
 
@@ -85,7 +86,7 @@ class SharedRemedyBook(RemedyBook):
 class _PullingGate:
     """The local scout lock, plus: before the scout goes out, adopt what the run knows."""
 
-    __slots__ = ("_lock", "_book", "_key")
+    __slots__ = ("_book", "_key", "_lock")
 
     def __init__(self, lock: asyncio.Lock, book: SharedRemedyBook, key: BookKey) -> None:
         self._lock = lock

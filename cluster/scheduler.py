@@ -18,15 +18,16 @@ worker: it stops the run (what was written stays written and resumes).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from cluster.worker import ChunkResult, SpecTuple, spec_tuple
-from runner.types import TrialSpec
+from runner.core.types import TrialSpec
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,7 @@ class Dispatcher:
         stats.lost.append(reason)
         try:  # an unreachable (not dead) actor must not come back and compete with its replacement
             ray.kill(self.workers[slot], no_restart=True)
-        except Exception:  # noqa: BLE001 — already gone is the usual case
+        except Exception:
             pass
         if self._replacements_left <= 0:
             raise WorkersExhausted(f"{reason}; no replacements left after {stats.workers_lost} lost workers") from exc

@@ -15,11 +15,12 @@ directory already carries the project to every worker.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from runner.errors import UserError
+from runner.core.errors import UserError
 
 LOCAL = "local"
 AUTO = "auto"

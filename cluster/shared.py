@@ -2,7 +2,7 @@
 
 The driver starts them (``SharedServices.start``) before any worker, gives each
 worker a ``WorkerHooks`` — the picklable recipe a worker runs, inside its own
-event loop, to get the keyword arguments ``runner.run.build_trial_runner`` takes
+event loop, to get the keyword arguments ``runner.execution.run.build_trial_runner`` takes
 for a shared ``book`` and ``limiter_factory`` — and at the end (and as it goes)
 drains the remedies learned into the manifest, exactly where a single-node run
 records them.
@@ -10,16 +10,16 @@ records them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
-
-from runner.config import LoadedSweep
-from runner.providers.limiter import Limiter, make_limiter
-from runner.providers.remedies import remedy_from_json
-from runner.providers.settings import Limits
+from typing import Any
 
 from cluster.limiter import LeasedLimiter, LimiterActor, LimiterKey
 from cluster.remedies import RemedyActor, SharedRemedyBook
+from runner.config.sweep import LoadedSweep
+from runner.providers.limiter import Limiter, make_limiter
+from runner.providers.remedies import remedy_from_json
+from runner.providers.settings import Limits
 
 
 @dataclass
@@ -60,7 +60,7 @@ class SharedServices:
 
     @classmethod
     def start(cls, loaded: LoadedSweep, manifest: dict[str, Any], *, strict_params: bool = False,
-              window_s: float = 60.0) -> "SharedServices":
+              window_s: float = 60.0) -> SharedServices:
         """Start the actors (no CPU reserved: they are waiting on calls, not computing)."""
         import ray
 
@@ -100,5 +100,5 @@ class SharedServices:
         for actor in [self.remedy_actor, *self.limiter_actors.values()]:
             try:
                 ray.kill(actor, no_restart=True)
-            except Exception:  # noqa: BLE001 — gone already
+            except Exception:
                 pass

@@ -1,32 +1,32 @@
 """The worker actor: runner's async engine on one chunk of the grid at a time.
 
 Each ``TrialWorker`` builds the sweep's ``TrialRunner`` once (providers, clients,
-limiters) and runs ``runner.engine.run_trials`` on every chunk it is given. Several
+limiters) and runs ``runner.execution.engine.run_trials`` on every chunk it is given. Several
 chunks run at once on the actor's event loop, so the next chunk's trials start
 while the last ones of the previous chunk are still waiting on the network; the
 worker's share of the sweep's concurrency is enforced across all of them by one
 set of semaphores here, not per chunk. A chunk comes back as one Arrow record batch
-(``runner.sink.to_record_batch``): one actor call per chunk, never one per trial.
+(``runner.execution.sink.to_record_batch``): one actor call per chunk, never one per trial.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import pyarrow as pa
 
-from runner.config import LoadedSweep
-from runner.engine import run_trials
-from runner.providers.errors import Remedy
-from runner.run import build_trial_runner, per_model_concurrency
-from runner.sink import to_record_batch
-from runner.types import TrialSpec
-
 from cluster.limiter import apply_pushed_pause
 from cluster.shares import engine_share
+from runner.config.sweep import LoadedSweep
+from runner.core.types import TrialSpec
+from runner.execution.engine import run_trials
+from runner.execution.run import build_trial_runner, per_model_concurrency
+from runner.execution.sink import to_record_batch
+from runner.providers.errors import Remedy
 
 #: a trial spec on the wire: (trial_id, model, probe, case_id, condition, run, seed); the sweep id is the worker's
 SpecTuple = tuple[str, str, str, str, str, int, int, int]
@@ -47,7 +47,7 @@ class TrialWorker:
     """Run chunks of trial specs; return each chunk's rows as one record batch.
 
     ``hooks`` (a ``cluster.shared.WorkerHooks``) builds the keyword arguments
-    ``runner.run.build_trial_runner`` takes for shared limits and remedies; it runs
+    ``runner.execution.run.build_trial_runner`` takes for shared limits and remedies; it runs
     inside the actor, on its event loop, because those pieces hold asyncio primitives.
     """
 

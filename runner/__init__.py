@@ -1,11 +1,11 @@
 """trialgrid's single-node product: config, grid, probes, providers, engine, sink, report, CLI."""
 
-from runner.config import LoadedSweep, Sweep, load_sweep
-from runner.errors import UserError
-from runner.grid import Grid
-from runner.load import load, load_summary
-from runner.run import RunResult, run_sweep
-from runner.types import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, TrialSpec, Usage
+from runner.analysis.load import load, load_summary
+from runner.config.sweep import LoadedSweep, Sweep, load_sweep
+from runner.core.errors import UserError
+from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, TrialSpec, Usage
+from runner.execution.grid import Grid
+from runner.execution.run import RunResult, run_sweep
 
 __all__ = ["ChatRequest", "ChatResponse", "Grid", "LoadedSweep", "Message", "RunResult", "Sweep", "ToolCall",
            "ToolSpec", "TrialSpec", "Usage", "UserError", "load", "load_summary", "load_sweep", "run_sweep"]

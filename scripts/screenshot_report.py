@@ -15,8 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from runner.htmlreport import write_html
-from runner.leaderboard import summarize
+from runner.analysis.leaderboard import summarize
+from runner.reporting.html import write_html
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars"]

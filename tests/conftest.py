@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
@@ -31,8 +32,8 @@ def quickstart_dict() -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def quickstart_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A finished quickstart run with 6 runs per cell, shared read-only by the tests that read one."""
-    from runner.config import load_sweep
-    from runner.run import run_sweep
+    from runner.config.sweep import load_sweep
+    from runner.execution.run import run_sweep
 
     tmp = tmp_path_factory.mktemp("quickstart")
     data = quickstart_dict()

@@ -15,14 +15,14 @@ from typing import Any
 
 import yaml
 
-from runner.errors import UserError
+from runner.core.errors import UserError
+from runner.core.sources import Source
 from runner.importers.agentprop import import_agentprop
 from runner.importers.bfcl import ImportResult, import_bfcl
 from runner.importers.ungrounded import import_ungrounded
 from runner.probes.catalogue import parse_catalogue
 from runner.probes.negative import NegativeCase
 from runner.probes.phantom import Trace
-from runner.sources import Source
 
 NEGATIVE_FILE, PHANTOM_FILE, SWEEP_FILE = "bfcl_negative.jsonl", "bfcl_phantom.jsonl", "sweep.yaml"
 
@@ -116,7 +116,7 @@ def write_ungrounded(triples: list[dict[str, Any]], catalogue: Any, out: Path, *
 
 
 def _write_sweep(path: Path, sweep: dict[str, Any], comment: str) -> None:
-    from runner.config import load_sweep
+    from runner.config.sweep import load_sweep
 
     path.write_text(f"# {comment}\n# Run it with:  trialgrid run {path}\n"
                     + yaml.safe_dump(sweep, sort_keys=False), encoding="utf-8")

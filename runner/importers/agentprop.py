@@ -27,18 +27,18 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from runner.errors import UserError
-from runner.manifest import FORMAT_VERSION, write_manifest
+from runner.core.errors import UserError
+from runner.core.schema import STATUS_OK, trial_schema
+from runner.execution.manifest import FORMAT_VERSION, write_manifest
+from runner.execution.sink import TrialSink
 from runner.probes.judge import JudgeProbe
 from runner.probes.propagation import PropagationProbe
-from runner.schema import STATUS_OK, trial_schema
-from runner.sink import TrialSink
 
 SOURCE = "AgentProp-Bench per-trace CSVs"
 JUDGES = ("gpt4o", "gemini_25_flash", "gpt4o_mini")
@@ -202,7 +202,7 @@ def import_agentprop(source: Path, out: Path, *, force: bool = False) -> dict[st
         for path in humans:
             shutil.copyfile(path, label_dir / path.name)
             copied.append(f"human_labels/{path.name}")
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    now = datetime.now(UTC).isoformat(timespec="seconds")
     probes: dict[str, Any] = {
         name: {"kind": "judge" if name == "judges" else "propagation"} for name in parts}
     if "judges" in probes:

@@ -31,12 +31,13 @@ import ast
 import json
 import re
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
-from runner.errors import UserError
-from runner.probes.jsonwalk import canonical_number, normalise, numbers_in
+from runner.core.errors import UserError
+from runner.core.jsonwalk import canonical_number, normalise, numbers_in
 
 CATEGORIES = {
     "irrelevance": "irrelevance", "live_irrelevance": "irrelevance",

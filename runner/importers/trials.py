@@ -19,19 +19,20 @@ importing the same file twice gives the same ids.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
 
-from runner.errors import UserError
-from runner.manifest import FORMAT_VERSION, write_manifest
+from runner.core.errors import UserError
+from runner.core.schema import STATUS_ERROR, STATUS_OK, trial_schema
+from runner.execution.manifest import FORMAT_VERSION, write_manifest
+from runner.execution.sink import TrialSink
 from runner.probes import PROBES, Contrast
-from runner.schema import STATUS_ERROR, STATUS_OK, trial_schema
-from runner.sink import TrialSink
 
 _TRUE = {"1", "true", "t", "yes", "y", "1.0"}
 _FALSE = {"0", "false", "f", "no", "n", "0.0"}
@@ -172,7 +173,7 @@ def import_trials(source: Path, out: Path, mapping: TrialsMapping, *, force: boo
         for row in table.iter_rows(named=True):
             sink.append(row)
     counts = {k: int(v) for k, v in table["status"].value_counts().iter_rows()}
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    now = datetime.now(UTC).isoformat(timespec="seconds")
     models = table["model"].unique(maintain_order=True).to_list()
     conditions = table["condition"].unique(maintain_order=True).to_list()
     probe_info: dict[str, Any] = {"kind": mapping.kind, "source_sha256": sha}

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from runner.errors import UserError
+from runner.core.errors import UserError
 
 
 def _literal_raw(stimuli_py: Path) -> list[tuple[str, str, str]]:

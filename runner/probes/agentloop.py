@@ -18,14 +18,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.core.types import Message, ToolCall
 from runner.probes import injection as inj
 from runner.probes import interceptor as icpt
 from runner.probes.answertext import final_answer
+from runner.probes.toolsim import Domain
 from runner.probes.trace import Step
 from runner.providers.base import Agent
 from runner.providers.errors import ProviderError
-from runner.toolsim import Domain
-from runner.types import Message, ToolCall
 
 
 @dataclass

@@ -15,11 +15,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runner.errors import UserError
+from runner.core.errors import UserError
+from runner.core.jsonwalk import canonical_number, normalise
+from runner.core.sources import load_source, validate
 from runner.probes.answertext import numbers_stated
-from runner.probes.jsonwalk import canonical_number, normalise
-from runner.sources import load_source, validate
-from runner.toolsim import DOMAINS
+from runner.probes.toolsim import DOMAINS
 
 
 class ReferenceCall(BaseModel):

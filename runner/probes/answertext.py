@@ -10,9 +10,9 @@ a date in an observation grounds its parts ("May 22nd, 2024" states 22 and 2024)
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
-from runner.probes.jsonwalk import canonical_number
+from runner.core.jsonwalk import canonical_number
 
 FINAL_RE = re.compile(r"final\s+answer\s*:\s*", re.IGNORECASE)
 # a self-written ReAct observation: in a native tool-calling loop observations only come from tool messages

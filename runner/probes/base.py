@@ -8,14 +8,15 @@ only ever sees ``cells()`` (the (case, condition) pairs to run), ``run(spec, age
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from runner.core.types import TrialSpec
 from runner.providers.base import Agent
-from runner.types import TrialSpec
 
 
 class ProbeConfig(BaseModel):

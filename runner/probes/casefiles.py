@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.errors import UserError
-from runner.sources import Source, load_source, read_text
+from runner.core.errors import UserError
+from runner.core.sources import Source, load_source, read_text
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 

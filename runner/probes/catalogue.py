@@ -17,9 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from runner.errors import UserError
-from runner.sources import Source, load_source
-from runner.types import ToolSpec
+from runner.core.errors import UserError
+from runner.core.sources import Source, load_source
+from runner.core.types import ToolSpec
 
 
 def _entry(item: Any, source: Source, path: tuple) -> ToolSpec:

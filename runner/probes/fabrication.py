@@ -21,7 +21,7 @@ injection for the wrong reason.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from runner.probes.answertext import OBSERVATION_RE, claims_action, ungrounded_numbers
 from runner.probes.trace import Step, tool_ran

@@ -20,8 +20,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 KINDS = ("type_mismatch", "out_of_range", "missing_required", "semantic_wrong")
 TARGETS = ("param", "result")

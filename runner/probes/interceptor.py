@@ -21,12 +21,13 @@ the interceptor *would* have stopped; only the ``+interceptor`` arms act on them
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from runner.probes.answertext import ACKNOWLEDGES_FAILURE_RE, claims_action, ungrounded_numbers
 from runner.probes.fabrication import fabrication_rules
+from runner.probes.toolsim.validation import problems
 from runner.probes.trace import Step, observations
-from runner.toolsim.validation import problems
 
 RULES = ("invalid_result", "no_tool_claim", "success_after_failure", "tool_error", "ungrounded_number")
 

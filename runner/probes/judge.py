@@ -20,20 +20,21 @@ known to be poor (AgentProp reports kappa 0.14 against the judges' majority).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
-from runner.errors import UserError
+from runner.core.errors import UserError
+from runner.core.jsonwalk import normalise
+from runner.core.sources import validate
+from runner.core.types import Message, TrialSpec
 from runner.probes.answertext import numbers_stated
 from runner.probes.base import Probe, ProbeConfig
 from runner.probes.casefiles import load_records
-from runner.probes.jsonwalk import normalise
 from runner.providers.base import Agent
-from runner.sources import validate
-from runner.types import Message, TrialSpec
 
 CONDITIONS = ("llm",)
 VERDICT_RE = re.compile(r"verdict\s*:\s*\**\s*(correct|incorrect|yes|no|true|false)\b", re.IGNORECASE)

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -30,9 +31,9 @@ from rich.console import Console
 from rich.table import Table
 
 import stats
-from runner.errors import UserError
-from runner.formatting import pct as _pct
-from runner.manifest import read_manifest
+from runner.core.errors import UserError
+from runner.core.formatting import pct as _pct
+from runner.execution.manifest import read_manifest
 
 N_RESAMPLES = 4000
 SEED = 2026

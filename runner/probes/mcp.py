@@ -30,18 +30,19 @@ import subprocess
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from runner.errors import UserError
+from runner.core.errors import UserError
+from runner.core.sources import Source
+from runner.core.types import ToolSpec
 from runner.probes.catalogue import load_catalogue, parse_catalogue
 from runner.providers.settings import CREDENTIAL_HEADER
-from runner.sources import Source
-from runner.types import ToolSpec
 
 #: the revision trialgrid asks for; a server may answer with another it supports
 PROTOCOL_VERSION = "2025-06-18"

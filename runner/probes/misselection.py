@@ -10,19 +10,20 @@ average out instead of confounding the conditions. The triple is the cluster.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from runner.errors import UserError
-from runner.probes.mcp import McpServer, probe_catalogue
+from runner.core.errors import UserError
+from runner.core.seeding import permutation
+from runner.core.sources import Source, load_source, validate
+from runner.core.types import Message, ToolSpec, TrialSpec
 from runner.probes.base import Contrast, Probe, ProbeConfig
+from runner.probes.mcp import McpServer, probe_catalogue
 from runner.providers.base import Agent
-from runner.seeding import permutation
-from runner.sources import Source, load_source, validate
-from runner.types import Message, ToolSpec, TrialSpec
 
 CONDITIONS = ("ungroundable", "groundable_unknown", "groundable_known")
 
@@ -57,7 +58,7 @@ class MisselectionConfig(ProbeConfig):
     known_conditions = CONDITIONS
 
     @model_validator(mode="after")
-    def _one_catalogue(self) -> "MisselectionConfig":
+    def _one_catalogue(self) -> MisselectionConfig:
         if (self.catalogue is None) == (self.mcp_server is None):
             raise ValueError("give the tools either as `catalogue: FILE` or as `mcp_server: {command: ...}`"
                              + (", not both" if self.catalogue is not None else ""))

@@ -19,21 +19,22 @@ the report shows the two kinds side by side.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 import pyarrow as pa
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from runner.errors import UserError
-from runner.probes.mcp import McpServer, probe_catalogue
+from runner.core.errors import UserError
+from runner.core.jsonwalk import format_value, key_names, leaves, normalise, scalar_text
+from runner.core.sources import validate
+from runner.core.types import ChatResponse, Message, ToolSpec, TrialSpec
 from runner.probes.base import Probe, ProbeConfig
 from runner.probes.casefiles import Record, load_records
 from runner.probes.catalogue import parse_catalogue
-from runner.probes.jsonwalk import format_value, key_names, leaves, normalise, scalar_text
+from runner.probes.mcp import McpServer, probe_catalogue
 from runner.providers.base import Agent
-from runner.sources import validate
-from runner.types import ChatResponse, Message, ToolSpec, TrialSpec
 
 CONDITIONS = ("negative", "positive")
 ASK_USER, NO_CALL = "ask_user", "no_call"
@@ -56,7 +57,7 @@ class NegativeConfig(ProbeConfig):
     known_conditions = CONDITIONS
 
     @model_validator(mode="after")
-    def _one_catalogue(self) -> "NegativeConfig":
+    def _one_catalogue(self) -> NegativeConfig:
         if self.catalogue is not None and self.mcp_server is not None:
             raise ValueError("give the probe's tools either as `catalogue: FILE` or as `mcp_server: {command: ...}`, not both")
         return self
@@ -109,7 +110,7 @@ class NegativeCase(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _shape(self) -> "NegativeCase":
+    def _shape(self) -> NegativeCase:
         if (self.user is None) == (self.messages is None):
             raise ValueError("give exactly one of `user` (the request text) or `messages` (a message list)")
         if self.messages is not None and not any(m.role == "user" for m in self.messages):

@@ -26,21 +26,22 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import pyarrow as pa
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
-from runner.errors import UserError
+from runner.core.errors import UserError
+from runner.core.jsonwalk import contained, leaves, normalise, numbers_in, top_field
+from runner.core.seeding import stable_int
+from runner.core.sources import validate
+from runner.core.types import Message, TrialSpec
 from runner.probes.base import Probe, ProbeConfig
 from runner.probes.casefiles import load_records
-from runner.probes.jsonwalk import contained, leaves, normalise, numbers_in, top_field
 from runner.providers.base import Agent
 from runner.providers.errors import ProviderError
-from runner.seeding import stable_int
-from runner.sources import validate
-from runner.types import Message, TrialSpec
 
 CONDITIONS = ("results_visible", "results_hidden")
 ERROR_PARSE, ERROR_TRANSPORT = "parse", "transport"

@@ -12,8 +12,9 @@ auditor and the baseline flagged different fields (or the auditor errored).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import polars as pl
 from rich.console import Console

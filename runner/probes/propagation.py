@@ -1,7 +1,7 @@
 """The ``propagation`` probe: does an injected parameter error reach the final answer?
 
 Each task (``agenttasks.py``) runs as a multi-step tool loop (``agentloop.py``)
-against a deterministic domain simulator (``runner/toolsim``). Conditions:
+against a deterministic domain simulator (``runner/probes/toolsim``). Conditions:
 
 - ``control``: the task as written;
 - ``param.KIND``: one argument of the agent's first tool call is corrupted before it
@@ -22,13 +22,15 @@ The task is the cluster. Per trial the row keeps every step and records stage re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import pyarrow as pa
 from pydantic import Field
 
-from runner.errors import UserError
+from runner.core.errors import UserError
+from runner.core.types import Message, TrialSpec
 from runner.probes import injection as inj
 from runner.probes import interceptor as icpt
 from runner.probes.agentloop import InjectionPlan, LoopResult, run_loop
@@ -37,10 +39,9 @@ from runner.probes.answertext import declines
 from runner.probes.base import Contrast, Probe, ProbeConfig
 from runner.probes.fabrication import fabrication_rules
 from runner.probes.stages import Reach, reach
+from runner.probes.toolsim import DOMAINS
 from runner.probes.trace import STEP
 from runner.providers.base import Agent
-from runner.toolsim import DOMAINS
-from runner.types import Message, TrialSpec
 
 CONDITIONS = inj.all_conditions()
 

@@ -29,8 +29,8 @@ from rich.console import Console
 from rich.table import Table
 
 import stats
-from runner.formatting import pct as _pct
-from runner.formatting import pvalue as _p
+from runner.core.formatting import pct as _pct
+from runner.core.formatting import pvalue as _p
 
 N_RESAMPLES = 4000
 SEED = 2026

@@ -6,23 +6,21 @@ trial runs. Probes never import anything from here but ``Agent`` and the neutral
 types.
 
 In-process providers (``sim``, and any registered with a no-argument factory) are
-used bare. The ``CONFIGURED`` ones (``openai``, ``anthropic``, ``callable``) are built
+used bare. The simulated agent lives above the probes (``runner.sim``), so it is not
+imported here: ``runner.sim`` registers itself with ``register_provider`` when it is
+imported, and the sweep loader imports it. The ``CONFIGURED`` ones (``openai``, ``anthropic``, ``callable``) are built
 from a ``settings.Connection`` and run behind ``managed.ManagedProvider`` (limits,
 remedies, retries); ``pool.ProviderPool`` assembles them for a run.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from runner.providers.base import Agent, Provider
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
 from runner.providers.settings import Connection
-from runner.providers.sim import PERSONAS, SimProvider, persona_for_model
-
-
-def _check_sim(model: str) -> None:
-    persona_for_model(model)
 
 
 def _check_any(model: str) -> None:
@@ -50,13 +48,17 @@ def _callable(connection: Connection, **kw: Any) -> Provider:
 
 #: provider name → (factory, model check). Later providers register here.
 PROVIDERS: dict[str, tuple[Callable[..., Provider], Callable[[str], None]]] = {
-    "sim": (SimProvider, _check_sim),
     "openai": (_openai, _check_any),
     "anthropic": (_anthropic, _check_any),
     "callable": (_callable, _check_any),
 }
 #: providers whose factory takes a ``Connection`` (and that run behind ``ManagedProvider``)
 CONFIGURED: frozenset[str] = frozenset({"openai", "anthropic", "callable"})
+
+
+def register_provider(name: str, factory: Callable[..., Provider], check: Callable[[str], None]) -> None:
+    """Make ``provider: NAME`` usable in sweeps: ``factory()`` builds one, ``check(model)`` validates a model id."""
+    PROVIDERS[name] = (factory, check)
 
 
 def check_model(provider: str, model: str) -> None:
@@ -74,5 +76,16 @@ def make_provider(provider: str, connection: Connection | None = None, **kw: Any
     return factory()
 
 
-__all__ = ["CONFIGURED", "Agent", "Connection", "ErrorKind", "PERSONAS", "PROVIDERS", "Provider", "ProviderError", "Remedy",
-           "check_model", "make_provider"]
+__all__ = [
+    "CONFIGURED",
+    "PROVIDERS",
+    "Agent",
+    "Connection",
+    "ErrorKind",
+    "Provider",
+    "ProviderError",
+    "Remedy",
+    "check_model",
+    "make_provider",
+    "register_provider",
+]

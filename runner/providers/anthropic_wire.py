@@ -22,9 +22,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Usage, parse_tool_arguments
 from runner.providers.http_base import HttpProvider
 from runner.providers.secrets import Secret
-from runner.types import ChatRequest, ChatResponse, Message, ToolCall, Usage, parse_tool_arguments
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024

@@ -9,10 +9,11 @@ columns of the result row without knowing what the probe did.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
+from runner.core.types import ChatRequest, ChatResponse, Message, ToolSpec
 from runner.providers.errors import ProviderError
-from runner.types import ChatRequest, ChatResponse, Message, ToolSpec
 
 
 @runtime_checkable
@@ -29,8 +30,20 @@ class Provider(Protocol):
 class Agent:
     """One model, one trial: builds requests from the model's config and records calls."""
 
-    __slots__ = ("_provider", "model", "params", "calls", "attempts", "input_tokens",
-                 "output_tokens", "latency_s", "last", "remedies", "cache_hits", "trial_seed")
+    __slots__ = (
+        "_provider",
+        "attempts",
+        "cache_hits",
+        "calls",
+        "input_tokens",
+        "last",
+        "latency_s",
+        "model",
+        "output_tokens",
+        "params",
+        "remedies",
+        "trial_seed",
+    )
 
     def __init__(self, provider: Provider, model: str, params: Mapping[str, Any],
                  trial_seed: int | None = None) -> None:

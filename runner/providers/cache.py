@@ -29,9 +29,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from runner.errors import UserError
+from runner.core.errors import UserError
+from runner.core.types import ChatRequest, ChatResponse, ToolCall, ToolSpec, Usage, parse_tool_arguments
 from runner.providers.base import Provider
-from runner.types import ChatRequest, ChatResponse, ToolCall, ToolSpec, Usage, parse_tool_arguments
 
 CACHE_FILE = "responses.sqlite"
 #: bump when the key or the stored value changes shape: old entries then simply miss

@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from runner.core.types import ChatRequest, ChatResponse
 from runner.providers.errors import ErrorKind, ProviderError
 from runner.providers.settings import Connection
-from runner.types import ChatRequest, ChatResponse
 
 
 def load_function(spec: str) -> Callable[[ChatRequest], Any]:
@@ -61,11 +62,11 @@ class CallableProvider:
                     result = await result
         except ProviderError:
             raise
-        except Exception as exc:  # noqa: BLE001 — the user's function failing is that trial's error
+        except Exception as exc:
             raise ProviderError(ErrorKind.FATAL, f"{self.spec} raised {type(exc).__name__}: {exc}") from None
         if not isinstance(result, ChatResponse):
             raise ProviderError(ErrorKind.FATAL, f"{self.spec} returned {type(result).__name__}, "
-                                                 "expected runner.types.ChatResponse")
+                                                 "expected runner.core.types.ChatResponse")
         return result
 
     async def aclose(self) -> None:

@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import re
 import time
-from email.utils import parsedate_to_datetime
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Mapping
+from email.utils import parsedate_to_datetime
+from typing import Any
 
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
 

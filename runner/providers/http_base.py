@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import httpx
 import orjson
 
+from runner.core.types import ChatRequest, ChatResponse
 from runner.providers.classify import classify_http
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
 from runner.providers.secrets import Secret, secret_from_env
 from runner.providers.settings import DEFAULT_BASE_URL, Connection
 from runner.providers.transport import DEFAULT_TRANSPORT, Client, make_client
-from runner.types import ChatRequest, ChatResponse
 
 try:  # aiohttp's own errors, when the aiohttp transport lets one through unmapped
     from aiohttp import ClientError as _AiohttpError

@@ -33,7 +33,8 @@ import asyncio
 import math
 import time
 from collections import deque
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from runner.providers.settings import Limits
 

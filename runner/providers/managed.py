@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import random
-from typing import Any, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
+from runner.core.types import ChatRequest, ChatResponse
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
 from runner.providers.limiter import Limiter
 from runner.providers.remedies import BookKey, RemedyBook, request_shape
 from runner.providers.settings import RetryPolicy
-from runner.types import ChatRequest, ChatResponse
 
 #: remedy re-sends allowed in one call (each must apply a remedy not applied before)
 MAX_REMEDY_RESENDS = 8

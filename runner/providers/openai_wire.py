@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Usage, parse_tool_arguments
 from runner.providers.http_base import HttpProvider
 from runner.providers.secrets import Secret
-from runner.types import ChatRequest, ChatResponse, Message, ToolCall, Usage, parse_tool_arguments
 
 _CHOICES = ("auto", "none", "required")
 

@@ -13,7 +13,7 @@ pool builds each piece once and hands every model the provider it should call:
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from runner.providers.base import Provider
 from runner.providers.cache import CachedProvider, ResponseCache

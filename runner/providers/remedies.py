@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Mapping
+from typing import Any
 
 from runner.providers.errors import Remedy
 

@@ -66,7 +66,7 @@ def secret_from_env(name: str) -> Secret:
     return Secret(value.strip(), f"${name}")
 
 
-def scrub_all(text: str, secrets: "list[Secret] | tuple[Secret, ...]") -> str:
+def scrub_all(text: str, secrets: list[Secret] | tuple[Secret, ...]) -> str:
     for secret in secrets:
         text = secret.scrub(text)
     return text

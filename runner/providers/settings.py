@@ -1,6 +1,6 @@
 """How to reach a provider and how hard to push it: the sweep keys a model entry adds.
 
-These are the pydantic pieces ``runner.config.ModelConfig`` embeds (the config
+These are the pydantic pieces ``runner.config.sweep.ModelConfig`` embeds (the config
 imports providers, never the reverse), plus ``Connection``: the plain, hashable
 identity of one endpoint as the provider factories see it. The API key itself is
 never a setting — only the *name* of the environment variable that holds it.
@@ -9,8 +9,8 @@ never a setting — only the *name* of the environment variable that holds it.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -39,7 +39,7 @@ class RetryPolicy(BaseModel):
     backoff_max_s: float = Field(default=60.0, ge=0, description="backoff ceiling")
 
     @model_validator(mode="after")
-    def _ordered(self) -> "RetryPolicy":
+    def _ordered(self) -> RetryPolicy:
         if self.backoff_max_s < self.backoff_base_s:
             raise ValueError("backoff_max_s must be >= backoff_base_s")
         return self

@@ -24,7 +24,8 @@ the same ``Client`` protocol, so the wire formats never know which one they use.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Mapping, Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import httpx
 

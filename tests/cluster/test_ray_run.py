@@ -14,11 +14,11 @@ import psutil
 import pytest
 
 from cluster.driver import run_on_ray
-from runner.config import load_sweep
-from runner.manifest import read_manifest
-from runner.run import grid_of, run_sweep
-from runner.serve import ServeOptions, parse_rule
-from runner.serve.thread import ServerThread
+from runner.config.sweep import load_sweep
+from runner.execution.manifest import read_manifest
+from runner.execution.run import grid_of, run_sweep
+from runner.sim.serve import ServeOptions, parse_rule
+from runner.sim.serve.thread import ServerThread
 from tests.cluster.conftest import http_sweep, write_yaml
 
 pytestmark = pytest.mark.usefixtures("ray_local")

@@ -20,17 +20,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import polars as pl
 import psutil
 import pytest
 
-from runner.config import load_sweep
-from runner.run import grid_of, run_sweep
-from runner.serve import ServeOptions
-from runner.serve.thread import ServerThread
+from runner.config.sweep import load_sweep
+from runner.execution.run import grid_of, run_sweep
+from runner.sim.serve import ServeOptions
+from runner.sim.serve.thread import ServerThread
 from tests.cluster.conftest import http_sweep, write_yaml
 from tests.conftest import CONFIGS, ROOT
 
@@ -150,7 +150,7 @@ def server() -> Iterator[ServerThread]:
 
 
 def _trialgrid(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "runner.cli", *args], capture_output=True, text=True, env=_env(),
+    return subprocess.run([sys.executable, "-m", "runner.cli.app", *args], capture_output=True, text=True, env=_env(),
                           timeout=timeout, cwd=ROOT)
 
 
@@ -176,7 +176,7 @@ def test_killed_driver_leaves_output_that_resumes_single_node(cluster: Cluster, 
     sweep = write_yaml(tmp_path / "sweep.yaml", http_sweep(server.base_url, runs=12, concurrency=16, batch_rows=64))
     loaded = load_sweep(sweep)
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "runner.cli", "run", str(sweep), "--ray", cluster.address,
+    proc = subprocess.Popen([sys.executable, "-m", "runner.cli.app", "run", str(sweep), "--ray", cluster.address,
                              "--workers", "2", "--out", str(out), "-q"], env=_env(), cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:

@@ -19,7 +19,7 @@ def test_rates_mcnemar_counts_and_interval():
         if m:
             assert res.mcnemar.pvalue == pytest.approx(sps.binomtest(res.mcnemar.a_only, m, 0.5).pvalue, abs=1e-12)
         lo, hi = res.confidence_interval
-        assert lo <= res.statistic + 1e-12 and res.statistic - 1e-12 <= hi or m == 0
+        assert (lo <= res.statistic + 1e-12 and res.statistic - 1e-12 <= hi) or m == 0
 
 
 def test_paired_interval_agrees_with_scipy_paired_bootstrap():

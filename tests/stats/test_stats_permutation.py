@@ -1,12 +1,12 @@
 import math
 
+import _stats_brute as _brute
 import numpy as np
 import pytest
 from scipy import stats as sps
 
 import stats
 import stats.permutation as perm_mod
-import _stats_brute as _brute
 
 
 def random_design(rng, max_clusters=4, max_cells=3, max_n=5, trial_budget=None):

@@ -1,0 +1,189 @@
+"""From trial rows to the numbers a report shows, with prompts as the unit of inference.
+
+polars reduces the trial table to per-(model, probe, case, condition) counts once;
+every statistic then works on those counts (``stats`` is numpy in, numbers out), so
+the cost grows with prompts and resamples, not with trials. The seam between the two
+is ``cell_counts``: one row per cell with ``n`` (ok trials), ``errors``, and per rate
+column its hits and its own denominator ``n_<rate>`` (ok trials where the column is
+not null: an outcome a trial could not have, such as a stage never reached or a
+column an imported file lacks, is not a miss).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+import stats
+from runner.core.errors import UserError
+from runner.execution.manifest import read_manifest
+from runner.probes import PROBES, Contrast
+
+N_RESAMPLES = 4000
+CONFIDENCE = 0.95
+
+
+def scan_trials(out: Path) -> pl.LazyFrame:
+    parts = sorted((out / "trials").glob("*.arrow"))
+    if not parts:
+        raise UserError(f"no finished trial files in {out / 'trials'}",
+                        hint="run a sweep into this directory first; a crashed run is repaired by rerunning it")
+    return pl.scan_ipc([str(p) for p in parts])
+
+
+def cell_counts(trials: pl.LazyFrame, probe: str, rates: tuple[str, ...]) -> pl.DataFrame:
+    """Per (model, case, condition): ok trials ``n``, ``errors``, and each rate's hits and ``n_<rate>``."""
+    ok = pl.col("status") == "ok"
+    return (
+        trials.filter(pl.col("probe") == probe)
+        .group_by("model", "case_id", "condition")
+        .agg([ok.sum().cast(pl.Int64).alias("n"), (~ok).sum().cast(pl.Int64).alias("errors")]
+             # when/then rather than filter inside the aggregation: same sums, ~4x faster on 10 M rows
+             + [pl.when(ok).then(pl.col(r)).cast(pl.Int64).sum().alias(r) for r in rates]
+             + [(ok & pl.col(r).is_not_null()).sum().cast(pl.Int64).alias(f"n_{r}") for r in rates])
+        .sort("model", "case_id", "condition")
+        .collect()
+    )
+
+
+@dataclass(frozen=True)
+class ProbeAnalysis:
+    probe: str
+    kind: str
+    rates: tuple[str, ...]
+    conditions: pl.DataFrame   # one row per model × condition
+    contrasts: pl.DataFrame    # one row per model × contrast
+    cells: pl.DataFrame        # the per-cell counts everything was computed from
+
+
+def _shared_bootstrap(cells: pl.DataFrame, rates: tuple[str, ...], contrasts: tuple[Contrast, ...],
+                      seed: int) -> dict[tuple, Any]:
+    """Every condition × rate interval and every contrast interval of a model, from one shared resample.
+
+    ``stats.cluster_bootstrap_many`` resamples the model's prompts once for all of them; each is still
+    that rate's (or difference's) cluster bootstrap percentile interval, identical to
+    ``stats.cluster_bootstrap_ci`` with the same seed when every prompt has a cell in each condition
+    (otherwise a prompt without cells there is drawn too and adds 0 / 0).
+    """
+    out: dict[tuple, Any] = {}
+    for (model,), sub in cells.group_by("model", maintain_order=True):
+        cond = sub["condition"]
+        hcols, ncols, keys, pairs, pair_keys = [], [], [], [], []
+        for condition in cond.unique(maintain_order=True).to_list():
+            mask = (cond == condition).to_numpy()
+            for r in rates:
+                hcols.append(np.where(mask, sub[r].to_numpy(), 0))
+                ncols.append(np.where(mask, sub[f"n_{r}"].to_numpy(), 0))
+                keys.append((model, condition, r))
+        for c in contrasts:  # each arm pools its conditions' columns (empty cells add nothing)
+            cols_a = [i for i, (_, cd, r) in enumerate(keys) if cd in c.arm_a and r == c.outcome]
+            cols_b = [i for i, (_, cd, r) in enumerate(keys) if cd in c.arm_b and r == c.outcome]
+            if cols_a and cols_b and sum(ncols[i].sum() for i in cols_a) and sum(ncols[i].sum() for i in cols_b):
+                pairs.append((cols_a, cols_b))
+                pair_keys.append((model, c.label))
+        if not hcols:
+            continue
+        res = stats.cluster_bootstrap_many(sub["case_id"].rank("dense").to_numpy(), np.column_stack(hcols),
+                                           np.column_stack(ncols), differences=pairs, n_resamples=N_RESAMPLES,
+                                           confidence_level=CONFIDENCE, seed=seed)
+        out.update(zip(keys + pair_keys, res))
+    return out
+
+
+def _condition_table(cells: pl.DataFrame, rates: tuple[str, ...], seed: int,
+                     boot: dict[tuple, Any] | None = None) -> pl.DataFrame:
+    boot = _shared_bootstrap(cells, rates, (), seed) if boot is None else boot
+    rows: list[dict[str, Any]] = []
+    for (model, condition), sub in cells.group_by("model", "condition", maintain_order=True):
+        n = sub["n"].to_numpy()
+        row: dict[str, Any] = {"model": model, "condition": condition, "trials": int(n.sum() + sub["errors"].sum()),
+                               "ok": int(n.sum()), "errors": int(sub["errors"].sum()), "prompts": sub.height}
+        cluster = sub["case_id"].rank("dense").to_numpy()  # integer ids: same clusters, no per-string work
+        for r in rates:
+            hits = sub[r].to_numpy()
+            total, denominator = int(hits.sum()), int(sub[f"n_{r}"].sum())
+            row[f"{r}_hits"], row[f"{r}_n"] = total, denominator
+            row[f"{r}_rate"] = total / denominator if denominator else float("nan")
+            lo, hi = stats.wilson_interval(total, denominator)
+            row[f"{r}_wilson_lo"], row[f"{r}_wilson_hi"] = float(lo), float(hi)
+            if denominator:
+                ci = boot[(model, condition, r)].confidence_interval
+                row[f"{r}_cluster_lo"], row[f"{r}_cluster_hi"] = ci.low, ci.high
+            else:
+                row[f"{r}_cluster_lo"] = row[f"{r}_cluster_hi"] = float("nan")
+            row[f"{r}_firing"] = stats.prompts_firing(cluster, hits).firing
+        rows.append(row)
+    return pl.DataFrame(rows)
+
+
+def _contrast_table(cells: pl.DataFrame, contrasts: tuple[Contrast, ...], seed: int,
+                    boot: dict[tuple, Any] | None = None) -> pl.DataFrame:
+    if boot is None:
+        boot = _shared_bootstrap(cells, tuple(dict.fromkeys(c.outcome for c in contrasts)), contrasts, seed)
+    rows: list[dict[str, Any]] = []
+    for (model,), sub in cells.group_by("model", maintain_order=True):
+        for c in contrasts:
+            n_col = f"n_{c.outcome}"
+            part = sub.filter(pl.col("condition").is_in(list(c.arm_a + c.arm_b)) & (pl.col(n_col) > 0))
+            arm = part["condition"].is_in(list(c.arm_a)).cast(pl.Int64).to_numpy()
+            if part.height == 0 or arm.min() == arm.max():
+                continue  # one arm absent for this model: nothing to compare
+            cluster = part["case_id"].rank("dense").to_numpy()
+            hits, n = part[c.outcome].to_numpy(), part[n_col].to_numpy()
+            ci = boot[(model, c.label)].confidence_interval
+            trial = stats.cluster_permutation_test(cluster, arm, hits, n, level="trial", seed=seed)
+            cell = stats.cluster_permutation_test(cluster, arm, hits, n, level="cell", seed=seed)
+            a_firing = stats.prompts_firing(cluster[arm == 1], hits[arm == 1])
+            rows.append({
+                "model": model, "contrast": c.label, "outcome": c.outcome,
+                "arm_a": "+".join(c.arm_a), "arm_b": "+".join(c.arm_b),
+                "rate_a": trial.rate_a, "rate_b": trial.rate_b, "difference": trial.statistic,
+                "ci_lo": ci.low, "ci_hi": ci.high,
+                "p_trial": trial.pvalue, "floor_trial": trial.attainable_floor, "method_trial": trial.method,
+                "mc_se_trial": trial.mc_stderr,
+                "p_cell": cell.pvalue, "floor_cell": cell.attainable_floor, "method_cell": cell.method,
+                "mc_se_cell": cell.mc_stderr,
+                "prompts": len(np.unique(cluster)), "firing_a": a_firing.firing,
+            })
+    return pl.DataFrame(rows)
+
+
+def analyze(out: Path) -> list[ProbeAnalysis]:
+    """Every probe of the run at ``out``: condition rates with Wilson and cluster intervals, contrasts with tests."""
+    manifest = read_manifest(out)
+    if manifest is None:
+        raise UserError(f"{out} has no manifest.json; is it a trialgrid output directory?")
+    trials = scan_trials(out)
+    seed = int(manifest.get("seed", 0)) % (2**32)
+    model_order = {m["name"]: i for i, m in enumerate(manifest.get("sweep", {}).get("models", []))}
+    results = []
+    for probe_name, info in manifest["probes"].items():
+        probe_cls = PROBES.get(info["kind"])
+        if probe_cls is not None:
+            rates, all_conditions, declared = probe_cls.rates, probe_cls.all_conditions, probe_cls.contrasts
+        elif info.get("rates"):  # imported trials (``trialgrid import trials``) declare their own
+            rates = tuple(info["rates"])
+            all_conditions = tuple(info.get("conditions") or ())
+            declared = tuple(Contrast.model_validate(c) for c in info.get("contrasts") or ())
+        else:
+            raise UserError(f"{out}: probe {probe_name!r} has kind {info['kind']!r}, unknown to this trialgrid version")
+        cells = cell_counts(trials, probe_name, rates)
+        if cells.height == 0:
+            continue
+        order = {c: i for i, c in enumerate(all_conditions)}
+        boot = _shared_bootstrap(cells, rates, declared, seed)
+        conditions = _condition_table(cells, rates, seed, boot).with_columns(
+            pl.col("model").replace_strict(model_order, default=len(model_order), return_dtype=pl.Int64).alias("_m"),
+            pl.col("condition").replace_strict(order, default=len(order), return_dtype=pl.Int64).alias("_c"),
+        ).sort("_m", "model", "_c").drop("_m", "_c")
+        contrasts = _contrast_table(cells, declared, seed, boot)
+        if contrasts.height:
+            contrasts = contrasts.with_columns(
+                pl.col("model").replace_strict(model_order, default=len(model_order), return_dtype=pl.Int64).alias("_m")
+            ).sort("_m", "model", maintain_order=True).drop("_m")
+        results.append(ProbeAnalysis(probe_name, info["kind"], rates, conditions, contrasts, cells))
+    return results

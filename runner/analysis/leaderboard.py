@@ -1,0 +1,358 @@
+"""One or many runs → the tables every report format is drawn from.
+
+The terminal report, the JSON summary, the CSV files and the HTML page all present
+the same ``Summary``, so they never disagree. It is built from ``runner.analysis.cells``
+(per-cell counts → ``stats``) for each run, plus what only the trial table and the
+manifest know: tokens and cost (``runner.config.cost``), remedies applied to a model, and
+the probe-specific views that exist only when their columns do — field-level
+precision / recall (``<x>_tp/_fp/_fn`` columns, e.g. the phantom auditor and its
+baseline) and stage reach (a ``stage_reached`` column, e.g. propagation).
+
+All tables are long (one row per run × probe × model × ...) so probes with different
+outcome columns stack into one frame, and every table carries the ``run`` label.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+import stats
+from runner.analysis.cells import CONFIDENCE, N_RESAMPLES, ProbeAnalysis, analyze, scan_trials
+from runner.config.cost import ModelPrice, prices_from, usage_by_model
+from runner.core.errors import UserError
+from runner.execution.manifest import read_manifest
+
+#: the test the leaderboard quotes: whole cells permuted within prompt, the conservative one
+HEADLINE_LEVEL = "cell"
+
+
+@dataclass(frozen=True)
+class RunAnalysis:
+    """One output directory, analysed."""
+
+    out: Path
+    label: str
+    manifest: dict[str, Any]
+    trials: pl.LazyFrame
+    probes: list[ProbeAnalysis]
+    prices: dict[str, ModelPrice]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Everything a report shows, as DataFrames (see the module docstring)."""
+
+    runs: list[RunAnalysis]
+    run_table: pl.DataFrame    # one row per run
+    models: pl.DataFrame       # run × model: trials, errors, tokens, cost, remedies
+    leaderboard: pl.DataFrame  # run × probe × model: headline rate, test, floor, firing, errors, cost
+    conditions: pl.DataFrame   # run × probe × model × condition × rate: rate, intervals, firing
+    contrasts: pl.DataFrame    # run × probe × model × contrast: difference, interval, both tests
+    cells: pl.DataFrame        # run × probe × model × case × condition × rate: hits of n
+    fields: pl.DataFrame       # run × probe × model × condition × scorer: field precision / recall
+    stages: pl.DataFrame       # run × probe × model × condition × stage: trials reaching it
+
+    def probe_keys(self) -> list[tuple[str, str]]:
+        """(probe, kind) in first-seen order across runs."""
+        seen: dict[tuple[str, str], None] = {}
+        for r in self.runs:
+            for a in r.probes:
+                seen.setdefault((a.probe, a.kind), None)
+        return list(seen)
+
+
+def needs_run_label(frame: pl.DataFrame) -> bool:
+    """True when a model label occurs in more than one run of ``frame`` (then rows must say which run)."""
+    pairs = frame.select("run", "model").unique()
+    return pairs.height > pairs["model"].n_unique()
+
+
+def _labels(outs: Sequence[Path], manifests: Sequence[dict[str, Any]]) -> list[str]:
+    names = [m.get("sweep_name") or o.name for o, m in zip(outs, manifests)]
+    return [n if names.count(n) == 1 else f"{n} ({o})" for n, o in zip(names, outs)]
+
+
+def _remedies_by_model(manifest: dict[str, Any]) -> dict[str, list[str]]:
+    """Remedies the run applied, per model label (matched on provider and model id)."""
+    out: dict[str, list[str]] = {}
+    for m in manifest.get("sweep", {}).get("models", []):
+        model_id = m.get("model") or m["name"]
+        out[m["name"]] = [e.get("remedy") or e.get("action", "?") for e in manifest.get("remedies", [])
+                          if e.get("provider") == m.get("provider") and e.get("model_id") == model_id]
+    return out
+
+
+def _long_conditions(a: ProbeAnalysis) -> pl.DataFrame:
+    rows = []
+    for r in a.conditions.iter_rows(named=True):
+        for rate in a.rates:
+            rows.append({"model": r["model"], "condition": r["condition"], "rate": rate,
+                         "trials": r["trials"], "ok": r["ok"], "errors": r["errors"], "prompts": r["prompts"],
+                         "hits": r[f"{rate}_hits"], "value": r[f"{rate}_rate"],
+                         "cluster_lo": r[f"{rate}_cluster_lo"], "cluster_hi": r[f"{rate}_cluster_hi"],
+                         "wilson_lo": r[f"{rate}_wilson_lo"], "wilson_hi": r[f"{rate}_wilson_hi"],
+                         "firing": r[f"{rate}_firing"]})
+    return pl.DataFrame(rows, schema=_CONDITION_SCHEMA)
+
+
+_CONDITION_SCHEMA = {"model": pl.String, "condition": pl.String, "rate": pl.String, "trials": pl.Int64,
+                     "ok": pl.Int64, "errors": pl.Int64, "prompts": pl.Int64, "hits": pl.Int64,
+                     "value": pl.Float64, "cluster_lo": pl.Float64, "cluster_hi": pl.Float64,
+                     "wilson_lo": pl.Float64, "wilson_hi": pl.Float64, "firing": pl.Int64}
+_CONTRAST_SCHEMA = {"model": pl.String, "contrast": pl.String, "outcome": pl.String, "arm_a": pl.String,
+                    "arm_b": pl.String, "rate_a": pl.Float64, "rate_b": pl.Float64, "difference": pl.Float64,
+                    "ci_lo": pl.Float64, "ci_hi": pl.Float64, "p_trial": pl.Float64, "floor_trial": pl.Float64,
+                    "method_trial": pl.String, "mc_se_trial": pl.Float64, "p_cell": pl.Float64,
+                    "floor_cell": pl.Float64, "method_cell": pl.String, "mc_se_cell": pl.Float64,
+                    "prompts": pl.Int64, "firing_a": pl.Int64}
+_CELL_SCHEMA = {"model": pl.String, "case_id": pl.String, "condition": pl.String, "rate": pl.String,
+                "n": pl.Int64, "errors": pl.Int64, "hits": pl.Int64}
+
+
+def _long_cells(a: ProbeAnalysis) -> pl.DataFrame:
+    frames = [a.cells.select("model", "case_id", "condition", pl.lit(r).alias("rate"), "n", "errors",
+                             pl.col(r).cast(pl.Int64).alias("hits")) for r in a.rates]
+    return pl.concat(frames).cast(_CELL_SCHEMA) if frames else pl.DataFrame(schema=_CELL_SCHEMA)
+
+
+def _headline_contrast(a: ProbeAnalysis, model: str) -> dict[str, Any] | None:
+    """The contrast a leaderboard quotes: the first one on the headline rate, else the first."""
+    if a.contrasts.height == 0:
+        return None
+    rows = a.contrasts.filter(pl.col("model") == model).to_dicts()
+    return next((r for r in rows if r["outcome"] == a.rates[0]), rows[0] if rows else None)
+
+
+def _leaderboard_rows(run: str, a: ProbeAnalysis, usage: pl.DataFrame,
+                      remedies: dict[str, list[str]]) -> list[dict[str, Any]]:
+    head = a.rates[0]
+    out = []
+    for model in a.conditions["model"].unique(maintain_order=True).to_list():
+        conds = a.conditions.filter(pl.col("model") == model)
+        cells = a.cells.filter((pl.col("model") == model) & (pl.col("n") > 0))
+        c = _headline_contrast(a, model)
+        trials, errors = int(conds["trials"].sum()), int(conds["errors"].sum())
+        if c is not None:
+            firing, prompts = c["firing_a"], c["prompts"]
+            firing_scope = f"arm A ({c['arm_a']})"
+        else:  # no contrast: a prompt fires if it has a hit in any condition
+            f = stats.prompts_firing(cells["case_id"].to_numpy(), cells[head].to_numpy())
+            firing, prompts, firing_scope = f.firing, f.clusters, "any condition"
+        u = usage.filter(pl.col("model") == model).to_dicts()
+        u0 = u[0] if u else {}
+        out.append({
+            "run": run, "probe": a.probe, "kind": a.kind, "model": model, "headline": head,
+            "trials": trials, "errors": errors, "error_rate": errors / trials if trials else None,
+            "prompts": prompts, "firing": firing, "firing_scope": firing_scope,
+            "contrast": c["contrast"] if c else None, "outcome": c["outcome"] if c else None,
+            "arm_a": c["arm_a"] if c else None, "arm_b": c["arm_b"] if c else None,
+            "rate_a": c["rate_a"] if c else None, "rate_b": c["rate_b"] if c else None,
+            "difference": c["difference"] if c else None, "ci_lo": c["ci_lo"] if c else None,
+            "ci_hi": c["ci_hi"] if c else None,
+            "p": c[f"p_{HEADLINE_LEVEL}"] if c else None, "floor": c[f"floor_{HEADLINE_LEVEL}"] if c else None,
+            "method": c[f"method_{HEADLINE_LEVEL}"] if c else None,
+            "p_trial": c["p_trial"] if c else None, "floor_trial": c["floor_trial"] if c else None,
+            "method_trial": c["method_trial"] if c else None,
+            "input_tokens": u0.get("input_tokens", 0), "output_tokens": u0.get("output_tokens", 0),
+            "cost_usd": u0.get("cost_usd"), "cost_per_trial_usd": u0.get("cost_per_trial_usd"),
+            "remedies": remedies.get(model, []),
+        })
+    return out
+
+
+_LEADERBOARD_SCHEMA = {
+    "run": pl.String, "probe": pl.String, "kind": pl.String, "model": pl.String, "headline": pl.String,
+    "trials": pl.Int64, "errors": pl.Int64, "error_rate": pl.Float64, "prompts": pl.Int64, "firing": pl.Int64,
+    "firing_scope": pl.String, "contrast": pl.String, "outcome": pl.String, "arm_a": pl.String, "arm_b": pl.String,
+    "rate_a": pl.Float64, "rate_b": pl.Float64, "difference": pl.Float64, "ci_lo": pl.Float64, "ci_hi": pl.Float64,
+    "p": pl.Float64, "floor": pl.Float64, "method": pl.String, "p_trial": pl.Float64, "floor_trial": pl.Float64,
+    "method_trial": pl.String, "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cost_usd": pl.Float64,
+    "cost_per_trial_usd": pl.Float64, "remedies": pl.List(pl.String),
+}
+
+_RUN_SCHEMA = {"run": pl.String, "out": pl.String, "sweep_name": pl.String, "sweep_id": pl.String,
+               "status": pl.String, "trials_total": pl.Int64, "trials": pl.Int64, "errors": pl.Int64,
+               "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cost_usd": pl.Float64,
+               "priced_models": pl.Int64, "budget_usd": pl.Float64, "budget_tokens": pl.Int64,
+               "remedies": pl.List(pl.String), "imported_from": pl.String}
+_FIELD_SCHEMA = {"model": pl.String, "condition": pl.String, "scorer": pl.String, "trials": pl.Int64,
+                 "tp": pl.Int64, "fp": pl.Int64, "fn": pl.Int64, "precision": pl.Float64,
+                 "precision_lo": pl.Float64, "precision_hi": pl.Float64, "recall": pl.Float64,
+                 "recall_lo": pl.Float64, "recall_hi": pl.Float64, "f1": pl.Float64}
+_STAGE_SCHEMA = {"model": pl.String, "condition": pl.String, "stage": pl.String, "order": pl.Int64,
+                 "trials": pl.Int64, "reached": pl.Int64}
+
+
+def _field_scorers(columns: Sequence[str]) -> list[str]:
+    """Prefixes x with x_tp, x_fp and x_fn columns (e.g. auditor, baseline)."""
+    return [m.group(1) for c in columns if (m := re.fullmatch(r"(.+)_tp", c))
+            and f"{m.group(1)}_fp" in columns and f"{m.group(1)}_fn" in columns]
+
+
+def _ratio_ci(cluster: np.ndarray, num: np.ndarray, den: np.ndarray, seed: int) -> tuple[float, float]:
+    if den.sum() == 0:
+        return float("nan"), float("nan")
+    ci = stats.cluster_bootstrap_ci(cluster, num, den, n_resamples=N_RESAMPLES, confidence_level=CONFIDENCE,
+                                    seed=seed).confidence_interval
+    return ci.low, ci.high
+
+
+def field_table(trials: pl.LazyFrame, probe: str, seed: int) -> pl.DataFrame:
+    """Pooled field-level precision / recall per model × condition × scorer, traces resampled for intervals.
+
+    Scored on the trials where every scorer scored (an auditor error is not an empty
+    prediction, and the baseline is held to the same trials). Empty-set conventions
+    follow ``stats.field_scores``: nothing predicted → precision 1; nothing to find → recall 1.
+    """
+    columns = trials.collect_schema().names()
+    scorers = _field_scorers(columns)
+    if not scorers:
+        return pl.DataFrame(schema=_FIELD_SCHEMA)
+    cols = [f"{s}_{k}" for s in scorers for k in ("tp", "fp", "fn")]
+    per_cell = (trials.filter((pl.col("probe") == probe) & (pl.col("status") == "ok"))
+                .filter(pl.all_horizontal([pl.col(c).is_not_null() for c in cols]))
+                .group_by("model", "condition", "case_id")
+                .agg([pl.len().alias("trials")] + [pl.col(c).cast(pl.Int64).sum() for c in cols])
+                .sort("model", "condition", "case_id").collect())
+    rows = []
+    for (model, condition), sub in per_cell.group_by("model", "condition", maintain_order=True):
+        cluster = sub["case_id"].to_numpy()
+        for s in scorers:
+            tp, fp, fn = (sub[f"{s}_{k}"].to_numpy() for k in ("tp", "fp", "fn"))
+            t, f_p, f_n = int(tp.sum()), int(fp.sum()), int(fn.sum())
+            precision = t / (t + f_p) if t + f_p else 1.0
+            recall = t / (t + f_n) if t + f_n else 1.0
+            p_lo, p_hi = _ratio_ci(cluster, tp, tp + fp, seed)
+            r_lo, r_hi = _ratio_ci(cluster, tp, tp + fn, seed)
+            rows.append({"model": model, "condition": condition, "scorer": s, "trials": int(sub["trials"].sum()),
+                         "tp": t, "fp": f_p, "fn": f_n, "precision": precision, "precision_lo": p_lo,
+                         "precision_hi": p_hi, "recall": recall, "recall_lo": r_lo, "recall_hi": r_hi,
+                         "f1": 2 * precision * recall / (precision + recall) if precision + recall else 0.0})
+    return pl.DataFrame(rows, schema=_FIELD_SCHEMA)
+
+
+def stage_table(trials: pl.LazyFrame, probe: str) -> pl.DataFrame:
+    """Trials reaching each stage per model × condition, from a ``stage_reached`` column.
+
+    An integer column counts trials with stage ≥ s for every s from 1 to the largest seen
+    (stage 0 = the injection never entered a call); a string column (e.g. ``S1``..``S3``)
+    is ordered by the number in the label, and "reached s" means reached s or later.
+    """
+    schema = trials.collect_schema()
+    if "stage_reached" not in schema.names():
+        return pl.DataFrame(schema=_STAGE_SCHEMA)
+    ok = trials.filter((pl.col("probe") == probe) & (pl.col("status") == "ok"))
+    counts = ok.group_by("model", "condition", "stage_reached").len().collect()
+    if counts.height == 0:
+        return pl.DataFrame(schema=_STAGE_SCHEMA)
+    totals = ok.group_by("model", "condition").len().collect()
+    is_int = schema["stage_reached"].is_integer()
+
+    def order_of(v: Any) -> int:
+        if v is None:
+            return 0
+        if is_int:
+            return int(v)
+        digits = re.findall(r"\d+", str(v))
+        return int(digits[0]) if digits else 0
+
+    labels = {}
+    for v in counts["stage_reached"].to_list():
+        o = order_of(v)
+        if o > 0:
+            labels.setdefault(o, f"S{o}" if is_int else str(v))
+    rows = []
+    for t in totals.sort("model", "condition").iter_rows(named=True):
+        sub = counts.filter((pl.col("model") == t["model"]) & (pl.col("condition") == t["condition"]))
+        reached = [(order_of(v), n) for v, n in zip(sub["stage_reached"].to_list(), sub["len"].to_list())]
+        for o in sorted(labels):
+            rows.append({"model": t["model"], "condition": t["condition"], "stage": labels[o], "order": o,
+                         "trials": int(t["len"]), "reached": int(sum(n for s, n in reached if s >= o))})
+    return pl.DataFrame(rows, schema=_STAGE_SCHEMA)
+
+
+def _with(frame: pl.DataFrame, **cols: str) -> pl.DataFrame:
+    return frame.with_columns([pl.lit(v, dtype=pl.String).alias(k) for k, v in cols.items()]).select(
+        list(cols) + [c for c in frame.columns if c not in cols])
+
+
+def summarize(outs: Sequence[Path]) -> Summary:
+    """Analyse every output directory in ``outs`` (each a run of one sweep). Raises ``UserError``."""
+    if not outs:
+        raise UserError("no output directory given")
+    manifests = []
+    for out in outs:
+        m = read_manifest(out)
+        if m is None:
+            raise UserError(f"{out} has no manifest.json; is it a trialgrid output directory?")
+        manifests.append(m)
+    labels = _labels(outs, manifests)
+    runs, run_rows, model_frames, board, conds, contrasts, cells, fields, stages = [], [], [], [], [], [], [], [], []
+    for out, manifest, label in zip(outs, manifests, labels):
+        trials = scan_trials(out)
+        prices = prices_from(manifest.get("sweep", {}).get("prices"))
+        probes = analyze(out)
+        runs.append(RunAnalysis(out, label, manifest, trials, probes, prices))
+        seed = int(manifest.get("seed", 0)) % (2**32)
+        remedies = _remedies_by_model(manifest)
+        usage = usage_by_model(trials, prices)
+        model_meta = {m["name"]: m for m in manifest.get("sweep", {}).get("models", [])}
+        model_frames.append(_with(usage.with_columns(
+            pl.col("model").map_elements(lambda m: model_meta.get(m, {}).get("provider"), return_dtype=pl.String)
+            .alias("provider"),
+            pl.col("model").map_elements(lambda m: model_meta.get(m, {}).get("model") or m, return_dtype=pl.String)
+            .alias("model_id"),
+            pl.col("model").map_elements(lambda m: remedies.get(m, []), return_dtype=pl.List(pl.String))
+            .alias("remedies"),
+            (pl.col("errors") / pl.col("trials")).alias("error_rate"),
+        ), run=label))
+        total = usage["cost_usd"]
+        run_rows.append({
+            "run": label, "out": str(out), "sweep_name": manifest.get("sweep_name"),
+            "sweep_id": manifest.get("sweep_id"), "status": manifest.get("status"),
+            "trials_total": manifest.get("trials_total"), "trials": int(usage["trials"].sum()),
+            "errors": int(usage["errors"].sum()),
+            "input_tokens": int(usage["input_tokens"].sum()), "output_tokens": int(usage["output_tokens"].sum()),
+            "cost_usd": float(total.sum()) if total.null_count() < len(total) else None,
+            "priced_models": len(prices),
+            "budget_usd": (manifest.get("sweep", {}).get("budget") or {}).get("usd"),
+            "budget_tokens": (manifest.get("sweep", {}).get("budget") or {}).get("tokens"),
+            "remedies": [str(e.get("remedy", "")) for e in manifest.get("remedies", [])],
+            "imported_from": (manifest.get("imported") or {}).get("source"),
+        })
+        for a in probes:
+            probe_usage = usage_by_model(trials.filter(pl.col("probe") == a.probe), prices)
+            board.extend(_leaderboard_rows(label, a, probe_usage, remedies))
+            conds.append(_with(_long_conditions(a), run=label, probe=a.probe, kind=a.kind))
+            if a.contrasts.height:
+                contrasts.append(_with(a.contrasts.cast({k: v for k, v in _CONTRAST_SCHEMA.items()
+                                                         if k in a.contrasts.columns}),
+                                       run=label, probe=a.probe, kind=a.kind))
+            cells.append(_with(_long_cells(a), run=label, probe=a.probe, kind=a.kind))
+            fields.append(_with(field_table(trials, a.probe, seed), run=label, probe=a.probe, kind=a.kind))
+            stages.append(_with(stage_table(trials, a.probe), run=label, probe=a.probe, kind=a.kind))
+
+    def stack(frames: list[pl.DataFrame], schema: dict[str, Any]) -> pl.DataFrame:
+        head = {"run": pl.String, "probe": pl.String, "kind": pl.String}
+        full = {**head, **schema}
+        frames = [f for f in frames if f.height]
+        return pl.concat([f.select(list(full)).cast(full) for f in frames]) if frames else pl.DataFrame(schema=full)
+
+    return Summary(
+        runs=runs,
+        run_table=pl.DataFrame(run_rows, schema=_RUN_SCHEMA),
+        models=pl.concat(model_frames, how="diagonal_relaxed"),
+        leaderboard=pl.DataFrame(board, schema=_LEADERBOARD_SCHEMA),
+        conditions=stack(conds, _CONDITION_SCHEMA),
+        contrasts=stack(contrasts, _CONTRAST_SCHEMA),
+        cells=stack(cells, _CELL_SCHEMA),
+        fields=stack(fields, _FIELD_SCHEMA),
+        stages=stack(stages, _STAGE_SCHEMA),
+    )

@@ -1,0 +1,94 @@
+"""``trialgrid plan``: which prompts × runs design can answer the question, before money is spent.
+
+Over a grid of designs, ``stats.power.simulate_power`` simulates the cell-level
+cluster permutation test the report uses (power at ``alpha``) and the cluster
+bootstrap interval of A − B (mean width), given the expected rate per condition, the
+prompt-level heterogeneity (logit-normal sd of cell rates across prompts) and an
+optional budget (trials, or dollars at a cost per trial). The recommendation is the
+cheapest design within budget that reaches the target power (ties: the narrower
+interval); if none does, the most powerful design within budget, said as such.
+
+Why prompts beat runs when prompts differ: runs only shrink the binomial noise
+inside a cell, while the between-prompt spread — and the test's floor, 1 / C(C, a)^K
+for K prompts — only move with more prompts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from stats.power import PowerResult, simulate_power
+
+
+@dataclass(frozen=True)
+class Design:
+    result: PowerResult
+    trials: int
+    cost_usd: float | None
+    within_budget: bool
+
+    @property
+    def n_prompts(self) -> int:
+        return self.result.n_prompts
+
+    @property
+    def n_runs(self) -> int:
+        return self.result.n_runs
+
+
+@dataclass(frozen=True)
+class Plan:
+    designs: list[Design]
+    recommended: Design | None
+    reaches_target: bool
+    target_power: float
+    message: str
+
+
+def plan_designs(rates: Sequence[float], arm: Sequence[int], *, prompts: Sequence[int], runs: Sequence[int],
+                 sd: float, shared: float = 0.0, alpha: float = 0.05, target_power: float = 0.8,
+                 budget_trials: int | None = None, budget_usd: float | None = None,
+                 cost_per_trial: float | None = None, n_sims: int = 500, seed: int = 0) -> Plan:
+    """Simulate every design in ``prompts`` × ``runs`` and recommend one (see the module docstring)."""
+    if budget_usd is not None and not cost_per_trial:
+        raise ValueError("a dollar budget needs a cost per trial")
+    cells_per_prompt = sum(1 for g in arm if g >= 0)
+    designs = []
+    for k in sorted(set(prompts)):
+        for r in sorted(set(runs)):
+            trials = k * r * cells_per_prompt
+            cost = trials * cost_per_trial if cost_per_trial else None
+            within = (budget_trials is None or trials <= budget_trials) and \
+                     (budget_usd is None or (cost is not None and cost <= budget_usd))
+            res = simulate_power(rates, arm, n_prompts=k, n_runs=r, sd=sd, shared=shared, n_sims=n_sims, alpha=alpha,
+                                 seed=seed + 7919 * k + r)
+            designs.append(Design(res, trials, cost, within))
+    affordable = [d for d in designs if d.within_budget]
+    reaching = [d for d in affordable if d.result.power >= target_power]
+    if reaching:
+        best = min(reaching, key=lambda d: (d.trials, d.result.mean_width))
+        message = (f"{best.n_prompts} prompts × {best.n_runs} runs ({best.trials:,} trials) is the cheapest design "
+                   f"within budget that reaches power {target_power:.0%} (simulated {best.result.power:.0%}).")
+    elif affordable:
+        best = max(affordable, key=lambda d: (d.result.power, -d.trials))
+        message = (f"no design within budget reaches power {target_power:.0%}; the most powerful is "
+                   f"{best.n_prompts} prompts × {best.n_runs} runs ({best.result.power:.0%}). Add prompts, not runs, "
+                   "when prompts differ.")
+    else:
+        best = None
+        message = "no design in the grid fits the budget"
+    return Plan(designs, best, bool(reaching), target_power, message)
+
+
+def same_budget_tradeoffs(plan: Plan) -> list[tuple[Design, Design]]:
+    """Pairs of designs with the same trial count: (more prompts, more runs) — the comparison the planner argues from."""
+    by_trials: dict[int, list[Design]] = {}
+    for d in plan.designs:
+        by_trials.setdefault(d.trials, []).append(d)
+    out = []
+    for trials in sorted(by_trials):
+        group = sorted(by_trials[trials], key=lambda d: d.n_prompts)
+        if len(group) >= 2:
+            out.append((group[-1], group[0]))
+    return out

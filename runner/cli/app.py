@@ -1,0 +1,507 @@
+"""The ``trialgrid`` command line.
+
+Exit codes: 0 ok; 1 the run finished but something the user asked to gate on
+failed; 2 bad input (config, case file, output directory). Bad input prints one
+located line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from runner.core.errors import UserError
+
+# No locals in tracebacks: a provider's frames hold request headers, i.e. the API key.
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_show_locals=False,
+                  help="Measure how tool-calling LLM agents fail to ground what they do.")
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
+
+EXIT_OK, EXIT_GATE, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _version(value: bool) -> None:
+    if value:
+        try:
+            version = metadata.version("trialgrid")
+        except metadata.PackageNotFoundError:
+            version = "unknown (not installed)"
+        out.print(f"trialgrid {version}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _main(version: bool | None = typer.Option(None, "--version", callback=_version, is_eager=True,
+                                                  help="Print the version and exit.")) -> None:
+    """trialgrid: grids of trials against tool-calling agents, with prompt-clustered statistics."""
+
+
+def _fail(exc: UserError) -> typer.Exit:
+    err.print(f"[bold red]error:[/bold red] {exc}", markup=True, soft_wrap=True)
+    return typer.Exit(EXIT_BAD_INPUT)
+
+
+def _note(line: str) -> None:
+    # server text may hold square brackets: never let rich read it as markup
+    err.print(Text.assemble(("note: ", "yellow"), line), soft_wrap=True)
+
+
+def _warn(lines: list[str]) -> None:
+    for line in lines:
+        err.print(f"[yellow]warning:[/yellow] {line}", soft_wrap=True)
+
+
+@app.command()
+def validate(sweep: Path = typer.Argument(..., help="Sweep file (YAML).")) -> None:
+    """Check a sweep file and every file it names, without running anything."""
+    from runner.config.sweep import load_sweep
+    from runner.execution.run import grid_of
+
+    try:
+        loaded = load_sweep(sweep)
+    except UserError as exc:
+        raise _fail(exc) from None
+    _warn(loaded.warnings)
+    grid = grid_of(loaded)
+    out.print(f"{sweep}: ok — sweep {loaded.sweep.name!r} (id {loaded.sweep_id}), "
+              f"{len(loaded.sweep.models)} model(s), {len(loaded.probes)} probe(s), {len(grid):,} trials")
+
+
+@app.command()
+def run(
+    sweep: Path = typer.Argument(..., help="Sweep file (YAML)."),
+    out_dir: Path | None = typer.Option(None, "--out", "-o", help="Output directory (overrides the sweep's `output`)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no report; errors still print."),
+    no_report: bool = typer.Option(False, "--no-report", help="Do not print the report at the end."),
+    strict_params: bool = typer.Option(False, "--strict-params",
+                                       help="Never change a parameter a server rejects (no remedies): the trial fails instead."),
+    fail_on: list[str] | None = typer.Option(None, "--fail-on", metavar="PROBE",
+                                                help="Exit 1 if any case of this pass/fail probe (a kind such as "
+                                                     "`negative`, or a probe name) fails. Repeatable."),
+    ray: str | None = typer.Option(None, "--ray", metavar="auto|local|ADDRESS",
+                                      help="Run on Ray: `auto` (the cluster this node is part of), `local` (a private "
+                                           "one-node Ray) or a cluster address. Same output as without it."),
+    workers: int | None = typer.Option(None, "--workers", min=1,
+                                          help="With --ray: worker actors (default: one per CPU of the cluster)."),
+    cache: Path | None = typer.Option(None, "--cache", metavar="DIR",
+                                         help="Response cache directory (overrides the sweep's `cache`): a repeated "
+                                              "request is answered from disk; errors are never cached."),
+    batch: bool = typer.Option(False, "--batch", help="Send every model's trials through its vendor's batch API "
+                               "(openai, anthropic; single-turn probes): submit, poll, collect. Rerun to resume polling."),
+) -> None:
+    """Run a sweep (or resume it: trial ids already in the output are skipped)."""
+    from runner.config.sweep import load_sweep
+    from runner.execution.run import run_sweep
+    from runner.reporting.terminal import print_report
+
+    try:
+        loaded = load_sweep(sweep)
+        if fail_on:
+            _check_fail_on(loaded, fail_on)
+        _warn(loaded.warnings)
+        target = out_dir or Path(loaded.sweep.output)
+        say = (lambda s: None) if quiet else (lambda s: err.print(s, soft_wrap=True))
+        from runner.execution.batch.ledger import has_open_batches
+
+        batch_mode = batch or any(m.mode == "batch" for m in loaded.sweep.models) or has_open_batches(target)
+        if batch_mode and (ray is not None or cache is not None or getattr(loaded.sweep, "cache", None) is not None):
+            raise UserError("batch mode runs in one process without the response cache; it is not available with "
+                            "--ray or a cache", hint="drop --ray / --cache (and the sweep's `cache` key), or run live")
+        if batch_mode:
+            from runner.execution.batch import run_batch_sweep
+
+            result = run_batch_sweep(loaded, target, all_models=batch, quiet=quiet, say=say,
+                                     strict_params=strict_params, notify=_note)
+        elif ray is None:
+            if workers is not None:
+                raise UserError("--workers only applies with --ray")
+            result = run_sweep(loaded, target, quiet=quiet, say=say, strict_params=strict_params,
+                               notify=_note, cache_dir=cache)
+        else:
+            if cache is not None or loaded.sweep.cache is not None:
+                raise UserError("the response cache runs in one process; it is not available with --ray",
+                                hint="drop --cache (and the sweep's `cache` key) for a Ray run")
+            result = backend("ray")(loaded, target, address=ray, workers=workers, quiet=quiet, say=say,
+                                    strict_params=strict_params, notify=_note)
+    except UserError as exc:
+        raise _fail(exc) from None
+    except KeyboardInterrupt:
+        err.print("interrupted: finished trials are saved; rerun the same command to resume")
+        raise typer.Exit(130) from None
+    if result.stopped:
+        done = result.skipped + result.stats.done
+        err.print(f"stopped: {result.stopped}; {done:,} of {result.total:,} trials written. "
+                  "Raise `budget` in the sweep and rerun the same command to continue.", soft_wrap=True)
+    if not quiet:
+        err.print(f"{result.stats.done:,} trials run ({result.skipped:,} already done) in {result.elapsed_s:.1f} s; "
+                  f"counts: {result.counts}; output: {target}")
+        if not no_report:
+            print_report(target, out)
+    if fail_on:
+        _gate(target, fail_on)
+
+
+def _check_fail_on(loaded, names: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """A --fail-on that names no pass/fail probe of the sweep is bad input, caught before running."""
+    gated = {p.name for p in loaded.probes if "passed" in {f.name for f in p.outcome_fields}}
+    gated |= {p.kind for p in loaded.probes if p.name in gated}
+    for name in names:
+        if name not in gated:
+            raise UserError(f"--fail-on {name!r} names no pass/fail probe in {loaded.path}",
+                            hint=f"pass/fail probes here: {', '.join(sorted(gated)) or 'none'}")
+
+
+def _gate(target: Path, names: list[str]) -> None:
+    from runner.analysis.diff import case_verdicts, gate_lines
+
+    try:
+        verdicts = case_verdicts(target, names)
+    except UserError as exc:
+        raise _fail(exc) from None
+    lines = gate_lines(verdicts)
+    for line in lines:
+        err.print(Text(line), soft_wrap=True)
+    passed = sum(1 for v in verdicts if v.verdict == "pass")
+    err.print(f"--fail-on {', '.join(names)}: {passed} of {len(verdicts)} case verdicts pass"
+              + (f"; {len(lines)} do not" if lines else ""))
+    if lines:
+        raise typer.Exit(EXIT_GATE)
+
+
+@app.command()
+def diff(
+    old: Path = typer.Argument(..., help="The earlier run's output directory."),
+    new: Path = typer.Argument(..., help="The later run's output directory."),
+) -> None:
+    """Compare two runs case by case: REGRESSION (passed, now fails) and FIXED lines; exit 1 on a regression."""
+    from runner.analysis.diff import diff_runs
+
+    try:
+        result = diff_runs(old, new)
+    except UserError as exc:
+        raise _fail(exc) from None
+    for line in result.lines():
+        out.print(Text(line), soft_wrap=True)
+    if result.regressions:
+        raise typer.Exit(EXIT_GATE)
+
+
+@app.command()
+def rescore(
+    source: Path = typer.Argument(..., help="The output directory whose stored responses are scored again."),
+    dest: Path = typer.Option(..., "--out", "-o", help="New output directory (must be empty or absent)."),
+    sweep: Path | None = typer.Option(None, "--sweep", help="Sweep whose probes score (default: the one the "
+                                         "source's manifest names); only scoring may differ from the original."),
+) -> None:
+    """Recompute every probe's outcome columns from the stored responses, calling no model."""
+    from runner.execution.rescore import rescore as rescore_output
+
+    try:
+        result = rescore_output(source, dest, sweep, say=lambda s: err.print(Text(s), soft_wrap=True))
+    except UserError as exc:
+        raise _fail(exc) from None
+    err.print(f"rescored {result.rows:,} rows into {dest}: {result.changed:,} changed outcome, "
+              f"{result.errors_kept:,} error rows kept as errors; counts: {result.counts}", soft_wrap=True)
+
+
+import_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                         help="Convert other projects' data into trialgrid case files and a sweep.")
+app.add_typer(import_app, name="import")
+
+
+@import_app.command("bfcl")
+def import_bfcl_cmd(
+    paths: list[Path] = typer.Argument(..., help="BFCL question files (BFCL_v4_<category>.json) or the bfcl_eval/data folder."),
+    dest: Path = typer.Option(Path("bfcl"), "--out", "-o", help="Folder for the case files and sweep.yaml."),
+    runs: int = typer.Option(1, "--runs", min=1, help="Trials per cell in the written sweep."),
+    force: bool = typer.Option(False, "--force", help="Overwrite files from an earlier import."),
+) -> None:
+    """Import BFCL: irrelevance → no_call cases; simple/multiple/live_simple → pinning cases and
+    phantom traces; multi_turn_miss_param → forbidden-inference cases."""
+    from runner.importers import import_bfcl, write_bfcl
+
+    try:
+        result = import_bfcl(paths)
+        counts = write_bfcl(result, dest, force=force, runs=runs)
+    except UserError as exc:
+        raise _fail(exc) from None
+    for (category, outcome), n in sorted(counts.items()):
+        if n:
+            out.print(Text(f"{category:24s} {outcome:48s} {n:6,d}"))
+    if result.skipped_files:
+        out.print(Text(f"not imported (category not supported): {', '.join(result.skipped_files)}"))
+    out.print(Text(f"wrote {dest}; run it with: trialgrid run {dest / 'sweep.yaml'}"))
+
+
+@import_app.command("ungrounded")
+def import_ungrounded_cmd(
+    path: Path = typer.Argument(..., help="An ungrounded stimuli JSON file, or the installed ungrounded package folder."),
+    tools: Path | None = typer.Option(None, "--tools", help="The tool catalogue JSON (default: the package's example)."),
+    expected_tool: str | None = typer.Option(None, "--expected-tool", help="For triples without expected_tool."),
+    dest: Path = typer.Option(Path("ungrounded"), "--out", "-o", help="Folder for triples.yaml, tools.json, sweep.yaml."),
+    force: bool = typer.Option(False, "--force", help="Overwrite files from an earlier import."),
+) -> None:
+    """Import ungrounded's matched triples and tool catalogue as a misselection sweep."""
+    from runner.importers import import_ungrounded, write_ungrounded
+
+    try:
+        triples, catalogue = import_ungrounded(path, tools, expected_tool)
+        write_ungrounded(triples, catalogue, dest, force=force)
+    except UserError as exc:
+        raise _fail(exc) from None
+    out.print(Text(f"{len(triples)} triples, {len(catalogue) if isinstance(catalogue, list) else '?'} tools; "
+                   f"wrote {dest}; run it with: trialgrid run {dest / 'sweep.yaml'}"))
+
+
+@import_app.command("trials")
+def import_trials_cmd(
+    path: Path = typer.Argument(..., help="Per-trial data: a .csv or .parquet file, one row per trial."),
+    dest: Path = typer.Option(..., "--out", "-o", help="Output directory for the imported run."),
+    cluster: str = typer.Option(..., "--cluster", help="Column with the cluster (prompt / case / triple id)."),
+    condition: str = typer.Option(..., "--condition", help="Column with the condition."),
+    outcome: list[str] = typer.Option(..., "--outcome", help="Outcome column, or NAME=COLUMN; repeat. The first is the headline."),
+    model: str | None = typer.Option(None, "--model", help="Column with the model label."),
+    model_name: str | None = typer.Option(None, "--model-name", help="One model label for every row (instead of --model)."),
+    run: str | None = typer.Option(None, "--run", help="Column with the run index (default: numbered per cell)."),
+    status: str | None = typer.Option(None, "--status", help="Column with the trial status."),
+    ok: list[str] = typer.Option(["ok"], "--ok", help="Status value meaning the trial completed (case-insensitive); repeat."),
+    error: str | None = typer.Option(None, "--error", help="Column with the error text of failed trials."),
+    input_tokens: str | None = typer.Option(None, "--input-tokens", help="Column with input tokens."),
+    output_tokens: str | None = typer.Option(None, "--output-tokens", help="Column with output tokens."),
+    probe: str = typer.Option("imported", "--probe", help="Probe label in the output."),
+    kind: str = typer.Option("imported", "--kind", help="Probe kind: a trialgrid kind (its rates and contrasts) or any label."),
+    contrast: list[str] = typer.Option([], "--contrast", help="label:outcome:A1+A2:B1 — a test of arm A minus arm B; repeat."),
+    force: bool = typer.Option(False, "--force", help="Replace a run already in --out."),
+) -> None:
+    """Import per-trial results from another harness as a trialgrid run (then `trialgrid report` it)."""
+    from runner.importers.trials import TrialsMapping, import_trials, parse_contrast, parse_outcomes
+
+    try:
+        mapping = TrialsMapping(cluster=cluster, condition=condition, outcomes=parse_outcomes(outcome), model=model,
+                                model_name=model_name, run=run, status=status, ok_values=tuple(ok), error=error,
+                                input_tokens=input_tokens, output_tokens=output_tokens, probe=probe, kind=kind,
+                                contrasts=tuple(parse_contrast(c) for c in contrast))
+        counts = import_trials(path, dest, mapping, force=force)
+    except UserError as exc:
+        raise _fail(exc) from None
+    out.print(Text(f"{sum(counts.values()):,} trials ({', '.join(f'{k} {v:,}' for k, v in sorted(counts.items()))}); "
+                   f"wrote {dest}; report it with: trialgrid report {dest}"))
+
+
+@import_app.command("agentprop")
+def import_agentprop_cmd(
+    path: Path = typer.Argument(..., help="The folder holding AgentProp-Bench's per-trace CSVs."),
+    dest: Path = typer.Option(Path("out/agentprop"), "--out", "-o", help="Output directory for the imported run."),
+    force: bool = typer.Option(False, "--force", help="Replace a run already in --out."),
+) -> None:
+    """Import AgentProp-Bench's per-trace CSVs as a trialgrid run (interceptor, p2, baseline, judges)."""
+    from runner.importers import import_agentprop
+
+    try:
+        counts = import_agentprop(path, dest, force=force)
+    except UserError as exc:
+        raise _fail(exc) from None
+    for probe, n in counts.items():
+        out.print(Text(f"{probe:12s} {n:7,d} rows"))
+    out.print(Text(f"wrote {dest}; report it with: trialgrid report {dest}"))
+
+
+@app.command()
+def report(
+    out_dirs: list[Path] = typer.Argument(..., help="One or more run output directories."),
+    json_file: Path | None = typer.Option(None, "--json", help="Write the summary as JSON (schema: runner/schemas/summary.schema.json)."),
+    csv_dir: Path | None = typer.Option(None, "--csv", help="Write the summary tables as CSV files into this directory."),
+    html_file: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML page with plots."),
+    no_details: bool = typer.Option(False, "--no-details", help="Print only the leaderboards, not the per-model tables."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only write the files asked for."),
+    badge_dir: Path | None = typer.Option(None, "--badge", help="Write one SVG badge per model with its "
+                                             "misselection scorecard verdict into this directory."),
+) -> None:
+    """Leaderboards and per-model tables for one or many finished (or partial) runs."""
+    from runner.analysis.leaderboard import summarize
+    from runner.reporting.terminal import print_report
+
+    try:
+        if quiet:
+            summary = summarize(out_dirs)
+        else:
+            summary = print_report(out_dirs, out, details=not no_details)
+        if json_file is not None:
+            from runner.reporting.summary_json import write_json
+
+            write_json(summary, json_file)
+            err.print(f"wrote {json_file}")
+        if csv_dir is not None:
+            from runner.reporting.summary_csv import write_csv
+
+            write_csv(summary, csv_dir)
+            err.print(f"wrote {csv_dir}/*.csv")
+        if html_file is not None:
+            from runner.reporting.html import write_html
+
+            write_html(summary, html_file)
+            err.print(f"wrote {html_file}")
+        if badge_dir is not None:
+            from runner.reporting.badges import write_badges
+
+            badges = write_badges(summary, badge_dir)
+            err.print(f"wrote {len(badges)} badge(s) into {badge_dir}")
+    except UserError as exc:
+        raise _fail(exc) from None
+
+
+def _floats(text: str, what: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise _fail(UserError(f"{what}: expected comma-separated numbers, got {text!r}")) from None
+
+
+@app.command()
+def plan(
+    arm_a: str = typer.Option(..., "--arm-a", help="Expected rate of each arm-A condition, comma-separated (e.g. 0.09,0.17)."),
+    arm_b: str = typer.Option(..., "--arm-b", help="Expected rate of each arm-B condition, comma-separated (e.g. 0.017)."),
+    sd: float = typer.Option(1.0, "--sd", help="Prompt-level heterogeneity: logit-normal sd of cell rates across prompts."),
+    shared: float = typer.Option(0.0, "--shared", help="Share of that variance common to a prompt's cells (0–1)."),
+    prompts: str = typer.Option("6,12,24,48", "--prompts", help="Prompt counts to try."),
+    runs: str = typer.Option("5,10,20,40", "--runs", help="Runs per cell to try."),
+    budget_trials: int | None = typer.Option(None, "--budget-trials", help="At most this many trials."),
+    budget_usd: float | None = typer.Option(None, "--budget-usd", help="At most this many dollars (needs --cost-per-trial)."),
+    cost_per_trial: float | None = typer.Option(None, "--cost-per-trial", help="USD per trial (see `trialgrid report` for a measured one)."),
+    target: float = typer.Option(0.8, "--target-power", help="Power the design must reach."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Significance level of the cell-level permutation test."),
+    sims: int = typer.Option(500, "--sims", help="Simulated studies per design."),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Simulate power and interval width of prompts × runs designs and recommend one."""
+    from runner.analysis.planner import plan_designs, same_budget_tradeoffs
+    from runner.reporting.plan import print_plan
+
+    a, b = _floats(arm_a, "--arm-a"), _floats(arm_b, "--arm-b")
+    try:
+        result = plan_designs(a + b, [1] * len(a) + [0] * len(b), prompts=[int(x) for x in _floats(prompts, "--prompts")],
+                              runs=[int(x) for x in _floats(runs, "--runs")], sd=sd, shared=shared, alpha=alpha,
+                              target_power=target, budget_trials=budget_trials, budget_usd=budget_usd,
+                              cost_per_trial=cost_per_trial, n_sims=sims, seed=seed)
+    except ValueError as exc:
+        raise _fail(UserError(str(exc))) from None
+    print_plan(result, same_budget_tradeoffs(result), out, sd=sd, alpha=alpha)
+
+
+@app.command()
+def template(
+    kind: str = typer.Argument(..., help="Probe kind, e.g. misselection."),
+    dest: Path | None = typer.Option(None, "--out", "-o", help="Write here instead of stdout (refuses to overwrite)."),
+) -> None:
+    """Write a starter case file for a probe kind."""
+    from runner.probes import PROBES
+
+    probe = PROBES.get(kind)
+    if probe is None or not probe.template:
+        raise _fail(UserError(f"no template for probe kind {kind!r}: expected one of {', '.join(PROBES)}"))
+    if dest is None:
+        sys.stdout.write(probe.template)
+        return
+    if dest.exists():
+        raise _fail(UserError("file exists; not overwriting", file=dest))
+    dest.write_text(probe.template)
+    err.print(f"wrote {dest}")
+
+
+@app.command()
+def serve(
+    port: int = typer.Option(8000, "--port", "-p", help="Port on 127.0.0.1 (0: any free port, printed at start)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Loopback address to bind (127.x.x.x, localhost or ::1 only)."),
+    latency_ms: float = typer.Option(0.0, "--latency-ms", min=0, help="Mean response latency."),
+    latency_dist: str = typer.Option("fixed", "--latency-dist", help="fixed, uniform, exponential or lognormal."),
+    latency_spread_ms: float = typer.Option(0.0, "--latency-spread-ms", min=0,
+                                            help="uniform: half-width; lognormal: standard deviation."),
+    faults: float = typer.Option(0.0, "--faults", min=0, max=1,
+                                 help="Fault every response with this probability, all kinds mixed evenly."),
+    fault: list[str] = typer.Option([], "--fault", help="KIND=RATE, repeatable; kinds: 429 500 503 slow reset malformed truncated."),
+    fault_seed: int = typer.Option(0, "--fault-seed", help="Seed of the fault and latency draws."),
+    retry_after_s: float = typer.Option(1.0, "--retry-after", min=0, help="Retry-After of an injected 429 (s)."),
+    slow_s: float = typer.Option(30.0, "--slow-s", min=0, help="How long a 'slow' fault holds its answer (s)."),
+    reject: list[str] = typer.Option([], "--reject", help="Parameter rule, repeatable: drop:P, rename:OLD:NEW, "
+                                     "require:P=V[:tools], each optionally @MODEL_GLOB."),
+    rpm: int | None = typer.Option(None, "--rpm", min=1, help="The server's own limit per API key, with real 429s."),
+    rpm_window_s: float = typer.Option(60.0, "--rpm-window-s", min=0.001, help="Window of --rpm (s)."),
+    key_env: list[str] = typer.Option([], "--key-env", help="Accept only the API key held by this environment "
+                                      "variable (repeatable); default: any key."),
+    batch_delay_s: float = typer.Option(0.0, "--batch-delay-s", min=0, help="Batch APIs: seconds until a batch ends."),
+    batch_error_rate: float = typer.Option(0.0, "--batch-error-rate", min=0, max=1,
+                                           help="Batch APIs: share of requests answered with a 500 error result."),
+    batch_expire_rate: float = typer.Option(0.0, "--batch-expire-rate", min=0, max=1,
+                                            help="Batch APIs: share of requests left unprocessed, as expired."),
+) -> None:
+    """Serve the simulated agent over the OpenAI and Anthropic wire formats on loopback, with faults and limits."""
+    import ipaddress
+    import os
+
+    from runner.sim.serve import ServeOptions, parse_fault, parse_rule, serve_forever
+
+    try:
+        if host != "localhost" and not ipaddress.ip_address(host).is_loopback:
+            raise ValueError(f"--host {host} is not a loopback address; trialgrid serve only listens on this machine")
+        mix = ServeOptions.mixed_faults(faults) if faults else {}
+        for spec in fault:
+            kind, rate = parse_fault(spec)
+            mix[kind] = rate
+        keys = []
+        for name in key_env:
+            if not os.environ.get(name, "").strip():
+                raise ValueError(f"--key-env {name}: environment variable {name} is not set")
+            keys.append(os.environ[name].strip())
+        options = ServeOptions(host=host, port=port, latency_ms=latency_ms, latency_dist=latency_dist,
+                               latency_spread_ms=latency_spread_ms, faults=mix, fault_seed=fault_seed,
+                               fault_retry_after_s=retry_after_s, slow_s=slow_s,
+                               rules=[parse_rule(r) for r in reject], rpm=rpm, rpm_window_s=rpm_window_s,
+                               keys=tuple(keys), batch_delay_s=batch_delay_s, batch_error_rate=batch_error_rate,
+                               batch_expire_rate=batch_expire_rate)
+    except ValueError as exc:
+        raise _fail(UserError(str(exc))) from None
+    try:
+        serve_forever(options, lambda line: (out.print(line, soft_wrap=True, markup=False), sys.stdout.flush()))
+    except OSError as exc:
+        raise _fail(UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+                              hint="choose another --port, or --port 0 for any free one")) from None
+
+
+# Optional parts of trialgrid plug in through entry points (pyproject.toml), so that
+# ``runner`` never imports them: cluster mode registers the ``ray`` run backend and its
+# commands (submit, status, logs) there, and ``runner`` only looks names up.
+BACKENDS = "trialgrid.backends"
+COMMANDS = "trialgrid.commands"
+
+
+def backend(name: str):  # type: ignore[no-untyped-def]
+    """The run function registered under ``name`` (same call as ``run_sweep`` plus its own options)."""
+    for entry in metadata.entry_points(group=BACKENDS):
+        if entry.name == name:
+            return entry.load()
+    raise UserError(f"the {name!r} run backend is not installed",
+                    hint="reinstall trialgrid (`pip install -e .`): its entry points register cluster mode")
+
+
+def load_plugins(target: typer.Typer) -> None:
+    """Add the commands registered under ``trialgrid.commands`` (each a ``register(app)``)."""
+    for entry in metadata.entry_points(group=COMMANDS):
+        try:
+            entry.load()(target)
+        except Exception as exc:
+            err.print(f"[yellow]warning:[/yellow] commands from {entry.value} not loaded: {exc}", soft_wrap=True)
+
+
+def main() -> None:
+    load_plugins(app)
+    app()
+
+
+if __name__ == "__main__":
+    main()

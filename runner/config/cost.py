@@ -1,0 +1,103 @@
+"""What trials cost: a price table per model, spend from token counts, and a budget that stops a run.
+
+Every row already carries ``input_tokens`` and ``output_tokens`` (summed over the
+trial's calls). A sweep's ``prices`` turn them into dollars; ``budget`` caps what a
+sweep may spend over all its sessions. Neither is part of the sweep's identity (like
+``engine``): raising a budget or correcting a price must not turn the same
+measurement into a different sweep, so a stopped run resumes with a raised budget.
+
+The budget is enforced by ``runner.execution.budget.CostMeter``, a row sink wrapper: every row that reaches
+the sink adds its cost, and the engine asks ``meter.exhausted`` before it starts a
+new trial. Trials already in flight when the budget is reached still finish and are
+written (a trial is never cut off half-paid), so a run can overshoot by at most the
+trials in flight — one engine window (``engine.concurrency``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+PER_MILLION = 1_000_000.0
+
+
+class ModelPrice(BaseModel):
+    """US dollars per million tokens, as provider price lists quote them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: float = Field(ge=0, description="USD per million input (prompt) tokens")
+    output: float = Field(ge=0, description="USD per million output (completion) tokens")
+
+    def cost(self, input_tokens: float, output_tokens: float) -> float:
+        return (input_tokens * self.input + output_tokens * self.output) / PER_MILLION
+
+
+class Budget(BaseModel):
+    """Stop scheduling new trials once the sweep's spend reaches either cap."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    usd: float | None = Field(default=None, gt=0, description="dollars, from token counts and `prices`")
+    tokens: int | None = Field(default=None, gt=0, description="input + output tokens over all models")
+
+    @model_validator(mode="after")
+    def _one_cap(self) -> Budget:
+        if self.usd is None and self.tokens is None:
+            raise ValueError("a budget needs `usd`, `tokens` or both")
+        return self
+
+    def describe(self) -> str:
+        parts = ([f"${self.usd:,.2f}"] if self.usd is not None else []) + \
+                ([f"{self.tokens:,} tokens"] if self.tokens is not None else [])
+        return " / ".join(parts)
+
+
+def prices_from(raw: Mapping[str, Any] | None) -> dict[str, ModelPrice]:
+    """Prices as stored in a manifest's sweep (plain dicts) → ``ModelPrice`` per model label."""
+    return {name: ModelPrice.model_validate(p) for name, p in (raw or {}).items()}
+
+
+def cost_expr(prices: Mapping[str, ModelPrice]) -> pl.Expr:
+    """Per-row cost in USD; null for a model without a price (unknown, not free)."""
+    if not prices:
+        return pl.lit(None, dtype=pl.Float64)
+    models = list(prices)
+    inp = pl.col("model").replace_strict(models, [prices[m].input for m in models], default=None,
+                                         return_dtype=pl.Float64)
+    outp = pl.col("model").replace_strict(models, [prices[m].output for m in models], default=None,
+                                          return_dtype=pl.Float64)
+    return (pl.col("input_tokens").fill_null(0) * inp + pl.col("output_tokens").fill_null(0) * outp) / PER_MILLION
+
+
+def usage_by_model(trials: pl.LazyFrame, prices: Mapping[str, ModelPrice],
+                   by: tuple[str, ...] = ("model",)) -> pl.DataFrame:
+    """Per model (or per ``by`` group): trials, errors, tokens, cost (null when unpriced), cost per trial."""
+    return (
+        trials.group_by(*by)
+        .agg(pl.len().cast(pl.Int64).alias("trials"),
+             (pl.col("status") != "ok").sum().cast(pl.Int64).alias("errors"),
+             pl.col("input_tokens").fill_null(0).sum().cast(pl.Int64).alias("input_tokens"),
+             pl.col("output_tokens").fill_null(0).sum().cast(pl.Int64).alias("output_tokens"),
+             cost_expr(prices).sum().alias("cost_usd"))
+        .with_columns(pl.when(pl.col("model").is_in(list(prices))).then(pl.col("cost_usd"))
+                      .otherwise(None).alias("cost_usd"))
+        .with_columns((pl.col("cost_usd") / pl.col("trials")).alias("cost_per_trial_usd"))
+        .sort(*by)
+        .collect()
+    )
+
+
+def spent_in(trials_dir: Path, prices: Mapping[str, ModelPrice]) -> tuple[float, int]:
+    """(USD, tokens) already spent by the finished trial files of an output (for a resume)."""
+    parts = sorted(trials_dir.glob("*.arrow"))
+    if not parts:
+        return 0.0, 0
+    usage = usage_by_model(pl.scan_ipc([str(p) for p in parts]), prices)
+    usd = float(usage["cost_usd"].fill_null(0.0).sum())
+    tokens = int(usage["input_tokens"].sum() + usage["output_tokens"].sum())
+    return usd, tokens

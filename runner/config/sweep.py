@@ -1,0 +1,267 @@
+"""The sweep file: what a user writes to describe a grid of trials.
+
+``load_sweep`` reads the YAML, validates it with pydantic (unknown keys are errors),
+loads every probe's case files, and returns a ``LoadedSweep`` whose ``sweep_id`` is
+a hash of everything that decides *what* is measured — models, probes, seed and the
+content of case files — but not *where* or *how fast* (output, engine options), so
+the same sweep written to two directories has the same trial ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+import runner.sim  # noqa: F401  (registers the built-in "sim" provider)
+from runner.config.cost import Budget, ModelPrice
+from runner.core.errors import UserError
+from runner.core.sources import Source, load_source, register_union_tags, validate
+from runner.probes import PROBES, Probe
+from runner.providers import CONFIGURED, check_model
+from runner.providers.callable_provider import load_function
+from runner.providers.settings import CREDENTIAL_HEADER, DEFAULT_KEY_ENV, Connection, Limits, RetryPolicy
+
+register_union_tags(PROBES)
+ProbeEntry = Annotated[Union[tuple(p.config_model for p in PROBES.values())], Field(discriminator="kind")]  # type: ignore[valid-type]  # noqa: UP007 (a runtime union of the registered probes)
+
+
+class ModelConfig(BaseModel):
+    """One model under test."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, description="label in the output (unique within the sweep)")
+    provider: str = Field(description="sim (built-in simulated agent), openai, anthropic or callable")
+    model: str | None = Field(default=None, description="model id sent to the provider; defaults to name")
+    params: dict[str, Any] = Field(default_factory=dict, description="request parameters (temperature, max_tokens, ...)")
+    concurrency: int = Field(default=16, ge=1, le=100_000, description="max trials of this model in flight")
+    mode: Literal["live", "batch"] = Field(default="live", description="live: one request per trial as it runs; "
+                                           "batch: the vendor's batch API (openai, anthropic; see runner/execution/batch)")
+    # -- real providers (openai, anthropic, callable); see runner/providers/settings.py
+    base_url: str | None = Field(default=None, description="endpoint; default the vendor's public API")
+    api_key_env: str | None = Field(default=None, description="environment variable holding the API key "
+                                    "(default OPENAI_API_KEY / ANTHROPIC_API_KEY; null: send no key)")
+    headers: dict[str, str] = Field(default_factory=dict, description="extra request headers (never credentials)")
+    function: str | None = Field(default=None, description="provider callable: module:function")
+    timeout_s: float = Field(default=60.0, gt=0, description="per-request timeout")
+    limits: Limits = Field(default_factory=Limits, description="per provider key: max_concurrent, rpm, tpm")
+    retry: RetryPolicy = Field(default_factory=RetryPolicy, description="max_attempts, backoff_base_s, backoff_max_s")
+
+    @property
+    def model_id(self) -> str:
+        return self.model or self.name
+
+    @property
+    def connection(self) -> Connection:
+        return Connection(self.provider, self.base_url, self.api_key_env, tuple(sorted(self.headers.items())),
+                          self.timeout_s, self.function)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_key_env(cls, data: Any) -> Any:
+        # a missing api_key_env means the vendor's usual variable; an explicit null means none
+        if isinstance(data, dict) and "api_key_env" not in data and data.get("provider") in DEFAULT_KEY_ENV:
+            data = {**data, "api_key_env": DEFAULT_KEY_ENV[data["provider"]]}
+        return data
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("base_url must start with http:// or https://")
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_is_set(cls, value: str | None) -> str | None:
+        if value is not None:
+            if not value.replace("_", "").isalnum():
+                raise ValueError("api_key_env is the *name* of an environment variable (letters, digits, _), "
+                                 "never the key itself")
+            if not os.environ.get(value, "").strip():
+                raise ValueError(f"environment variable {value} is not set; export it with the API key, "
+                                 "or set api_key_env: null for an endpoint that needs no key")
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _no_credentials(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = next((h for h in value if CREDENTIAL_HEADER.search(h)), None)
+        if bad is not None:
+            raise ValueError(f"header {bad!r} looks like a credential; sweep files are written into the output, "
+                             "so name the environment variable holding the key in api_key_env instead")
+        return value
+
+    @field_validator("function")
+    @classmethod
+    def _importable(cls, value: str | None) -> str | None:
+        if value is not None:
+            load_function(value)
+        return value
+
+    @model_validator(mode="after")
+    def _provider_knows_model(self) -> ModelConfig:
+        check_model(self.provider, self.model_id)
+        if self.provider == "callable" and self.function is None:
+            raise ValueError("provider callable needs function: module:function")
+        if self.provider != "callable" and self.function is not None:
+            raise ValueError(f"function is only used by provider callable, not {self.provider}")
+        if self.mode == "batch" and self.provider not in ("openai", "anthropic"):
+            raise ValueError(f"mode: batch needs provider openai or anthropic (their batch APIs), not {self.provider}")
+        if self.provider not in CONFIGURED:
+            used = [k for k in ("base_url", "headers", "limits", "retry", "timeout_s") if k in self.model_fields_set]
+            if used or self.api_key_env is not None:
+                raise ValueError(f"{(used or ['api_key_env'])[0]} is not used by provider {self.provider} "
+                                 "(it applies to openai, anthropic and callable)")
+        return self
+
+
+class EngineConfig(BaseModel):
+    """How the run executes; not part of the sweep's identity."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    concurrency: int = Field(default=256, ge=1, le=100_000, description="max trials in flight overall")
+    timeout_s: float = Field(default=120.0, gt=0, description="per-trial deadline (all calls of the trial)")
+    batch_rows: int = Field(default=4096, ge=1, description="rows per Arrow record batch")
+    flush_seconds: float = Field(default=2.0, gt=0, description="flush a partial batch after this long")
+    batch_poll_s: float = Field(default=30.0, gt=0, description="batch mode: seconds between polls of open batches")
+    batch_max_requests: int = Field(default=10_000, ge=1, le=50_000, description="batch mode: requests per batch")
+
+
+class Sweep(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
+    output: str = Field(default="out", description="output directory, relative to the current directory")
+    models: list[ModelConfig] = Field(min_length=1)
+    probes: list[ProbeEntry] = Field(min_length=1)  # type: ignore[valid-type]
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+    # what trials cost and what the sweep may spend; like engine, not part of the sweep's identity
+    prices: dict[str, ModelPrice] = Field(default_factory=dict, description="per model label: USD per million tokens")
+    budget: Budget | None = Field(default=None, description="stop scheduling new trials once reached")
+    # where answers are kept for a rerun; like output, not part of the sweep's identity
+    cache: str | None = Field(default=None, description="response cache directory (relative to the current "
+                              "directory); a rerun asks the cache before the model")
+
+    @model_validator(mode="after")
+    def _prices_name_models(self) -> Sweep:
+        names = [m.name for m in self.models]
+        unknown = [k for k in self.prices if k not in names]
+        if unknown:
+            raise ValueError(f"prices names model {unknown[0]!r}, which is not a model of this sweep "
+                             f"(models: {', '.join(names)})")
+        if self.budget is not None and self.budget.usd is not None:
+            unpriced = [n for n in names if n not in self.prices]
+            if unpriced:
+                raise ValueError(f"budget.usd needs a price for every model; no price for {', '.join(unpriced)}")
+        return self
+
+    @field_validator("models")
+    @classmethod
+    def _unique_models(cls, models: list[ModelConfig], info: ValidationInfo) -> list[ModelConfig]:
+        names = [m.name for m in models]
+        dup = next((n for n in names if names.count(n) > 1), None)
+        if dup:
+            raise ValueError(f"model name {dup!r} is used twice; names label rows and must be unique")
+        return models
+
+    @field_validator("probes")
+    @classmethod
+    def _unique_probes(cls, probes: list[Any]) -> list[Any]:
+        names = [p.name or p.kind for p in probes]
+        dup = next((n for n in names if names.count(n) > 1), None)
+        if dup:
+            raise ValueError(f"probe name {dup!r} is used twice; give each probe entry a distinct 'name'")
+        return probes
+
+
+@dataclass
+class LoadedSweep:
+    """A validated sweep with its probes' case files loaded."""
+
+    sweep: Sweep
+    path: Path
+    probes: list[Probe]
+    sweep_id: str
+    sweep_sha256: str
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def schema_fields(self) -> list:
+        """Outcome fields of all probes (one table for the whole sweep)."""
+        seen: dict[str, Any] = {}
+        for probe in self.probes:
+            for f in probe.outcome_fields:
+                if f.name in seen and not seen[f.name].type.equals(f.type):
+                    raise UserError(f"probes disagree on the type of outcome column {f.name!r}")
+                seen.setdefault(f.name, f)
+        return list(seen.values())
+
+
+def _sweep_identity(sweep: Sweep, probes: list[Probe]) -> str:
+    what = sweep.model_dump(mode="json", exclude={"output", "engine", "prices", "budget", "cache"})
+    for m in what["models"]:
+        m.pop("concurrency", None)  # how fast, not what
+        m.pop("mode", None)  # how the requests travel, not what they ask: batch and live share trial ids
+        for key in ("api_key_env", "timeout_s", "limits", "retry"):  # which account and how fast, not what
+            m.pop(key, None)
+        for key in ("base_url", "headers", "function"):  # unset: leave the identity of older sweeps as it was
+            if not m.get(key):
+                m.pop(key, None)
+    for p in what["probes"]:
+        if p.get("mcp_server") is None:  # a file catalogue: leave the identity of older sweeps as it was
+            p.pop("mcp_server", None)
+        else:  # the served catalogue's sha256 is in probe_files; how long to wait for it is not what
+            p["mcp_server"].pop("timeout_s", None)
+    what["probe_files"] = [p.identity() for p in probes]
+    blob = json.dumps(what, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _check_shared_limits(sweep: Sweep, source: Source) -> None:
+    """Limits belong to a provider key, so models on one key must not disagree about them."""
+    first: dict[tuple[str, str, str], int] = {}
+    for j, m in enumerate(sweep.models):
+        if m.provider not in CONFIGURED:
+            continue
+        i = first.setdefault(m.connection.limiter_key, j)
+        if i != j and m.limits != sweep.models[i].limits:
+            loc = ("models", j, "limits")
+            raise UserError(f"models {sweep.models[i].name!r} and {m.name!r} share one provider key "
+                            f"({m.provider}, {m.api_key_env or 'no key'}) but set different limits; limits are per key",
+                            file=source.path, line=source.line_of(loc), key_path=loc,
+                            hint="give both the same limits, or set them on one and copy them to the other")
+
+
+def load_sweep(path: Path | str) -> LoadedSweep:
+    """Read and check a sweep file and everything it names. Raises ``UserError``."""
+    path = Path(path)
+    source: Source = load_source(path, what="sweep file")
+    if not isinstance(source.data, dict):
+        raise UserError("a sweep file must be a mapping with keys name, models, probes", file=path, line=1)
+    sweep: Sweep = validate(Sweep, source.data, source)
+    _check_shared_limits(sweep, source)
+    base = path.parent
+    probes: list[Probe] = []
+    for i, entry in enumerate(sweep.probes):
+        def locate(key: str, message: str, _i: int = i) -> UserError:
+            loc = ("probes", _i, key)
+            return UserError(message, file=path, line=source.line_of(loc), key_path=loc)
+
+        for key in ("cases", "catalogue"):
+            value = getattr(entry, key, None)
+            if value is not None and not (base / value).is_file():
+                raise locate(key, f"file not found: {value} (resolved to {base / value})")
+        probes.append(PROBES[entry.kind](entry, base, locate))
+    warnings = [w for p in probes for w in p.warnings]
+    loaded = LoadedSweep(sweep, path, probes, _sweep_identity(sweep, probes), source.sha256, warnings)
+    loaded.schema_fields  # noqa: B018 — surface column type conflicts at load time
+    return loaded

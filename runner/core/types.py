@@ -1,0 +1,139 @@
+"""Provider-neutral records shared by probes, providers and the engine.
+
+Probes build ``ChatRequest`` objects and score ``ChatResponse`` objects; providers
+translate them to and from a wire format. Neither side sees the other's details, so
+these types are the whole contract between them. They are frozen, slotted
+dataclasses because the in-process path creates several per trial and must stay
+cheap (the engine runs tens of thousands of trials per second against ``sim``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One tool in a catalogue: a name, a description and a JSON-schema for its arguments."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call as the model emitted it.
+
+    ``raw_arguments`` is the argument string exactly as received. ``arguments`` is the
+    parsed object, or ``None`` when the string did not parse as a JSON object; then
+    ``parse_error`` says why. A call that failed to parse is kept as such, never
+    dropped or repaired, because "the model emitted a broken call" is a finding.
+    """
+
+    name: str
+    raw_arguments: str = "{}"
+    arguments: Mapping[str, Any] | None = None
+    id: str = ""
+    parse_error: str | None = None
+
+
+def parse_tool_arguments(raw: str) -> tuple[Mapping[str, Any] | None, str | None]:
+    """A tool call's argument string → (object, None), or (None, why it is not one). Never repaired.
+
+    The one place a reason is worded, so a broken call gives the same row whether the
+    simulated agent emitted it in-process or a wire format decoded it over HTTP.
+    """
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return None, f"{exc.msg} at column {exc.colno}"
+    except ValueError as exc:
+        return None, str(exc)
+    if not isinstance(value, dict):
+        return None, "not a JSON object"
+    return value, None
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """What a model is asked: messages, the tool catalogue (in the order shown), params.
+
+    ``seed`` is the trial seed. Real providers may pass it on (OpenAI's ``seed``);
+    the simulated agent uses it to make its behaviour a pure function of the request.
+    """
+
+    model: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    params: Mapping[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+    tool_choice: str | None = None
+    #: the seed of the trial asking (``TrialSpec.seed``); never sent — it keys the response cache, so two
+    #: trials that send the same request (paired arms sharing a ``unit_seed``) never share a cached answer
+    trial_seed: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResponse:
+    """What the model answered: free text and/or tool calls, with usage and latency.
+
+    ``attempts`` counts the requests sent to get this answer (retries and remedy
+    re-sends included; 1 for an in-process provider); ``remedies`` lists the learned
+    parameter changes applied to the request that got it (``Remedy.describe()``), so
+    a row measured with a changed parameter says so. ``cached`` marks an answer the
+    response cache served (``attempts`` is then 0: no request was sent).
+    """
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    latency_s: float = 0.0
+    finish_reason: str | None = None
+    attempts: int = 1
+    remedies: tuple[str, ...] = ()
+    cached: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TrialSpec:
+    """One cell of the grid: which model, probe, case, condition and run.
+
+    ``case_id`` is the cluster (the unit of statistical inference). ``trial_id`` is a
+    stable hash of the sweep identity and the other fields; ``seed`` derives from the
+    sweep seed and the same fields (not from the provider), so the same sweep sent to
+    ``sim`` in-process or over HTTP asks the same questions. ``unit_seed`` derives
+    from the sweep seed and the cell *without* its condition: it is shared by every
+    condition of one (model, case, run), for probes whose arms must be paired (the
+    same agent randomness with and without an intervention).
+    """
+
+    sweep_id: str
+    trial_id: str
+    model: str
+    probe: str
+    case_id: str
+    condition: str
+    run: int
+    seed: int
+    unit_seed: int

@@ -1,0 +1,14 @@
+"""Batch mode: a sweep's single-turn trials sent through the vendors' batch APIs, for overnight sweeps.
+
+OpenAI Batch and Anthropic Message Batches answer at a fraction of the price, hours
+later. Batch mode is a different transport, not a different measurement: requests
+are built by the probes themselves (recorded, ``capture``), encoded by the live wire
+formats (``vendors``), tracked in ``OUT/batches.json`` so a killed run resumes by
+polling (``ledger``), and their answers are scored by replaying the probe through
+the ordinary trial runner into the ordinary sink (``run``). The engine and the
+probes know nothing of it.
+"""
+
+from runner.execution.batch.run import SINGLE_TURN, batch_model_names, run_batch_sweep
+
+__all__ = ["SINGLE_TURN", "batch_model_names", "run_batch_sweep"]

@@ -1,0 +1,104 @@
+"""The asyncio engine: many trials in flight, bounded overall and per model.
+
+It knows trial specs, an ``execute`` coroutine that turns a spec into a row, and a
+sink that takes rows. It knows nothing about probes, providers or wire formats — the
+same engine runs in-process and inside each Ray worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from runner.core.types import TrialSpec
+
+Execute = Callable[[TrialSpec], Awaitable[dict[str, Any]]]
+
+
+class RowSink(Protocol):
+    def append(self, row: Mapping[str, Any]) -> None: ...
+
+
+class Progress(Protocol):
+    def advance(self, done: int, errors: int) -> None: ...
+
+
+@dataclass
+class EngineStats:
+    done: int = 0
+    errors: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
+    stopped: bool = False  # ``stop`` ended scheduling before the specs ran out
+
+
+# Yield to the event loop every so often even when every await completes at once
+# (the in-process sim never suspends), so timers, signals and progress still run.
+_YIELD_EVERY = 512
+
+
+async def run_trials(
+    specs: Iterable[TrialSpec],
+    execute: Execute,
+    sink: RowSink,
+    *,
+    concurrency: int,
+    per_model: Mapping[str, int] | None = None,
+    progress: Progress | None = None,
+    progress_every: int = 256,
+    stop: Callable[[], bool] | None = None,
+) -> EngineStats:
+    """Run every spec through ``execute`` and append each row to ``sink``.
+
+    ``concurrency`` workers pull from one shared iterator, so the grid is consumed
+    lazily; ``per_model`` caps how many trials of one model are in flight. Rows
+    arrive in completion order. ``execute`` must not raise for a trial's own failure
+    (it returns an error row); an exception escaping it is a bug and stops the run.
+    ``stop`` (e.g. a spent budget) is asked before each new trial starts: once true, no
+    trial is started, the ones in flight finish, and ``stats.stopped`` is set.
+    """
+    stats = EngineStats()
+    iterator = iter(specs)
+    limits = {m: asyncio.Semaphore(n) for m, n in (per_model or {}).items()}
+    pending_progress = [0, 0]
+
+    def report(force: bool = False) -> None:
+        if progress is not None and (force or pending_progress[0] >= progress_every):
+            progress.advance(pending_progress[0], pending_progress[1])
+            pending_progress[0] = pending_progress[1] = 0
+
+    async def worker() -> None:
+        since_yield = 0
+        for spec in iterator:
+            if stop is not None and stop():
+                stats.stopped = True  # the spec just taken stays unwritten: a resume runs it
+                break
+            limit = limits.get(spec.model)
+            if limit is None:
+                row = await execute(spec)
+            else:
+                async with limit:
+                    row = await execute(spec)
+            sink.append(row)
+            status = row["status"]
+            stats.done += 1
+            stats.by_status[status] = stats.by_status.get(status, 0) + 1
+            pending_progress[0] += 1
+            if status != "ok":
+                stats.errors += 1
+                pending_progress[1] += 1
+            report()
+            since_yield += 1
+            if since_yield >= _YIELD_EVERY:
+                since_yield = 0
+                await asyncio.sleep(0)
+
+    workers = [asyncio.ensure_future(worker()) for _ in range(max(1, concurrency))]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for w in workers:
+            w.cancel()
+        report(force=True)
+    return stats

@@ -1,0 +1,240 @@
+"""A whole run of a sweep on this machine: output dir, resume, engine, manifest.
+
+This is the single-node product's top: it checks the output directory belongs to
+this sweep, repairs parts a crash left behind, skips trial ids already written,
+runs the rest through the engine into the sink, and records how it ended. Ray mode
+(``cluster``) reuses the same pieces around its own scheduler: ``open_output`` (manifest,
+repair, resume set, schema, sink), ``build_trial_runner`` (providers and the trial
+runner a worker executes) and ``RunOutput.finish`` — one place for each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from runner.config.cost import spent_in
+from runner.config.sweep import LoadedSweep
+from runner.core.errors import UserError
+from runner.core.schema import trial_schema
+from runner.core.types import TrialSpec
+from runner.execution.budget import CostMeter
+from runner.execution.engine import EngineStats, run_trials
+from runner.execution.grid import Grid, skip_done
+from runner.execution.manifest import finish_manifest, start_manifest, write_manifest
+from runner.execution.progress import RunProgress
+from runner.execution.sink import RepairNote, TrialSink, completed_trial_keys, repair_parts
+from runner.execution.trial import ModelBinding, TrialRunner
+from runner.providers import Provider
+from runner.providers.cache import ResponseCache
+from runner.providers.pool import ProviderPool
+from runner.providers.remedies import Learned, remedy_from_json
+
+
+@dataclass
+class RunResult:
+    out: Path
+    total: int
+    skipped: int
+    stats: EngineStats
+    counts: dict[str, int]
+    elapsed_s: float
+    repaired: list[RepairNote] = field(default_factory=list)
+    status: str = "complete"
+    stopped: str | None = None  # why scheduling stopped early (a spent budget); rerun to continue
+
+
+def grid_of(loaded: LoadedSweep) -> Grid:
+    return Grid(loaded.sweep_id, loaded.sweep.seed, [m.name for m in loaded.sweep.models], loaded.probes)
+
+
+def count_statuses(trials_dir: Path) -> dict[str, int]:
+    if not any(trials_dir.glob("*.arrow")):
+        return {}
+    frame = pl.scan_ipc(str(trials_dir / "*.arrow")).group_by("status").len().collect()
+    return {row["status"]: int(row["len"]) for row in frame.iter_rows(named=True)}
+
+
+@dataclass
+class RunOutput:
+    """An output directory opened for a run: checked, repaired, and what is already done.
+
+    Both the single-node run and Ray mode open the output this way, write rows through
+    ``sink`` and end with ``finish``, so the format and the resume rules are the same.
+    """
+
+    out: Path
+    loaded: LoadedSweep
+    grid: Grid
+    total: int
+    manifest: dict[str, Any]
+    repaired: list[RepairNote]
+    done: np.ndarray  # sorted uint64 keys of the trial ids already written
+    schema: pa.Schema
+
+    @property
+    def trials_dir(self) -> Path:
+        return self.out / "trials"
+
+    def pending(self) -> Iterator[TrialSpec]:
+        """The grid's specs not yet written, in grid order (lazily)."""
+        return skip_done(self.grid, self.done)
+
+    def sink(self, worker: str) -> TrialSink:
+        engine = self.loaded.sweep.engine
+        return TrialSink(self.out, self.schema, worker=worker, batch_rows=engine.batch_rows,
+                         flush_seconds=engine.flush_seconds)
+
+    def finish(self, status: str, trials_run: int, elapsed_s: float) -> dict[str, int]:
+        """Record how this session ended in the manifest; return the output's counts by status."""
+        counts = count_statuses(self.trials_dir)
+        finish_manifest(self.out, self.manifest, status=status, trials_run=trials_run, counts=counts,
+                        elapsed_s=elapsed_s)
+        return counts
+
+
+def open_output(loaded: LoadedSweep, out: Path, say: Callable[[str], None] = lambda s: None) -> RunOutput:
+    """Start (or resume) ``loaded`` in ``out``. Raises ``UserError`` for a mismatched ``out``."""
+    grid = grid_of(loaded)
+    total = len(grid)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = start_manifest(out, loaded, total)
+    trials_dir = out / "trials"
+    trials_dir.mkdir(exist_ok=True)
+    repaired = repair_parts(trials_dir)
+    for note in repaired:
+        say(f"repaired {note}")
+    schema = trial_schema(loaded.schema_fields, metadata={"trialgrid.sweep_id": loaded.sweep_id})
+    _check_written_schema(trials_dir, schema)
+    done = completed_trial_keys(trials_dir)
+    if len(done):
+        say(f"resuming: {len(done):,} of {total:,} trials already written, running the rest")
+    return RunOutput(out, loaded, grid, total, manifest, repaired, done, schema)
+
+
+def _check_written_schema(trials_dir: Path, schema: pa.Schema) -> None:
+    """Refuse to resume into parts of another shape: one glob must scan as one table."""
+    part = next(iter(sorted(trials_dir.glob("*.arrow"))), None)
+    if part is None:
+        return
+    written = ipc.open_file(str(part)).schema
+    if written.equals(schema, check_metadata=False):
+        return
+    missing = [n for n in schema.names if n not in written.names]
+    extra = [n for n in written.names if n not in schema.names]
+    detail = "; ".join(x for x in (f"this version adds {missing}" if missing else "",
+                                   f"the output has {extra}" if extra else "") if x) or "column types differ"
+    raise UserError(f"{trials_dir} was written with a different row schema ({detail})",
+                    hint="resume with the trialgrid version that started the run, or start again in a new --out")
+
+
+def build_trial_runner(loaded: LoadedSweep, *, strict_params: bool = False,
+                       on_learn: Callable[[Learned], None] | None = None,
+                       known_remedies: list[dict[str, Any]] | None = None,
+                       **pool_options: Any) -> tuple[TrialRunner, list[Provider]]:
+    """The trial runner of a sweep and the providers it owns (close them after the run).
+
+    ``on_learn`` hears each parameter remedy the first time it is learned;
+    ``known_remedies`` (the manifest's list, on resume) are applied from the start;
+    ``pool_options`` go to ``ProviderPool`` (cluster mode passes a shared ``book`` and
+    ``limiter_factory`` there).
+    """
+    sweep = loaded.sweep
+    pool = ProviderPool(strict_params=strict_params, on_learn=on_learn, **pool_options)
+    if not strict_params:
+        for entry in known_remedies or ():
+            parsed = remedy_from_json(entry)
+            if parsed is not None:
+                pool.book.preload(*parsed)
+    bindings = {}
+    for i, m in enumerate(sweep.models):
+        try:
+            provider = pool.provider(m.provider, m.connection, limits=m.limits, retry=m.retry,
+                                     max_connections=max(m.concurrency, m.limits.max_concurrent or 0))
+        except (KeyError, ValueError) as exc:  # the key's variable vanished, or the callable broke, since loading
+            raise UserError(str(exc).strip("'\""), file=loaded.path, key_path=("models", i)) from None
+        bindings[m.name] = ModelBinding(m.name, m.provider, provider, m.model_id, dict(m.params))
+    return TrialRunner({p.name: p for p in loaded.probes}, bindings, sweep.engine.timeout_s), pool.all
+
+
+def record_cache(manifest: dict[str, Any], cache: ResponseCache) -> None:
+    """This session's cache counts into its manifest entry, and the run's total hits."""
+    manifest["sessions"][-1]["cache"] = cache.stats()
+    manifest["cache_hits"] = int(manifest.get("cache_hits", 0)) + cache.hits
+
+
+def per_model_concurrency(loaded: LoadedSweep) -> dict[str, int]:
+    return {m.name: m.concurrency for m in loaded.sweep.models}
+
+
+def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False,
+              say: Callable[[str], None] = lambda s: None, worker: str = "local",
+              strict_params: bool = False, notify: Callable[[str], None] | None = None,
+              cache_dir: Path | None = None) -> RunResult:
+    """Run (or resume) ``loaded`` into ``out``. Raises ``UserError`` for a mismatched ``out``.
+
+    ``notify`` prints the one line announcing each newly learned parameter remedy
+    (it is also written into the manifest at once, so a crash keeps it);
+    ``strict_params`` turns remedies off: a rejected parameter fails the trial;
+    ``cache_dir`` (else the sweep's ``cache``) answers repeated requests from disk.
+    """
+    if cache_dir is None and loaded.sweep.cache is not None:
+        cache_dir = Path(loaded.sweep.cache)
+    cache = ResponseCache(cache_dir) if cache_dir is not None else None
+    output = open_output(loaded, out, say)
+    output.manifest["strict_params"] = strict_params
+
+    def learned(entry: Learned) -> None:
+        output.manifest.setdefault("remedies", []).append(entry.as_json())
+        write_manifest(out, output.manifest)
+        if notify is not None:
+            notify(f"remedy learned for {entry.provider} model {entry.model_id!r}: {entry.remedy.describe()} "
+                   f"(the server said: {entry.message}); applied to every later request, recorded in the manifest")
+
+    execute, providers = build_trial_runner(loaded, strict_params=strict_params, on_learn=learned,
+                                            known_remedies=output.manifest.get("remedies"), cache=cache)
+    started = time.perf_counter()
+    status = "interrupted"
+    stats = EngineStats()
+    meter: CostMeter | None = None
+    # prices and budget may change between sessions (they are not the sweep's identity): record the ones in force
+    output.manifest["sweep"].update(prices=loaded.sweep.model_dump(mode="json")["prices"],
+                                    budget=loaded.sweep.model_dump(mode="json")["budget"])
+    try:
+        with output.sink(worker) as sink, \
+                RunProgress(output.total, already_done=len(output.done), quiet=quiet,
+                            cache_hits=(lambda: cache.hits) if cache is not None else None) as progress:
+            if loaded.sweep.budget is not None:
+                usd, tokens = spent_in(output.trials_dir, loaded.sweep.prices)
+                meter = CostMeter(sink, loaded.sweep.prices, loaded.sweep.budget, usd, tokens)
+            stats = asyncio.run(_run(output.pending(), execute, meter or sink, loaded.sweep.engine.concurrency,
+                                     per_model_concurrency(loaded), progress, providers,
+                                     meter.exhausted if meter else None))
+        status = "stopped_budget" if stats.stopped else "complete"
+    finally:
+        elapsed = time.perf_counter() - started
+        if cache is not None:
+            record_cache(output.manifest, cache)
+            cache.close()
+        counts = output.finish(status, stats.done, elapsed)
+    return RunResult(out, output.total, len(output.done), stats, counts, elapsed, output.repaired, status,
+                     meter.reason() if meter is not None and stats.stopped else None)
+
+
+async def _run(specs, execute, sink, concurrency, per_model, progress, providers, stop=None) -> EngineStats:  # type: ignore[no-untyped-def]
+    try:
+        return await run_trials(specs, execute, sink, concurrency=concurrency, per_model=per_model, progress=progress,
+                                stop=stop)
+    finally:
+        await execute.aclose()
+        for provider in providers:
+            await provider.aclose()

@@ -1,0 +1,2 @@
+"""Drawing the analysis: terminal tables, HTML with inline SVG, JSON, CSV and badges.
+"""

@@ -1,0 +1,367 @@
+"""The simulated agent: a deterministic, persona-driven stand-in for a tool-calling model.
+
+It sees only what a real model would see (messages and the tool catalogue, in the
+order shown) plus the trial seed, and answers with text and/or tool calls. Given the
+same request and seed it always answers the same way, in-process or behind
+``trialgrid serve``.
+
+Decision for one request (documented in the README, section "The simulated agent"):
+
+1. Read the last user message (``reading.read``): entity state, best narrow tool,
+   broad tool.
+2. The prompt's latent shift z ~ N(0, 1), seeded by (model, prompt text), moves the
+   persona's base rates on the logit scale by ``sigma * z``: the same prompt is
+   consistently easy or hard for one model.
+3. With the trial seed: reach for the broad tool with P(reach_wide) (odds times
+   ``position_boost`` if the broad tool is listed in the first three); when it did,
+   also call the specific tool with P(chain). Otherwise ask the user with P(ask);
+   otherwise call the specific tool (or, with P(off_target), the runner-up).
+4. Arguments come from the tool's JSON schema, filled from the request text; a
+   required value the text does not give is invented with P(invent), else left out.
+   When that value is an identifier, contact, time zone or confirmation (not the
+   entity referent, which step 3 already weighed), the agent asks for it instead
+   with P(ask_missing). Each optional argument is added, schema-legal but
+   unrequested, with P(pad); a call's argument JSON comes out broken with P(garble).
+5. A request with no tools whose system prompt asks for ``phantom_fields`` is an
+   audit, answered by the sim auditor (``auditor.py``).
+6. A request with tools whose system prompt asks for a ``Final Answer:`` is a step
+   of a multi-step task (``multistep.py``); one with no tools whose system prompt
+   asks for a ``VERDICT:`` is a correctness-judging request (``judging.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping
+from statistics import NormalDist
+from typing import Any
+
+from runner.core.seeding import uniform
+from runner.core.types import ChatRequest, ChatResponse, ToolCall, Usage, parse_tool_arguments
+from runner.sim.auditor import audit, is_audit_request
+from runner.sim.judging import is_judge_request
+from runner.sim.judging import respond as judge_respond
+from runner.sim.multistep import is_multistep_request
+from runner.sim.multistep import respond as multistep_respond
+from runner.sim.personas import Persona, persona_for_model
+from runner.sim.reading import Reading, read
+
+_NORMAL = NormalDist()
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
+def _expit(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+# Salts: one independent stream per decision, so adding a decision never shifts others.
+_S_WIDE, _S_CHAIN, _S_ASK, _S_OFF, _S_ARGS = 1, 2, 3, 4, 100
+_S_ASK_MISSING, _S_GARBLE, _S_PAD = 5, 6, 60
+
+# Required values the agent should get from the user rather than make up. Entity
+# referents (vendor, provider...) are not here: the entity-state ask rates cover them.
+_MUST_COME_FROM_USER_RE = re.compile(
+    r"(?:^|_)(?:id|ids|number|no|token|code|email|phone|timezone|tz|confirm\w*|account|address|sku|ref|reference|"
+    r"iban|card|password|otp|pin)(?:$|_)")
+_CONFIRM_RE = re.compile(r"confirm|approv|consent|acknowledg")
+_SAID_YES_RE = re.compile(r"\b(?:i confirm|confirmed|yes,? (?:go ahead|do it|please)|go ahead|approved)\b", re.IGNORECASE)
+
+_ID_RE = re.compile(r"\b(?:[A-Z]{2,}-?\d{2,}|#\d{3,}|\d{5,}|[a-z]+_[A-Za-z0-9]{6,})\b")
+_EMAIL_RE = re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.]+\b")
+_DATE_RE = re.compile(r"\b\d{4}-\d{2}(?:-\d{2})?\b")
+_NUM_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
+_QUOTED_RE = re.compile(r"[\"“']([^\"”']{2,80})[\"”']")
+_DATETIME_RE = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?\b")
+_PHONE_RE = re.compile(r"\+\d[\d ()-]{6,}\d")
+_ZONE_RE = re.compile(r"\b(?:UTC|GMT|[A-Z][a-z]+/[A-Z][A-Za-z_]+)\b")
+_DAY_RE = re.compile(r"\b(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day\b")
+_PLACE_FIELD_RE = re.compile(r"name|city|store|location|place|site|branch|title")
+_ENTITY_FIELD_RE = re.compile(r"vendor|provider|service|integration|platform|source|system|carrier|app\b|company|account_name|partner|processor|host|gateway|tool")
+
+
+class _Prompt:
+    """Per (model, prompt, catalogue) facts, computed once and cached."""
+
+    __slots__ = (
+        "found",
+        "input_tokens",
+        "p_ask",
+        "p_wide_back",
+        "p_wide_front",
+        "reading",
+        "shift_ask",
+        "shift_wide",
+        "text",
+    )
+
+    def __init__(self, persona: Persona, model: str, text: str, reading: Reading, input_chars: int) -> None:
+        self.text = text
+        self.reading = reading
+        digest = hashlib.blake2b(f"{model}\x1f{text}".encode(), digest_size=16).digest()
+        u1 = (int.from_bytes(digest[:8], "little") >> 11) * (1.0 / (1 << 53))
+        u2 = (int.from_bytes(digest[8:], "little") >> 11) * (1.0 / (1 << 53))
+        self.shift_wide = _NORMAL.inv_cdf(min(max(u1, 1e-12), 1 - 1e-12))
+        self.shift_ask = _NORMAL.inv_cdf(min(max(u2, 1e-12), 1 - 1e-12))
+        self.found = {
+            "ids": _ID_RE.findall(text),
+            "emails": _EMAIL_RE.findall(text),
+            "dates": _DATE_RE.findall(text),
+            "numbers": _NUM_RE.findall(text),
+            "quoted": _QUOTED_RE.findall(text),
+            "datetimes": _DATETIME_RE.findall(text),
+            "phones": _PHONE_RE.findall(text),
+            "zones": _ZONE_RE.findall(text),
+            "days": _DAY_RE.findall(text),
+        }
+        self.input_tokens = max(1, input_chars // 4)
+        # the prompt's own rates: the persona's base rate moved by the prompt's latent shift
+        state = reading.entity.state
+        wide = _logit(persona.reach_wide[state]) + persona.sigma * self.shift_wide
+        self.p_wide_back = _expit(wide)
+        self.p_wide_front = _expit(wide + math.log(persona.position_boost))
+        self.p_ask = _expit(_logit(persona.ask[state]) + persona.sigma * self.shift_ask)
+
+
+class SimProvider:
+    """Provider ``sim``: answers in-process with the simulated agent. No key, no network."""
+
+    name = "sim"
+    _CACHE_LIMIT = 100_000
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple, _Prompt] = {}
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        return self.respond(request)
+
+    async def aclose(self) -> None:
+        return None
+
+    def respond(self, request: ChatRequest) -> ChatResponse:
+        if not request.tools and is_audit_request(request):
+            return audit(request)
+        if is_multistep_request(request):  # the propagation probe's agent loop (multistep.py)
+            return multistep_respond(request)
+        if not request.tools and is_judge_request(request):  # the judge probe (judging.py)
+            return judge_respond(request)
+        persona = persona_for_model(request.model)
+        text = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+        names = tuple(t.name for t in request.tools)
+        key = (request.model, text, frozenset(names))
+        prompt = self._cache.get(key)
+        if prompt is None:
+            if len(self._cache) >= self._CACHE_LIMIT:
+                self._cache.clear()
+            chars = sum(len(m.content) for m in request.messages) + sum(
+                len(t.name) + len(t.description) + 40 * len(t.parameters.get("properties", {})) for t in request.tools)
+            prompt = _Prompt(persona, request.model, text, read(text, request.tools), chars)
+            self._cache[key] = prompt
+        seed = request.seed if request.seed is not None else 0
+        calls, reply = self._decide(persona, prompt, names, seed)
+        out_chars = len(reply) + sum(len(c.raw_arguments) + len(c.name) for c in calls)
+        return ChatResponse(
+            text=reply,
+            tool_calls=tuple(calls),
+            usage=Usage(prompt.input_tokens, max(1, out_chars // 4)),
+            finish_reason="tool_calls" if calls else "stop",
+        )
+
+    def _decide(self, persona: Persona, prompt: _Prompt, names: tuple[str, ...], seed: int) -> tuple[list[ToolCall], str]:
+        r = prompt.reading
+        calls: list[ToolCall] = []
+        if r.broad is not None:
+            p_wide = prompt.p_wide_front if names.index(r.broad) < 3 else prompt.p_wide_back
+            if uniform(seed, _S_WIDE) < p_wide:
+                calls.append(self._call(persona, prompt, r.broad, r.broad_schema, seed, 0))
+                if r.specific is not None and uniform(seed, _S_CHAIN) < persona.chain:
+                    calls.append(self._call(persona, prompt, r.specific, r.specific_schema, seed, 1))
+                return calls, ""
+        if r.specific is None or uniform(seed, _S_ASK) < prompt.p_ask:
+            return [], _ask_text(r)
+        missing: list[str] = []
+        if r.runner_up is not None and uniform(seed, _S_OFF) < persona.off_target:
+            call = self._call(persona, prompt, r.runner_up, r.runner_up_schema, seed, 0, missing)
+        else:
+            call = self._call(persona, prompt, r.specific, r.specific_schema, seed, 0, missing)
+        if missing and uniform(seed, _S_ASK_MISSING) < persona.ask_missing:
+            return [], _ask_missing_text(missing)
+        return [call], ""
+
+    def _call(self, persona: Persona, prompt: _Prompt, tool: str, schema: Mapping[str, Any], seed: int, index: int,
+              missing: list[str] | None = None) -> ToolCall:
+        args = fill_arguments(persona, prompt, schema, seed, salt=_S_ARGS + 16 * index, missing=missing)
+        raw = _to_json(args)
+        call_id = f"call_{seed & 0xFFFFFF:06x}_{index}"
+        if persona.garble and uniform(seed, _S_GARBLE + 16 * index) < persona.garble:
+            # a truncated argument string, kept as the model "sent" it: a broken call, not an abstention
+            broken = raw[:-1]
+            error = parse_tool_arguments(broken)[1] or "not a JSON object"
+            return ToolCall(name=tool, raw_arguments=broken, arguments=None, id=call_id, parse_error=error)
+        return ToolCall(name=tool, raw_arguments=raw, arguments=args, id=call_id)
+
+
+_JSON_CACHE: dict[tuple, str] = {}
+
+
+def _to_json(args: dict[str, Any]) -> str:
+    """``json.dumps`` of flat argument dicts, memoised: the same arguments recur across trials."""
+    try:  # types in the key: True == 1 == 1.0 as dict keys, but not as JSON
+        key = tuple((k, v.__class__, v) for k, v in args.items())
+        raw = _JSON_CACHE.get(key)
+    except TypeError:  # a nested (unhashable) value
+        return json.dumps(args, separators=(",", ":"))
+    if raw is None:
+        if len(_JSON_CACHE) >= 100_000:
+            _JSON_CACHE.clear()
+        raw = _JSON_CACHE[key] = json.dumps(args, separators=(",", ":"))
+    return raw
+
+
+def _ask_text(r: Reading) -> str:
+    if r.entity.state == "unnamed" and r.entity.surface:
+        return f"Before I do that: which one is {r.entity.surface.lower()}? Please give me its name."
+    if r.entity.state == "unfamiliar" and r.entity.surface:
+        return f"I'm not familiar with {r.entity.surface}. Can you confirm which system that is?"
+    return "Could you give me a bit more detail about what you need?"
+
+
+def _ask_missing_text(missing: list[str]) -> str:
+    wanted = " and the ".join(f.replace("_", " ") for f in missing[:2])
+    return f"I can do that, but I need the {wanted} first. Could you send it?"
+
+
+def fill_arguments(persona: Persona, prompt: _Prompt, schema: Mapping[str, Any], seed: int, salt: int,
+                   missing: list[str] | None = None) -> dict[str, Any]:
+    """Fill a tool's arguments from the request text; invent what is missing at the persona's rate.
+
+    Required values the user must supply (``_MUST_COME_FROM_USER_RE``) that the text
+    lacks are appended to ``missing`` whether invented or left out, so the caller can
+    decide to ask instead.
+    """
+    props: Mapping[str, Any] = schema.get("properties", {}) or {}
+    required = set(schema.get("required", []) or [])
+    entity = prompt.reading.entity
+    found = prompt.found
+    args: dict[str, Any] = {}
+    for i, (field, spec) in enumerate(props.items()):
+        if field not in required:
+            stated = _stated_optional(field, prompt)
+            if stated is not None:
+                args[field] = stated
+            elif persona.pad and uniform(seed, salt + _S_PAD + i) < persona.pad:
+                args[field] = _pad_value(field, spec, seed, salt + _S_PAD + i)
+            continue
+        kind = spec.get("type", "string") if isinstance(spec, dict) else "string"
+        value: Any = None
+        lname = field.lower()
+        if isinstance(spec, dict) and spec.get("enum"):
+            value = spec["enum"][0]
+        elif kind == "boolean" and _CONFIRM_RE.search(lname):
+            # a confirmation is only grounded when the user gave it
+            value = True if _SAID_YES_RE.search(prompt.text) else None
+        elif kind in ("integer", "number"):
+            if found["numbers"]:
+                value = int(float(found["numbers"][0])) if kind == "integer" else float(found["numbers"][0])
+        elif kind == "boolean":
+            value = False
+        elif _ENTITY_FIELD_RE.search(lname):
+            if entity.state in ("known", "unfamiliar"):
+                value = entity.surface
+        elif "email" in lname and found["emails"]:
+            value = found["emails"][0]
+        elif ("timezone" in lname or lname in ("tz", "time_zone")) and found["zones"]:
+            value = found["zones"][-1]
+        elif "time" in lname and "zone" not in lname and found["datetimes"]:
+            value = found["datetimes"][0]
+        elif ("date" in lname or "month" in lname or "period" in lname or "since" in lname) and found["dates"]:
+            value = found["dates"][0]
+        elif "phone" in lname and found["phones"]:
+            value = found["phones"][0].replace(" ", "")
+        elif lname in ("day", "weekday") and found["days"]:
+            value = found["days"][0]
+        elif found["ids"] and ("id" in lname or "number" in lname or "ref" in lname):
+            value = found["ids"][0].lstrip("#")
+        elif found["quoted"]:
+            value = found["quoted"][0]
+        elif entity.state in ("known", "unfamiliar") and _PLACE_FIELD_RE.search(lname):
+            value = entity.surface
+        if value is None:
+            if missing is not None and _MUST_COME_FROM_USER_RE.search(lname) and not _ENTITY_FIELD_RE.search(lname):
+                missing.append(field)
+            if uniform(seed, salt + i) >= persona.invent:
+                continue  # leave it out rather than guess
+            value = _invent(field, kind, seed, salt + i)
+        args[field] = value
+    return args
+
+
+def _stated_optional(field: str, prompt: _Prompt) -> Any:
+    """An optional argument's value when the request states it unmistakably, else None.
+
+    Only specific matches count (a named entity, an email, a date, a time zone...):
+    the loose fallbacks used for required fields (any quoted string) would put
+    unrequested values into optional fields.
+    """
+    lname = field.lower()
+    found = prompt.found
+    entity = prompt.reading.entity
+    if _ENTITY_FIELD_RE.search(lname):
+        return entity.surface if entity.state in ("known", "unfamiliar") else None
+    if "email" in lname and found["emails"]:
+        return found["emails"][0]
+    if ("timezone" in lname or lname in ("tz", "time_zone")) and found["zones"]:
+        return found["zones"][-1]
+    if "date" in lname and found["dates"]:
+        return found["dates"][0]
+    if lname in ("day", "weekday") and found["days"]:
+        return found["days"][0]
+    return None
+
+
+def _pad_value(field: str, spec: Any, seed: int, salt: int) -> Any:
+    """A schema-legal value for an optional argument nobody asked for."""
+    if not isinstance(spec, dict):
+        return _invent(field, "string", seed, salt)
+    if spec.get("enum"):
+        options = spec["enum"]
+        return options[int(uniform(seed, salt + 3) * len(options))]
+    if "default" in spec and spec["default"] not in (None, ""):
+        return spec["default"]
+    kind = spec.get("type", "string")
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        return [_invent(field, "string", seed, salt)]
+    if kind == "object":
+        return {}
+    return _invent(field, kind if kind in ("integer", "number") else "string", seed, salt)
+
+
+def _invent(field: str, kind: str, seed: int, salt: int) -> Any:
+    """A plausible but ungrounded value, the kind a model makes up."""
+    u = uniform(seed, salt + 7)
+    if kind == "integer":
+        return 1 + int(u * 30)
+    if kind == "number":
+        return round(10 + u * 490, 2)
+    if kind == "boolean":
+        return True  # an invented confirmation or flag
+    lname = field.lower()
+    if "timezone" in lname or lname in ("tz", "time_zone"):
+        return ("America/New_York", "UTC", "Europe/London")[int(u * 3)]
+    if _CONFIRM_RE.search(lname) or "token" in lname:
+        return f"CONF-{int(u * 1e6):06d}"
+    if _ENTITY_FIELD_RE.search(lname):
+        return ("primary", "default", "main")[int(u * 3)]
+    if "email" in lname:
+        return "customer@example.com"
+    if "date" in lname or "month" in lname or "period" in lname:
+        return "2026-10-01"
+    return f"{lname.split('_')[0]}_{int(u * 1e6):06d}"

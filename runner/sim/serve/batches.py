@@ -1,0 +1,352 @@
+"""``trialgrid serve``'s batch APIs: OpenAI Batch (with its Files API) and Anthropic Message Batches.
+
+They exist so batch mode (``runner/execution/batch``) — submission, polling, result files,
+partial failures, expiry, resuming a killed run — is tested offline against the
+same wire shapes the vendors use. Every request of a batch is answered by the
+server's ``SimProvider`` through the same codecs and parameter rules as a live
+request, so a batch outcome equals the live outcome of the same request.
+
+Routes (under ``/v1``): ``POST /files``, ``GET /files/{id}``, ``GET /files/{id}/content``,
+``POST /batches``, ``GET /batches``, ``GET /batches/{id}``, ``POST /messages/batches``,
+``GET /messages/batches/{id}``, ``GET /messages/batches/{id}/results``.
+
+Answers are computed when a batch is created and shown once ``batch_delay_s`` has
+passed (until then the batch is ``in_progress``). Each request's fate is drawn from
+a hash of the fault seed and its ``custom_id`` — so a test can predict it and a
+resubmission of the same request meets the same fate: ``batch_expire_rate`` of
+requests are left unprocessed as if the completion window closed (the OpenAI batch
+then ends ``expired``), ``batch_error_rate`` get a 500 server error result.
+
+The Messages API has no seed field and a batch has no per-request headers, so the
+trial seed of an Anthropic batch request travels in ``metadata.user_id`` as
+``trialgrid-seed-N`` (see ``runner/execution/batch/vendors.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from aiohttp import web
+
+from runner.providers.errors import ProviderError
+from runner.sim.serve.codecs import CODECS, SEED_HEADER, BadRequest
+
+if TYPE_CHECKING:
+    from runner.sim.serve.app import SimServer
+
+_JSON = "application/json"
+SEED_USER_PREFIX = "trialgrid-seed-"
+OPENAI_ENDPOINT = "/v1/chat/completions"
+
+
+@dataclass
+class _Batch:
+    api: str
+    id: str
+    created: float
+    ready_at: float
+    #: custom_id → ("ok", body) | ("error", status, body) | ("expired",)
+    results: dict[str, tuple[Any, ...]]
+    input_file_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    finished: bool = False
+
+
+class BatchRoutes:
+    """The batch endpoints of one ``SimServer``; state lives on the server's event loop."""
+
+    def __init__(self, server: SimServer) -> None:
+        self.server = server
+        self.files: dict[str, tuple[bytes, str, str]] = {}  # id → (content, purpose, filename)
+        self.batches: dict[str, _Batch] = {}
+
+    def register(self, app: web.Application) -> None:
+        r = app.router
+        r.add_post("/v1/files", self._upload)
+        r.add_get("/v1/files/{id}", self._file)
+        r.add_get("/v1/files/{id}/content", self._file_content)
+        r.add_post("/v1/batches", self._openai_create)
+        r.add_get("/v1/batches", self._openai_list)
+        r.add_get("/v1/batches/{id}", self._openai_get)
+        r.add_post("/v1/messages/batches", self._anthropic_create)
+        r.add_get("/v1/messages/batches/{id}", self._anthropic_get)
+        r.add_get("/v1/messages/batches/{id}/results", self._anthropic_results)
+
+    # ------------------------------------------------------------ shared
+
+    def _denied(self, request: web.Request, api: str) -> web.Response | None:
+        keys = self.server.options.keys
+        codec = CODECS[api]
+        key = codec.key_of(request.headers)
+        if keys and key not in keys:
+            return _json(401, codec.auth_error(key))
+        return None
+
+    def fate(self, custom_id: str) -> str:
+        """What happens to the request ``custom_id`` in any batch: ok, error or expired."""
+        options = self.server.options
+        digest = hashlib.sha256(f"{options.fault_seed}:{custom_id}".encode()).digest()
+        u = int.from_bytes(digest[:8], "big") / 2**64
+        if u < options.batch_expire_rate:
+            return "expired"
+        if u < options.batch_expire_rate + options.batch_error_rate:
+            return "error"
+        return "ok"
+
+    def _answer(self, api: str, custom_id: str, body: Any, headers: dict[str, str]) -> tuple[Any, ...]:
+        """One request of a batch, answered like a live request of ``api`` (without latency or live faults)."""
+        codec = CODECS[api]
+        try:
+            chat = codec.decode(body, headers)
+        except (BadRequest, KeyError, TypeError, AttributeError, ValueError) as exc:
+            message = str(exc) if isinstance(exc, BadRequest) else f"could not parse the request: {type(exc).__name__}"
+            return ("error", 400, codec.error(400, message))
+        has_tools = bool(chat.tools)
+        for rule in self.server.options.rules:
+            if rule.applies(chat.model, body, has_tools):
+                self.server.stats.rejected(rule.spec, chat.model, rule.param)
+                return ("error", 400, codec.rule_error(rule, body, has_tools))
+        fate = self.fate(custom_id)
+        if fate == "expired":
+            return ("expired",)
+        if fate == "error":
+            return ("error", 500, codec.error(500, "injected batch fault: the request failed", kind=codec.kind_for(500)))
+        try:
+            answer = self.server.sim.respond(chat)
+        except ProviderError as exc:  # a simulated failure (the flaky auditor persona): a 500 result
+            return ("error", 500, codec.error(500, exc.message, kind=codec.kind_for(500)))
+        except ValueError as exc:
+            return ("error", 404, codec.error(404, f"The model '{chat.model}' does not exist: {exc}",
+                                              kind="not_found_error", code="model_not_found"))
+        return ("ok", codec.encode(answer, chat.model))
+
+    def _new(self, api: str, prefix: str, results: dict[str, tuple[Any, ...]]) -> _Batch:
+        now = time.time()
+        batch = _Batch(api, prefix + secrets.token_hex(12), now, now + self.server.options.batch_delay_s, results)
+        self.batches[batch.id] = batch
+        self.server.stats.batch_created(api, len(results))
+        return batch
+
+    def _get(self, request: web.Request, api: str) -> _Batch | None:
+        batch = self.batches.get(request.match_info["id"])
+        return batch if batch is not None and batch.api == api else None
+
+    # ------------------------------------------------------------ OpenAI Files
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request, "openai")) is not None:
+            return denied
+        try:
+            form = await request.post()
+        except ValueError:
+            form = {}  # type: ignore[assignment]
+        upload, purpose = form.get("file"), form.get("purpose")
+        if not isinstance(upload, web.FileField) or not isinstance(purpose, str):
+            return _json(400, _oai_error("a multipart form with 'file' and 'purpose' is required"))
+        content = upload.file.read()
+        file_id = "file-" + secrets.token_hex(12)
+        self.files[file_id] = (content, purpose, upload.filename or "upload.jsonl")
+        return _json(200, self._file_object(file_id))
+
+    def _file_object(self, file_id: str) -> dict[str, Any]:
+        content, purpose, filename = self.files[file_id]
+        return {"id": file_id, "object": "file", "bytes": len(content), "created_at": int(time.time()),
+                "filename": filename, "purpose": purpose}
+
+    async def _file(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request, "openai")) is not None:
+            return denied
+        file_id = request.match_info["id"]
+        if file_id not in self.files:
+            return _json(404, _oai_error(f"No such File object: {file_id}"))
+        return _json(200, self._file_object(file_id))
+
+    async def _file_content(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request, "openai")) is not None:
+            return denied
+        file_id = request.match_info["id"]
+        if file_id not in self.files:
+            return _json(404, _oai_error(f"No such File object: {file_id}"))
+        return web.Response(body=self.files[file_id][0], content_type="application/jsonl")
+
+    # ------------------------------------------------------------ OpenAI Batch
+
+    async def _openai_create(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request, "openai")) is not None:
+            return denied
+        try:
+            body = orjson.loads(await request.read())
+            file_id, endpoint = body["input_file_id"], body["endpoint"]
+        except (ValueError, KeyError, TypeError):
+            return _json(400, _oai_error("input_file_id, endpoint and completion_window are required"))
+        if endpoint != OPENAI_ENDPOINT:
+            return _json(400, _oai_error(f"endpoint must be {OPENAI_ENDPOINT} (the only one this server batches)"))
+        if file_id not in self.files:
+            return _json(404, _oai_error(f"No such File object: {file_id}"))
+        results: dict[str, tuple[Any, ...]] = {}
+        for n, line in enumerate(self.files[file_id][0].splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                item = orjson.loads(line)
+                custom_id, url, req = item["custom_id"], item["url"], item["body"]
+            except (ValueError, KeyError, TypeError):
+                return _json(400, _oai_error(f"line {n} of the input file is not a batch request "
+                                             "(custom_id, method, url, body)"))
+            if url != endpoint:
+                return _json(400, _oai_error(f"line {n}: url {url!r} differs from the batch's endpoint {endpoint}"))
+            if custom_id in results:
+                return _json(400, _oai_error(f"line {n}: duplicate custom_id {custom_id!r}"))
+            results[custom_id] = self._answer("openai", custom_id, req, {})
+        batch = self._new("openai", "batch_", results)
+        batch.input_file_id, batch.metadata = file_id, body.get("metadata") or {}
+        return _json(200, self._openai_object(batch))
+
+    def _openai_finish(self, batch: _Batch) -> None:
+        if batch.finished or time.time() < batch.ready_at:
+            return
+        out, err = [], []
+        for custom_id, result in batch.results.items():
+            rid = "batch_req_" + secrets.token_hex(8)
+            if result[0] == "ok":
+                out.append({"id": rid, "custom_id": custom_id, "response": {
+                    "status_code": 200, "request_id": secrets.token_hex(8), "body": result[1]}, "error": None})
+            elif result[0] == "error":
+                err.append({"id": rid, "custom_id": custom_id, "response": {
+                    "status_code": result[1], "request_id": secrets.token_hex(8), "body": result[2]}, "error": None})
+            else:
+                err.append({"id": rid, "custom_id": custom_id, "response": None, "error": {
+                    "code": "batch_expired",
+                    "message": "This request could not be executed before the completion window expired."}})
+        for lines, attr in ((out, "output_file_id"), (err, "error_file_id")):
+            if lines:
+                file_id = "file-" + secrets.token_hex(12)
+                self.files[file_id] = (b"".join(orjson.dumps(x) + b"\n" for x in lines), "batch_output",
+                                       f"{batch.id}_{attr}.jsonl")
+                setattr(batch, attr, file_id)
+        batch.finished = True
+
+    def _openai_object(self, batch: _Batch) -> dict[str, Any]:
+        self._openai_finish(batch)
+        results = batch.results.values()
+        expired = any(r[0] == "expired" for r in results)
+        status = ("expired" if expired else "completed") if batch.finished else "in_progress"
+        done = batch.finished
+        failed = sum(1 for r in results if r[0] != "ok") if done else 0
+        ended = int(batch.ready_at) if done else None
+        return {
+            "id": batch.id, "object": "batch", "endpoint": OPENAI_ENDPOINT, "errors": None,
+            "input_file_id": batch.input_file_id, "completion_window": "24h", "status": status,
+            "output_file_id": batch.output_file_id, "error_file_id": batch.error_file_id,
+            "created_at": int(batch.created), "in_progress_at": int(batch.created),
+            "expires_at": int(batch.created) + 86400, "completed_at": ended if status == "completed" else None,
+            "expired_at": ended if status == "expired" else None, "failed_at": None, "cancelled_at": None,
+            "request_counts": {"total": len(batch.results), "completed": len(batch.results) - failed if done else 0,
+                               "failed": failed},
+            "metadata": batch.metadata,
+        }
+
+    async def _openai_get(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request, "openai")) is not None:
+            return denied
+        batch = self._get(request, "openai")
+        if batch is None:
+            return _json(404, _oai_error(f"No batch found with id {request.match_info['id']!r}"))
+        return _json(200, self._openai_object(batch))
+
+    async def _openai_list(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request, "openai")) is not None:
+            return denied
+        data = [self._openai_object(b) for b in reversed(self.batches.values()) if b.api == "openai"]
+        return _json(200, {"object": "list", "data": data, "has_more": False,
+                           "first_id": data[0]["id"] if data else None, "last_id": data[-1]["id"] if data else None})
+
+    # ------------------------------------------------------------ Anthropic Message Batches
+
+    async def _anthropic_create(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request, "anthropic")) is not None:
+            return denied
+        codec = CODECS["anthropic"]
+        try:
+            items = orjson.loads(await request.read())["requests"]
+            if not isinstance(items, list) or not items:
+                raise TypeError
+        except (ValueError, KeyError, TypeError):
+            return _json(400, codec.error(400, "requests: Field required (a non-empty list)"))
+        results: dict[str, tuple[Any, ...]] = {}
+        for n, item in enumerate(items):
+            custom_id, params = item.get("custom_id"), item.get("params")
+            if not isinstance(custom_id, str) or not isinstance(params, dict):
+                return _json(400, codec.error(400, f"requests.{n}: custom_id and params are required"))
+            if custom_id in results:
+                return _json(400, codec.error(400, f"requests.{n}: duplicate custom_id {custom_id!r}"))
+            headers = {"anthropic-version": request.headers.get("anthropic-version", "")}
+            user = (params.get("metadata") or {}).get("user_id") or ""
+            if user.startswith(SEED_USER_PREFIX):
+                headers[SEED_HEADER] = user[len(SEED_USER_PREFIX):]
+            results[custom_id] = self._answer("anthropic", custom_id, params, headers)
+        return _json(200, self._anthropic_object(self._new("anthropic", "msgbatch_", results), request))
+
+    def _anthropic_object(self, batch: _Batch, request: web.Request) -> dict[str, Any]:
+        ended = time.time() >= batch.ready_at
+        counts = {"processing": 0 if ended else len(batch.results), "succeeded": 0, "errored": 0, "canceled": 0,
+                  "expired": 0}
+        if ended:
+            for result in batch.results.values():
+                counts[{"ok": "succeeded", "error": "errored", "expired": "expired"}[result[0]]] += 1
+        origin = f"{request.scheme}://{request.host}"
+        return {
+            "id": batch.id, "type": "message_batch", "processing_status": "ended" if ended else "in_progress",
+            "request_counts": counts, "created_at": _iso(batch.created), "expires_at": _iso(batch.created + 86400),
+            "ended_at": _iso(batch.ready_at) if ended else None, "cancel_initiated_at": None, "archived_at": None,
+            "results_url": f"{origin}/v1/messages/batches/{batch.id}/results" if ended else None,
+        }
+
+    async def _anthropic_get(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request, "anthropic")) is not None:
+            return denied
+        batch = self._get(request, "anthropic")
+        if batch is None:
+            return _json(404, CODECS["anthropic"].error(404, f"message batch {request.match_info['id']} not found",
+                                                         kind="not_found_error"))
+        return _json(200, self._anthropic_object(batch, request))
+
+    async def _anthropic_results(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request, "anthropic")) is not None:
+            return denied
+        batch = self._get(request, "anthropic")
+        codec = CODECS["anthropic"]
+        if batch is None:
+            return _json(404, codec.error(404, f"message batch {request.match_info['id']} not found",
+                                          kind="not_found_error"))
+        if time.time() < batch.ready_at:
+            return _json(400, codec.error(400, f"message batch {batch.id} has not ended; results are not ready"))
+        lines = []
+        for custom_id, result in batch.results.items():
+            if result[0] == "ok":
+                body: dict[str, Any] = {"type": "succeeded", "message": result[1]}
+            elif result[0] == "error":
+                body = {"type": "errored", "error": result[2]}
+            else:
+                body = {"type": "expired"}
+            lines.append(orjson.dumps({"custom_id": custom_id, "result": body}) + b"\n")
+        return web.Response(body=b"".join(lines), content_type="application/x-jsonl")
+
+
+def _json(status: int, body: Any) -> web.Response:
+    return web.Response(status=status, body=orjson.dumps(body), content_type=_JSON)
+
+
+def _oai_error(message: str) -> dict[str, Any]:
+    return CODECS["openai"].error(400, message)
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))

@@ -1,0 +1,96 @@
+"""The report's numbers: per-cell counts from polars, statistics from ``stats``, errors kept apart."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import stats
+from runner.analysis.cells import N_RESAMPLES, analyze
+from runner.config.sweep import load_sweep
+from runner.execution.run import run_sweep
+from tests.conftest import quickstart_dict
+
+
+def test_cell_counts_match_a_plain_python_count(quickstart_out: Path) -> None:
+    rows = pl.scan_ipc(str(quickstart_out / "trials" / "*.arrow")).collect().to_dicts()
+    counts: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
+    for r in rows:
+        c = counts[(r["model"], r["case_id"], r["condition"])]
+        c[0] += 1
+        c[1] += int(r["decoy_called"])
+    [a] = analyze(quickstart_out)
+    got = {(r["model"], r["case_id"], r["condition"]): [r["n"], r["decoy_called"]] for r in a.cells.to_dicts()}
+    assert got == dict(counts)
+
+
+def test_contrast_p_values_are_the_stats_core_on_those_counts(quickstart_out: Path) -> None:
+    [a] = analyze(quickstart_out)
+    cells = a.cells.filter(pl.col("model") == "sim-typical")
+    arm = cells["condition"].is_in(["ungroundable", "groundable_unknown"]).cast(pl.Int64).to_numpy()
+    args = (cells["case_id"].to_numpy(), arm, cells["decoy_called"].to_numpy(), cells["n"].to_numpy())
+    row = a.contrasts.filter((pl.col("model") == "sim-typical") & (pl.col("outcome") == "decoy_called")).row(0, named=True)
+    trial = stats.cluster_permutation_test(*args, level="trial")
+    cell = stats.cluster_permutation_test(*args, level="cell")
+    assert row["p_trial"] == trial.pvalue and row["floor_trial"] == trial.attainable_floor
+    assert row["p_cell"] == cell.pvalue and row["floor_cell"] == cell.attainable_floor
+    assert row["difference"] == pytest.approx(trial.statistic)
+    assert row["ci_lo"] <= row["difference"] <= row["ci_hi"]
+
+
+def test_condition_intervals_are_cluster_bootstrap_and_deterministic(quickstart_out: Path) -> None:
+    first, second = analyze(quickstart_out)[0], analyze(quickstart_out)[0]
+    assert first.conditions.equals(second.conditions)
+    row = first.conditions.row(0, named=True)
+    sub = first.cells.filter((pl.col("model") == row["model"]) & (pl.col("condition") == row["condition"]))
+    ci = stats.cluster_bootstrap_ci(sub["case_id"].to_numpy(), sub["decoy_called"].to_numpy(), sub["n"].to_numpy(),
+                                    n_resamples=N_RESAMPLES, seed=20261129 % 2**32).confidence_interval
+    assert (row["decoy_called_cluster_lo"], row["decoy_called_cluster_hi"]) == (ci.low, ci.high)
+    lo, hi = stats.wilson_interval(row["decoy_called_hits"], row["ok"])
+    assert row["decoy_called_wilson_lo"] == pytest.approx(float(lo))
+
+
+def test_error_rows_are_counted_as_errors_not_trials_of_the_rate(tmp_path: Path, write_sweep, monkeypatch) -> None:
+    from runner.providers import PROVIDERS, ErrorKind, ProviderError
+    from runner.sim import SimProvider
+
+    class HalfBroken(SimProvider):
+        async def complete(self, request):  # type: ignore[no-untyped-def]
+            if (request.seed or 0) % 2:
+                raise ProviderError(ErrorKind.TRANSIENT, "503 upstream")
+            return self.respond(request)
+
+    monkeypatch.setitem(PROVIDERS, "halfbroken", (HalfBroken, lambda m: None))
+    data = quickstart_dict()
+    data["models"] = [{"name": "hb", "provider": "halfbroken", "model": "typical"}]
+    data["probes"][0]["runs"] = 4
+    run_sweep(load_sweep(write_sweep(data)), tmp_path / "out", quiet=True)
+    [a] = analyze(tmp_path / "out")
+    trials = pl.scan_ipc(str(tmp_path / "out" / "trials" / "*.arrow")).collect()
+    errors = int((trials["status"] == "error").sum())
+    assert 0 < errors < trials.height
+    assert int(a.conditions["errors"].sum()) == errors
+    assert int(a.conditions["ok"].sum()) == trials.height - errors
+    ok = trials.filter(pl.col("status") == "ok")
+    assert int(a.conditions["decoy_called_hits"].sum()) == int(ok["decoy_called"].sum())
+    assert np.isfinite(a.conditions["decoy_called_rate"].to_numpy()).all()
+
+
+def test_a_null_outcome_is_not_a_miss(tmp_path: Path, write_sweep) -> None:
+    """Rates use their own denominator: ok trials where the outcome exists."""
+    run_sweep(load_sweep(write_sweep(runs=2)), tmp_path / "out", quiet=True)
+    part = next((tmp_path / "out" / "trials").glob("*.arrow"))
+    frame = pl.read_ipc(part)
+    blanked = frame.with_columns(pl.when(pl.col("condition") == "groundable_known").then(None)
+                                 .otherwise(pl.col("asked")).alias("asked"))
+    blanked.write_ipc(part)
+    [a] = analyze(tmp_path / "out")
+    known = a.conditions.filter(pl.col("condition") == "groundable_known")
+    assert (known["asked_n"] == 0).all() and known["asked_rate"].is_nan().all()
+    assert (known["decoy_called_n"] == known["ok"]).all()
+    other = a.conditions.filter(pl.col("condition") != "groundable_known")
+    assert (other["asked_n"] == other["ok"]).all()

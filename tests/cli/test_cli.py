@@ -1,0 +1,55 @@
+"""The command line as a user meets it: help, version, template, validate, run, report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from runner.cli.app import app
+from runner.probes.misselection import load_triples
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize("command", [[], ["run"], ["validate"], ["report"], ["template"]])
+def test_every_command_has_help(command: list[str]) -> None:
+    result = runner.invoke(app, [*command, "--help"])
+    assert result.exit_code == 0 and "Usage" in result.output
+
+
+def test_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.startswith("trialgrid ")
+
+
+def test_template_writes_a_valid_triples_file(tmp_path: Path) -> None:
+    dest = tmp_path / "triples.yaml"
+    assert runner.invoke(app, ["template", "misselection", "--out", str(dest)]).exit_code == 0
+    triples, _, warnings = load_triples(dest)
+    assert len(triples) == 1 and not warnings
+    again = runner.invoke(app, ["template", "misselection", "--out", str(dest)])
+    assert again.exit_code == 2 and "not overwriting" in again.output
+    assert runner.invoke(app, ["template", "nosuchprobe"]).exit_code == 2
+
+
+def test_validate_counts_trials(write_sweep) -> None:
+    result = runner.invoke(app, ["validate", str(write_sweep(runs=7))])
+    assert result.exit_code == 0
+    assert f"{3 * 13 * 3 * 7:,} trials" in result.output
+
+
+def test_run_prints_report_and_report_command_reads_output(write_sweep, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["run", str(write_sweep(runs=5)), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    for text in ("sim-careful", "sim-typical", "sim-reckless", "ungroundable", "groundable_unknown", "groundable_known"):
+        assert text in result.output
+    report = runner.invoke(app, ["report", str(out)])
+    assert report.exit_code == 0 and "sim-reckless" in report.output
+
+
+def test_report_on_a_directory_without_a_run(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["report", str(tmp_path)])
+    assert result.exit_code == 2 and "manifest.json" in result.output

@@ -1,0 +1,66 @@
+"""Fixtures for the HTTP provider tests: the loopback simulated server, and sweeps pointed at it.
+
+Every test here talks to a real ``trialgrid serve`` app on 127.0.0.1 (port 0, in a
+background thread, stopped after the test); nothing mocks the HTTP client, and
+nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+import yaml
+
+from runner.sim.serve import ServeOptions, ServerThread
+from tests.conftest import quickstart_dict
+
+#: the columns that must not depend on how the model was reached
+OUTCOMES = ["model", "case_id", "condition", "run", "seed", "status", "decoy_called", "expected_called", "asked",
+            "tools_called", "n_tool_calls", "decoy_position", "catalogue_order", "tool_calls", "response_text",
+            "input_tokens", "output_tokens"]
+CELL = ["model", "case_id", "condition", "run"]
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., ServerThread]]:
+    """``serve(**ServeOptions fields)`` → a started server; all are stopped at the end of the test."""
+    started: list[ServerThread] = []
+
+    def _start(**options: Any) -> ServerThread:
+        options.setdefault("port", 0)
+        server = ServerThread(ServeOptions(host="127.0.0.1", **options)).start()
+        started.append(server)
+        return server
+
+    yield _start
+    for server in started:
+        server.stop()
+
+
+def http_sweep(base_url: str, provider: str, *, runs: int = 2, **model: Any) -> dict[str, Any]:
+    """The quickstart sweep with every model sent to ``provider`` at ``base_url``."""
+    data = quickstart_dict()
+    for probe in data["probes"]:
+        probe["runs"] = runs
+    for m in data["models"]:
+        m.update(provider=provider, base_url=base_url, api_key_env=None)
+        m.update(model)
+    return data
+
+
+def write(tmp_path: Path, data: dict[str, Any], name: str = "sweep.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def trials(out: Path) -> pl.DataFrame:
+    return pl.scan_ipc(str(out / "trials" / "*.arrow")).collect()
+
+
+def outcomes(df: pl.DataFrame) -> pl.DataFrame:
+    return df.select(OUTCOMES).sort(CELL)

@@ -1,0 +1,150 @@
+"""Batch mode against ``trialgrid serve``'s batch APIs: same outcomes as live, resume after SIGKILL, failures as rows.
+
+Every server here is a real loopback ``trialgrid serve`` app (127.0.0.1, port 0,
+stopped by the fixture); nothing mocks the client.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from tests.providers.conftest import CELL, http_sweep, trials, write
+
+from runner.config.sweep import load_sweep
+from runner.execution.batch import run_batch_sweep
+from runner.execution.run import run_sweep
+from tests.conftest import CONFIGS, ROOT
+
+NEGATIVE = {"kind": "negative", "cases": str(CONFIGS / "negative/cases.yaml"),
+            "catalogue": str(CONFIGS / "negative/tools.json"), "runs": 2}
+PHANTOM = {"kind": "phantom", "traces": str(CONFIGS / "phantom/traces.yaml"), "runs": 2}
+
+
+def batch_sweep(base_url: str, provider: str, **engine: Any) -> dict[str, Any]:
+    """Quickstart misselection plus the negative suite, two models, polled fast."""
+    data = http_sweep(base_url, provider, runs=2)
+    data["models"] = data["models"][:2]
+    data["probes"].append(dict(NEGATIVE))
+    data["engine"] = {"batch_poll_s": 0.05, **engine}
+    return data
+
+
+def same_outcomes(a: pl.DataFrame, b: pl.DataFrame, columns: list[str]) -> None:
+    left, right = a.select(columns).sort(CELL), b.select(columns).sort(CELL)
+    assert left.equals(right), "batch outcomes differ from live outcomes"
+
+
+COMPARED = ["model", "probe", "case_id", "condition", "run", "seed", "status", "error_kind", "tool_calls",
+            "response_text", "input_tokens", "output_tokens"]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_batch_mode_gives_the_live_outcomes(serve, tmp_path: Path, provider: str) -> None:  # type: ignore[no-untyped-def]
+    server = serve()
+    path = write(tmp_path, batch_sweep(server.base_url, provider))
+    live = run_sweep(load_sweep(path), tmp_path / "live", quiet=True)
+    before = server.stats()
+    batch = run_batch_sweep(load_sweep(path), tmp_path / "batch", all_models=True, quiet=True)
+    after = server.stats()
+    assert batch.status == "complete" and batch.stats.done == live.total
+    assert after["requests"] == before["requests"]  # no live chat request in batch mode
+    assert after["batches"] == {provider: 2} and after["batch_requests"] == {provider: live.total}
+    a, b = trials(tmp_path / "live"), trials(tmp_path / "batch")
+    probe_columns = [c for c in a.columns if c in ("decoy_called", "expected_called", "asked", "catalogue_order",
+                                                   "passed", "invented_tokens", "inferred_fields", "action")]
+    same_outcomes(a, b, COMPARED + probe_columns)
+    ledger = json.loads((tmp_path / "batch" / "batches.json").read_text())
+    assert [e["state"] for e in ledger["batches"]] == ["collected", "collected"]
+    manifest = json.loads((tmp_path / "batch" / "manifest.json").read_text())
+    assert [b["id"] for b in manifest["batches"]] == [e["remote"]["id"] for e in ledger["batches"]]
+
+
+def test_phantom_auditor_runs_in_batch_mode(serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    server = serve()
+    data = http_sweep(server.base_url, "openai")
+    data["models"] = [{"name": "auditor", "model": "auditor-balanced", "provider": "openai",
+                       "base_url": server.base_url, "api_key_env": None}]
+    data["probes"] = [dict(PHANTOM)]
+    data["engine"] = {"batch_poll_s": 0.05}
+    path = write(tmp_path, data)
+    run_sweep(load_sweep(path), tmp_path / "live", quiet=True)
+    run_batch_sweep(load_sweep(path), tmp_path / "batch", all_models=True, quiet=True)
+    columns = COMPARED + ["pred_fields", "auditor_error", "auditor_exact", "baseline_fields"]
+    same_outcomes(trials(tmp_path / "live"), trials(tmp_path / "batch"), columns)
+
+
+def test_sigkill_during_polling_then_rerun_submits_nothing_twice(serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    server = serve(batch_delay_s=4.0)
+    path = write(tmp_path, batch_sweep(server.base_url, "openai"))
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "runner.cli.app", "run", str(path), "--batch", "--out", str(out), "-q"],
+                            cwd=ROOT, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        ledger = out / "batches.json"
+        for _ in range(600):  # until both batches are recorded (the run is then polling)
+            if ledger.exists() and len(json.loads(ledger.read_text())["batches"]) == 2:
+                break
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+            time.sleep(0.05)
+        else:
+            pytest.fail("the run never recorded its two batches")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+        if proc.stderr:
+            proc.stderr.close()
+    assert server.stats()["batches"] == {"openai": 2}
+    states = {e["state"] for e in json.loads((out / "batches.json").read_text())["batches"]}
+    assert states == {"submitted"}
+    result = run_batch_sweep(load_sweep(path), out, all_models=True, quiet=True)
+    assert server.stats()["batches"] == {"openai": 2}  # polled, not resubmitted
+    df = trials(out)
+    assert result.status == "complete" and df.height == result.total and df["trial_id"].n_unique() == df.height
+    assert df["status"].unique().to_list() == ["ok"]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_expired_and_failed_requests_become_error_rows(serve, tmp_path: Path, provider: str) -> None:  # type: ignore[no-untyped-def]
+    server = serve(batch_error_rate=0.2, batch_expire_rate=0.2, fault_seed=7)
+    path = write(tmp_path, batch_sweep(server.base_url, provider))
+    result = run_batch_sweep(load_sweep(path), tmp_path / "out", all_models=True, quiet=True)
+    df = trials(tmp_path / "out")
+    assert df.height == result.total and df["trial_id"].n_unique() == df.height
+    fates = server.call(lambda s: {tid: s.batches.fate(tid) for tid in df["trial_id"].to_list()})
+    expected = {"ok": None, "error": "transient", "expired": "expired"}
+    got = dict(zip(df["trial_id"].to_list(), df["error_kind"].to_list()))
+    assert got == {tid: expected[f] for tid, f in fates.items()}
+    assert {"transient", "expired"} <= set(got.values())
+    errors = df.filter(pl.col("status") == "error")
+    assert errors.height == sum(f != "ok" for f in fates.values())
+    # never scored: every outcome column of an error row is null
+    assert errors.select(["decoy_called", "expected_called", "passed"]).null_count().row(0) == (errors.height,) * 3
+    assert errors["error"].str.contains("batch").all()
+
+
+def test_multi_turn_probes_and_sim_models_are_refused(tmp_path: Path) -> None:
+    data = http_sweep("http://127.0.0.1:9/v1", "openai")
+    data["probes"] = [{"kind": "propagation", "tasks": [str(CONFIGS / "propagation/weather.yaml")], "runs": 1}]
+    refused = _cli(write(tmp_path, data), tmp_path)
+    assert refused.returncode == 2 and "multi-turn" in refused.stderr
+    sim = _cli(write(tmp_path, {**http_sweep("x", "openai"), "models": [{"name": "s", "provider": "sim",
+                                                                         "model": "typical"}]}, "sim.yaml"), tmp_path)
+    assert sim.returncode == 2 and "no batch API" in sim.stderr
+
+
+def _cli(path: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "runner.cli.app", "run", str(path), "--batch", "--out",
+                           str(tmp_path / "refused"), "-q"], cwd=ROOT, env=os.environ.copy(), capture_output=True,
+                          text=True, timeout=60)

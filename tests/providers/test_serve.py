@@ -1,0 +1,79 @@
+"""``trialgrid serve`` itself: the command, /stats, its own rate limit, options."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from runner.sim.serve import ServeOptions, parse_fault, parse_rule
+from tests.conftest import ROOT
+
+BODY = {"model": "typical", "messages": [{"role": "user", "content": "Pull last month's invoices from Stripe."}], "seed": 3}
+
+
+def test_serve_command_prints_its_address_and_answers() -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "runner.cli.app", "serve", "--port", "0", "--latency-ms", "1",
+                             "--reject", "drop:temperature@reckless*"], cwd=ROOT, env=os.environ.copy(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        base = line.split("serving the simulated agent on ", 1)[1].split()[0]
+        assert base.startswith("http://127.0.0.1:")
+        with httpx.Client(base_url=base, trust_env=False, timeout=10) as client:
+            ok = client.post("/v1/chat/completions", json=BODY)
+            assert ok.status_code == 200 and ok.json()["choices"][0]["message"]["role"] == "assistant"
+            rejected = client.post("/v1/chat/completions", json={**BODY, "model": "reckless-x", "temperature": 1})
+            assert rejected.status_code == 400 and rejected.json()["error"]["param"] == "temperature"
+            assert client.post("/v1/chat/completions", json={**BODY, "temperature": 1}).status_code == 200
+            stats = client.get("/stats").json()
+        assert stats["requests"] == 3 and stats["by_status"] == {"200": 2, "400": 1}
+        assert stats["rejections"] == {"drop:temperature@reckless*": {"reckless-x": {"temperature": 1}}}
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--host", "0.0.0.0"], "not a loopback address"),
+    (["--reject", "nonsense"], "cannot read rule"),
+    (["--fault", "teapot=0.1"], "unknown fault"),
+    (["--key-env", "TG_SERVE_UNSET"], "is not set"),
+])
+def test_serve_refuses_bad_options(argv: list[str], words: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TG_SERVE_UNSET"}
+    done = subprocess.run([sys.executable, "-m", "runner.cli.app", "serve", "--port", "0", *argv], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and words in done.stderr
+
+
+def test_own_rate_limit_gives_real_429s_and_never_admits_more(serve) -> None:  # type: ignore[no-untyped-def]
+    server = serve(rpm=5, rpm_window_s=1.0)
+    with httpx.Client(base_url=server.url, trust_env=False, timeout=10, headers={"authorization": "Bearer k1"}) as c:
+        codes = [c.post("/v1/chat/completions", json=BODY).status_code for _ in range(12)]
+        limited = c.post("/v1/chat/completions", json=BODY)
+    assert codes[:5] == [200] * 5 and set(codes[5:]) == {429}
+    assert limited.headers["x-ratelimit-remaining-requests"] == "0" and int(limited.headers["retry-after"]) >= 1
+    stats = server.stats(with_log=True)
+    (key,) = stats["keys"]
+    assert key.startswith("key-") and "k1" not in key  # keys are logged as a hash
+    admitted = [t for t, s in zip(stats["log"]["t"], stats["log"]["status"]) if s == 200]
+    assert all(sum(1 for u in admitted if t <= u < t + 1.0) <= 5 for t in admitted)
+
+
+def test_options_parsing() -> None:
+    assert parse_rule("rename:max_tokens:max_completion_tokens@gpt-5*").new_name == "max_completion_tokens"
+    rule = parse_rule("require:reasoning_effort=none:tools")
+    assert (rule.value, rule.when_tools, rule.model_glob) == ("none", True, "*")
+    assert parse_rule("require:temperature=1").value == 1
+    assert parse_fault("slow=0.05") == ("slow", 0.05)
+    assert sum(ServeOptions.mixed_faults(0.2).values()) == pytest.approx(0.2)
+    with pytest.raises(ValueError):
+        ServeOptions(faults={"500": 0.7, "503": 0.5})
+    sampler = ServeOptions(latency_ms=50, latency_dist="lognormal", latency_spread_ms=20).latency_sampler()
+    draws = [sampler() for _ in range(4000)]
+    assert 0.045 < sum(draws) / len(draws) < 0.055 and min(draws) > 0

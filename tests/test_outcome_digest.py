@@ -1,0 +1,63 @@
+"""No behaviour change by accident: every outcome column of the bundled sweeps is pinned.
+
+Each bundled sweep (configs/*.yaml) runs against the simulated agent into a temporary
+directory; its rows, minus the columns that depend on the clock (``latency_ms``,
+``finished_at``) or on the sweep's identity hash (``sweep_id``, ``trial_id``), are
+sorted and hashed. A change that alters what any probe measures changes a digest: if
+the change is on purpose, update the digest here and list the changed counts in the
+commit and the CHANGELOG.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import runner
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+
+#: sha256 of the sorted outcome columns, per bundled sweep (computed before the structural move)
+DIGESTS = {
+    "quickstart": "acf37d39466bbf0b10189f1278d6c803d521a2280491be7c5d3083add00611b6",
+    "negatives": "c1f85eefc6a5a5f730ec4f30513568626edcf3ad4b6deeffc7bf42548e9ab409",
+    "phantom": "351615f3b15984330928cb88b357d7d9dd1415ac3a1ddabbb015511d7b0c1130",
+    "propagation": "fca510d4cdd9f8add0e464f874b79e65c58b91cbeeb6a94e985ab7876ac5b64a",
+}
+
+_VOLATILE = {"latency_ms", "finished_at", "sweep_id", "trial_id"}
+_ORDER = ["model", "probe", "case_id", "condition", "run"]
+
+
+def outcome_digest(frame: pl.DataFrame) -> str:
+    """sha256 over the rows' non-volatile columns, in a canonical row and column order."""
+    cols = sorted(c for c in frame.columns if c not in _VOLATILE)
+    rows = frame.sort(_ORDER).select(cols).to_dicts()
+    text = json.dumps(rows, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def run_bundled(name: str, out: Path) -> pl.DataFrame:
+    loaded = runner.load_sweep(CONFIGS / f"{name}.yaml")
+    runner.run_sweep(loaded, out, quiet=True)
+    return runner.load(out).collect()
+
+
+@pytest.mark.parametrize("name", sorted(DIGESTS))
+def test_bundled_sweep_outcomes_unchanged(name: str, tmp_path: Path) -> None:
+    frame = run_bundled(name, tmp_path / name)
+    assert frame.height > 0
+    assert outcome_digest(frame) == DIGESTS[name], f"outcome columns of configs/{name}.yaml changed"
+
+
+if __name__ == "__main__":  # print the digests of the current code
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for sweep in sorted(DIGESTS):
+            print(f'    "{sweep}": "{outcome_digest(run_bundled(sweep, Path(tmp) / sweep))}",', file=sys.stdout)
