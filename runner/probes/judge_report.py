@@ -33,7 +33,7 @@ from rich.table import Table
 import stats
 from runner.core.errors import UserError
 from runner.core.formatting import pct as _pct
-from runner.execution.manifest import read_manifest
+from runner.core.manifest import read_manifest
 
 N_RESAMPLES = 4000
 SEED = 2026
@@ -152,9 +152,12 @@ def calibrated_rate(verdicts: np.ndarray, labelled_verdicts: np.ndarray, labelle
 
 
 def _labels_of(out: Path, probe: str) -> tuple[pl.DataFrame, list[str] | None]:
-    info = (read_manifest(out) or {}).get("probes", {}).get(probe, {})
-    paths = [Path(p) if Path(p).is_absolute() else out / p for p in info.get("human_labels") or []]
-    return read_human_labels(paths), info.get("ensemble")
+    manifest = read_manifest(out)
+    info = manifest.probes.get(probe) if manifest is not None else None
+    if info is None:
+        return read_human_labels([]), None
+    paths = [Path(p) if Path(p).is_absolute() else out / p for p in info.human_labels or []]
+    return read_human_labels(paths), info.ensemble
 
 
 def _f(x: float) -> str:
