@@ -65,9 +65,30 @@ def _betacf(a, b, x):
 
 
 @nb.njit(**_JIT)
+def _stirling_corr(x):
+    """lgamma(x) − [(x − ½) ln x − x + ½ ln 2π] for x >= 10 (asymptotic series, ~1e-17 there)."""
+    x2 = x * x
+    return (1.0 / 12.0 - (1.0 / 360.0 - (1.0 / 1260.0 - 1.0 / (1680.0 * x2)) / x2) / x2) / x
+
+
+@nb.njit(**_JIT)
+def lbeta(a, b):
+    """log B(a, b), without the cancellation of lgamma differences when a or b is large."""
+    if a > b:
+        a, b = b, a
+    if b < 10.0:
+        return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+    if a < 10.0:  # lgamma(b) − lgamma(a + b) by Stirling's series
+        return (math.lgamma(a) - (b - 0.5) * math.log1p(a / b) - a * math.log(a + b) + a
+                + _stirling_corr(b) - _stirling_corr(a + b))
+    return (0.5 * math.log(2.0 * math.pi) - (a - 0.5) * math.log1p(b / a) - (b - 0.5) * math.log1p(a / b)
+            - 0.5 * math.log(a + b) + _stirling_corr(a) + _stirling_corr(b) - _stirling_corr(a + b))
+
+
+@nb.njit(**_JIT)
 def _log_front(a, b, x):
     """log of x^a (1−x)^b / B(a, b)."""
-    return (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    return a * math.log(x) + b * math.log1p(-x) - lbeta(a, b)
 
 
 @nb.njit(**_JIT)
@@ -92,7 +113,7 @@ def betaincinv(a, b, p):
     lo, hi = 0.0, 1.0
     # start from the mean; Newton with bisection fallback inside the bracket
     x = a / (a + b)
-    lbeta = math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+    lb = lbeta(a, b)
     for _ in range(400):
         f = betainc(a, b, x) - p
         if f == 0.0:
@@ -101,7 +122,7 @@ def betaincinv(a, b, p):
             lo = x
         else:
             hi = x
-        logpdf = (a - 1.0) * math.log(x) + (b - 1.0) * math.log1p(-x) - lbeta
+        logpdf = (a - 1.0) * math.log(x) + (b - 1.0) * math.log1p(-x) - lb
         pdf = math.exp(logpdf)
         step_ok = False
         if pdf > 0.0 and math.isfinite(pdf):
@@ -165,9 +186,14 @@ def t_ppf(p, df):
         return 0.0
     upper = p > 0.5
     tail = 1.0 - p if upper else p  # one-sided tail probability, < 0.5
-    # P(|T| > t) = 2 tail = I_x(df/2, 1/2) with x = df / (df + t²); solve for y = 1 − x = t² / (df + t²)
-    y = betaincinv(0.5, 0.5 * df, 1.0 - 2.0 * tail)
-    t = math.sqrt(df * y / (1.0 - y)) if y < 1.0 else np.inf
+    # P(|T| > t) = 2 tail = I_x(df/2, 1/2) with x = df / (df + t²) = 1 − y. Solve for whichever of x and y
+    # is small (so it carries full relative precision): x in the far tail, y near the centre.
+    if 2.0 * tail < 0.25:
+        x = betaincinv(0.5 * df, 0.5, 2.0 * tail)
+        t = math.sqrt(df * (1.0 - x) / x) if x > 0.0 else np.inf
+    else:
+        y = betaincinv(0.5, 0.5 * df, 1.0 - 2.0 * tail)
+        t = math.sqrt(df * y / (1.0 - y)) if y < 1.0 else np.inf
     return t if upper else -t
 
 
