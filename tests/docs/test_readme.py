@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import re
+from pathlib import Path
+
+import pytest
 
 from tests.conftest import ROOT
 from tests.docs.docpages import DOCS, README, links
@@ -57,3 +61,20 @@ def test_commands_table_lists_every_command_of_the_cli() -> None:
                 assert f"`{name} {sub}" in table or f"`trialgrid {name} {sub}" in table, f"{name} {sub}"
         else:
             assert f"`trialgrid {name}" in table or f"`{name} " in table, name
+
+
+@pytest.mark.slow
+def test_quickstart_output_in_the_readme_is_what_the_quickstart_prints(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from runner.config.sweep import load_sweep
+    from runner.execution.run import run_sweep
+    from runner.reporting.terminal import print_report
+
+    run_sweep(load_sweep(ROOT / "configs" / "quickstart.yaml"), tmp_path / "out", quiet=True)
+    console = Console(width=80, record=True, file=io.StringIO(), color_system=None)
+    print_report(tmp_path / "out", console)
+    printed = {line.rstrip() for line in console.export_text().splitlines()}
+    excerpt = TEXT.split("## Quickstart output", 1)[1].split("```\n", 2)[1]
+    missing = [line for line in excerpt.splitlines() if line.strip() and line.rstrip() not in printed]
+    assert not missing, f"README lines the quickstart no longer prints: {missing}"
