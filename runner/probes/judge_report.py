@@ -89,7 +89,7 @@ def human_references(labels: pl.DataFrame) -> pl.DataFrame:
     """Per trace: one column per annotator, plus ``consensus`` and ``majority``."""
     if labels.height == 0:
         return pl.DataFrame(schema={"case_id": pl.String})
-    wide = labels.unique(["trace_id", "annotator"], keep="last").pivot(
+    wide = labels.unique(["trace_id", "annotator"], keep="last", maintain_order=True).pivot(
         on="annotator", index="trace_id", values="label").rename({"trace_id": "case_id"})
     names = [c for c in wide.columns if c != "case_id"]
     yes = pl.sum_horizontal([pl.col(c).cast(pl.Int64) for c in names])

@@ -3,7 +3,8 @@
 One file per table of ``runner.analysis.leaderboard.Summary`` (long format, one header row,
 the ``run`` label in every row); list cells (remedies) are joined with "; ". Every
 probe view (``runner.analysis.views``) is one more file, ``view.<probe>.<key>.csv``,
-its rows stacked over the runs that have it, with ``run`` and ``kind`` in front.
+its rows stacked over the runs that have it, with ``run`` and ``kind`` in front (a view's
+own column of either name, e.g. a listing's trial ``run``, becomes ``view_run``).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def view_frames(summary: Summary) -> dict[tuple[str, str], pl.DataFrame]:
         for a in run.probes:
             for view in summary.probe_views(run, a.probe):
                 head = [pl.lit(run.label, pl.String).alias("run"), pl.lit(a.kind, pl.String).alias("kind")]
-                parts.setdefault((a.probe, view.key), []).append(view.table.select([*head, *view.table.columns]))
+                table = view.table.rename({c: f"view_{c}" for c in ("run", "kind") if c in view.table.columns})
+                parts.setdefault((a.probe, view.key), []).append(table.select([*head, *table.columns]))
     return {k: pl.concat(v, how="diagonal_relaxed") for k, v in parts.items()}
 
 
