@@ -264,7 +264,7 @@ def _solve_theta(offs: np.ndarray, logp: np.ndarray, mult: np.ndarray, target: f
 class TailResult:
     """p-value of a tail event with its absolute error bound and log10 (which never underflows)."""
 
-    __slots__ = ("p", "error", "log10_p")
+    __slots__ = ("error", "log10_p", "p")
 
     def __init__(self, p: float, error: float, log10_p: float) -> None:
         self.p, self.error, self.log10_p = p, error, log10_p

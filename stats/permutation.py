@@ -314,7 +314,7 @@ def _x_types(arr_offs, ax, x_min, x_max):
     base = int(x_min.sum())
     pmfs, mults = [], []
     live = width > 1
-    for w, na in set(zip(width[live].tolist(), n_arr[live].tolist())):
+    for w, na in set(zip(width[live].tolist(), n_arr[live].tolist(), strict=True)):
         idx = np.flatnonzero(live & (width == w) & (n_arr == na))
         pos = (arr_offs[idx][:, None] + np.arange(na)).ravel()
         rows = np.repeat(np.arange(idx.size), na)

@@ -175,7 +175,7 @@ def import_bfcl(paths: Iterable[Path]) -> ImportResult:
             continue
         answers = _answers(path) if kind in ("pinning", "miss_param") else {}
         docs = _multi_turn_docs(path.parent) if kind == "miss_param" else {}
-        for number, item in _read_jsonl(path):
+        for _number, item in _read_jsonl(path):
             try:
                 if kind == "irrelevance":
                     result.negative.append(_irrelevance(item, category))

@@ -189,7 +189,7 @@ def _matches(expected: Any, got: Any) -> bool:
     if isinstance(expected, Mapping) and isinstance(got, Mapping):
         return set(expected) == set(got) and all(_matches(v, got[k]) for k, v in expected.items())
     if isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple)):
-        return len(expected) == len(got) and all(_matches(a, b) for a, b in zip(expected, got))
+        return len(expected) == len(got) and all(_matches(a, b) for a, b in zip(expected, got, strict=True))
     if isinstance(expected, bool) or isinstance(got, bool):
         return expected is got or (isinstance(got, str) and got.lower() == str(expected).lower())
     return scalar_text(expected) == scalar_text(got)
