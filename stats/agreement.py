@@ -24,7 +24,7 @@ SPEARMAN_EXACT_MAX_N = 10
 SPEARMAN_DEFAULT_DRAWS = 20_000
 
 
-def _labels(x: ArrayLike, name: str) -> list:
+def _labels(x: ArrayLike, name: str) -> list[object]:
     values = list(np.asarray(x, dtype=object).ravel())
     for i, v in enumerate(values):
         if v is None or (isinstance(v, float) and math.isnan(v)):

@@ -99,5 +99,5 @@ def spent_in(trials_dir: Path, prices: Mapping[str, ModelPrice]) -> tuple[float,
         return 0.0, 0
     usage = usage_by_model(pl.scan_ipc([str(p) for p in parts]), prices)
     usd = float(usage["cost_usd"].fill_null(0.0).sum())
-    tokens = int(usage["input_tokens"].sum() + usage["output_tokens"].sum())
+    tokens = int(usage["input_tokens"].sum()) + int(usage["output_tokens"].sum())
     return usd, tokens

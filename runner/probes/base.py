@@ -8,13 +8,14 @@ only ever sees ``cells()`` (the (case, condition) pairs to run), ``run(spec, age
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from runner.core.errors import UserError
 from runner.core.types import TrialSpec
 from runner.providers.base import Agent
 
@@ -70,7 +71,7 @@ class Probe(ABC):
     #: a starter case file, written by ``trialgrid template KIND``
     template: ClassVar[str] = ""
 
-    def __init__(self, config: ProbeConfig, base_dir: Path) -> None:
+    def __init__(self, config: ProbeConfig, base_dir: Path, locate: Callable[[str, str], UserError] | None = None) -> None:
         self.config = config
         self.name = config.name or self.kind
         self.base_dir = base_dir

@@ -39,6 +39,7 @@ def load_records(path: Path, *, what: str, key: str) -> tuple[list[Record], str]
     if path.suffix.lower() in JSONL_SUFFIXES:
         return _jsonl(path, what=what)
     source = load_source(path, what=what)
+    prefix: tuple[str, ...]
     data, prefix = source.data, ()
     if isinstance(data, dict):
         if key not in data:

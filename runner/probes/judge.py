@@ -99,6 +99,7 @@ def parse_verdict(text: str) -> bool | None:
 class JudgeProbe(Probe):
     kind = "judge"
     config_model = JudgeConfig
+    config: JudgeConfig
     all_conditions = CONDITIONS
     outcome_fields = (
         pa.field("verdict", pa.bool_()),             # the model's verdict (null: reply had no VERDICT line)

@@ -257,7 +257,7 @@ def fetch_catalogue(server: McpServer, base_dir: Path, fail: Callable[[str], Use
     except UserError as exc:
         raise fail(f"MCP server `{shown}` returned a malformed tool at {exc.key_path}: {exc.message}") from None
     sha = catalogue_sha256(tools)
-    info = init.get("serverInfo") if isinstance(init.get("serverInfo"), dict) else {}
+    info = server_info if isinstance(server_info := init.get("serverInfo"), dict) else {}
     record = {
         "command": argv,
         "server": {"name": info.get("name"), "version": info.get("version")},

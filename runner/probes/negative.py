@@ -268,13 +268,13 @@ def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[s
     if target is not None and (case.expect_args or case.positive):
         args = target.arguments or {}
         for name, want in case.expect_args.items():
-            spec = OneOf.model_validate(want) if isinstance(want, Mapping) and "one_of" in want else None
+            one_of = OneOf.model_validate(want) if isinstance(want, Mapping) and "one_of" in want else None
             if name not in args or args[name] is None:
-                if spec is None or not spec.optional:
-                    shown = spec.one_of[0] if spec else want
+                if one_of is None or not one_of.optional:
+                    shown = one_of.one_of[0] if one_of else want
                     arg_errors.append(f"{expect}.{name} missing (expected {format_value(shown)})")
                 continue
-            options = spec.one_of if spec else [want]
+            options = one_of.one_of if one_of else [want]
             if not any(_matches(o, args[name]) for o in options):
                 arg_errors.append(f"{expect}.{name}={format_value(args[name])} (expected {format_value(options[0])})")
         if case.positive:

@@ -59,7 +59,7 @@ def reach(steps: list[Step], target: str) -> Reach:
         bad = (injected.args or {}).get(field, _MISSING) if field else _MISSING
         later = after[after.index(result) + 1:]
         for s in later:
-            if s.role == "call" and s.tool == injected.tool and (s.args or {}).get(field, _MISSING) != bad:
+            if s.role == "call" and s.tool == injected.tool and field is not None and (s.args or {}).get(field, _MISSING) != bad:
                 return Reach(True, False, "recalled")
     else:
         later = after

@@ -132,7 +132,7 @@ class ManagedProvider:
         estimate = estimate_tokens(request) if getattr(limiter, "counts_tokens", True) else 0
         while True:
             remedies = () if self.strict_params else self.book.remedies(key)
-            sent, applied = request, []
+            sent, applied = request, list[str]()
             if remedies and not self._wire:
                 params, applied = remedy_params(request.params, remedies)
                 sent = ChatRequest(request.model, request.messages, request.tools, params, request.seed,

@@ -204,7 +204,7 @@ class AnthropicCodec:
             tools.append(ToolSpec(t["name"], t.get("description", ""), t.get("input_schema") or {"type": "object", "properties": {}}))
         choice = body.get("tool_choice")
         if isinstance(choice, dict):
-            choice = {"auto": "auto", "none": "none", "any": "required"}.get(choice.get("type"), choice.get("name"))
+            choice = {"auto": "auto", "none": "none", "any": "required"}.get(str(choice.get("type")), choice.get("name"))
         return ChatRequest(model, tuple(messages), tuple(tools), {}, _seed(body, headers), choice)
 
     @staticmethod
@@ -249,4 +249,4 @@ def _shown(value: Any) -> str:
     return f"'{value}'" if isinstance(value, str) else json.dumps(value)
 
 
-CODECS = {"openai": OpenAICodec, "anthropic": AnthropicCodec}
+CODECS: dict[str, type[OpenAICodec] | type[AnthropicCodec]] = {"openai": OpenAICodec, "anthropic": AnthropicCodec}
