@@ -19,12 +19,10 @@ import numpy as np
 import polars as pl
 
 import stats
+from runner.analysis.constants import CONFIDENCE, N_RESAMPLES
 from runner.core.errors import UserError
 from runner.execution.manifest import read_manifest
 from runner.probes import PROBES, Contrast
-
-N_RESAMPLES = 4000
-CONFIDENCE = 0.95
 
 
 def scan_trials(out: Path) -> pl.LazyFrame:
