@@ -23,9 +23,9 @@ import polars as pl
 
 import stats
 from runner.analysis.cells import ProbeAnalysis, analyze, scan_trials
-from runner.analysis.views import FIELD_SCHEMA, FIELDS, STAGE_SCHEMA, STAGES, ProbeView, view_of
 from runner.config.cost import ModelPrice, prices_from, usage_by_model
 from runner.core.errors import UserError
+from runner.core.views import FIELD_SCHEMA, FIELDS, STAGE_SCHEMA, STAGES, ProbeView, view_of
 from runner.execution.manifest import read_manifest
 from runner.probes import PROBES
 

@@ -22,7 +22,7 @@ from runner.providers.base import Agent
 if TYPE_CHECKING:
     import polars as pl
 
-    from runner.analysis.views import ProbeView
+    from runner.core.views import ProbeView
 
 
 class ProbeConfig(BaseModel):
@@ -109,7 +109,7 @@ class Probe(ABC):
         """What the generic rates table cannot show, as data (``frame``: the run's trials, lazily).
 
         Called once per run by ``runner.analysis.leaderboard.summarize``; every report format
-        draws the views it returns (``runner.analysis.views``). ``seed`` is the run's
+        draws the views it returns (``runner.core.views``). ``seed`` is the run's
         seed, for intervals that follow it. Most probes need nothing more.
         """
         return []

@@ -27,10 +27,10 @@ import numpy as np
 import polars as pl
 
 import stats
-from runner.analysis.constants import CONFIDENCE, N_RESAMPLES
-from runner.analysis.constants import VIEW_SEED as SEED
-from runner.analysis.views import Format, ProbeView, ViewColumn
+from runner.core.constants import CONFIDENCE, N_RESAMPLES
+from runner.core.constants import VIEW_SEED as SEED
 from runner.core.errors import UserError
+from runner.core.views import Format, ProbeView, ViewColumn
 from runner.execution.manifest import read_manifest
 
 _ID_COLUMNS = ("trace_id", "session_id", "case_id", "id")

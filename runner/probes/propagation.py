@@ -46,7 +46,7 @@ from runner.providers.base import Agent
 if TYPE_CHECKING:
     import polars as pl
 
-    from runner.analysis.views import ProbeView
+    from runner.core.views import ProbeView
 
 CONDITIONS = inj.all_conditions()
 
