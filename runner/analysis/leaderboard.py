@@ -23,10 +23,10 @@ import polars as pl
 
 import stats
 from runner.analysis.cells import ProbeAnalysis, analyze, scan_trials
-from runner.analysis.views import FIELD_SCHEMA, FIELDS, STAGE_SCHEMA, STAGES, ProbeView, view_of
 from runner.config.cost import ModelPrice, prices_from, usage_by_model
 from runner.core.errors import UserError
 from runner.core.manifest import Manifest, read_manifest
+from runner.core.views import FIELD_SCHEMA, FIELDS, STAGE_SCHEMA, STAGES, ProbeView, view_of
 from runner.probes import PROBES
 
 #: the test the leaderboard quotes: whole cells permuted within prompt, the conservative one

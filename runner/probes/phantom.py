@@ -46,7 +46,7 @@ from runner.providers.errors import ProviderError
 if TYPE_CHECKING:
     import polars as pl
 
-    from runner.analysis.views import ProbeView
+    from runner.core.views import ProbeView
 
 CONDITIONS = ("results_visible", "results_hidden")
 ERROR_PARSE, ERROR_TRANSPORT = "parse", "transport"

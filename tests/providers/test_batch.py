@@ -17,12 +17,12 @@ from typing import Any
 
 import polars as pl
 import pytest
-from tests.providers.conftest import CELL, http_sweep, trials, write
 
 from runner.config.sweep import load_sweep
 from runner.execution.batch import run_batch_sweep
 from runner.execution.run import run_sweep
 from tests.conftest import CONFIGS, ROOT
+from tests.providers.conftest import CELL, http_sweep, trials, write
 
 NEGATIVE = {"kind": "negative", "cases": str(CONFIGS / "negative/cases.yaml"),
             "catalogue": str(CONFIGS / "negative/tools.json"), "runs": 2}
@@ -124,7 +124,7 @@ def test_expired_and_failed_requests_become_error_rows(serve, tmp_path: Path, pr
     assert df.height == result.total and df["trial_id"].n_unique() == df.height
     fates = server.call(lambda s: {tid: s.batches.fate(tid) for tid in df["trial_id"].to_list()})
     expected = {"ok": None, "error": "transient", "expired": "expired"}
-    got = dict(zip(df["trial_id"].to_list(), df["error_kind"].to_list()))
+    got = dict(zip(df["trial_id"].to_list(), df["error_kind"].to_list(), strict=True))
     assert got == {tid: expected[f] for tid, f in fates.items()}
     assert {"transient", "expired"} <= set(got.values())
     errors = df.filter(pl.col("status") == "error")
