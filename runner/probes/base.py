@@ -69,6 +69,8 @@ class Probe(ABC):
     contrasts: ClassVar[tuple[Contrast, ...]] = ()
     #: a starter case file, written by ``trialgrid template KIND``
     template: ClassVar[str] = ""
+    #: asks the model exactly once per trial, so one batch-API answer is the whole trial (batch mode runs only these)
+    single_turn: ClassVar[bool] = False
 
     def __init__(self, config: ProbeConfig, base_dir: Path) -> None:
         self.config = config

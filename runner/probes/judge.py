@@ -98,6 +98,7 @@ def parse_verdict(text: str) -> bool | None:
 
 class JudgeProbe(Probe):
     kind = "judge"
+    single_turn = True
     config_model = JudgeConfig
     all_conditions = CONDITIONS
     outcome_fields = (

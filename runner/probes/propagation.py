@@ -86,6 +86,7 @@ def interceptor_pairs(conditions: tuple[str, ...]) -> list[tuple[str, str]]:
 
 class PropagationProbe(Probe):
     kind = "propagation"
+    single_turn = False
     config_model = PropagationConfig
     all_conditions = CONDITIONS
     outcome_fields = (
