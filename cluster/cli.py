@@ -145,7 +145,8 @@ def job_main(argv: list[str] | None = None) -> int:
         loaded = load_sweep(args.sweep)
         for warning in loaded.warnings:
             say(f"warning: {warning}")
-        modes.plan(loaded, out, mode=modes.RAY, address=args.address, workers=args.workers)  # the rules of every run
+        # the rules of every run; an address means Ray (naming mode 'ray' would need installed entry points)
+        modes.plan(loaded, out, address=args.address, workers=args.workers)
         with ray_session(args.address, ship_code=False):  # the job's runtime env carries the code
             # called directly, not looked up: a job's head node may run the uploaded code without installed entry points
             result = ray_backend.run(loaded, out, RunOptions(quiet=True, say=say, notify=lambda s: say(f"note: {s}"),
