@@ -45,7 +45,7 @@ class ModelConfig(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict, description="request parameters (temperature, max_tokens, ...)")
     concurrency: int = Field(default=16, ge=1, le=100_000, description="max trials of this model in flight")
     mode: Literal["live", "batch"] = Field(default="live", description="live: one request per trial as it runs; "
-                                           "batch: the vendor's batch API (openai, anthropic; see runner/execution/batch)")
+                                           "batch: the vendor's batch API (openai, anthropic; see runner/execution/backends/batch)")
     # -- real providers (openai, anthropic, callable); see runner/providers/settings.py
     base_url: str | None = Field(default=None, description="endpoint; default the vendor's public API")
     api_key_env: str | None = Field(default=None, description="environment variable holding the API key "

@@ -75,6 +75,8 @@ class Probe(ABC):
     contrasts: ClassVar[tuple[Contrast, ...]] = ()
     #: a starter case file, written by ``trialgrid template KIND``
     template: ClassVar[str] = ""
+    #: asks the model exactly once per trial, so one batch-API answer is the whole trial (batch mode runs only these)
+    single_turn: ClassVar[bool] = False
 
     def __init__(self, config: ProbeConfig, base_dir: Path, locate: Callable[[str, str], UserError] | None = None) -> None:
         self.config = config

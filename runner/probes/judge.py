@@ -103,6 +103,7 @@ def parse_verdict(text: str) -> bool | None:
 
 class JudgeProbe(Probe):
     kind = "judge"
+    single_turn = True
     config_model = JudgeConfig
     config: JudgeConfig
     all_conditions = CONDITIONS

@@ -340,6 +340,7 @@ def load_cases(path: Path, catalogue: tuple[ToolSpec, ...] | None) -> tuple[list
 
 class NegativeProbe(Probe):
     kind = "negative"
+    single_turn = True
     config_model = NegativeConfig
     all_conditions = CONDITIONS
     outcome_fields = (

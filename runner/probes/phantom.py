@@ -194,6 +194,7 @@ def load_traces(path: Path) -> tuple[list[Trace], str]:
 
 class PhantomProbe(Probe):
     kind = "phantom"
+    single_turn = True
     config_model = PhantomConfig
     all_conditions = CONDITIONS
     outcome_fields = (

@@ -91,6 +91,7 @@ def interceptor_pairs(conditions: tuple[str, ...]) -> list[tuple[str, str]]:
 
 class PropagationProbe(Probe):
     kind = "propagation"
+    single_turn = False
     config_model = PropagationConfig
     config: PropagationConfig
     all_conditions = CONDITIONS

@@ -23,7 +23,10 @@ SEED_HEADER = "x-trialgrid-seed"
 
 
 class BadRequest(Exception):
-    """The request itself is malformed (not a parameter rule): a 400 naming what is wrong."""
+    """The request itself is malformed (not a parameter rule): a 400 naming what is wrong.
+
+    Internal control flow: the server turns it into its 400 answer; it never reaches a caller.
+    """
 
 
 def _text(content: Any) -> str:
