@@ -52,6 +52,16 @@ class RayBackend:
 ray_backend = RayBackend()
 
 
+def _stderr(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
+def _stdout(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
 def register(app: typer.Typer) -> None:
     """Add the Ray Jobs commands to the ``trialgrid`` app."""
     from runner.cli import err, fail, out
@@ -87,7 +97,7 @@ def register(app: typer.Typer) -> None:
         err.print(f"  follow: trialgrid logs {job_id} --address {address} --follow")
         out.print(job_id)
         if wait:
-            state = jobs.follow(job_id, address=address, write=lambda s: (sys.stderr.write(s), sys.stderr.flush()))
+            state = jobs.follow(job_id, address=address, write=_stderr)
             err.print(f"job {job_id}: {state}")
             if state != "SUCCEEDED":
                 raise typer.Exit(1)
@@ -112,7 +122,7 @@ def register(app: typer.Typer) -> None:
 
         try:
             if follow:
-                jobs.follow(job_id, address=address, write=lambda s: (sys.stdout.write(s), sys.stdout.flush()))
+                jobs.follow(job_id, address=address, write=_stdout)
             else:
                 sys.stdout.write(jobs.logs(job_id, address=address))
         except UserError as exc:

@@ -10,15 +10,16 @@ from __future__ import annotations
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.text import Text
 
-from runner.cli.console import EXIT_GATE, EXIT_OK, err, out
-from runner.cli.console import fail as _fail
-from runner.cli.console import note as _note
-from runner.cli.console import warn as _warn
+from runner.cli.console import EXIT_GATE, EXIT_OK, err, fail, note, out, warn
 from runner.core.errors import UserError
+
+if TYPE_CHECKING:
+    from runner.config.sweep import LoadedSweep
 
 # No locals in tracebacks: a provider's frames hold request headers, i.e. the API key.
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_show_locals=False,
@@ -50,8 +51,8 @@ def validate(sweep: Path = typer.Argument(..., help="Sweep file (YAML).")) -> No
     try:
         loaded = load_sweep(sweep)
     except UserError as exc:
-        raise _fail(exc) from None
-    _warn(loaded.warnings)
+        raise fail(exc) from None
+    warn(loaded.warnings)
     grid = grid_of(loaded)
     out.print(f"{sweep}: ok — sweep {loaded.sweep.name!r} (id {loaded.sweep_id}), "
               f"{len(loaded.sweep.models)} model(s), {len(loaded.probes)} probe(s), {len(grid):,} trials")
@@ -88,14 +89,14 @@ def run(
         loaded = load_sweep(sweep)
         if fail_on:
             _check_fail_on(loaded, fail_on)
-        _warn(loaded.warnings)
+        warn(loaded.warnings)
         target = out_dir or Path(loaded.sweep.output)
         say = (lambda s: None) if quiet else (lambda s: err.print(s, soft_wrap=True))
         # the mode and every rule about it are runner.run's (runner/execution/modes.py): --ray is an address
         result = modes.run(loaded, target, mode=modes.BATCH if batch else None, address=ray, workers=workers,
-                           cache=cache, quiet=quiet, say=say, strict_params=strict_params, notify=_note)
+                           cache=cache, quiet=quiet, say=say, strict_params=strict_params, notify=note)
     except UserError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     except KeyboardInterrupt:
         err.print("interrupted: finished trials are saved; rerun the same command to resume")
         raise typer.Exit(130) from None
@@ -112,7 +113,13 @@ def run(
         _gate(target, fail_on)
 
 
-def _check_fail_on(loaded, names: list[str]) -> None:  # type: ignore[no-untyped-def]
+def _print_line(line: str) -> None:
+    """One line of a long-running command's log, printed as is and flushed (a pipe sees it at once)."""
+    out.print(line, soft_wrap=True, markup=False)
+    sys.stdout.flush()
+
+
+def _check_fail_on(loaded: LoadedSweep, names: list[str]) -> None:
     """A --fail-on that names no pass/fail probe of the sweep is bad input, caught before running."""
     gated = {p.name for p in loaded.probes if "passed" in {f.name for f in p.outcome_fields}}
     gated |= {p.kind for p in loaded.probes if p.name in gated}
@@ -128,7 +135,7 @@ def _gate(target: Path, names: list[str]) -> None:
     try:
         verdicts = case_verdicts(target, names)
     except UserError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     lines = gate_lines(verdicts)
     for line in lines:
         err.print(Text(line), soft_wrap=True)
@@ -150,7 +157,7 @@ def diff(
     try:
         result = diff_runs(old, new)
     except UserError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     for line in result.lines():
         out.print(Text(line), soft_wrap=True)
     if result.regressions:
@@ -170,7 +177,7 @@ def rescore(
     try:
         result = rescore_output(source, dest, sweep, say=lambda s: err.print(Text(s), soft_wrap=True))
     except UserError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     err.print(f"rescored {result.rows:,} rows into {dest}: {result.changed:,} changed outcome, "
               f"{result.errors_kept:,} error rows kept as errors; counts: {result.counts}", soft_wrap=True)
 
@@ -195,7 +202,7 @@ def import_bfcl_cmd(
         result = import_bfcl(paths)
         counts = write_bfcl(result, dest, force=force, runs=runs)
     except UserError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     for (category, outcome), n in sorted(counts.items()):
         if n:
             out.print(Text(f"{category:24s} {outcome:48s} {n:6,d}"))
@@ -219,7 +226,7 @@ def import_ungrounded_cmd(
         triples, catalogue = import_ungrounded(path, tools, expected_tool)
         write_ungrounded(triples, catalogue, dest, force=force)
     except UserError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     out.print(Text(f"{len(triples)} triples, {len(catalogue) if isinstance(catalogue, list) else '?'} tools; "
                    f"wrote {dest}; run it with: trialgrid run {dest / 'sweep.yaml'}"))
 
@@ -254,7 +261,7 @@ def import_trials_cmd(
                                 contrasts=tuple(parse_contrast(c) for c in contrast))
         counts = import_trials(path, dest, mapping, force=force)
     except UserError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     out.print(Text(f"{sum(counts.values()):,} trials ({', '.join(f'{k} {v:,}' for k, v in sorted(counts.items()))}); "
                    f"wrote {dest}; report it with: trialgrid report {dest}"))
 
@@ -271,7 +278,7 @@ def import_agentprop_cmd(
     try:
         counts = import_agentprop(path, dest, force=force)
     except UserError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     for probe, n in counts.items():
         out.print(Text(f"{probe:12s} {n:7,d} rows"))
     out.print(Text(f"wrote {dest}; report it with: trialgrid report {dest}"))
@@ -318,14 +325,14 @@ def report(
             badges = write_badges(summary, badge_dir)
             err.print(f"wrote {len(badges)} badge(s) into {badge_dir}")
     except UserError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
 
 
 def _floats(text: str, what: str) -> list[float]:
     try:
         return [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise _fail(UserError(f"{what}: expected comma-separated numbers, got {text!r}")) from None
+        raise fail(UserError(f"{what}: expected comma-separated numbers, got {text!r}")) from None
 
 
 @app.command()
@@ -355,7 +362,7 @@ def plan(
                               target_power=target, budget_trials=budget_trials, budget_usd=budget_usd,
                               cost_per_trial=cost_per_trial, n_sims=sims, seed=seed)
     except ValueError as exc:
-        raise _fail(UserError(str(exc))) from None
+        raise fail(UserError(str(exc))) from None
     print_plan(result, same_budget_tradeoffs(result), out, sd=sd, alpha=alpha)
 
 
@@ -369,12 +376,12 @@ def template(
 
     probe = PROBES.get(kind)
     if probe is None or not probe.template:
-        raise _fail(UserError(f"no template for probe kind {kind!r}: expected one of {', '.join(PROBES)}"))
+        raise fail(UserError(f"no template for probe kind {kind!r}: expected one of {', '.join(PROBES)}"))
     if dest is None:
         sys.stdout.write(probe.template)
         return
     if dest.exists():
-        raise _fail(UserError("file exists; not overwriting", file=dest))
+        raise fail(UserError("file exists; not overwriting", file=dest))
     dest.write_text(probe.template)
     err.print(f"wrote {dest}")
 
@@ -430,11 +437,11 @@ def serve(
                                keys=tuple(keys), batch_delay_s=batch_delay_s, batch_error_rate=batch_error_rate,
                                batch_expire_rate=batch_expire_rate)
     except ValueError as exc:
-        raise _fail(UserError(str(exc))) from None
+        raise fail(UserError(str(exc))) from None
     try:
-        serve_forever(options, lambda line: (out.print(line, soft_wrap=True, markup=False), sys.stdout.flush()))
+        serve_forever(options, _print_line)
     except OSError as exc:
-        raise _fail(UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+        raise fail(UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
                               hint="choose another --port, or --port 0 for any free one")) from None
 
 
