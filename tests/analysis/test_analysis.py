@@ -16,6 +16,7 @@ from runner.execution.run import run_sweep
 from tests.conftest import quickstart_dict
 
 
+@pytest.mark.slow
 def test_cell_counts_match_a_plain_python_count(quickstart_out: Path) -> None:
     rows = pl.scan_ipc(str(quickstart_out / "trials" / "*.arrow")).collect().to_dicts()
     counts: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])

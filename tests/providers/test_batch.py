@@ -113,6 +113,7 @@ def test_phantom_auditor_runs_in_batch_mode(serve, tmp_path: Path) -> None:  # t
     same_outcomes(trials(tmp_path / "live"), trials(tmp_path / "batch"), columns)
 
 
+@pytest.mark.slow
 def test_sigkill_during_polling_then_rerun_submits_nothing_twice(serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     server = serve(batch_delay_s=4.0)
     path = write(tmp_path, batch_sweep(server.base_url, "openai"))

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from runner.config.sweep import load_sweep
 from runner.execution.run import grid_of, run_sweep
@@ -66,6 +67,7 @@ def test_mixed_faults_every_trial_once(serve, tmp_path: Path) -> None:  # type: 
     assert result.counts["error"] == df.filter(pl.col("status") == "error").height
 
 
+@pytest.mark.slow
 def test_sigkill_and_resume_lose_and_duplicate_nothing(serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     server = serve(**FAULTY)
     data = http_sweep(server.base_url, "anthropic", runs=6, **CLIENT)

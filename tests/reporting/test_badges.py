@@ -70,6 +70,7 @@ def test_every_verdict_badge_parses_and_escapes(verdict: str) -> None:
     assert root.find(f"{SVG}title").text == f"a<b>&'model\": misselection {verdict} — why <&>"
 
 
+@pytest.mark.browser
 def test_chromium_renders_the_badges_at_their_declared_size(out: Path, tmp_path: Path) -> None:
     exe = chromium()
     if exe is None:

@@ -77,6 +77,7 @@ def test_spearman_statistic_matches_scipy_and_exact_p_matches_enumeration():
         assert res.pvalue == pytest.approx(float(brute_spearman_p(x, y)), abs=1e-12)
 
 
+@pytest.mark.slow
 def test_spearman_exact_p_matches_scipy_permutation_test():
     rng = np.random.default_rng(33)
     for _ in range(20):

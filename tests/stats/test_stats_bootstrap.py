@@ -165,6 +165,7 @@ def test_many_equals_single_interval_function_for_one_column_and_for_a_differenc
         assert diff.statistic == ref.statistic or math.isnan(ref.statistic)
 
 
+@pytest.mark.slow
 def test_many_columns_match_exact_bootstrap_moments():
     rng = np.random.default_rng(13)
     draws = 20_000

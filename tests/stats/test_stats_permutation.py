@@ -166,6 +166,7 @@ def test_float_comparison_path_agrees_with_integer_path(monkeypatch):
         assert a.attainable_floor == pytest.approx(b.attainable_floor, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_over_budget_uses_tilted_convolution_or_monte_carlo(monkeypatch):
     cl = np.repeat(np.arange(6), 3)
     arm = np.tile([1, 1, 0], 6)
