@@ -28,7 +28,8 @@ from pathlib import Path
 
 import polars as pl
 
-from runner.analysis.constants import CONFIDENCE, N_RESAMPLES
+from runner.analysis.cells import interval_name
+from runner.analysis.constants import CONFIDENCE
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label
 from runner.analysis.scorecard import ALPHA, scorecard_table
 from runner.analysis.scorecard import KIND as SCORECARD_KIND
@@ -135,13 +136,15 @@ def _leaderboard_section(summary: Summary, probe: str, kind: str) -> str:
                 fmt_usd(r["cost_per_trial_usd"]), escape("; ".join(r["remedies"]) or "none")]
         rows.append(row)
     first = board.row(0, named=True)
+    methods = interval_name(conds["interval_method"].drop_nulls().to_list())
     note = (f'<p class="note">Headline rate <code>{escape(head)}</code> by condition with its {CONFIDENCE:.0%} '
-            f"cluster bootstrap interval (prompts resampled). Firing: prompts with at least one {escape(head)} in "
-            f"{escape(first['firing_scope'])}.")
+            f"{escape(methods)} (prompts as clusters). Firing: prompts with at least one "
+            f"{escape(first['firing_event'])} in {escape(first['firing_scope'])}.")
     if has_test:
-        note += (f" A − B: <code>{escape(first['contrast'])}</code>, A = {escape(first['arm_a'])}, "
-                 f"B = {escape(first['arm_b'])}; p: {escape(first['method'])}; floor: the smallest p this design "
-                 "can produce.")
+        note += (f" A − B: <code>{escape(first['contrast'])}</code> on <code>{escape(first['outcome'])}</code>, "
+                 f"A = {escape(', '.join(first['arm_a']))}, B = {escape(', '.join(first['arm_b']))}; "
+                 f"{CONFIDENCE:.0%} CI: {escape(interval_name(first['interval_method']))}; "
+                 f"p: {escape(first['method'])}; floor: the smallest p this design can produce.")
     return _section("leaderboard", probe, f"{probe} · leaderboard", _table(header, rows, left=2 if many else 1)
                     + note + "</p>")
 
@@ -183,8 +186,9 @@ def _rates_section(summary: Summary, probe: str, kind: str, rates: list[str]) ->
                         for i, c in enumerate(conditions) if c in by)
             rows.append(S.Row(f"{model} ({run})" if many else model, pts))
         parts.append(f"<h4>{escape(rate)}</h4>" + S.dot_interval_plot(rows, label=f"{probe} {rate} by condition"))
-    note = (f'<p class="note">Dots: pooled rate; lines: {CONFIDENCE:.0%} cluster bootstrap interval '
-            f"({N_RESAMPLES:,} resamples of prompts). Hover for counts.</p>")
+    methods = interval_name(conds["interval_method"].drop_nulls().to_list())
+    note = (f'<p class="note">Dots: pooled rate; lines: {CONFIDENCE:.0%} {escape(methods)} (prompts as '
+            "clusters). Hover for counts.</p>")
     return _section("rates", probe, f"{probe} · rates by condition", "".join(parts) + note)
 
 
@@ -231,10 +235,12 @@ def _forest_section(summary: Summary, probe: str, kind: str) -> str | None:
     pad = 0.05 * (hi - lo)
     svg = S.dot_interval_plot(rows, lo=max(-1.0, lo - pad), hi=min(1.0, hi + pad), pct=False, zero_line=True,
                               right_notes=notes, note_width=130, width=820, label=f"{probe} arm differences")
-    arms = "; ".join(f"{escape(r['contrast'])}: A = {escape(r['arm_a'])}, B = {escape(r['arm_b'])}"
+    arms = "; ".join(f"{escape(r['contrast'])}: A = {escape(', '.join(r['arm_a']))}, "
+                     f"B = {escape(', '.join(r['arm_b']))}"
                      for r in con.unique("contrast", maintain_order=True).iter_rows(named=True))
+    methods = interval_name(con["interval_method"].drop_nulls().to_list())
     note = (f'<p class="note">Difference of pooled rates, A − B, in percentage points, with its {CONFIDENCE:.0%} '
-            f"cluster bootstrap interval (prompts resampled once for both arms). {arms}. p: two-sided cluster "
+            f"{escape(methods)} (prompts as clusters, pairing kept). {arms}. p: two-sided cluster "
             f"permutation test, {HEADLINE_LEVEL} level; (floor): the smallest p the design could produce.</p>")
     return _section("forest", probe, f"{probe} · arm differences", svg + note)
 
@@ -321,7 +327,8 @@ def _details_section(summary: Summary, probe: str, kind: str, rates: list[str]) 
             for c in conditions:
                 r = by.get((rate, c))
                 cells.append("" if r is None else
-                             f"{_pct(r['value'])}<small>cluster {_pct(r['cluster_lo'])}–{_pct(r['cluster_hi'])}</small>"
+                             f"{_pct(r['value'])}<small>{escape(interval_name(r['interval_method']))} "
+                             f"{_pct(r['cluster_lo'])}–{_pct(r['cluster_hi'])}</small>"
                              f"<small>Wilson {_pct(r['wilson_lo'])}–{_pct(r['wilson_hi'])}</small>"
                              f"<small>firing {r['firing']}/{r['prompts']}</small>")
             rows.append([f"<code>{escape(rate)}</code>"] + cells)
@@ -372,7 +379,9 @@ def render_html(summary: Summary, title: str = "trialgrid report") -> str:
     methods = sorted(set(summary.contrasts["method_trial"].to_list() + summary.contrasts["method_cell"].to_list()))
     body.append(_section("methods", "all", "Methods", (
         f'<p class="note">The unit of inference is the prompt (case): trials of one prompt share its difficulty. '
-        f"Cluster intervals are percentile bootstraps over prompts ({N_RESAMPLES:,} resamples, {CONFIDENCE:.0%}). "
+        f"Intervals ({CONFIDENCE:.0%}), prompts as clusters: rates — "
+        f"{escape(interval_name(summary.conditions['interval_method'].drop_nulls().to_list()))}; A − B — "
+        f"{escape(interval_name(summary.contrasts['interval_method'].drop_nulls().to_list()))}. "
         "Tests permute labels within prompts, two-sided on the difference of pooled rates: "
         "<b>trial</b> level permutes trial labels within a prompt, <b>cell</b> level permutes whole (prompt, "
         "condition) cells and is the conservative one the leaderboard quotes. Methods used: "
