@@ -19,9 +19,13 @@ exact — a convolution over prompts of each prompt's C-choose-a equally likely
 arm-A totals — when that costs at most ``EXACT_BUDGET`` operations per study, and
 Monte Carlo with ``n_perm`` arrangements, p = (b + 1) / (R + 1), otherwise.
 
-Interval width: the percentile cluster bootstrap interval of A − B (prompts
-resampled once for both arms, numpy's linear interpolation), as the report computes
-it; the expected width is its mean over studies.
+Interval width: the interval of A − B the report prints — by default
+(``interval="korn-graubard"``) the MOVER combination of the arms' Korn–Graubard
+cluster intervals, computed by ``stats.bootstrap`` from each simulated study's
+per-prompt arm totals; ``"t"`` the cluster t interval; ``"percentile"`` the
+cluster bootstrap percentile interval (prompts resampled once for both arms,
+numpy's linear interpolation), resampled inside the kernel. The expected width
+is its mean over studies.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 from numpy.typing import ArrayLike
+
+from stats.bootstrap import DEFAULT_METHOD, METHODS, _difference_results
 
 EXACT_BUDGET = 2_000_000
 
@@ -44,10 +50,11 @@ class PowerResult:
     n_runs: int
     power: float            # share of studies with p ≤ alpha
     power_se: float         # its Monte Carlo standard error
-    mean_width: float       # mean width of the cluster bootstrap interval of A − B
+    mean_width: float       # mean width of the interval of A − B (``interval_method``)
     floor: float            # smallest p the cell-level test can produce in this design
     n_sims: int
     exact: bool             # p-values by exact convolution (else Monte Carlo)
+    interval_method: str = DEFAULT_METHOD  # the ``stats.bootstrap`` method whose width ``mean_width`` is
 
 
 @nb.njit(cache=True)
@@ -80,7 +87,7 @@ def _arrangements(cond_arm: np.ndarray) -> np.ndarray:
 @nb.njit(cache=True)
 def _simulate(logit_rates: np.ndarray, cond_arm: np.ndarray, n_prompts: int, n_runs: int, sd: float,
               shared: float, n_sims: int, n_perm: int, alpha: float, n_boot: int, confidence: float,
-              seed: int, exact: bool) -> tuple[int, np.ndarray]:
+              seed: int, exact: bool) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
     np.random.seed(seed)
     c = logit_rates.size
     a = 0
@@ -101,6 +108,8 @@ def _simulate(logit_rates: np.ndarray, cond_arm: np.ndarray, n_prompts: int, n_r
     boot = np.empty(n_boot)
     hit_a = np.zeros(n_prompts)
     hit_b = np.zeros(n_prompts)
+    all_a = np.zeros((n_sims, n_prompts))  # per study and prompt: arm totals, for analytic intervals
+    all_b = np.zeros((n_sims, n_prompts))
     for s in range(n_sims):
         total_h = 0
         x_obs = 0
@@ -121,6 +130,8 @@ def _simulate(logit_rates: np.ndarray, cond_arm: np.ndarray, n_prompts: int, n_r
             x_obs += ha
             hit_a[k] = ha
             hit_b[k] = hb
+            all_a[s, k] = ha
+            all_b[s, k] = hb
         target = abs(x_obs * c - total_h * a)
         if exact:
             for x in range(support):
@@ -163,6 +174,9 @@ def _simulate(logit_rates: np.ndarray, cond_arm: np.ndarray, n_prompts: int, n_r
             pval = (count + 1.0) / (n_perm + 1.0)
         if pval <= alpha:
             rejections += 1
+        if n_boot == 0:  # analytic interval: computed outside the kernel from all_a / all_b
+            widths[s] = np.nan
+            continue
         # cluster bootstrap of the difference of pooled rates (equal cells: denominators fixed by prompt count)
         den_a = float(n_prompts * a * n_runs)
         den_b = float(n_prompts * b * n_runs)
@@ -182,7 +196,7 @@ def _simulate(logit_rates: np.ndarray, cond_arm: np.ndarray, n_prompts: int, n_r
         lo = boot[lo_i] + (lo_q - lo_i) * (boot[min(lo_i + 1, n_boot - 1)] - boot[lo_i])
         hi = boot[hi_i] + (hi_q - hi_i) * (boot[min(hi_i + 1, n_boot - 1)] - boot[hi_i])
         widths[s] = hi - lo
-    return rejections, widths
+    return rejections, widths, all_a, all_b
 
 
 def _arms(rates: ArrayLike, arm: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -222,13 +236,14 @@ def design_floor(arm: ArrayLike, n_prompts: int) -> float:
 def simulate_power(rates: ArrayLike, arm: ArrayLike, *, n_prompts: int, n_runs: int, sd: float,
                    shared: float = 0.0, n_sims: int = 1000, alpha: float = 0.05, n_perm: int = 999,
                    n_boot: int = 400, confidence: float = 0.95, seed: int = 0,
-                   method: str = "auto") -> PowerResult:
+                   method: str = "auto", interval: str = DEFAULT_METHOD) -> PowerResult:
     """Power of the cell-level cluster permutation test and mean cluster-interval width for one design.
 
     ``rates`` and ``arm`` have one entry per condition (arm 1 = A, 0 = B, -1 = not in the
     test); ``sd`` is the logit-scale standard deviation of cell rates across prompts
     and ``shared`` the share of that variance common to all cells of a prompt.
-    ``method`` is "exact", "mc" or "auto" (exact when cheap). Deterministic given ``seed``.
+    ``method`` is "exact", "mc" or "auto" (exact when cheap); ``interval`` one of
+    ``stats.bootstrap.METHODS`` (default: the report's). Deterministic given ``seed``.
     """
     if n_prompts < 1 or n_runs < 1 or n_sims < 1:
         raise ValueError("n_prompts, n_runs and n_sims must be positive")
@@ -239,11 +254,22 @@ def simulate_power(rates: ArrayLike, arm: ArrayLike, *, n_prompts: int, n_runs: 
     cost = n_prompts * (int(g.sum()) * n_runs * n_prompts + 1) * n_arr
     if method not in ("auto", "exact", "mc"):
         raise ValueError("method must be 'auto', 'exact' or 'mc'")
+    if interval not in METHODS:
+        raise ValueError(f"interval must be one of {METHODS}, got {interval!r}")
     exact = method == "exact" or (method == "auto" and cost <= EXACT_BUDGET)
-    rej, widths = _simulate(logits, g, int(n_prompts), int(n_runs), float(sd), float(shared), int(n_sims),
-                            int(n_perm), float(alpha), int(n_boot), float(confidence), int(seed) % (2**32), exact)
+    boots = int(n_boot) if interval == "percentile" else 0
+    rej, widths, hit_a, hit_b = _simulate(logits, g, int(n_prompts), int(n_runs), float(sd), float(shared),
+                                          int(n_sims), int(n_perm), float(alpha), boots, float(confidence),
+                                          int(seed) % (2**32), exact)
+    key = interval
+    if interval != "percentile":
+        a, b = int(g.sum()), int(g.size - g.sum())
+        res = _difference_results(hit_a, np.full(hit_a.shape, float(a * n_runs)), hit_b,
+                                  np.full(hit_b.shape, float(b * n_runs)), float(confidence), interval)
+        widths = np.array([r.confidence_interval.high - r.confidence_interval.low for r in res])
+        key = res[0].interval_method  # "mover-korn-graubard" or "t": the key the report prints for A − B
     power = rej / n_sims
     return PowerResult(n_prompts=int(n_prompts), n_runs=int(n_runs), power=power,
                        power_se=math.sqrt(max(power * (1 - power), 1e-12) / n_sims),
-                       mean_width=float(widths.mean()), floor=design_floor(g, n_prompts), n_sims=int(n_sims),
-                       exact=exact)
+                       mean_width=float(np.nanmean(widths)), floor=design_floor(g, n_prompts), n_sims=int(n_sims),
+                       exact=exact, interval_method=key)

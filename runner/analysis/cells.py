@@ -24,6 +24,22 @@ from runner.core.errors import UserError
 from runner.core.manifest import read_manifest
 from runner.probes import PROBES, Contrast
 
+#: readable names of ``stats`` interval methods (``BootstrapResult.interval_method``), as reports print them
+INTERVAL_NAMES = {
+    "korn-graubard": "Korn–Graubard cluster interval",
+    "mover-korn-graubard": "MOVER interval from the arms' Korn–Graubard intervals",
+    "t": "cluster t interval",
+    "percentile": "cluster bootstrap percentile interval",
+}
+
+
+def interval_name(keys: str | list[str] | None) -> str:
+    """The readable name of one interval method key, or of several (joined with "/"), as captions print it."""
+    if keys is None:
+        return "no interval"
+    items = [keys] if isinstance(keys, str) else list(dict.fromkeys(k for k in keys if k))
+    return " / ".join(INTERVAL_NAMES.get(k, k) for k in items) or "no interval"
+
 
 def scan_trials(out: Path) -> pl.LazyFrame:
     parts = sorted((out / "trials").glob("*.arrow"))
@@ -60,12 +76,13 @@ class ProbeAnalysis:
 
 def _shared_bootstrap(cells: pl.DataFrame, rates: tuple[str, ...], contrasts: tuple[Contrast, ...],
                       seed: int) -> dict[tuple, Any]:
-    """Every condition × rate interval and every contrast interval of a model, from one shared resample.
+    """Every condition × rate interval and every contrast interval of a model, in one call.
 
-    ``stats.cluster_bootstrap_many`` resamples the model's prompts once for all of them; each is still
-    that rate's (or difference's) cluster bootstrap percentile interval, identical to
-    ``stats.cluster_bootstrap_ci`` with the same seed when every prompt has a cell in each condition
-    (otherwise a prompt without cells there is drawn too and adds 0 / 0).
+    ``stats.cluster_bootstrap_many`` with its default method: the Korn–Graubard cluster interval of each
+    pooled rate and the MOVER combination of the arms' Korn–Graubard intervals for each difference
+    (analytic, prompt as the unit; no resampling — the name is historical). Each result says which in
+    ``interval_method``; each is identical to ``stats.cluster_bootstrap_ci`` on the same columns when every
+    prompt has a cell in each condition (a prompt without cells there adds 0 / 0 and no cluster).
     """
     out: dict[tuple, Any] = {}
     for (model,), sub in cells.group_by("model", maintain_order=True):
@@ -111,8 +128,10 @@ def _condition_table(cells: pl.DataFrame, rates: tuple[str, ...], seed: int,
             if denominator:
                 ci = boot[(model, condition, r)].confidence_interval
                 row[f"{r}_cluster_lo"], row[f"{r}_cluster_hi"] = ci.low, ci.high
+                row[f"{r}_interval_method"] = boot[(model, condition, r)].interval_method
             else:
                 row[f"{r}_cluster_lo"] = row[f"{r}_cluster_hi"] = float("nan")
+                row[f"{r}_interval_method"] = None
             row[f"{r}_firing"] = stats.prompts_firing(cluster, hits).firing
         rows.append(row)
     return pl.DataFrame(rows)
@@ -133,14 +152,15 @@ def _contrast_table(cells: pl.DataFrame, contrasts: tuple[Contrast, ...], seed: 
             cluster = part["case_id"].rank("dense").to_numpy()
             hits, n = part[c.outcome].to_numpy(), part[n_col].to_numpy()
             ci = boot[(model, c.label)].confidence_interval
+            interval_method = boot[(model, c.label)].interval_method
             trial = stats.cluster_permutation_test(cluster, arm, hits, n, level="trial", seed=seed)
             cell = stats.cluster_permutation_test(cluster, arm, hits, n, level="cell", seed=seed)
             a_firing = stats.prompts_firing(cluster[arm == 1], hits[arm == 1])
             rows.append({
                 "model": model, "contrast": c.label, "outcome": c.outcome,
-                "arm_a": "+".join(c.arm_a), "arm_b": "+".join(c.arm_b),
+                "arm_a": list(c.arm_a), "arm_b": list(c.arm_b),  # lists: a condition name may hold "+"
                 "rate_a": trial.rate_a, "rate_b": trial.rate_b, "difference": trial.statistic,
-                "ci_lo": ci.low, "ci_hi": ci.high,
+                "ci_lo": ci.low, "ci_hi": ci.high, "interval_method": interval_method,
                 "p_trial": trial.pvalue, "floor_trial": trial.attainable_floor, "method_trial": trial.method,
                 "mc_se_trial": trial.mc_stderr,
                 "p_cell": cell.pvalue, "floor_cell": cell.attainable_floor, "method_cell": cell.method,

@@ -109,6 +109,7 @@ def _long_conditions(a: ProbeAnalysis) -> pl.DataFrame:
                          "trials": r["trials"], "ok": r["ok"], "errors": r["errors"], "prompts": r["prompts"],
                          "hits": r[f"{rate}_hits"], "value": r[f"{rate}_rate"],
                          "cluster_lo": r[f"{rate}_cluster_lo"], "cluster_hi": r[f"{rate}_cluster_hi"],
+                         "interval_method": r[f"{rate}_interval_method"],
                          "wilson_lo": r[f"{rate}_wilson_lo"], "wilson_hi": r[f"{rate}_wilson_hi"],
                          "firing": r[f"{rate}_firing"]})
     return pl.DataFrame(rows, schema=_CONDITION_SCHEMA)
@@ -117,13 +118,13 @@ def _long_conditions(a: ProbeAnalysis) -> pl.DataFrame:
 _CONDITION_SCHEMA = pl.Schema({"model": pl.String, "condition": pl.String, "rate": pl.String, "trials": pl.Int64,
                      "ok": pl.Int64, "errors": pl.Int64, "prompts": pl.Int64, "hits": pl.Int64,
                      "value": pl.Float64, "cluster_lo": pl.Float64, "cluster_hi": pl.Float64,
-                     "wilson_lo": pl.Float64, "wilson_hi": pl.Float64, "firing": pl.Int64})
-_CONTRAST_SCHEMA = pl.Schema({"model": pl.String, "contrast": pl.String, "outcome": pl.String, "arm_a": pl.String,
-                    "arm_b": pl.String, "rate_a": pl.Float64, "rate_b": pl.Float64, "difference": pl.Float64,
-                    "ci_lo": pl.Float64, "ci_hi": pl.Float64, "p_trial": pl.Float64, "floor_trial": pl.Float64,
-                    "method_trial": pl.String, "mc_se_trial": pl.Float64, "p_cell": pl.Float64,
-                    "floor_cell": pl.Float64, "method_cell": pl.String, "mc_se_cell": pl.Float64,
-                    "prompts": pl.Int64, "firing_a": pl.Int64})
+                     "interval_method": pl.String, "wilson_lo": pl.Float64, "wilson_hi": pl.Float64, "firing": pl.Int64})
+_CONTRAST_SCHEMA = pl.Schema({"model": pl.String(), "contrast": pl.String(), "outcome": pl.String(), "arm_a": pl.List(pl.String()),
+                    "arm_b": pl.List(pl.String()), "rate_a": pl.Float64(), "rate_b": pl.Float64(), "difference": pl.Float64(),
+                    "ci_lo": pl.Float64(), "ci_hi": pl.Float64(), "interval_method": pl.String(), "p_trial": pl.Float64(), "floor_trial": pl.Float64(),
+                    "method_trial": pl.String(), "mc_se_trial": pl.Float64(), "p_cell": pl.Float64(),
+                    "floor_cell": pl.Float64(), "method_cell": pl.String(), "mc_se_cell": pl.Float64(),
+                    "prompts": pl.Int64(), "firing_a": pl.Int64()})
 _CELL_SCHEMA = pl.Schema({"model": pl.String, "case_id": pl.String, "condition": pl.String, "rate": pl.String,
                 "n": pl.Int64, "errors": pl.Int64, "hits": pl.Int64})
 
@@ -142,32 +143,55 @@ def _headline_contrast(a: ProbeAnalysis, model: str) -> dict[str, Any] | None:
     return next((r for r in rows if r["outcome"] == a.rates[0]), rows[0] if rows else None)
 
 
+#: headline rates where a hit is the good result (a pass/fail probe): there, a prompt fires on a failure
+SUCCESS_RATES = frozenset({"passed"})
+
+
+def firing_event(head: str) -> str:
+    """What makes a prompt fire for a headline rate: one hit, or — for a success rate — one trial without it."""
+    return f"failure (not {head})" if head in SUCCESS_RATES else head
+
+
+def _firing(a: ProbeAnalysis, model: str, contrast: dict[str, Any] | None) -> tuple[int, int, str]:
+    """(prompts firing, prompts, scope) on the headline rate.
+
+    A prompt fires when it has at least one trial with the headline event (``firing_event``) in the
+    scope: arm A of the quoted contrast when that contrast is on the headline rate, else every condition.
+    Never another outcome's count: a contrast on a different outcome says nothing about the headline.
+    """
+    head = a.rates[0]
+    cells = a.cells.filter((pl.col("model") == model) & (pl.col(f"n_{head}") > 0))
+    scope = "any condition"
+    if contrast is not None and contrast["outcome"] == head:
+        cells = cells.filter(pl.col("condition").is_in(list(contrast["arm_a"])))
+        scope = f"arm A ({', '.join(contrast['arm_a'])})"
+    hits = cells[head].to_numpy()
+    if head in SUCCESS_RATES:
+        hits = cells[f"n_{head}"].to_numpy() - hits
+    f = stats.prompts_firing(cells["case_id"].to_numpy(), hits)
+    return f.firing, f.clusters, scope
+
+
 def _leaderboard_rows(run: str, a: ProbeAnalysis, usage: pl.DataFrame,
                       remedies: dict[str, list[str]]) -> list[dict[str, Any]]:
     head = a.rates[0]
     out = []
     for model in a.conditions["model"].unique(maintain_order=True).to_list():
         conds = a.conditions.filter(pl.col("model") == model)
-        cells = a.cells.filter((pl.col("model") == model) & (pl.col("n") > 0))
         c = _headline_contrast(a, model)
         trials, errors = int(conds["trials"].sum()), int(conds["errors"].sum())
-        if c is not None:
-            firing, prompts = c["firing_a"], c["prompts"]
-            firing_scope = f"arm A ({c['arm_a']})"
-        else:  # no contrast: a prompt fires if it has a hit in any condition
-            f = stats.prompts_firing(cells["case_id"].to_numpy(), cells[head].to_numpy())
-            firing, prompts, firing_scope = f.firing, f.clusters, "any condition"
+        firing, prompts, firing_scope = _firing(a, model, c)
         u = usage.filter(pl.col("model") == model).to_dicts()
         u0 = u[0] if u else {}
         out.append({
             "run": run, "probe": a.probe, "kind": a.kind, "model": model, "headline": head,
             "trials": trials, "errors": errors, "error_rate": errors / trials if trials else None,
-            "prompts": prompts, "firing": firing, "firing_scope": firing_scope,
+            "prompts": prompts, "firing": firing, "firing_event": firing_event(head), "firing_scope": firing_scope,
             "contrast": c["contrast"] if c else None, "outcome": c["outcome"] if c else None,
             "arm_a": c["arm_a"] if c else None, "arm_b": c["arm_b"] if c else None,
             "rate_a": c["rate_a"] if c else None, "rate_b": c["rate_b"] if c else None,
             "difference": c["difference"] if c else None, "ci_lo": c["ci_lo"] if c else None,
-            "ci_hi": c["ci_hi"] if c else None,
+            "ci_hi": c["ci_hi"] if c else None, "interval_method": c["interval_method"] if c else None,
             "p": c[f"p_{HEADLINE_LEVEL}"] if c else None, "floor": c[f"floor_{HEADLINE_LEVEL}"] if c else None,
             "method": c[f"method_{HEADLINE_LEVEL}"] if c else None,
             "p_trial": c["p_trial"] if c else None, "floor_trial": c["floor_trial"] if c else None,
@@ -182,8 +206,9 @@ def _leaderboard_rows(run: str, a: ProbeAnalysis, usage: pl.DataFrame,
 _LEADERBOARD_SCHEMA = pl.Schema({
     "run": pl.String(), "probe": pl.String(), "kind": pl.String(), "model": pl.String(), "headline": pl.String(),
     "trials": pl.Int64(), "errors": pl.Int64(), "error_rate": pl.Float64(), "prompts": pl.Int64(), "firing": pl.Int64(),
-    "firing_scope": pl.String(), "contrast": pl.String(), "outcome": pl.String(), "arm_a": pl.String(), "arm_b": pl.String(),
-    "rate_a": pl.Float64(), "rate_b": pl.Float64(), "difference": pl.Float64(), "ci_lo": pl.Float64(), "ci_hi": pl.Float64(),
+    "firing_event": pl.String(), "firing_scope": pl.String(), "contrast": pl.String(), "outcome": pl.String(),
+    "arm_a": pl.List(pl.String()), "arm_b": pl.List(pl.String()), "rate_a": pl.Float64(), "rate_b": pl.Float64(),
+    "difference": pl.Float64(), "ci_lo": pl.Float64(), "ci_hi": pl.Float64(), "interval_method": pl.String(),
     "p": pl.Float64(), "floor": pl.Float64(), "method": pl.String(), "p_trial": pl.Float64(), "floor_trial": pl.Float64(),
     "method_trial": pl.String(), "input_tokens": pl.Int64(), "output_tokens": pl.Int64(), "cost_usd": pl.Float64(),
     "cost_per_trial_usd": pl.Float64(), "remedies": pl.List(pl.String()),

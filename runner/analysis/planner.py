@@ -1,8 +1,8 @@
 """``trialgrid plan``: which prompts × runs design can answer the question, before money is spent.
 
 Over a grid of designs, ``stats.power.simulate_power`` simulates the cell-level
-cluster permutation test the report uses (power at ``alpha``) and the cluster
-bootstrap interval of A − B (mean width), given the expected rate per condition, the
+cluster permutation test the report uses (power at ``alpha``) and the interval of
+A − B the report prints (its default method; mean width), given the expected rate per condition, the
 prompt-level heterogeneity (logit-normal sd of cell rates across prompts) and an
 optional budget (trials, or dollars at a cost per trial). The recommendation is the
 cheapest design within budget that reaches the target power (ties: the narrower

@@ -150,12 +150,14 @@ def _gate(target: Path, names: list[str]) -> None:
 def diff(
     old: Path = typer.Argument(..., help="The earlier run's output directory."),
     new: Path = typer.Argument(..., help="The later run's output directory."),
+    force: bool = typer.Option(False, "--force", help="Compare runs of different sweeps (refused by default)."),
 ) -> None:
-    """Compare two runs case by case: REGRESSION (passed, now fails) and FIXED lines; exit 1 on a regression."""
+    """Compare two runs of a sweep cell by cell (case × condition, every probe): REGRESSION / FIXED by a Fisher
+    exact test on the two counts; exit 1 on a regression."""
     from runner.analysis.diff import diff_runs
 
     try:
-        result = diff_runs(old, new)
+        result = diff_runs(old, new, force=force)
     except UserError as exc:
         raise fail(exc) from None
     for line in result.lines():

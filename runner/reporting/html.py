@@ -28,10 +28,11 @@ from pathlib import Path
 
 import polars as pl
 
+from runner.analysis.cells import interval_name
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label
 from runner.analysis.scorecard import ALPHA, scorecard_table
 from runner.analysis.scorecard import KIND as SCORECARD_KIND
-from runner.core.constants import CONFIDENCE, N_RESAMPLES
+from runner.core.constants import CONFIDENCE
 from runner.core.formatting import fmt_usd
 from runner.core.formatting import pct as _pct
 from runner.core.formatting import pp as _pp
@@ -39,6 +40,8 @@ from runner.core.formatting import pvalue as _p
 from runner.core.views import ProbeView
 from runner.probes import PROBES
 from runner.reporting import svgplot as S
+from runner.reporting.examples import MAX_CELLS, PER_CELL, Example, sample_examples, shorten
+from runner.reporting.outcomes import definition
 from runner.reporting.viewformat import cell_parts, is_numeric
 
 CSS = """
@@ -47,15 +50,22 @@ main{max-width:1100px;margin:0 auto;padding:24px 28px 60px}
 h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:34px 0 8px;border-bottom:2px solid #ddd;padding-bottom:4px}
 h3{font-size:15px;margin:22px 0 6px}
 p.note,.tg-legend{color:#555;font-size:12.5px;margin:4px 0 8px}
-table{border-collapse:collapse;font-size:12.5px;margin:6px 0 12px;background:#fff}
-th,td{padding:4px 8px;border-bottom:1px solid #e6e6e6;text-align:right;vertical-align:top}
-th{background:#f2f2f2;font-weight:600}td.l,th.l{text-align:left}
-td small{color:#777;display:block}
-section{background:#fff;border:1px solid #e4e4e4;border-radius:6px;padding:10px 16px;margin:12px 0;overflow-x:auto}
+table{border-collapse:collapse;font-size:12.5px;margin:6px 0 12px;background:#fff;max-width:100%}
+th,td{padding:4px 6px;border-bottom:1px solid #e6e6e6;text-align:right;vertical-align:top}
+td{white-space:nowrap}td.l{white-space:normal;overflow-wrap:anywhere}td.l:first-child{white-space:nowrap}
+th{background:#f2f2f2;font-weight:600;overflow-wrap:normal}td.l,th.l{text-align:left}
+td small{color:#777;display:block;white-space:normal}
+section{background:#fff;border:1px solid #e4e4e4;border-radius:6px;padding:10px 16px;margin:12px 0;min-width:0}
+td .w{white-space:normal;overflow-wrap:anywhere;text-align:left;min-width:6em}
+svg.tg-plot{display:block;max-width:100%;height:auto}
+details.tg-ex{border-top:1px solid #eee;padding:4px 0;font-size:12.5px}details.tg-ex summary{cursor:pointer}
+details.tg-ex pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f7f7f7;padding:4px 6px;margin:2px 0 6px;
+font-size:12px}dl.tg-set{font-size:12.5px;margin:4px 0}dl.tg-set dt{font-weight:600}dl.tg-set dd{margin:0 0 4px 12px}
 .tg-key{margin-right:14px;white-space:nowrap}.tg-swatch{display:inline-block;width:10px;height:10px;border-radius:50%;
 margin-right:4px;vertical-align:middle}.tg-heat{display:inline-block;width:18px;height:10px;border:1px solid #ddd}
 nav a{margin-right:12px;font-size:13px}code{background:#f2f2f2;padding:0 3px;border-radius:3px}
-@media print{section{break-inside:avoid}body{background:#fff}}
+@media print{section{break-inside:avoid}body{background:#fff}main{max-width:none;padding:0}
+details.tg-ex{display:none}}
 """
 
 SCRIPT = """
@@ -68,6 +78,16 @@ SCRIPT = """
     var plots=document.querySelectorAll('svg.tg-plot'),drawn=0;
     for(var i=0;i<plots.length;i++){var b=plots[i].getBoundingClientRect();if(b.width>0&&b.height>0){drawn++;}}
     document.body.setAttribute('data-rendered',sections.length+' sections, '+drawn+'/'+plots.length+' plots');
+    // layout check the browser test reads: tables wider than their container, SVG text outside its plot
+    var bad=[],tables=document.querySelectorAll('table');
+    for(var t=0;t<tables.length;t++){var c=tables[t].parentElement,cs=getComputedStyle(c);
+      var room=c.clientWidth-parseFloat(cs.paddingLeft)-parseFloat(cs.paddingRight);
+      if(tables[t].getBoundingClientRect().width>room+1){bad.push('table in '+(tables[t].closest('section')||c).id);}}
+    var texts=document.querySelectorAll('svg.tg-plot text');
+    for(var k=0;k<texts.length;k++){var sv=texts[k].ownerSVGElement.getBoundingClientRect(),tb=texts[k].getBoundingClientRect();
+      if(tb.left<sv.left-1||tb.right>sv.right+1||tb.top<sv.top-1||tb.bottom>sv.bottom+1){
+        bad.push('text "'+texts[k].textContent.slice(0,40)+'"');}}
+    document.body.setAttribute('data-overflow',bad.length+(bad.length?': '+bad.slice(0,12).join(' | '):''));
     document.body.setAttribute('data-errors',errors.join(' | '));
   });
 })();
@@ -81,6 +101,16 @@ def _slug(*parts: str) -> str:
 def _section(kind: str, key: str, title: str, body: str) -> str:
     return (f'<section data-section="{escape(kind)}" id="{escape(_slug(kind, key))}">'
             f"<h3>{escape(title)}</h3>{body}</section>")
+
+
+def _breakable(name: str) -> str:
+    """An escaped name with line-break opportunities after ``._+`` (condition names are long and spaceless)."""
+    return re.sub(r"([._+])", r"\1<wbr>", escape(name))
+
+
+def _chunks(items: list[str], size: int = 5) -> list[list[str]]:
+    """``items`` in runs of at most ``size``: a table with many conditions becomes several that each fit."""
+    return [items[i:i + size] for i in range(0, len(items), size)] or [[]]
 
 
 def _table(head: list[str], rows: list[list[str]], left: int = 1) -> str:
@@ -110,40 +140,55 @@ def _runs_section(summary: Summary) -> str:
 
 
 def _leaderboard_section(summary: Summary, probe: str, kind: str) -> str:
+    """Two tables, as in the terminal: the headline rate by condition (conditions in runs of five), then the test."""
     board = summary.leaderboard.filter((pl.col("probe") == probe) & (pl.col("kind") == kind))
     head = board["headline"][0]
     conds = summary.conditions.filter((pl.col("probe") == probe) & (pl.col("kind") == kind) & (pl.col("rate") == head))
     conditions = _conditions_order(kind, conds["condition"].unique(maintain_order=True).to_list())
     has_test = board["p"].drop_nulls().len() > 0
     many = needs_run_label(board)
-    header = (["run"] if many else []) + ["model"] + [escape(c) for c in conditions]
+    names = [([escape(r["run"])] if many else []) + [escape(r["model"])] for r in board.iter_rows(named=True)]
+    lead = (["run"] if many else []) + ["model"]
+    parts = []
+    chunks = _chunks(conditions)
+    for i, chunk in enumerate(chunks):
+        rows = []
+        for name, r in zip(names, board.iter_rows(named=True), strict=True):
+            sub = {c["condition"]: c for c in conds.filter((pl.col("run") == r["run"]) & (pl.col("model") == r["model"]))
+                   .iter_rows(named=True)}
+            row = name + [f"{_pct(sub[c]['value'])}<small>{_pct(sub[c]['cluster_lo'])}–{_pct(sub[c]['cluster_hi'])}"
+                          "</small>" if c in sub else "" for c in chunk]
+            if i == len(chunks) - 1:
+                row += [f"{r['firing']}/{r['prompts']}", _pct(r["error_rate"])]
+            rows.append(row)
+        header = lead + [_breakable(c) for c in chunk] + (["firing", "errors"] if i == len(chunks) - 1 else [])
+        parts.append(_table(header, rows, left=len(lead)))
+    header = list(lead)
     if has_test:
-        header += ["A − B pp [95% CI]", f"p {HEADLINE_LEVEL}", "floor"]
-    header += ["firing", "errors", "tokens", "cost", "cost / trial", "remedies"]
+        header += ["A", "B", "A − B pp [95% CI]", f"p {HEADLINE_LEVEL} (floor)"]
+    header += ["tokens", "cost", "cost / trial", "remedies"]
     rows = []
-    for r in board.iter_rows(named=True):
-        sub = {c["condition"]: c for c in conds.filter((pl.col("run") == r["run"]) & (pl.col("model") == r["model"]))
-               .iter_rows(named=True)}
-        row = ([escape(r["run"])] if many else []) + [escape(r["model"])]
-        row += [f"{_pct(sub[c]['value'])}<small>{_pct(sub[c]['cluster_lo'])}–{_pct(sub[c]['cluster_hi'])}</small>"
-                if c in sub else "" for c in conditions]
+    for name, r in zip(names, board.iter_rows(named=True), strict=True):
+        row = list(name)
         if has_test:
-            row += ([f"{_pp(r['difference'])}<small>[{_pp(r['ci_lo'])}, {_pp(r['ci_hi'])}]</small>", _p(r["p"]),
-                     _p(r["floor"])] if r["p"] is not None else ["", "", ""])
-        row += [f"{r['firing']}/{r['prompts']}", _pct(r["error_rate"]),
-                f"{r['input_tokens'] + r['output_tokens']:,}", fmt_usd(r["cost_usd"]),
-                fmt_usd(r["cost_per_trial_usd"]), escape("; ".join(r["remedies"]) or "none")]
+            row += ([_pct(r["rate_a"]), _pct(r["rate_b"]),
+                     f"{_pp(r['difference'])}<small>[{_pp(r['ci_lo'])}, {_pp(r['ci_hi'])}]</small>",
+                     f"{_p(r['p'])}<small>({_p(r['floor'])})</small>"] if r["p"] is not None else ["", "", "", ""])
+        row += [f"{r['input_tokens'] + r['output_tokens']:,}", fmt_usd(r["cost_usd"]), fmt_usd(r["cost_per_trial_usd"]),
+                f'<div style="text-align:left">{escape("; ".join(r["remedies"]) or "none")}</div>']
         rows.append(row)
+    parts.append(_table(header, rows, left=len(lead)))
     first = board.row(0, named=True)
+    methods = interval_name(conds["interval_method"].drop_nulls().to_list())
     note = (f'<p class="note">Headline rate <code>{escape(head)}</code> by condition with its {CONFIDENCE:.0%} '
-            f"cluster bootstrap interval (prompts resampled). Firing: prompts with at least one {escape(head)} in "
-            f"{escape(first['firing_scope'])}.")
+            f"{escape(methods)} (prompts as clusters). Firing: prompts with at least one "
+            f"{escape(first['firing_event'])} in {escape(first['firing_scope'])}.")
     if has_test:
-        note += (f" A − B: <code>{escape(first['contrast'])}</code>, A = {escape(first['arm_a'])}, "
-                 f"B = {escape(first['arm_b'])}; p: {escape(first['method'])}; floor: the smallest p this design "
-                 "can produce.")
-    return _section("leaderboard", probe, f"{probe} · leaderboard", _table(header, rows, left=2 if many else 1)
-                    + note + "</p>")
+        note += (f" A − B: <code>{escape(first['contrast'])}</code> on <code>{escape(first['outcome'])}</code>, "
+                 f"A = {escape(', '.join(first['arm_a']))}, B = {escape(', '.join(first['arm_b']))}; "
+                 f"{CONFIDENCE:.0%} CI: {escape(interval_name(first['interval_method']))}; "
+                 f"p: {escape(first['method'])}; floor: the smallest p this design can produce.")
+    return _section("leaderboard", probe, f"{probe} · leaderboard", "".join(parts) + note + "</p>")
 
 
 def _scorecard_section(card: pl.DataFrame, probe: str) -> str:
@@ -183,8 +228,9 @@ def _rates_section(summary: Summary, probe: str, kind: str, rates: list[str]) ->
                         for i, c in enumerate(conditions) if c in by)
             rows.append(S.Row(f"{model} ({run})" if many else model, pts))
         parts.append(f"<h4>{escape(rate)}</h4>" + S.dot_interval_plot(rows, label=f"{probe} {rate} by condition"))
-    note = (f'<p class="note">Dots: pooled rate; lines: {CONFIDENCE:.0%} cluster bootstrap interval '
-            f"({N_RESAMPLES:,} resamples of prompts). Hover for counts.</p>")
+    methods = interval_name(conds["interval_method"].drop_nulls().to_list())
+    note = (f'<p class="note">Dots: pooled rate; lines: {CONFIDENCE:.0%} {escape(methods)} (prompts as '
+            "clusters). Hover for counts.</p>")
     return _section("rates", probe, f"{probe} · rates by condition", "".join(parts) + note)
 
 
@@ -231,10 +277,12 @@ def _forest_section(summary: Summary, probe: str, kind: str) -> str | None:
     pad = 0.05 * (hi - lo)
     svg = S.dot_interval_plot(rows, lo=max(-1.0, lo - pad), hi=min(1.0, hi + pad), pct=False, zero_line=True,
                               right_notes=notes, note_width=130, width=820, label=f"{probe} arm differences")
-    arms = "; ".join(f"{escape(r['contrast'])}: A = {escape(r['arm_a'])}, B = {escape(r['arm_b'])}"
+    arms = "; ".join(f"{escape(r['contrast'])}: A = {escape(', '.join(r['arm_a']))}, "
+                     f"B = {escape(', '.join(r['arm_b']))}"
                      for r in con.unique("contrast", maintain_order=True).iter_rows(named=True))
+    methods = interval_name(con["interval_method"].drop_nulls().to_list())
     note = (f'<p class="note">Difference of pooled rates, A − B, in percentage points, with its {CONFIDENCE:.0%} '
-            f"cluster bootstrap interval (prompts resampled once for both arms). {arms}. p: two-sided cluster "
+            f"{escape(methods)} (prompts as clusters, pairing kept). {arms}. p: two-sided cluster "
             f"permutation test, {HEADLINE_LEVEL} level; (floor): the smallest p the design could produce.</p>")
     return _section("forest", probe, f"{probe} · arm differences", svg + note)
 
@@ -279,19 +327,40 @@ def _stages_section(summary: Summary, probe: str, kind: str) -> str | None:
     return _section("stages", probe, f"{probe} · stage reach", S.funnel(groups, label=f"{probe} stage funnel") + note)
 
 
+#: rows of a listing view drawn on the page (the JSON, the CSV and the terminal's JSONL file have every row)
+LISTING_ROWS = 40
+
+
 def view_html(view: ProbeView) -> str:
-    """A probe view as an HTML table (every cell escaped), its caption and notes; a listing folds away."""
-    left = next((i for i, c in enumerate(view.columns) if is_numeric(c)), len(view.columns))
+    """A probe view as HTML tables (every cell escaped), its caption and notes; a listing folds away.
+
+    The leading text columns (model, condition...) are the keys; the other columns come in runs of five,
+    each run a table of its own with the keys repeated, so a wide view fits a narrow page.
+    """
+    keys = next((i for i, c in enumerate(view.columns) if is_numeric(c)), len(view.columns))
+    keys = max(min(keys, 3), 1)
     rows = []
-    for row in view.table.iter_rows(named=True):
+    shown = view.table.head(LISTING_ROWS) if view.listing else view.table
+    for row in shown.iter_rows(named=True):
         cells = []
         for col in view.columns:
             value, interval = cell_parts(row, col)
-            cells.append(escape(value) + (f"<small>{escape(interval)}</small>" if interval is not None else ""))
+            text = escape(value) + (f"<small>{escape(interval)}</small>" if interval is not None else "")
+            cells.append(text if is_numeric(col) else f'<div class="w">{text}</div>')
         rows.append(cells)
-    table = _table([escape(c.label) for c in view.columns], rows, left=left) if rows else ""
+    labels = [_breakable(c.label) for c in view.columns]
+    tables = []
+    rest = list(range(keys, len(view.columns)))
+    for chunk in [rest[i:i + 5] for i in range(0, len(rest), 5)] or [[]]:
+        idx = list(range(keys)) + chunk
+        left = [i for i in idx if not is_numeric(view.columns[i])]
+        body = [[r[i] for i in idx] for r in rows]
+        tables.append(_table([labels[i] for i in idx], body, left=len([i for i in left if i < keys])))
+    table = "".join(tables) if rows else ""
     if view.listing and rows:
-        table = f"<details><summary>{len(rows):,} rows</summary>{table}</details>"
+        more = view.table.height - len(rows)
+        table = (f"<details><summary>{view.table.height:,} rows" + (f" (first {len(rows)} shown)" if more else "")
+                 + f"</summary>{table}</details>")
     notes = "".join(f'<p class="note">{escape(n)}</p>' for n in (view.caption, *view.notes) if n)
     return table + notes
 
@@ -321,15 +390,70 @@ def _details_section(summary: Summary, probe: str, kind: str, rates: list[str]) 
             for c in conditions:
                 r = by.get((rate, c))
                 cells.append("" if r is None else
-                             f"{_pct(r['value'])}<small>cluster {_pct(r['cluster_lo'])}–{_pct(r['cluster_hi'])}</small>"
+                             f"{_pct(r['value'])}<small>{escape(interval_name(r['interval_method']))} "
+                             f"{_pct(r['cluster_lo'])}–{_pct(r['cluster_hi'])}</small>"
                              f"<small>Wilson {_pct(r['wilson_lo'])}–{_pct(r['wilson_hi'])}</small>"
                              f"<small>firing {r['firing']}/{r['prompts']}</small>")
-            rows.append([f"<code>{escape(rate)}</code>"] + cells)
+            rows.append([f"<code>{escape(rate)}</code>", *cells])
         title = f"{model} ({run})" if many else model
-        parts.append(f"<h4>{escape(title)}</h4>" + _table([""] + [escape(c) for c in conditions], rows))
+        parts.append(f"<h4>{escape(title)}</h4>")
+        for chunk in _chunks(conditions):
+            idx = [conditions.index(c) + 1 for c in chunk]
+            parts.append(_table([""] + [_breakable(c) for c in chunk], [[r[0]] + [r[i] for i in idx] for r in rows]))
     note = ('<p class="note">Wilson intervals treat trials as independent and are visibly too narrow when prompts '
             "differ; quote the cluster interval.</p>")
     return _section("details", probe, f"{probe} · detail tables", "".join(parts) + note)
+
+
+def _definitions(kind: str, rates: list[str]) -> str:
+    """One line per outcome: what a hit of each rate means (runner/reporting/outcomes.py, from docs/probes.md)."""
+    items = "".join(f"<dt><code>{escape(r)}</code></dt><dd>{escape(definition(kind, r) or 'no definition recorded')}</dd>"
+                    for r in rates)
+    return f'<dl class="tg-set">{items}</dl>'
+
+
+def _settings_section(summary: Summary) -> str:
+    """Each run's sweep settings: seed, models, and per probe its kind, runs per cell and conditions."""
+    parts = []
+    for run in summary.runs:
+        sweep = run.manifest.sweep
+        models = ", ".join(f"{m.name} ({m.provider}:{m.model_id})" for m in sweep.models)
+        probes = "; ".join(f"{p.get('name') or p.get('kind')}: kind {p.get('kind')}, {p.get('runs', '?')} run(s) per "
+                           f"cell" + (f", conditions {', '.join(p['conditions'])}" if p.get("conditions") else "")
+                           for p in sweep.probes or [])
+        parts.append(f"<dt>{escape(run.label)}</dt><dd>seed {escape(str(run.manifest.seed))} · "
+                     f"models: {escape(models or '—')} · probes: {escape(probes or '—')} · sweep file "
+                     f"<code>{escape(str(run.manifest.sweep_file))}</code></dd>")
+    return _section("settings", "all", "Sweep settings", f'<dl class="tg-set">{"".join(parts)}</dl>')
+
+
+def _example_html(e: Example) -> str:
+    calls = "".join(f"<pre>{escape(name)}({escape(shorten(args, 400))})</pre>" for name, args in e.tool_calls)
+    outcome = "".join(f"<dt><code>{escape(k)}</code></dt><dd>{escape(shorten(v, 300))}</dd>" for k, v in e.outcome)
+    return (f'<details class="tg-ex"><summary><b>{escape(e.case_id)}</b> · {escape(e.condition)} · '
+            f"{escape(e.model)} · run {e.run} · {'event' if e.event else 'no event'}</summary>"
+            f"<div><b>request</b><pre>{escape(shorten(e.request)) if e.request else '(not in the case files)'}</pre>"
+            f"<b>tool calls</b>{calls or '<pre>(none)</pre>'}"
+            f"<b>reply</b><pre>{escape(shorten(e.reply)) or '(empty)'}</pre>"
+            f'<b>outcome</b><dl class="tg-set">{outcome}</dl></div></details>')
+
+
+def _examples_section(summary: Summary, probe: str, kind: str, head: str) -> str | None:
+    parts = []
+    runs = [r for r in summary.runs if any(a.probe == probe and a.kind == kind for a in r.probes)]
+    for run in runs:
+        examples = sample_examples(run, probe, kind, head)
+        if examples:
+            if len(runs) > 1:
+                parts.append(f"<h4>{escape(run.label)}</h4>")
+            parts.extend(_example_html(e) for e in examples)
+    if not parts:
+        return None
+    note = (f'<p class="note">A reproducible sample (fixed seed) of at most {MAX_CELLS} case × condition cells and '
+            f"{PER_CELL} trials each, cells and trials with the headline event first (event: "
+            f"{escape('a failure' if head == 'passed' else head)}). Click a line to open it; every trial is in the "
+            "run's trial files.</p>")
+    return _section("examples", probe, f"{probe} · example trials", note + "".join(parts))
 
 
 def _cost_section(summary: Summary) -> str:
@@ -349,7 +473,7 @@ def render_html(summary: Summary, title: str = "trialgrid report") -> str:
         version = metadata.version("trialgrid")
     except metadata.PackageNotFoundError:
         version = "unknown"
-    body = [_runs_section(summary)]
+    body = [_runs_section(summary), _settings_section(summary)]
     card = scorecard_table(summary)
     nav = ['<a href="#runs-all">runs</a>']
     for probe, kind in summary.probe_keys():
@@ -357,6 +481,7 @@ def render_html(summary: Summary, title: str = "trialgrid report") -> str:
         nav.append(f'<a href="#{_slug("leaderboard", probe)}">{escape(probe)}</a>')
         body.append(f"<h2>{escape(probe)} <small>({escape(kind)})</small></h2>")
         body.append(_leaderboard_section(summary, probe, kind))
+        body.append(_section("outcomes", probe, f"{probe} · outcomes", _definitions(kind, rates)))
         if kind == SCORECARD_KIND:
             body.append(_scorecard_section(card, probe))
         body.append(_rates_section(summary, probe, kind, rates))
@@ -367,12 +492,17 @@ def render_html(summary: Summary, title: str = "trialgrid report") -> str:
                 body.append(extra)
         body.extend(_view_sections(summary, probe, kind))
         body.append(_details_section(summary, probe, kind, rates))
+        examples = _examples_section(summary, probe, kind, rates[0])
+        if examples is not None:
+            body.append(examples)
     body.append("<h2>Cost</h2>" + _cost_section(summary))
     nav.append(f'<a href="#{_slug("cost", "all")}">cost</a>')
     methods = sorted(set(summary.contrasts["method_trial"].to_list() + summary.contrasts["method_cell"].to_list()))
     body.append(_section("methods", "all", "Methods", (
         f'<p class="note">The unit of inference is the prompt (case): trials of one prompt share its difficulty. '
-        f"Cluster intervals are percentile bootstraps over prompts ({N_RESAMPLES:,} resamples, {CONFIDENCE:.0%}). "
+        f"Intervals ({CONFIDENCE:.0%}), prompts as clusters: rates — "
+        f"{escape(interval_name(summary.conditions['interval_method'].drop_nulls().to_list()))}; A − B — "
+        f"{escape(interval_name(summary.contrasts['interval_method'].drop_nulls().to_list()))}. "
         "Tests permute labels within prompts, two-sided on the difference of pooled rates: "
         "<b>trial</b> level permutes trial labels within a prompt, <b>cell</b> level permutes whole (prompt, "
         "condition) cells and is the conservative one the leaderboard quotes. Methods used: "

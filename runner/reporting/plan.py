@@ -6,6 +6,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from runner.analysis.cells import interval_name
 from runner.analysis.planner import Design, Plan
 
 
@@ -32,8 +33,10 @@ def print_plan(plan: Plan, tradeoffs: list[tuple[Design, Design]], console: Cons
                 text = f"[green]{text}[/green]"
             row.append(text)
         table.add_row(*row)
+    method = plan.designs[0].result.interval_method if plan.designs else None
     table.caption = ("green: reaches the target power; dim: over budget; ◀ recommended. "
-                     "Cell-level cluster permutation test (whole cells permuted within prompt), as the report uses.")
+                     "Cell-level cluster permutation test (whole cells permuted within prompt), as the report uses; "
+                     f"width: the {interval_name(method)} of A − B ({method}), as the report prints it.")
     table.caption_justify = "left"
     console.print(table)
     console.print(plan.message)

@@ -27,7 +27,7 @@ from runner.core.constants import CONFIDENCE, N_RESAMPLES
 from runner.core.views import ProbeView
 
 FORMAT = "trialgrid-summary"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 def schema_path() -> Path:
@@ -45,8 +45,9 @@ def _clean(x: Any) -> Any:
     return x
 
 
-def _arms(s: str | None) -> list[str]:
-    return s.split("+") if s else []
+def _arms(arms: list[str] | None) -> list[str]:
+    """An arm's condition names, as the analysis keeps them (a list: a name may itself hold "+")."""
+    return list(arms or [])
 
 
 def _rows(frame: pl.DataFrame, run: str, probe: str) -> list[dict[str, Any]]:
@@ -81,17 +82,18 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
                 if r["p"] is not None:
                     test = {"contrast": r["contrast"], "outcome": r["outcome"], "arm_a": _arms(r["arm_a"]),
                             "arm_b": _arms(r["arm_b"]), "rate_a": r["rate_a"], "rate_b": r["rate_b"],
-                            "difference": r["difference"], "ci": [r["ci_lo"], r["ci_hi"]], "level": HEADLINE_LEVEL,
+                            "difference": r["difference"], "ci": [r["ci_lo"], r["ci_hi"]],
+                            "interval_method": r["interval_method"], "level": HEADLINE_LEVEL,
                             "p": r["p"], "floor": r["floor"], "method": r["method"]}
                 board.append({k: r[k] for k in ("model", "headline", "trials", "errors", "error_rate", "prompts",
-                                                "firing", "firing_scope", "input_tokens", "output_tokens",
+                                                "firing", "firing_event", "firing_scope", "input_tokens", "output_tokens",
                                                 "cost_usd", "cost_per_trial_usd", "remedies")} | {"test": test})
             conditions = [{k: r[k] for k in ("model", "condition", "rate", "trials", "ok", "errors", "prompts",
-                                             "hits", "value", "firing")}
+                                             "hits", "value", "firing", "interval_method")}
                           | {"cluster_ci": [r["cluster_lo"], r["cluster_hi"]], "wilson_ci": [r["wilson_lo"], r["wilson_hi"]]}
                           for r in _rows(summary.conditions, run.label, a.probe)]
             contrasts = [{k: r[k] for k in ("model", "contrast", "outcome", "rate_a", "rate_b", "difference",
-                                            "prompts", "firing_a")}
+                                            "prompts", "firing_a", "interval_method")}
                          | {"arm_a": _arms(r["arm_a"]), "arm_b": _arms(r["arm_b"]), "ci": [r["ci_lo"], r["ci_hi"]],
                             "tests": {"trial": _test(r, "trial"), "cell": _test(r, "cell")}}
                          for r in _rows(summary.contrasts, run.label, a.probe)]

@@ -22,8 +22,19 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F
 FONT = "font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;font-size:11px"
 
 
+#: model groups in the heat map: greys, so they never read as the condition colours of the plots above
+GROUP_SHADES = ("#444444", "#8a8a8a")
+#: average width of a character of ``FONT`` in pixels, generous: labels are sized from it so none leaves its plot
+CHAR_W = 6.8
+
+
 def color(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
+
+
+def text_width(s: str, bold: bool = False) -> float:
+    """Estimated pixel width of ``s`` in ``FONT`` (bold a little wider)."""
+    return len(s) * CHAR_W * (1.08 if bold else 1.0)
 
 
 def _finite(x: float | None) -> TypeGuard[float]:
@@ -33,7 +44,7 @@ def _finite(x: float | None) -> TypeGuard[float]:
 def _svg(width: float, height: float, body: list[str], label: str) -> str:
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="tg-plot" role="img" aria-label="{escape(label)}" '
             f'width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" '
-            f'style="{FONT}">' + "".join(body) + "</svg>")
+            f'style="{FONT};max-width:100%;height:auto">' + "".join(body) + "</svg>")
 
 
 def _text(x: float, y: float, s: str, anchor: str = "start", weight: str = "normal", fill: str = "#222") -> str:
@@ -91,6 +102,11 @@ def dot_interval_plot(rows: list[Row], *, lo: float = 0.0, hi: float = 1.0, pct:
                       width: int = 720, label_width: int = 220, note_width: int = 0) -> str:
     """Rows of dots with horizontal interval whiskers on a shared axis (rates, or differences with ``zero_line``)."""
     row_h, top, bottom = 20, 6, 22
+    # wide enough for every label: a header row's text may run over the plot area but never past the right edge
+    label_width = max(label_width, int(max((text_width(r.label) + 24 for r in rows if not r.header), default=0)))
+    note_width = max(note_width, int(max((text_width(n) + 8 for n in right_notes or []), default=0)))
+    width = max(width, label_width + note_width + 240,
+                int(max((text_width(r.label, bold=True) + 12 for r in rows if r.header), default=0)))
     height = top + row_h * max(len(rows), 1) + bottom
     x0, x1 = label_width, width - 24 - note_width
     y0, y1 = top, top + row_h * len(rows)
@@ -145,58 +161,74 @@ def heat_color(rate: float | None) -> str:
 
 def heatmap(row_labels: list[str], col_groups: list[tuple[str, list[str]]],
             values: list[list[tuple[int, int] | None]], label: str = "") -> str:
-    """Rows = prompts, columns grouped (model → conditions); each cell hits / n shaded by the rate."""
-    cell_w, cell_h, label_w = 22, 14, 180
-    ncols = sum(len(cols) for _, cols in col_groups)
-    gap = 10
-    head_h = 96
-    foot_h = 90  # model names, slanted under their column groups
-    width = label_w + ncols * cell_w + gap * max(len(col_groups) - 1, 0) + 110
-    height = head_h + cell_h * len(row_labels) + foot_h
+    """Rows = prompts, one block of columns per model (its conditions); each cell shaded by hits / n, its % written in it.
+
+    The model's name is written horizontally above its block (blocks are as wide as their names), in grey:
+    the palette colours mean conditions elsewhere on the page. Condition names are slanted above the columns.
+    """
+    cell_w, cell_h = 30, 16
+    label_w = int(min(max((text_width(r) for r in row_labels), default=40) + 12, 260))
+    max_chars = int((label_w - 12) / CHAR_W)
+    cond_len = max((text_width(c) for _, cols in col_groups for c in cols), default=0)
+    head_h = int(cond_len * 0.87 + 30)  # slanted at −60°: height ≈ length · sin 60°, plus the model line
+    gap = 14
+    blocks = []
+    x = float(label_w)
+    for group, cols in col_groups:
+        w = max(len(cols) * cell_w, text_width(group, bold=True) + 6)
+        blocks.append((x, w))
+        x += w + gap
+    width = x - gap + cond_len * 0.5 + 12
+    height = head_h + cell_h * len(row_labels) + 8
     body = []
-    x = label_w
     col_x: list[float] = []
-    for g, (group, cols) in enumerate(col_groups):
-        gx = x
-        for c in cols:
-            col_x.append(x)
-            cx = x + cell_w / 2
-            body.append(f'<text x="{cx:.1f}" y="{head_h - 4}" transform="rotate(-60 {cx:.1f} {head_h - 4})" '
+    for g, ((group, cols), (bx, _bw)) in enumerate(zip(col_groups, blocks, strict=True)):
+        shade = GROUP_SHADES[g % len(GROUP_SHADES)]
+        body.append(_text(bx, 10, group, weight="bold", fill=shade))
+        body.append(f'<line x1="{bx:.1f}" y1="{head_h - 2}" x2="{bx + len(cols) * cell_w:.1f}" y2="{head_h - 2}" '
+                    f'stroke="{shade}" stroke-width="2"/>')
+        for k, c in enumerate(cols):
+            cx = bx + k * cell_w
+            col_x.append(cx)
+            tx = cx + cell_w / 2
+            body.append(f'<text x="{tx:.1f}" y="{head_h - 6}" transform="rotate(-60 {tx:.1f} {head_h - 6})" '
                         f'fill="#444">{escape(c)}</text>')
-            x += cell_w
-        body.append(f'<line x1="{gx:.1f}" y1="{head_h - 1}" x2="{x:.1f}" y2="{head_h - 1}" stroke="{color(g)}" '
-                    f'stroke-width="3"><title>{escape(group)}</title></line>')
-        fy = head_h + cell_h * len(row_labels) + 6
-        body.append(f'<line x1="{gx:.1f}" y1="{fy - 3}" x2="{x:.1f}" y2="{fy - 3}" stroke="{color(g)}" '
-                    f'stroke-width="3"/>')
-        body.append(f'<text x="{gx + 4:.1f}" y="{fy + 8}" transform="rotate(30 {gx + 4:.1f} {fy + 8})" '
-                    f'font-weight="bold" fill="{color(g)}">{escape(group)}</text>')
-        x += gap
     for i, name in enumerate(row_labels):
         y = head_h + i * cell_h
-        body.append(_text(label_w - 6, y + cell_h / 2, name if len(name) <= 28 else name[:27] + "…", "end"))
+        shown = name if len(name) <= max_chars else name[:max_chars - 1] + "…"
+        body.append(f'<text x="{label_w - 6}" y="{y + cell_h / 2:.1f}" text-anchor="end" fill="#222" '
+                    f'dominant-baseline="middle">{escape(shown)}<title>{escape(name)}</title></text>')
         for j, v in enumerate(values[i]):
             if v is None:
-                fill, tip = "#f6f6f6", f"{name}: no trials"
+                fill, tip, txt = "#f6f6f6", f"{name}: no trials", ""
             else:
                 hits, n = v
                 rate = hits / n if n else None
                 fill = heat_color(rate)
                 tip = f"{name}: {hits}/{n}" + (f" ({100 * rate:.0f}%)" if rate is not None else "")
+                txt = f"{100 * rate:.0f}" if rate is not None else "–"
+            dark = v is not None and v[1] and v[0] / v[1] >= 0.45
             body.append(f'<rect x="{col_x[j]:.1f}" y="{y:.1f}" width="{cell_w - 1}" height="{cell_h - 1}" '
                         f'fill="{fill}" stroke="#ddd" stroke-width="0.5"><title>{escape(tip)}</title></rect>')
+            if txt:
+                body.append(f'<text x="{col_x[j] + (cell_w - 1) / 2:.1f}" y="{y + (cell_h - 1) / 2:.1f}" '
+                            f'text-anchor="middle" dominant-baseline="middle" font-size="9" '
+                            f'fill="{"#fff" if dark else "#333"}">{txt}<title>{escape(tip)}</title></text>')
     return _svg(width, height, body, label)
 
 
 def heat_legend() -> str:
     stops = "".join(f'<span class="tg-heat" style="background:{heat_color(r)}"></span>' for r in
                     (0, 0.02, 0.1, 0.25, 0.5, 0.75, 1.0))
-    return f'<div class="tg-legend">0% {stops} 100% · grey: no trials · hover a cell for hits / trials</div>'
+    return (f'<div class="tg-legend">0% {stops} 100% · numbers: % of ok trials · light grey: no trials · hover a '
+            "cell for hits / trials</div>")
 
 
 def funnel(groups: list[tuple[str, list[tuple[str, int, int]]]], label: str = "", width: int = 720) -> str:
     """Per group (model · condition): one bar per stage, the share of trials that reached it."""
-    bar_h, label_w = 14, 220
+    bar_h = 14
+    label_w = int(max([220.0] + [text_width(st) + 16 for _, stages in groups for st, _, _ in stages]))
+    width = max(width, int(max([0.0] + [text_width(name, bold=True) + 12 for name, _ in groups])), label_w + 300)
     rows = sum(len(stages) + 1 for _, stages in groups)
     height = rows * (bar_h + 2) + 8
     x0, x1 = label_w, width - 90

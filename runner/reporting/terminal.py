@@ -4,9 +4,11 @@ Presentation only: the numbers come from ``runner.analysis.leaderboard.summarize
 per-cell counts → ``stats``), which the JSON, CSV and HTML outputs share. First a
 leaderboard per probe (models as rows: headline rate per condition with its cluster
 interval, the headline test with its attainable floor, prompts firing, errors,
-tokens, cost, remedies), then the per-model detail tables. Tables keep conditions as
-columns so they fit an 80-column terminal; every p-value is printed beside the
-smallest p its design could produce. Each probe's own views (``runner.core.views``:
+tokens, cost, remedies), then the per-model detail tables. Every interval is named by
+its method (``interval_method`` of the stats core: Korn–Graubard for rates, MOVER for
+differences); every p-value is printed beside the smallest p its design could produce.
+Every table is drawn by ``runner.reporting.textgrid.emit``: never cut, full width
+when piped, split into parts on a narrow terminal. Each probe's own views (``runner.core.views``:
 kappas, hop rates, field scores...) follow its detail tables, drawn generically by
 ``view_table``; a listing view is written to ``<out>/<probe>.<key>.jsonl`` instead.
 """
@@ -17,58 +19,61 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
-from rich import box
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
-from runner.analysis.cells import ProbeAnalysis
+from runner.analysis.cells import ProbeAnalysis, interval_name
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label, summarize
 from runner.analysis.scorecard import ALPHA, scorecard_table
 from runner.analysis.scorecard import KIND as SCORECARD_KIND
-from runner.core.constants import CONFIDENCE, N_RESAMPLES
+from runner.core.constants import CONFIDENCE
 from runner.core.formatting import fmt_usd
 from runner.core.formatting import pct as _pct
 from runner.core.formatting import pp as _pp
 from runner.core.formatting import pvalue as _p
-from runner.core.views import ProbeView
+from runner.core.views import Format, ProbeView
 from runner.probes import PROBES
+from runner.reporting.textgrid import Col, Grid, cell, emit, fit_width, say
 from runner.reporting.viewformat import cell_parts, is_numeric
 
+#: short names of interval methods for a row label of the detail tables
+INTERVAL_SHORT = {"korn-graubard": "Korn–Graubard", "mover-korn-graubard": "MOVER–KG", "t": "cluster t",
+                  "percentile": "bootstrap"}
 
-def scorecard_rich_table(card: pl.DataFrame, probe: str, many_runs: bool) -> Table:
+
+def arms_text(arms: Sequence[str] | None) -> str:
+    """An arm's conditions for a caption: listed with commas (a condition name may itself hold "+")."""
+    return ", ".join(arms or []) or "—"
+
+
+def scorecard_grid(card: pl.DataFrame, probe: str, many_runs: bool) -> Grid:
     """The verdict per model (rules: runner/analysis/scorecard.py and the README's Scorecard section)."""
-    table = Table(title=f"{probe} · scorecard", title_justify="left", header_style="bold", box=box.SIMPLE_HEAD,
-                  pad_edge=False, caption_justify="left")
-    for col in ("run · model" if many_runs else "model", "verdict", "kept", "why"):
-        table.add_column(col, justify="right" if col == "kept" else "left", no_wrap=col != "why")
+    grid = Grid(f"{probe} · scorecard", [Col("run · model" if many_runs else "model", "left"),
+                                         Col("verdict", "left"), Col("kept"), Col("why", "left", wrap=True)],
+                caption=("kept: retention of decoy-free trials, (1 − decoy A) / (1 − decoy B), graded when the decoy "
+                         f"test's p {HEADLINE_LEVEL} ≤ {ALPHA:g}; rules in the README (Scorecard)."))
     for r in card.filter(pl.col("probe") == probe).iter_rows(named=True):
         name = f"{r['run']} · {r['model']}" if many_runs else r["model"]
-        table.add_row(name, r["verdict"], _pct(r["retention"]), r["reason"])
-    table.caption = ("kept: retention of decoy-free trials, (1 − decoy A) / (1 − decoy B), graded when the decoy "
-                     f"test's p {HEADLINE_LEVEL} ≤ {ALPHA:g}; rules in the README (Scorecard).")
-    return table
+        grid.add_row(name, r["verdict"], _pct(r["retention"]), r["reason"])
+    return grid
 
 
-def view_table(view: ProbeView) -> Table:
-    """A probe view as a rich table: its displayed columns, an interval under its value, dimmed."""
-    table = Table(title=view.title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
-                  caption=view.caption, caption_justify="left")
-    for i, col in enumerate(view.columns):
-        table.add_column(col.label, justify="right" if is_numeric(col) else "left", no_wrap=i == 0)
+def view_grid(view: ProbeView) -> Grid:
+    """A probe view as a grid: its displayed columns, an interval under its value, dimmed.
+
+    The leading text columns (model, condition, scorer...) are the keys a split table repeats.
+    """
+    keys = next((i for i, c in enumerate(view.columns) if c.format is not Format.TEXT or c.name is None),
+                len(view.columns))
+    cols = [Col(c.label, "right" if is_numeric(c) else "left", wrap=i >= keys and not is_numeric(c))
+            for i, c in enumerate(view.columns)]
+    grid = Grid(view.title, cols, caption=view.caption, keys=max(keys, 1))
     for row in view.table.iter_rows(named=True):
-        cells = []
-        for col in view.columns:
-            value, interval = cell_parts(row, col)
-            text = Text(value)
-            if interval is not None:
-                text.append(("\n" if value else "") + interval, style="dim")
-            cells.append(text)
-        table.add_row(*cells)
-    return table
+        grid.add_row(*(cell(*cell_parts(row, col)) for col in view.columns))
+    return grid
 
 
 def write_listing(view: ProbeView, path: Path) -> Path:
@@ -79,53 +84,53 @@ def write_listing(view: ProbeView, path: Path) -> Path:
     return path
 
 
-def print_views(views: Sequence[ProbeView], out: Path, probe: str, console: Console) -> None:
+def print_views(views: Sequence[ProbeView], out: Path, probe: str, console: Console,
+                width: int | None = None) -> None:
     """Every view of one probe's run: tables, then notes; listings go to a JSONL file beside the run."""
     for view in views:
         if view.listing:
             path = write_listing(view, out / f"{probe}.{view.key}.jsonl")
-            console.print(f"[dim]{view.table.height} {escape(view.caption)}: {escape(str(path))}[/dim]")
+            say(console, f"{view.table.height} {view.caption}: {path}", width, "dim")
         elif view.table.height:
-            console.print(view_table(view))
+            emit(console, view_grid(view), width)
         for note in view.notes:
-            console.print(f"[dim]{escape(note)}[/dim]")
+            say(console, note, width, "dim")
 
 
-def _conditions_table(a: ProbeAnalysis, model: str) -> Table:
+def _conditions_grid(a: ProbeAnalysis, model: str) -> Grid:
     records = list(a.conditions.filter(a.conditions["model"] == model).iter_rows(named=True))
-    table = Table(title=f"{a.probe} · {model}", title_justify="left", header_style="bold")
-    table.add_column("")
-    for r in records:
-        table.add_column(r["condition"], justify="right")
-    table.add_row("trials (errors)", *(f"{r['trials']:,} ({r['errors']:,})" for r in records))
+    grid = Grid(f"{a.probe} · {model}", [Col("", "left")] + [Col(r["condition"]) for r in records], boxed=True)
+    grid.add_row("trials (errors)", *(f"{r['trials']:,} ({r['errors']:,})" for r in records))
     for rate in a.rates:
-        table.add_row(f"{rate}", *(_pct(r[f"{rate}_rate"]) for r in records))
-        table.add_row("  95% cluster CI", *(f"{_pct(r[f'{rate}_cluster_lo'])}–{_pct(r[f'{rate}_cluster_hi'])}"
-                                            for r in records))
-        table.add_row("  95% Wilson", *(f"{_pct(r[f'{rate}_wilson_lo'])}–{_pct(r[f'{rate}_wilson_hi'])}"
-                                        for r in records), style="dim")
+        grid.add_row(rate, *(_pct(r[f"{rate}_rate"]) for r in records))
+        methods = [r[f"{rate}_interval_method"] for r in records if r[f"{rate}_interval_method"]]
+        label = " / ".join(dict.fromkeys(INTERVAL_SHORT.get(m, m) for m in methods)) or "cluster"
+        grid.add_row(f"  {CONFIDENCE:.0%} {label}", *(f"{_pct(r[f'{rate}_cluster_lo'])}–{_pct(r[f'{rate}_cluster_hi'])}"
+                                                     for r in records))
+        grid.add_row(f"  {CONFIDENCE:.0%} Wilson", *(f"{_pct(r[f'{rate}_wilson_lo'])}–{_pct(r[f'{rate}_wilson_hi'])}"
+                                                 for r in records), style="dim")
     head = a.rates[0]
-    table.add_row(f"prompts firing ({head})", *(f"{r[f'{head}_firing']}/{r['prompts']}" for r in records))
-    return table
+    grid.add_row(f"prompts firing ({head})", *(f"{r[f'{head}_firing']}/{r['prompts']}" for r in records))
+    return grid
 
 
-def _contrasts_table(a: ProbeAnalysis, model: str) -> Table | None:
+def _contrasts_grid(a: ProbeAnalysis, model: str) -> Grid | None:
     if a.contrasts.height == 0:
         return None
     records = list(a.contrasts.filter(a.contrasts["model"] == model).iter_rows(named=True))
     if not records:
         return None
-    arms = {(r["arm_a"], r["arm_b"]) for r in records}
-    caption = "; ".join(f"A = {x.replace('+', ' + ')}, B = {y.replace('+', ' + ')}" for x, y in sorted(arms))
-    table = Table(header_style="bold", title=f"{a.probe} · {model} · A − B", title_justify="left",
-                  caption=caption, caption_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("", "A", "B", "A − B pp", "95% CI", "p trial", "p cell"):
-        table.add_column(col, justify="left" if not col else "right", no_wrap=True)
+    arms = list(dict.fromkeys((tuple(r["arm_a"]), tuple(r["arm_b"])) for r in records))
+    caption = "; ".join(f"A = {arms_text(x)}, B = {arms_text(y)}" for x, y in arms)
+    caption += f"; {CONFIDENCE:.0%} CI: {interval_name([r['interval_method'] for r in records])}."
+    grid = Grid(f"{a.probe} · {model} · A − B",
+                [Col("", "left", wrap=True)] + [Col(c) for c in ("A", "B", "A − B pp", f"{CONFIDENCE:.0%} CI",
+                                                                 "p trial", "p cell")], caption=caption)
     for r in records:
-        table.add_row(r["contrast"], _pct(r["rate_a"]), _pct(r["rate_b"]), _pp(r["difference"]),
-                      f"[{_pp(r['ci_lo'])}, {_pp(r['ci_hi'])}]", _p(r["p_trial"]), _p(r["p_cell"]))
-        table.add_row("  floor", "", "", "", "", _p(r["floor_trial"]), _p(r["floor_cell"]), style="dim")
-    return table
+        grid.add_row(r["contrast"], _pct(r["rate_a"]), _pct(r["rate_b"]), _pp(r["difference"]),
+                     f"[{_pp(r['ci_lo'])}, {_pp(r['ci_hi'])}]", _p(r["p_trial"]), _p(r["p_cell"]))
+        grid.add_row("  floor", "", "", "", "", _p(r["floor_trial"]), _p(r["floor_cell"]), style="dim")
+    return grid
 
 
 def _num(x: float | None) -> str:
@@ -139,12 +144,17 @@ def _tokens(n: int | None) -> str:
     return f"{n / 1e6:.2f}M" if n >= 1e6 else (f"{n / 1e3:.0f}k" if n >= 1e3 else str(n))
 
 
-def leaderboard_tables(summary: Summary, probe: str, kind: str) -> list[Table]:
-    """Models as rows, in two tables that each fit 80 columns.
+def firing_caption(row: dict[str, Any]) -> str:
+    """What "firing" counts for a leaderboard row: prompts with ≥ 1 headline event (a failure for pass/fail)."""
+    return f"firing: prompts with ≥ 1 {row['firing_event']} in {row['firing_scope']}."
 
-    The first has the probe's headline rate per condition with its cluster interval,
-    prompts firing and the error rate; the second the headline test (difference,
-    interval, p with its floor), tokens, cost and remedies.
+
+def leaderboard_grids(summary: Summary, probe: str, kind: str) -> list[Grid]:
+    """Models as rows, in two tables.
+
+    The first has the probe's headline rate per condition with its interval, prompts
+    firing and the error rate; the second the headline test (difference, interval,
+    p with its floor), tokens, cost and remedies.
     """
     board = summary.leaderboard.filter((pl.col("probe") == probe) & (pl.col("kind") == kind))
     rows = board.to_dicts()
@@ -158,48 +168,39 @@ def leaderboard_tables(summary: Summary, probe: str, kind: str) -> list[Table]:
     has_test = board["p"].drop_nulls().len() > 0
     has_cost = board["cost_usd"].drop_nulls().len() > 0
     has_remedies = any(r["remedies"] for r in rows)
+    name_col = Col("run · model" if many_runs else "model", "left")
 
-    def new_table(title: str) -> Table:
-        t = Table(title=f"{probe} · leaderboard · {title}", title_justify="left", header_style="bold",
-                  box=box.SIMPLE_HEAD, pad_edge=False, caption_justify="left")
-        t.add_column("run · model" if many_runs else "model", no_wrap=True)
-        return t
-
-    rates = new_table(head)
-    for c in conditions:  # underscores → spaces so long condition names wrap in the header
-        rates.add_column(c.replace("_", " "), justify="right", min_width=9)
-    rates.add_column("firing", justify="right", no_wrap=True)
-    rates.add_column("errors", justify="right", no_wrap=True)
-    rates.caption = (f"{head} with its {CONFIDENCE:.0%} cluster bootstrap interval (%); "
-                     f"firing: prompts with ≥ 1 {head} in {rows[0]['firing_scope']}.")
-    tests = new_table("test and cost")
+    rate_methods = conds["interval_method"].drop_nulls().to_list()
+    rates = Grid(f"{probe} · leaderboard · {head}", [name_col] + [Col(c) for c in conditions]
+                 + [Col("firing"), Col("errors")],
+                 caption=(f"{head} with its {CONFIDENCE:.0%} {interval_name(rate_methods)} (%); "
+                          + firing_caption(rows[0])))
+    cols = [name_col]
     if has_test:
-        tests.add_column("A", justify="right", no_wrap=True)
-        tests.add_column("B", justify="right", no_wrap=True)
-        tests.add_column("A − B pp", justify="right", no_wrap=True)
-        tests.add_column(f"p {HEADLINE_LEVEL}\n(floor)", justify="right", no_wrap=True)
-    tests.add_column("tokens", justify="right", no_wrap=True)
+        cols += [Col("A"), Col("B"), Col("A − B pp"), Col(f"p {HEADLINE_LEVEL}\n(floor)")]
+    cols.append(Col("tokens"))
     if has_cost:
-        tests.add_column("cost", justify="right", no_wrap=True)
+        cols.append(Col("cost"))
     if has_remedies:
-        tests.add_column("remedies")
+        cols.append(Col("remedies", "left", wrap=True))
+    tests = Grid(f"{probe} · leaderboard · test and cost", cols)
     previous_run = None
     for r in rows:
         if many_runs and r["run"] != previous_run:
-            rates.add_row(f"[bold]{r['run']}[/bold]")
-            tests.add_row(f"[bold]{r['run']}[/bold]")
+            rates.add_row(Text(r["run"], style="bold"))
+            tests.add_row(Text(r["run"], style="bold"))
             previous_run = r["run"]
         name = ("  " if many_runs else "") + r["model"]
         sub = {c["condition"]: c for c in conds.filter((pl.col("run") == r["run"]) & (pl.col("model") == r["model"]))
                .to_dicts()}
-        cells = [f"{_pct(sub[c]['value'])}\n[dim]{_num(sub[c]['cluster_lo'])}–{_num(sub[c]['cluster_hi'])}[/dim]"
-                 if c in sub else "" for c in conditions]
+        cells = [cell(_pct(sub[c]["value"]), f"{_num(sub[c]['cluster_lo'])}–{_num(sub[c]['cluster_hi'])}")
+                 if c in sub else Text("") for c in conditions]
         rates.add_row(name, *cells, f"{r['firing']}/{r['prompts']}", _pct(r["error_rate"]))
-        row = [name]
+        row: list[str | Text] = [name]
         if has_test:
             row += ([_pct(r["rate_a"]), _pct(r["rate_b"]),
-                     f"{_pp(r['difference'])}\n[dim][{_pp(r['ci_lo'])}, {_pp(r['ci_hi'])}][/dim]",
-                     f"{_p(r['p'])}\n[dim]({_p(r['floor'])})[/dim]"] if r["p"] is not None else ["", "", "", ""])
+                     cell(_pp(r["difference"]), f"[{_pp(r['ci_lo'])}, {_pp(r['ci_hi'])}]"),
+                     cell(_p(r["p"]), f"({_p(r['floor'])})")] if r["p"] is not None else ["", "", "", ""])
         row.append(_tokens(r["input_tokens"] + r["output_tokens"]))
         if has_cost:
             row.append(fmt_usd(r["cost_usd"]))
@@ -209,9 +210,9 @@ def leaderboard_tables(summary: Summary, probe: str, kind: str) -> list[Table]:
     caption = []
     if has_test:
         c = rows[0]
-        caption.append(f"{c['contrast']}: A = {c['arm_a'].replace('+', ' + ')}, B = {c['arm_b'].replace('+', ' + ')}, "
-                       f"on {c['outcome']}; p {HEADLINE_LEVEL}: {c['method']}; (floor) = the smallest p this design "
-                       "can produce.")
+        caption.append(f"{c['contrast']}: A = {arms_text(c['arm_a'])}, B = {arms_text(c['arm_b'])}, "
+                       f"on {c['outcome']}; {CONFIDENCE:.0%} CI: {interval_name(c['interval_method'])}; "
+                       f"p {HEADLINE_LEVEL}: {c['method']}; (floor) = the smallest p this design can produce.")
     caption.append("Tokens" + (" and cost" if has_cost else "") + " of this probe's trials. "
                    + ("remedies: parameter changes applied to the model's requests (see the manifest)." if has_remedies
                       else "No parameter remedies were applied."))
@@ -223,51 +224,53 @@ def print_report(outs: Path | Sequence[Path], console: Console | None = None, *,
                  details: bool = True) -> Summary:
     """Print the leaderboards of ``outs`` (one or many run directories), then the per-model tables."""
     console = console or Console()
+    width = fit_width(console)
     summary = summarize([outs] if isinstance(outs, Path) else list(outs))
     card = scorecard_table(summary)
     for probe, kind in summary.probe_keys():
-        for table in leaderboard_tables(summary, probe, kind):
-            console.print(table)
+        for grid in leaderboard_grids(summary, probe, kind):
+            emit(console, grid, width)
         if kind == SCORECARD_KIND:
-            console.print(scorecard_rich_table(card, probe, needs_run_label(card)))
+            emit(console, scorecard_grid(card, probe, needs_run_label(card)), width)
     if summary.models["cost_usd"].drop_nulls().len():
-        _print_costs(summary, console)
+        emit(console, _cost_grid(summary), width)
     methods: set[str] = set()
     if details:
         for run in summary.runs:
             for a in run.probes:
                 for model in a.conditions["model"].unique(maintain_order=True):
-                    console.print(_conditions_table(a, model))
-                    contrasts = _contrasts_table(a, model)
+                    emit(console, _conditions_grid(a, model), width)
+                    contrasts = _contrasts_grid(a, model)
                     if contrasts is not None:
-                        console.print(contrasts)
-                print_views(summary.probe_views(run, a.probe), run.out, a.probe, console)
+                        emit(console, contrasts, width)
+                print_views(summary.probe_views(run, a.probe), run.out, a.probe, console, width)
                 if a.contrasts.height:
                     methods.update(a.contrasts["method_trial"].unique().to_list()
                                    + a.contrasts["method_cell"].unique().to_list())
-    console.print(
-        f"[dim]Cluster CI: percentile bootstrap over prompts ({N_RESAMPLES:,} resamples, {CONFIDENCE:.0%}). "
+    rate_methods = summary.conditions["interval_method"].drop_nulls().unique(maintain_order=True).to_list()
+    diff_methods = summary.contrasts["interval_method"].drop_nulls().unique(maintain_order=True).to_list()
+    say(console,
+        f"Intervals ({CONFIDENCE:.0%}, prompts as clusters): rates — {interval_name(rate_methods)}"
+        + (f"; A − B — {interval_name(diff_methods)}" if diff_methods else "") + ". "
         "Wilson treats trials as independent and is shown only for comparison. "
         "p trial: trial labels permuted within prompt; p cell: whole (prompt, condition) cells permuted within "
         "prompt; both two-sided on the pooled-rate difference; (floor) = smallest p this design can produce. "
-        + (f"Methods: {'; '.join(sorted(methods))}." if methods else "") + "[/dim]")
+        + (f"Methods: {'; '.join(sorted(methods))}." if methods else ""), width, "dim")
     return summary
 
 
-def _print_costs(summary: Summary, console: Console) -> None:
-    table = Table(title="cost", title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("run", "model", "trials", "input tok", "output tok", "cost", "per trial"):
-        table.add_column(col, justify="left" if col in ("run", "model") else "right", no_wrap=True)
+def _cost_grid(summary: Summary) -> Grid:
+    grid = Grid("cost", [Col("run", "left"), Col("model", "left"), Col("trials"), Col("input tok"),
+                         Col("output tok"), Col("cost"), Col("per trial")], keys=2)
     for r in summary.models.iter_rows(named=True):
-        table.add_row(r["run"], r["model"], f"{r['trials']:,}", f"{r['input_tokens']:,}", f"{r['output_tokens']:,}",
-                      fmt_usd(r["cost_usd"]), fmt_usd(r["cost_per_trial_usd"]))
+        grid.add_row(r["run"], r["model"], f"{r['trials']:,}", f"{r['input_tokens']:,}", f"{r['output_tokens']:,}",
+                     fmt_usd(r["cost_usd"]), fmt_usd(r["cost_per_trial_usd"]))
     budgets = []
     for r in summary.run_table.iter_rows(named=True):
         if r["cost_usd"] is not None:
-            table.add_row(r["run"], "[bold]all[/bold]", f"{r['trials']:,}", f"{r['input_tokens']:,}",
-                          f"{r['output_tokens']:,}", fmt_usd(r["cost_usd"]), "")
+            grid.add_row(r["run"], Text("all", style="bold"), f"{r['trials']:,}", f"{r['input_tokens']:,}",
+                         f"{r['output_tokens']:,}", fmt_usd(r["cost_usd"]), "")
             if r["budget_usd"]:
                 budgets.append(f"{r['run']}: {fmt_usd(r['cost_usd'])} of a {fmt_usd(r['budget_usd'])} budget")
-    table.caption = "Cost = tokens × the sweep's `prices` (USD per million tokens); — = no price. " + "; ".join(budgets)
-    table.caption_justify = "left"
-    console.print(table)
+    grid.caption = "Cost = tokens × the sweep's `prices` (USD per million tokens); — = no price. " + "; ".join(budgets)
+    return grid

@@ -43,7 +43,7 @@ def test_contrast_p_values_are_the_stats_core_on_those_counts(quickstart_out: Pa
     assert row["ci_lo"] <= row["difference"] <= row["ci_hi"]
 
 
-def test_condition_intervals_are_cluster_bootstrap_and_deterministic(quickstart_out: Path) -> None:
+def test_condition_intervals_are_the_stats_default_korn_graubard_and_deterministic(quickstart_out: Path) -> None:
     first, second = analyze(quickstart_out)[0], analyze(quickstart_out)[0]
     assert first.conditions.equals(second.conditions)
     row = first.conditions.row(0, named=True)
@@ -51,6 +51,10 @@ def test_condition_intervals_are_cluster_bootstrap_and_deterministic(quickstart_
     ci = stats.cluster_bootstrap_ci(sub["case_id"].to_numpy(), sub["decoy_called"].to_numpy(), sub["n"].to_numpy(),
                                     n_resamples=N_RESAMPLES, seed=20261129 % 2**32).confidence_interval
     assert (row["decoy_called_cluster_lo"], row["decoy_called_cluster_hi"]) == (ci.low, ci.high)
+    assert row["decoy_called_interval_method"] == "korn-graubard"
+    contrast = first.contrasts.row(0, named=True)
+    assert contrast["interval_method"] == "mover-korn-graubard" and contrast["arm_a"] == ["ungroundable",
+                                                                                         "groundable_unknown"]
     lo, _hi = stats.wilson_interval(row["decoy_called_hits"], row["ok"])
     assert row["decoy_called_wilson_lo"] == pytest.approx(float(lo))
 

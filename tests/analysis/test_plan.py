@@ -17,8 +17,12 @@ def test_recommendation_moves_to_more_prompts_when_heterogeneity_grows() -> None
     calm = plan_designs(RATES, ARM, sd=0.2, **GRID)
     wild = plan_designs(RATES, ARM, sd=2.0, **GRID)
     assert calm.recommended is not None and wild.recommended is not None
-    assert wild.recommended.n_prompts > calm.recommended.n_prompts
-    assert wild.recommended.n_runs <= calm.recommended.n_runs or wild.recommended.n_prompts == 32
+    assert wild.recommended.n_prompts >= calm.recommended.n_prompts
+    # at one trial count (480), runs can stand in for prompts when prompts are alike, not when they differ
+    def reaching(plan):  # type: ignore[no-untyped-def]
+        return {(d.n_prompts, d.n_runs) for d in plan.designs if d.trials == 480 and d.result.power >= 0.8}
+    assert len(reaching(calm)) > len(reaching(wild)) >= 1
+    assert max(reaching(wild)) == (32, 5)
     # with high heterogeneity, at every trial count, the design with more prompts has more power
     for many_prompts, many_runs in same_budget_tradeoffs(wild):
         assert many_prompts.result.power >= many_runs.result.power

@@ -33,7 +33,7 @@ def outs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     data = quickstart_dict()
     data["probes"][0]["runs"] = 3
     sweeps = [data]
-    for name in ("phantom.yaml", "negatives.yaml"):
+    for name in ("phantom.yaml", "negatives.yaml", "propagation.yaml"):
         path = CONFIGS / name
         if path.exists():
             extra = yaml.safe_load(path.read_text())
@@ -42,6 +42,8 @@ def outs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
                 for key in ("cases", "catalogue", "traces"):
                     if isinstance(p.get(key), str):
                         p[key] = str(CONFIGS / p[key])
+                if isinstance(p.get("tasks"), list):
+                    p["tasks"] = [str(CONFIGS / t) for t in p["tasks"]]
             sweeps.append(extra)
     result = []
     for sweep in sweeps:
@@ -64,11 +66,12 @@ def test_page_is_self_contained_and_data_driven(outs: list[Path]) -> None:
     sections = expected_sections(html)
     for kind in ("runs", "leaderboard", "rates", "heatmap", "forest", "details", "cost", "methods"):
         assert kind in sections
-    assert sections.count("forest") == 1  # only misselection declares contrasts
+    assert sections.count("forest") == 2  # misselection and propagation declare contrasts; negative, phantom do not
     if any("phantom" in o.name for o in outs):
         assert "fields" in sections  # phantom's fields view
         assert "field-level scores, auditor vs containment baseline" in html and "auditor errors" in html
-    assert "stages" not in sections  # no probe here returns a stages view: the section is skipped, not empty
+    assert sections.count("stages") == 1  # only propagation returns a stages view: elsewhere skipped, not empty
+    assert "examples" in sections and "settings" in sections and "outcomes" in sections
     assert "view" in sections
 
 
@@ -106,3 +109,38 @@ def test_chromium_renders_every_section_without_console_errors(outs: list[Path],
     assert 'data-errors=""' in dom
     console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
     assert console == []
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [800, 1400])
+def test_no_table_is_wider_than_its_container_and_no_svg_text_leaves_its_plot(outs: list[Path], tmp_path: Path,
+                                                                              width: int) -> None:
+    """Read from the DOM after layout (the page's script writes body[data-overflow]), at a narrow and a wide window."""
+    exe = chromium()
+    if exe is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed; .ci/run installs it")
+        pytest.skip("chromium not installed (apt-get install -y chromium)")
+    page = tmp_path / "report.html"
+    page.write_text(render_html(summarize(outs)))
+    proc = subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+                           f"--window-size={width},2000", "--dump-dom", page.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    overflow = re.search(r'data-overflow="([^"]*)"', proc.stdout)
+    assert overflow is not None, proc.stdout[:500]
+    assert overflow.group(1) == "0", overflow.group(1)
+
+
+def test_examples_appear_for_every_probe_kind_and_are_reproducible(outs: list[Path]) -> None:
+    summary = summarize(outs)
+    html = render_html(summary)
+    kinds = {kind for _, kind in summary.probe_keys()}
+    assert {"misselection", "negative", "phantom", "propagation"} <= kinds
+    for probe, _ in summary.probe_keys():
+        assert f'id="examples-{probe}"' in html, probe
+    for kind in ("misselection", "negative", "propagation"):  # the request, looked up in the case files
+        section = html.split(f'id="examples-{kind}"', 1)[1].split("</section>", 1)[0]
+        assert re.search(r"<b>request</b><pre>(?!\(not in)", section), kind
+    strip = lambda h: re.sub(r"generated [^<]* by", "", h)  # noqa: E731
+    assert strip(render_html(summarize(outs))) == strip(html)  # a seeded sample: the same page twice

@@ -1,0 +1,36 @@
+"""One line per outcome (a probe's rate column): what a hit means, as the HTML report's definitions say it.
+
+Copied from the output-column tables of docs/probes.md (tests/reporting checks they agree), so
+the page explains each rate in the words the reference uses without shipping the docs.
+"""
+
+from __future__ import annotations
+
+DEFINITIONS: dict[tuple[str, str], str] = {
+    ("misselection", "decoy_called"): 'the decoy was among the tools called',
+    ("misselection", "expected_called"): 'the tool that completes the request was called',
+    ("misselection", "asked"): 'no tool call, and the reply asks a question',
+    ("negative", "passed"): "no reason to fail: the case's verdict for this trial",
+    ("negative", "action_ok"): "the action is the case's `expect_action` (true when it sets none)",
+    ("negative", "invented"): "a `forbidden` token appeared in a tool call's arguments",
+    ("negative", "inferred"): 'a `must_not_infer` field was given a concrete value',
+    ("negative", "illegal_call"): 'a `must_not_call` tool was called',
+    ("negative", "tripwire"): "the reply's text holds identifier-like strings the request did not (never part of `passed`)",
+    ("phantom", "auditor_failed"): 'the auditor errored (parse or transport)',
+    ("phantom", "baseline_exact"): "the baseline's set equals the gold set",
+    ("propagation", "wrong_answer"): 'S3: not correct, and the interceptor did not abstain',
+    ("propagation", "hallucinated"): 'a confident answer that is wrong or fabricated',
+    ("propagation", "fabricated"): 'any fabrication rule fired',
+    ("propagation", "tool_called"): 'at least one tool call',
+    ("propagation", "abstained"): 'the interceptor stopped the trial',
+    ("propagation", "reached_s1"): 'S1: the corrupted value entered a call or the trace',
+    ("propagation", "reached_s2"): 'S2: it was executed and not rejected',
+    ("judge", "verdict"): "the model's verdict: true = CORRECT (null: the reply had no `VERDICT:` line)",
+    ("judge", "heuristic_verdict"): "the substring heuristic's verdict",
+    ("judge", "parse_failed"): 'the reply had no verdict line',
+}
+
+
+def definition(kind: str, rate: str) -> str | None:
+    """What a hit of ``rate`` means for probes of ``kind``, if known."""
+    return DEFINITIONS.get((kind, rate))
