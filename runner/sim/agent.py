@@ -145,7 +145,7 @@ class SimProvider:
     _CACHE_LIMIT = 100_000
 
     def __init__(self) -> None:
-        self._cache: dict[tuple, _Prompt] = {}
+        self._cache: dict[tuple[Any, ...], _Prompt] = {}
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         return self.respond(request)
@@ -255,7 +255,7 @@ class SimProvider:
         return ToolCall(name=tool, raw_arguments=raw, arguments=args, id=call_id)
 
 
-_JSON_CACHE: dict[tuple, str] = {}
+_JSON_CACHE: dict[tuple[Any, ...], str] = {}
 
 
 def _to_json(args: dict[str, Any]) -> str:
