@@ -277,13 +277,17 @@ class SimServer:
             if request.transport is not None:
                 request.transport.close()
             raise asyncio.CancelledError
-        if fault == "stall":
-            await asyncio.sleep(self.options.slow_s)  # past the client's read timeout; then carry on
-        elif fault == "bad_chunk":
-            await response.write(malformed_frame(api))
-        for frame in frames[cut:]:
-            await response.write(frame)
-        await response.write_eof()
+        try:
+            if fault == "stall":
+                await asyncio.sleep(self.options.slow_s)  # past the client's read timeout; then carry on
+            elif fault == "bad_chunk":
+                await response.write(malformed_frame(api))
+            for frame in frames[cut:]:
+                await response.write(frame)
+            await response.write_eof()
+        except ConnectionError:  # the client gave up on a stalled or broken stream: nobody is listening
+            if request.transport is not None:
+                request.transport.close()
         return response
 
 
