@@ -31,6 +31,8 @@ TOOLS_RESPONSES = [{"type": "function", "name": t["function"]["name"], "descript
                     "parameters": t["function"]["parameters"], "strict": False} for t in TOOLS_OPENAI]
 TASKS = [c["user"] for c in yaml.safe_load((CONFIGS / "negative/cases.yaml").read_text())["cases"]]
 SEED = "x-trialgrid-seed"
+#: the SDK clients, typed loosely: the tests send plain dicts, not the SDKs' TypedDicts
+Clients = tuple[Any, Any]
 
 
 @pytest.fixture
@@ -39,9 +41,9 @@ def server(serve: Callable[..., ServerThread]) -> ServerThread:
 
 
 @pytest.fixture
-def clients(server: ServerThread) -> Iterator[tuple[openai.OpenAI, anthropic.Anthropic]]:
-    o = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0, timeout=10)
-    a = anthropic.Anthropic(base_url=server.url, api_key="sk-ant-test", max_retries=0, timeout=10)
+def clients(server: ServerThread) -> Iterator[Clients]:
+    o: Any = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0, timeout=10)
+    a: Any = anthropic.Anthropic(base_url=server.url, api_key="sk-ant-test", max_retries=0, timeout=10)
     yield o, a
     o.close()
     a.close()
@@ -54,7 +56,7 @@ def _user(text: str) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- streaming
 
 
-def test_openai_stream_assembles_to_the_unstreamed_answer(clients: tuple[openai.OpenAI, anthropic.Anthropic]) -> None:
+def test_openai_stream_assembles_to_the_unstreamed_answer(clients: Clients) -> None:
     o, _ = clients
     shapes = set()
     for i, task in enumerate(TASKS):
@@ -72,7 +74,7 @@ def test_openai_stream_assembles_to_the_unstreamed_answer(clients: tuple[openai.
     assert shapes == {"calls", "text"}
 
 
-def test_anthropic_stream_assembles_to_the_unstreamed_answer(clients: tuple[openai.OpenAI, anthropic.Anthropic]) -> None:
+def test_anthropic_stream_assembles_to_the_unstreamed_answer(clients: Clients) -> None:
     _, a = clients
     shapes = set()
     for i, task in enumerate(TASKS):
@@ -90,7 +92,7 @@ def test_anthropic_stream_assembles_to_the_unstreamed_answer(clients: tuple[open
     assert shapes == {"tool_use", "end_turn"}
 
 
-def test_responses_stream_assembles_to_the_unstreamed_answer(clients: tuple[openai.OpenAI, anthropic.Anthropic]) -> None:
+def test_responses_stream_assembles_to_the_unstreamed_answer(clients: Clients) -> None:
     o, _ = clients
     shapes = set()
     for i, task in enumerate(TASKS):
@@ -118,7 +120,7 @@ ANTHROPIC_CHOICES: list[Any] = [{"type": "auto"}, {"type": "any"}, {"type": "too
 
 
 @pytest.mark.parametrize("persona", PERSONA_NAMES)
-def test_tool_choice_gives_only_legal_replies(clients: tuple[openai.OpenAI, anthropic.Anthropic], persona: str) -> None:
+def test_tool_choice_gives_only_legal_replies(clients: Clients, persona: str) -> None:
     o, a = clients
     counts: dict[str, int] = {}
     for n, task in enumerate(TASKS[:12]):
@@ -153,7 +155,7 @@ def test_tool_choice_gives_only_legal_replies(clients: tuple[openai.OpenAI, anth
     assert counts["auto"] < 12  # auto still lets the agent ask instead of calling
 
 
-def test_tool_choice_naming_an_unknown_tool_is_a_400(clients: tuple[openai.OpenAI, anthropic.Anthropic]) -> None:
+def test_tool_choice_naming_an_unknown_tool_is_a_400(clients: Clients) -> None:
     o, a = clients
     with pytest.raises(openai.BadRequestError):
         o.chat.completions.create(model="typical", messages=_user(TASKS[0]), tools=TOOLS_OPENAI,
@@ -170,12 +172,12 @@ def _result(name: str) -> str:
     return json.dumps({"ok": True, "tool": name, "result": "done"})
 
 
-def test_openai_sdk_agent_loops_end(clients: tuple[openai.OpenAI, anthropic.Anthropic]) -> None:
+def test_openai_sdk_agent_loops_end(clients: Clients) -> None:
     o, _ = clients
     turns_needed = []
     for n, task in enumerate(TASKS * 3):
         messages: list[Any] = _user(task)
-        for turn in range(1, 7):
+        for turn in range(1, 7):  # noqa: B007 (the turn the loop ended on is kept)
             message = o.chat.completions.create(model=PERSONA_NAMES[n % 3], messages=messages, tools=TOOLS_OPENAI,
                                                 seed=n).choices[0].message
             if not message.tool_calls:
@@ -187,12 +189,12 @@ def test_openai_sdk_agent_loops_end(clients: tuple[openai.OpenAI, anthropic.Anth
     assert sum(t <= 3 for t in turns_needed) >= 0.9 * len(turns_needed)
 
 
-def test_anthropic_sdk_agent_loops_end(clients: tuple[openai.OpenAI, anthropic.Anthropic]) -> None:
+def test_anthropic_sdk_agent_loops_end(clients: Clients) -> None:
     _, a = clients
     turns_needed = []
     for n, task in enumerate(TASKS * 3):
         messages: list[Any] = _user(task)
-        for turn in range(1, 7):
+        for turn in range(1, 7):  # noqa: B007 (the turn the loop ended on is kept)
             reply = a.messages.create(model=PERSONA_NAMES[n % 3], max_tokens=512, messages=messages,
                                       tools=TOOLS_ANTHROPIC, extra_headers={SEED: str(n)})
             if reply.stop_reason != "tool_use":
@@ -230,8 +232,8 @@ ANTHROPIC_STREAM_RAISES = {"truncated": "RemoteProtocolError", "disconnect": "Re
 @pytest.mark.parametrize("fault", FAULTS)
 def test_every_fault_raises_the_sdk_exception(serve: Callable[..., ServerThread], fault: str) -> None:
     server = serve(faults={fault: 1.0}, slow_s=2.0, fault_retry_after_s=0.3)
-    o = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=0.6)
-    a = anthropic.Anthropic(base_url=server.url, api_key="k", max_retries=0, timeout=0.6)
+    o: Any = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=0.6)
+    a: Any = anthropic.Anthropic(base_url=server.url, api_key="k", max_retries=0, timeout=0.6)
     chat = {"model": "reckless", "messages": _user(TASKS[0]), "tools": TOOLS_OPENAI, "seed": 1}
     msgs = {"model": "reckless", "max_tokens": 256, "messages": _user(TASKS[0]), "tools": TOOLS_ANTHROPIC}
     resp = {"model": "reckless", "input": _user(TASKS[0]), "tools": TOOLS_RESPONSES}
@@ -252,9 +254,10 @@ def test_every_fault_raises_the_sdk_exception(serve: Callable[..., ServerThread]
                 with pytest.raises(expected) as info:
                     got = a.messages.create(**msgs, stream=stream)
                     list(got) if stream else None
-                if isinstance(info.value, anthropic.APIStatusError):
-                    assert info.value.request_id and info.value.request_id.startswith("req_")
-                    assert info.value.body["request_id"] == info.value.request_id
+                error: Any = info.value
+                if isinstance(error, anthropic.APIStatusError):
+                    assert error.request_id and error.request_id.startswith("req_")
+                    assert error.body["request_id"] == error.request_id
     finally:
         o.close()
         a.close()
@@ -286,7 +289,7 @@ def test_error_vocabulary_and_headers(serve: Callable[..., ServerThread]) -> Non
 # ---------------------------------------------------------------- endpoints
 
 
-def test_models_batches_and_files_endpoints(clients: tuple[openai.OpenAI, anthropic.Anthropic]) -> None:
+def test_models_batches_and_files_endpoints(clients: Clients) -> None:
     o, a = clients
     assert {"careful", "typical", "reckless"} <= {m.id for m in o.models.list()}
     assert {"careful", "typical", "reckless"} <= {m.id for m in a.models.list()}
@@ -312,8 +315,8 @@ def test_models_batches_and_files_endpoints(clients: tuple[openai.OpenAI, anthro
 
 def test_batch_cancel(serve: Callable[..., ServerThread]) -> None:
     server = serve(batch_delay_s=60)
-    o = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
-    a = anthropic.Anthropic(base_url=server.url, api_key="k", max_retries=0)
+    o: Any = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+    a: Any = anthropic.Anthropic(base_url=server.url, api_key="k", max_retries=0)
     try:
         line = {"custom_id": "t1", "method": "POST", "url": "/v1/responses",
                 "body": {"model": "typical", "input": TASKS[2], "metadata": {"trialgrid_seed": "5"}}}
@@ -337,7 +340,7 @@ def test_batch_cancel(serve: Callable[..., ServerThread]) -> None:
 
 
 def test_responses_create_with_tools_and_a_function_call_round_trip(
-        clients: tuple[openai.OpenAI, anthropic.Anthropic]) -> None:
+        clients: Clients) -> None:
     o, _ = clients
     first = None
     for seed in range(40):
@@ -357,7 +360,7 @@ def test_responses_create_with_tools_and_a_function_call_round_trip(
 
 def test_batch_of_responses_requests_is_answered(tmp_path: Path, serve: Callable[..., ServerThread]) -> None:
     server = serve()
-    o = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+    o: Any = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
     try:
         line = {"custom_id": "t1", "method": "POST", "url": "/v1/responses",
                 "body": {"model": "typical", "input": TASKS[2], "metadata": {"trialgrid_seed": "5"}}}
