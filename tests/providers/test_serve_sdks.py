@@ -257,7 +257,8 @@ def test_every_fault_raises_the_sdk_exception(serve: Callable[..., ServerThread]
                 error: Any = info.value
                 if isinstance(error, anthropic.APIStatusError):
                     assert error.request_id and error.request_id.startswith("req_")
-                    assert error.body["request_id"] == error.request_id
+                    body: Any = error.body
+                    assert body["request_id"] == error.request_id
     finally:
         o.close()
         a.close()
