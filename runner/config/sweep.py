@@ -115,8 +115,8 @@ class ModelConfig(BaseModel):
             raise ValueError("provider callable needs function: module:function")
         if self.provider != "callable" and self.function is not None:
             raise ValueError(f"function is only used by provider callable, not {self.provider}")
-        if self.mode == "batch" and self.provider not in ("openai", "anthropic"):
-            raise ValueError(f"mode: batch needs provider openai or anthropic (their batch APIs), not {self.provider}")
+        if self.mode == "batch" and self.provider not in ("openai", "anthropic", "openai-responses"):
+            raise ValueError(f"mode: batch needs provider openai, openai-responses or anthropic (their batch APIs), not {self.provider}")
         if self.provider not in CONFIGURED:
             used: list[str] = [k for k in ("base_url", "headers", "limits", "retry", "timeout_s") if k in self.model_fields_set]
             if used or self.api_key_env is not None:

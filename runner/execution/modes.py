@@ -89,7 +89,7 @@ def batch_models(loaded: LoadedSweep, all_models: bool) -> set[str]:
         if m.name in chosen and m.provider not in VENDORS:
             raise UserError(f"--batch: model {m.name!r} uses provider {m.provider}, which has no batch API",
                             file=loaded.path, key_path=("models", i, "provider"),
-                            hint="batch mode needs provider openai or anthropic; set `mode: batch` on those models "
+                            hint="batch mode needs provider openai, openai-responses or anthropic; set `mode: batch` on those models "
                                  "only, instead of --batch")
     multi = [p for p in loaded.probes if not p.single_turn]
     if multi:

@@ -8,7 +8,7 @@ types.
 In-process providers (``sim``, and any registered with a no-argument factory) are
 used bare. The simulated agent lives above the probes (``runner.sim``), so it is not
 imported here: ``runner.sim`` registers itself with ``register_provider`` when it is
-imported, and the sweep loader imports it. The ``CONFIGURED`` ones (``openai``, ``anthropic``, ``callable``) are built
+imported, and the sweep loader imports it. The ``CONFIGURED`` ones (``openai``, ``anthropic``, ``openai-responses``, ``callable``) are built
 from a ``settings.Connection`` and run behind ``managed.ManagedProvider`` (limits,
 remedies, retries); ``pool.ProviderPool`` assembles them for a run.
 """
@@ -40,6 +40,12 @@ def _anthropic(connection: Connection, **kw: Any) -> Provider:
     return AnthropicProvider(connection, **kw)
 
 
+def _openai_responses(connection: Connection, **kw: Any) -> Provider:
+    from runner.providers.openai_responses_wire import OpenAIResponsesProvider
+
+    return OpenAIResponsesProvider(connection, **kw)
+
+
 def _callable(connection: Connection, **kw: Any) -> Provider:
     from runner.providers.callable_provider import CallableProvider
 
@@ -50,10 +56,11 @@ def _callable(connection: Connection, **kw: Any) -> Provider:
 PROVIDERS: dict[str, tuple[Callable[..., Provider], Callable[[str], None]]] = {
     "openai": (_openai, _check_any),
     "anthropic": (_anthropic, _check_any),
+    "openai-responses": (_openai_responses, _check_any),
     "callable": (_callable, _check_any),
 }
 #: providers whose factory takes a ``Connection`` (and that run behind ``ManagedProvider``)
-CONFIGURED: frozenset[str] = frozenset({"openai", "anthropic", "callable"})
+CONFIGURED: frozenset[str] = frozenset({"openai", "anthropic", "openai-responses", "callable"})
 
 
 def register_provider(name: str, factory: Callable[..., Provider], check: Callable[[str], None]) -> None:

@@ -65,7 +65,7 @@ def encode_request(request: ChatRequest) -> dict[str, Any]:
     if request.tools:
         body["tools"] = [{"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
                          for t in request.tools]
-    if request.tool_choice is not None:
+    if request.tool_choice is not None and request.tools:
         body["tool_choice"] = {"auto": {"type": "auto"}, "none": {"type": "none"}, "required": {"type": "any"}}.get(
             request.tool_choice, {"type": "tool", "name": request.tool_choice})
     for key, value in request.params.items():

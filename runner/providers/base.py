@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolSpec
 from runner.providers.errors import ProviderError
+from runner.providers.toolchoice import split_tool_choice
 
 
 @runtime_checkable
@@ -42,6 +43,7 @@ class Agent:
         "output_tokens",
         "params",
         "remedies",
+        "tool_choice",
         "trial_seed",
     )
 
@@ -50,7 +52,8 @@ class Agent:
         self._provider = provider
         self.trial_seed = trial_seed
         self.model = model
-        self.params = params
+        # a tool_choice in the model's params is the default choice of every request with tools
+        self.params, self.tool_choice = split_tool_choice(params)
         self.calls = 0
         self.attempts = 0
         self.input_tokens = 0
@@ -70,6 +73,8 @@ class Agent:
         seed: int | None = None,
         tool_choice: str | None = None,
     ) -> ChatResponse:
+        if tool_choice is None and tools:
+            tool_choice = self.tool_choice
         request = ChatRequest(self.model, tuple(messages), tuple(tools), self.params, seed, tool_choice,
                               self.trial_seed)
         self.calls += 1

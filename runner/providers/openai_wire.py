@@ -41,7 +41,7 @@ def encode_request(request: ChatRequest) -> dict[str, Any]:
     if request.tools:
         body["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                            "parameters": dict(t.parameters)}} for t in request.tools]
-    if request.tool_choice is not None:
+    if request.tool_choice is not None and request.tools:
         body["tool_choice"] = (request.tool_choice if request.tool_choice in _CHOICES
                                else {"type": "function", "function": {"name": request.tool_choice}})
     if request.seed is not None:

@@ -51,10 +51,12 @@ CREDENTIAL_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|cookie|p
 DEFAULT_BASE_URL = {
     "openai": "https://api.openai.com/v1",
     "anthropic": "https://api.anthropic.com/v1",
+    "openai-responses": "https://api.openai.com/v1",
 }
 DEFAULT_KEY_ENV = {
     "openai": "OPENAI_API_KEY",
     "anthropic": "ANTHROPIC_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
 }
 
 

@@ -27,6 +27,12 @@ Decision for one request (documented in the README, section "The simulated agent
 6. A request with tools whose system prompt asks for a ``Final Answer:`` is a step
    of a multi-step task (``multistep.py``); one with no tools whose system prompt
    asks for a ``VERDICT:`` is a correctness-judging request (``judging.py``).
+7. A request that ends with tool results (any other agent loop) is answered by
+   ``followup.py``: one more call when the task needs it (a broad lookup done, the
+   specific tool not yet called), else an answer in words — so loops end.
+8. ``tool_choice`` (``choice.py``): the decision above is kept when it is legal under
+   the requested choice, and otherwise withheld (``none``) or replaced by one forced
+   call (``required`` / a named tool).
 """
 
 from __future__ import annotations
@@ -41,7 +47,10 @@ from typing import Any
 
 from runner.core.seeding import uniform
 from runner.core.types import ChatRequest, ChatResponse, ToolCall, Usage, parse_tool_arguments
+from runner.providers.errors import ErrorKind, ProviderError
 from runner.sim.auditor import audit, is_audit_request
+from runner.sim.choice import legal, unknown_tool, withheld
+from runner.sim.followup import after_results, calls_since_user
 from runner.sim.judging import is_judge_request
 from runner.sim.judging import respond as judge_respond
 from runner.sim.multistep import is_multistep_request
@@ -136,7 +145,7 @@ class SimProvider:
     _CACHE_LIMIT = 100_000
 
     def __init__(self) -> None:
-        self._cache: dict[tuple, _Prompt] = {}
+        self._cache: dict[tuple[Any, ...], _Prompt] = {}
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         return self.respond(request)
@@ -145,12 +154,46 @@ class SimProvider:
         return None
 
     def respond(self, request: ChatRequest) -> ChatResponse:
+        """The reply to ``request``, obeying its ``tool_choice`` (``choice.py``)."""
+        choice = request.tool_choice
+        problem = unknown_tool(choice, request.tools)
+        if problem is not None:
+            raise ProviderError(ErrorKind.FATAL, problem, status_code=400)
+        answer = self._answer(request)
+        if legal(choice, answer.tool_calls, request.tools):
+            return answer
+        if choice == "none":
+            return withheld(answer)
+        if choice != "required":  # a named tool: keep the agent's own call to it when it made one
+            own = tuple(c for c in answer.tool_calls if c.name == choice)[:1]
+            if own:
+                return ChatResponse(text="", tool_calls=own, usage=answer.usage, finish_reason="tool_calls")
+        return self._forced(request, None if choice == "required" else choice)
+
+    def _answer(self, request: ChatRequest) -> ChatResponse:
+        """The reply under ``tool_choice: auto``."""
         if not request.tools and is_audit_request(request):
             return audit(request)
         if is_multistep_request(request):  # the propagation probe's agent loop (multistep.py)
             return multistep_respond(request)
         if not request.tools and is_judge_request(request):  # the judge probe (judging.py)
             return judge_respond(request)
+        persona, prompt = self._prompt(request)
+        seed = request.seed if request.seed is not None else 0
+        if request.messages and request.messages[-1].role == "tool":
+            return after_results(self, persona, prompt, request, seed)
+        names = tuple(t.name for t in request.tools)
+        calls, reply = self._decide(persona, prompt, names, seed)
+        out_chars = len(reply) + sum(len(c.raw_arguments) + len(c.name) for c in calls)
+        return ChatResponse(
+            text=reply,
+            tool_calls=tuple(calls),
+            usage=Usage(prompt.input_tokens, max(1, out_chars // 4)),
+            finish_reason="tool_calls" if calls else "stop",
+        )
+
+    def _prompt(self, request: ChatRequest) -> tuple[Persona, _Prompt]:
+        """The persona and the cached per-prompt facts (reading, latent shifts) of ``request``."""
         persona = persona_for_model(request.model)
         text = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
         names = tuple(t.name for t in request.tools)
@@ -163,15 +206,20 @@ class SimProvider:
                 len(t.name) + len(t.description) + 40 * len(t.parameters.get("properties", {})) for t in request.tools)
             prompt = _Prompt(persona, request.model, text, read(text, request.tools), chars)
             self._cache[key] = prompt
+        return persona, prompt
+
+    def _forced(self, request: ChatRequest, tool: str | None) -> ChatResponse:
+        """One call forced by ``tool_choice`` (``required``: the tool the agent reads as best; else ``tool``)."""
+        persona, prompt = self._prompt(request)
+        r = prompt.reading
+        schemas = {t.name: t.parameters for t in request.tools}
+        name = tool or r.specific or r.runner_up or r.broad or request.tools[0].name
+        earlier = calls_since_user(request)
         seed = request.seed if request.seed is not None else 0
-        calls, reply = self._decide(persona, prompt, names, seed)
-        out_chars = len(reply) + sum(len(c.raw_arguments) + len(c.name) for c in calls)
-        return ChatResponse(
-            text=reply,
-            tool_calls=tuple(calls),
-            usage=Usage(prompt.input_tokens, max(1, out_chars // 4)),
-            finish_reason="tool_calls" if calls else "stop",
-        )
+        call = self._call(persona, prompt, name, schemas[name], seed, len(earlier))
+        return ChatResponse(text="", tool_calls=(call,),
+                            usage=Usage(prompt.input_tokens, max(1, (len(call.raw_arguments) + len(name)) // 4)),
+                            finish_reason="tool_calls")
 
     def _decide(self, persona: Persona, prompt: _Prompt, names: tuple[str, ...], seed: int) -> tuple[list[ToolCall], str]:
         r = prompt.reading
@@ -207,7 +255,7 @@ class SimProvider:
         return ToolCall(name=tool, raw_arguments=raw, arguments=args, id=call_id)
 
 
-_JSON_CACHE: dict[tuple, str] = {}
+_JSON_CACHE: dict[tuple[Any, ...], str] = {}
 
 
 def _to_json(args: dict[str, Any]) -> str:

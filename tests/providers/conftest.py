@@ -8,6 +8,7 @@ nothing leaves the machine.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import polars as pl
 import pytest
 import yaml
 
+from runner.core.types import ToolCall
 from runner.sim.serve import ServeOptions, ServerThread
 from tests.conftest import quickstart_dict
 
@@ -63,4 +65,15 @@ def trials(out: Path) -> pl.DataFrame:
 
 
 def outcomes(df: pl.DataFrame) -> pl.DataFrame:
-    return df.select(OUTCOMES).sort(CELL)
+    """The outcome columns, sorted; tool-call ids without their vendor prefix.
+
+    The simulated agent names its calls ``call_…``; over the Messages API they are
+    ``toolu_…``, as Anthropic writes them — the same call, so compared without it.
+    """
+    return df.select(OUTCOMES).sort(CELL).with_columns(pl.col("tool_calls").list.eval(
+        pl.element().struct.with_fields(pl.element().struct.field("id").str.replace(r"^toolu_", "call_"))))
+
+
+def neutral_ids(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
+    """Tool calls with Anthropic's ``toolu_`` id prefix read as the sim's ``call_``."""
+    return tuple(replace(c, id="call_" + c.id[6:]) if c.id.startswith("toolu_") else c for c in calls)

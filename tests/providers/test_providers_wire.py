@@ -14,12 +14,13 @@ from runner.core.types import ChatRequest, Message, ToolCall, ToolSpec
 from runner.execution.run import run_sweep
 from runner.providers.anthropic_wire import AnthropicProvider
 from runner.providers.anthropic_wire import encode_request as anthropic_body
+from runner.providers.openai_responses_wire import OpenAIResponsesProvider
 from runner.providers.openai_wire import OpenAIProvider
 from runner.providers.openai_wire import encode_request as openai_body
 from runner.providers.settings import Connection
 from runner.sim import SimProvider
 from tests.conftest import quickstart_dict
-from tests.providers.conftest import http_sweep, outcomes, trials, write
+from tests.providers.conftest import http_sweep, neutral_ids, outcomes, trials, write
 
 TOOLS = (
     ToolSpec("fetch_invoices", "Fetch invoices from a billing provider for a month.",
@@ -77,7 +78,7 @@ def test_anthropic_body_shape() -> None:
     assert anthropic_body(_request(params={"max_tokens": 99}))["max_tokens"] == 99
 
 
-@pytest.mark.parametrize("cls", [OpenAIProvider, AnthropicProvider])
+@pytest.mark.parametrize("cls", [OpenAIProvider, AnthropicProvider, OpenAIResponsesProvider])
 def test_round_trip_equals_in_process(serve, cls) -> None:  # type: ignore[no-untyped-def]
     """The same request answered over HTTP decodes to what the in-process sim answers."""
     server = serve()
@@ -99,7 +100,7 @@ def test_round_trip_equals_in_process(serve, cls) -> None:  # type: ignore[no-un
     pairs = asyncio.run(go())
     kinds = set()
     for got, want in pairs:
-        assert (got.text, got.tool_calls, got.usage) == (want.text, want.tool_calls, want.usage)
+        assert (got.text, neutral_ids(got.tool_calls), got.usage) == (want.text, want.tool_calls, want.usage)
         assert got.attempts == 1 and got.latency_s > 0
         kinds.add("calls" if got.tool_calls else "text")
     assert kinds == {"calls", "text"}  # both answer shapes crossed the wire
@@ -113,7 +114,8 @@ def test_unparsable_arguments_are_recorded_not_repaired(serve) -> None:  # type:
     async def go() -> int:
         broken = 0
         providers = [OpenAIProvider(Connection("openai", server.base_url, None)),
-                     AnthropicProvider(Connection("anthropic", server.base_url, None))]
+                     AnthropicProvider(Connection("anthropic", server.base_url, None)),
+                     OpenAIResponsesProvider(Connection("openai-responses", server.base_url, None))]
         try:
             for seed in range(300):
                 request = _request("reckless", seed)
@@ -123,7 +125,7 @@ def test_unparsable_arguments_are_recorded_not_repaired(serve) -> None:  # type:
                 broken += 1
                 for provider in providers:
                     got = await provider.complete(request)
-                    assert got.tool_calls == want.tool_calls
+                    assert neutral_ids(got.tool_calls) == want.tool_calls
                     call = next(c for c in got.tool_calls if c.parse_error)
                     assert call.arguments is None
                     with pytest.raises(ValueError):
@@ -152,7 +154,7 @@ def test_anthropic_version_header_is_sent_and_required(serve) -> None:  # type: 
     asyncio.run(go())  # the provider's own request carries the header and is answered
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "openai-responses"])
 def test_quickstart_over_http_matches_in_process(serve, tmp_path: Path, provider: str) -> None:  # type: ignore[no-untyped-def]
     server = serve()
     local = quickstart_dict()

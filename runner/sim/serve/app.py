@@ -1,18 +1,25 @@
 """``trialgrid serve``: OpenAI- and Anthropic-compatible endpoints answered by the simulated agent.
 
-Routes: ``POST /v1/chat/completions`` (OpenAI), ``POST /v1/messages`` (Anthropic),
-``GET /stats`` (``?log=1`` adds the per-request log), ``GET /health``, and both
-vendors' batch APIs (``runner/sim/serve/batches.py``).
+Routes: ``POST /v1/chat/completions`` (OpenAI Chat Completions), ``POST /v1/messages``
+(Anthropic Messages), ``POST /v1/responses`` (OpenAI Responses), each streamed as
+server-sent events when the body says ``"stream": true`` (``sse.py``); ``GET /v1/models``
+and ``POST /v1/messages/count_tokens`` (``catalog.py``); both vendors' batch and file
+APIs (``batches.py``); ``GET /stats`` (``?log=1`` adds the per-request log) and
+``GET /health``. Every response carries the vendor's request-id header, every error is
+the vendor's JSON, unknown routes included (``vendor_http.py``).
 
 Each request is answered by the same ``SimProvider.respond`` the in-process ``sim``
 provider uses, from the request decoded back into a neutral ``ChatRequest`` (seed
 from OpenAI's ``seed`` field or the ``x-trialgrid-seed`` header), so a sweep gives
-the same outcomes over HTTP as in-process. Around that, in this order, as a real
-API would: the API key check (401), the server's own per-key rate limit (a real 429
-with ``Retry-After``, ``retry-after-ms`` and the vendor's rate-limit headers), the
-body check (400), the parameter-rejection rules (400 in the vendor's error style),
-the latency draw, and the fault draw (429 / 500 / 503 / slow past the client's
-timeout / connection reset / malformed JSON / truncated body).
+the same outcomes over HTTP as in-process; ``n`` > 1 adds choices answered with
+seeds derived from the request's. Around that, in this order, as a real API would:
+the API key check (401), the server's own per-key rate limit (a real 429 with
+``Retry-After``, ``retry-after-ms`` and the vendor's rate-limit headers, which every
+answer carries while a limit is set), the body check (400), the parameter-rejection
+rules (400 in the vendor's error style), the latency draw, and the fault draw (429 /
+500 / 503 / 529 overloaded / slow past the client's timeout / connection reset /
+malformed JSON / truncated body, and the stream faults: disconnect mid-stream, a
+stall mid-stream past the client's read timeout, a chunk that does not parse).
 
 Everything runs on one event loop and the state changes in synchronous code
 between awaits, so counts cannot race.
@@ -21,23 +28,33 @@ between awaits, so counts cannot race.
 from __future__ import annotations
 
 import asyncio
-import math
 import random
 from collections import deque
-from datetime import UTC, datetime, timedelta
+from dataclasses import replace
 from typing import Any
 
 import orjson
 from aiohttp import web
 
+from runner.core.seeding import mix64
+from runner.core.types import ChatRequest, ChatResponse
+from runner.providers.errors import ProviderError
 from runner.sim import SimProvider
 from runner.sim.serve.batches import BatchRoutes
-from runner.sim.serve.codecs import CODECS, BadRequest
+from runner.sim.serve.catalog import CatalogRoutes
+from runner.sim.serve.codec_table import CODECS
+from runner.sim.serve.codecs import AnthropicCodec, BadRequest, OpenAICodec
 from runner.sim.serve.options import FAULTS, ServeOptions
+from runner.sim.serve.responses_codec import ResponsesCodec
+from runner.sim.serve.sse import anthropic_frames, malformed_frame, openai_frames, responses_frames
 from runner.sim.serve.stats import ServerStats, key_id
+from runner.sim.serve.vendor_http import add_request_id, limit_headers, retry_headers, vendor_middleware
 
 _JSON = "application/json"
-_FAULT_STATUS = {"429": 429, "500": 500, "503": 503, "slow": 200, "reset": 0, "malformed": 200, "truncated": 200}
+_SSE = "text/event-stream; charset=utf-8"
+#: the fault a non-streamed request meets for each stream fault, and the other way round
+_UNSTREAMED = {"disconnect": "truncated", "stall": "slow", "bad_chunk": "malformed"}
+_STREAMED = {"truncated": "disconnect", "malformed": "bad_chunk"}
 
 
 def _dumps(data: Any) -> bytes:
@@ -58,13 +75,16 @@ class SimServer:
         self._keys = frozenset(options.keys)
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[vendor_middleware])
+        app.on_response_prepare.append(add_request_id)
         app.router.add_post("/v1/chat/completions", self._openai)
         app.router.add_post("/v1/messages", self._anthropic)
+        app.router.add_post("/v1/responses", self._responses)
         app.router.add_get("/stats", self._stats)
         app.router.add_get("/health", self._health)
         self.batches = BatchRoutes(self)
         self.batches.register(app)
+        CatalogRoutes(self).register(app)
         return app
 
     async def _openai(self, request: web.Request) -> web.StreamResponse:
@@ -73,12 +93,23 @@ class SimServer:
     async def _anthropic(self, request: web.Request) -> web.StreamResponse:
         return await self._handle(request, "anthropic")
 
+    async def _responses(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "responses")
+
     async def _health(self, request: web.Request) -> web.Response:
         return web.Response(body=b'{"ok":true}', content_type=_JSON)
 
     async def _stats(self, request: web.Request) -> web.Response:
         return web.Response(body=_dumps(self.stats.snapshot(with_log=request.query.get("log") == "1")),
                             content_type=_JSON)
+
+    def denied(self, request: web.Request, api: str) -> web.Response | None:
+        """A 401 in ``api``'s style when the server checks keys and this request's is not one of them."""
+        codec = CODECS[api]
+        key = codec.key_of(request.headers)
+        if self._keys and key not in self._keys:
+            return self._json(401, codec.auth_error(key))
+        return None
 
     def _draw_fault(self) -> str | None:
         if not self._fault_table:
@@ -90,19 +121,20 @@ class SimServer:
             u -= rate
         return None
 
-    def _rate_limited(self, kid: str, now: float) -> float | None:
-        """Seconds until ``kid`` may send again if it is over the server's own limit, else None."""
+    def _admit(self, api: str, kid: str, now: float) -> tuple[float | None, dict[str, str]]:
+        """(seconds until ``kid`` may send again if it is over the server's own limit, the rate-limit headers)."""
         rpm = self.options.rpm
         if rpm is None:
-            return None
+            return None, {}
         window = self._windows.setdefault(kid, deque())
         span = self.options.rpm_window_s
         while window and window[0] <= now - span:
             window.popleft()
         if len(window) >= rpm:
-            return window[0] + span - now
+            wait = window[0] + span - now
+            return wait, limit_headers(api, rpm, 0, wait)
         window.append(now)
-        return None
+        return None, limit_headers(api, rpm, rpm - len(window), window[0] + span - now)
 
     async def _handle(self, request: web.Request, api: str) -> web.StreamResponse:
         codec = CODECS[api]
@@ -115,93 +147,149 @@ class SimServer:
             if self._keys and key not in self._keys:
                 status, tag = 401, "auth"
                 return self._json(401, codec.auth_error(key))
-            wait = self._rate_limited(kid, t)
+            wait, limits = self._admit(api, kid, t)
             if wait is not None:
                 status, tag = 429, "ratelimit"
-                return self._too_many(api, codec, wait, "rate limit reached for requests (the server's own rpm limit)")
+                message = "rate limit reached for requests (the server's own rpm limit)"
+                return self._json(429, codec.error(429, message, kind="rate_limit_error", code="rate_limit_exceeded"),
+                                  {**retry_headers(wait), **limits})
             raw = await request.read()
             try:
                 body = orjson.loads(raw)
                 chat = codec.decode(body, request.headers)
+                n = codec.choices(body)
             except (ValueError, BadRequest, KeyError, TypeError, AttributeError) as exc:
                 status, tag = 400, "bad_request"
                 message = str(exc) if isinstance(exc, BadRequest) else f"could not parse the request: {type(exc).__name__}"
-                return self._json(400, codec.error(400, message))
+                return self._json(400, codec.error(400, message), limits)
             model = chat.model
+            streamed = body.get("stream") is True
             has_tools = bool(chat.tools)
             for rule in self.options.rules:
                 if rule.applies(model, body, has_tools):
                     status, tag = 400, f"rule:{rule.spec}"
                     stats.rejected(rule.spec, model, rule.param)
-                    return self._json(400, codec.rule_error(rule, body, has_tools))
-            fault = self._draw_fault()
+                    return self._json(400, codec.rule_error(rule, body, has_tools), limits)
+            drawn = self._draw_fault()  # the kind drawn (stats tag it so); the fault met, as streamed or not
+            fault = None if drawn is None else (_STREAMED if streamed else _UNSTREAMED).get(drawn, drawn)
             delay = self.latency()
             if delay > 0:
                 await asyncio.sleep(delay)
-            if fault is not None:
-                # the status the client sees (0: the connection is cut before any status line)
-                status, tag = _FAULT_STATUS[fault], f"fault:{fault}"
-                return await self._fault(request, api, codec, fault, chat)
+            if fault in ("429", "500", "503", "529"):
+                status, tag = self._fault_status(codec, fault), f"fault:{drawn}"
+                return self._status_fault(codec, fault, limits)
+            if fault == "reset":
+                status, tag = 0, f"fault:{drawn}"  # the connection is cut before any status line
+                if request.transport is not None:
+                    request.transport.abort()
+                raise asyncio.CancelledError  # nothing more to say on a connection that is gone
+            if fault == "slow":
+                status, tag = 200, f"fault:{drawn}"
+                await asyncio.sleep(self.options.slow_s)  # the client gave up long ago; answer anyway
+                fault = None
             try:
-                answer = self.sim.respond(chat)
-            except ValueError as exc:  # e.g. a model id that names no persona
+                answers = self._answers(chat, n)
+            except ProviderError as exc:  # a simulated failure (the flaky auditor persona)
+                status, tag = 500, "sim_error"
+                return self._json(500, codec.error(500, exc.message, kind=codec.kind_for(500)), limits)
+            except ValueError:  # e.g. a model id that names no persona
                 status, tag = 404, "unknown_model"
-                return self._json(404, codec.error(404, f"The model '{model}' does not exist: {exc}",
-                                                   kind="not_found_error", code="model_not_found"))
-            status, tag = 200, "ok"
-            tokens = answer.usage.input_tokens + answer.usage.output_tokens
-            return web.Response(body=_dumps(codec.encode(answer, model)), content_type=_JSON)
+                code, error = codec.unknown_model(model)
+                return self._json(code, error, limits)
+            if not tag:
+                status, tag = 200, "ok"
+            if drawn is not None:
+                tag = f"fault:{drawn}"
+            tokens = answers[0].usage.input_tokens + sum(a.usage.output_tokens for a in answers)
+            if streamed:
+                return await self._stream(request, api, self._frames(api, answers, model, body), limits, fault)
+            payload = _dumps(self._encode(api, answers, model, body))
+            if fault is None:
+                return web.Response(body=payload, content_type=_JSON, headers=limits)
+            return await self._broken_body(request, payload, fault, limits)
         finally:
             stats.leave(kid)
             stats.record(t, kid, api, model, status, tag, tokens)
 
+    def _answers(self, chat: ChatRequest, n: int) -> tuple[ChatResponse, ...]:
+        first = self.sim.respond(chat)
+        seed = chat.seed or 0
+        return (first, *(self.sim.respond(replace(chat, seed=mix64(seed, 0xC40 + i))) for i in range(1, n)))
+
+    @staticmethod
+    def _encode(api: str, answers: tuple[ChatResponse, ...], model: str, body: Any) -> dict[str, Any]:
+        if api == "openai":
+            return OpenAICodec.encode(answers[0], model, answers[1:])
+        if api == "anthropic":
+            return AnthropicCodec.encode(answers[0], model)
+        return ResponsesCodec.encode(answers[0], model, body=body)
+
+    @staticmethod
+    def _frames(api: str, answers: tuple[ChatResponse, ...], model: str, body: Any) -> list[bytes]:
+        if api == "openai":
+            usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return openai_frames(answers, model, usage)
+        if api == "anthropic":
+            return anthropic_frames(answers[0], model)
+        return responses_frames(answers[0], model, body)
+
     def _json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> web.Response:
         return web.Response(status=status, body=_dumps(body), content_type=_JSON, headers=headers)
 
-    def _too_many(self, api: str, codec: Any, wait_s: float, message: str) -> web.Response:
-        wait_s = max(0.0, wait_s)
-        headers = {"retry-after": str(max(1, math.ceil(wait_s))), "retry-after-ms": str(int(wait_s * 1000))}
-        if self.options.rpm is not None:
-            if api == "openai":
-                headers.update({"x-ratelimit-limit-requests": str(self.options.rpm),
-                                "x-ratelimit-remaining-requests": "0",
-                                "x-ratelimit-reset-requests": f"{wait_s:.3f}s"})
-            else:
-                reset = datetime.now(UTC) + timedelta(seconds=wait_s)
-                headers.update({"anthropic-ratelimit-requests-limit": str(self.options.rpm),
-                                "anthropic-ratelimit-requests-remaining": "0",
-                                "anthropic-ratelimit-requests-reset": reset.isoformat().replace("+00:00", "Z")})
-        return self._json(429, codec.error(429, message, kind="rate_limit_error", code="rate_limit_exceeded"), headers)
+    @staticmethod
+    def _fault_status(codec: Any, fault: str) -> int:
+        return codec.overloaded[0] if fault == "529" else int(fault)
 
-    async def _fault(self, request: web.Request, api: str, codec: Any, fault: str, chat: Any) -> web.StreamResponse:
-        options = self.options
+    def _status_fault(self, codec: Any, fault: str, limits: dict[str, str]) -> web.Response:
         if fault == "429":
-            wait = options.fault_retry_after_s
-            headers = {"retry-after": f"{wait:g}", "retry-after-ms": str(int(wait * 1000))}
+            headers = {**retry_headers(self.options.fault_retry_after_s), **limits}
             return self._json(429, codec.error(429, "Rate limit reached (injected fault)", kind="rate_limit_error",
                                                code="rate_limit_exceeded"), headers)
-        if fault in ("500", "503"):
-            status = int(fault)
-            return self._json(status, codec.error(status, f"injected fault: HTTP {status}", kind=codec.kind_for(status)))
-        if fault == "slow":
-            await asyncio.sleep(options.slow_s)  # the client gave up long ago; answer anyway
-            return web.Response(body=_dumps(codec.encode(self.sim.respond(chat), chat.model)), content_type=_JSON)
-        transport = request.transport
-        if fault == "reset":
-            if transport is not None:
-                transport.abort()
-            raise asyncio.CancelledError  # nothing more to say on a connection that is gone
-        body = _dumps(codec.encode(self.sim.respond(chat), chat.model))
+        if fault == "529":
+            status, kind, message = codec.overloaded
+            return self._json(status, codec.error(status, message, kind=kind), limits)
+        status = int(fault)
+        return self._json(status, codec.error(status, f"injected fault: HTTP {status}", kind=codec.kind_for(status)),
+                          limits)
+
+    async def _broken_body(self, request: web.Request, body: bytes, fault: str,
+                           limits: dict[str, str]) -> web.StreamResponse:
         if fault == "malformed":
-            return web.Response(body=body[: len(body) // 2] + b'",,}', content_type=_JSON)
+            return web.Response(body=body[: len(body) // 2] + b'",,}', content_type=_JSON, headers=limits)
         # truncated: promise the whole body, send half, close
-        response = web.StreamResponse(status=200, headers={"content-type": _JSON})
+        response = web.StreamResponse(status=200, headers={"content-type": _JSON, **limits})
         response.content_length = len(body)
         await response.prepare(request)
         await response.write(body[: len(body) // 2])
-        if transport is not None:
-            transport.close()
+        if request.transport is not None:
+            request.transport.close()
         raise asyncio.CancelledError
+
+    async def _stream(self, request: web.Request, api: str, frames: list[bytes], limits: dict[str, str],
+                      fault: str | None) -> web.StreamResponse:
+        """Write ``frames`` as server-sent events; a stream fault strikes halfway through."""
+        response = web.StreamResponse(status=200, headers={"content-type": _SSE, "cache-control": "no-cache",
+                                                           **limits})
+        await response.prepare(request)
+        cut = max(1, len(frames) // 2) if fault is not None else len(frames)
+        for frame in frames[:cut]:
+            await response.write(frame)
+        if fault == "disconnect":
+            if request.transport is not None:
+                request.transport.close()
+            raise asyncio.CancelledError
+        try:
+            if fault == "stall":
+                await asyncio.sleep(self.options.slow_s)  # past the client's read timeout; then carry on
+            elif fault == "bad_chunk":
+                await response.write(malformed_frame(api))
+            for frame in frames[cut:]:
+                await response.write(frame)
+            await response.write_eof()
+        except ConnectionError:  # the client gave up on a stalled or broken stream: nobody is listening
+            if request.transport is not None:
+                request.transport.close()
+        return response
 
 
 async def start_server(options: ServeOptions) -> tuple[web.AppRunner, SimServer, int]:

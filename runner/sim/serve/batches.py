@@ -6,9 +6,16 @@ same wire shapes the vendors use. Every request of a batch is answered by the
 server's ``SimProvider`` through the same codecs and parameter rules as a live
 request, so a batch outcome equals the live outcome of the same request.
 
-Routes (under ``/v1``): ``POST /files``, ``GET /files/{id}``, ``GET /files/{id}/content``,
-``POST /batches``, ``GET /batches``, ``GET /batches/{id}``, ``POST /messages/batches``,
-``GET /messages/batches/{id}``, ``GET /messages/batches/{id}/results``.
+Routes (under ``/v1``): ``POST /files``, ``GET /files``, ``GET /files/{id}``,
+``DELETE /files/{id}``, ``GET /files/{id}/content``, ``POST /batches`` (endpoint
+``/v1/chat/completions`` or ``/v1/responses``), ``GET /batches``, ``GET /batches/{id}``,
+``POST /batches/{id}/cancel``, ``POST /messages/batches``, ``GET /messages/batches``,
+``GET /messages/batches/{id}``, ``POST /messages/batches/{id}/cancel``,
+``DELETE /messages/batches/{id}``, ``GET /messages/batches/{id}/results``.
+
+Cancelling a batch that has not ended ends it at once: its requests are
+``cancelled`` (OpenAI: the batch is ``cancelled``, no output file) or ``canceled``
+(Anthropic: the batch is ``ended``, each result ``canceled``).
 
 Answers are computed when a batch is created and shown once ``batch_delay_s`` has
 passed (until then the batch is ``in_progress``). Each request's fate is drawn from
@@ -34,7 +41,8 @@ import orjson
 from aiohttp import web
 
 from runner.providers.errors import ProviderError
-from runner.sim.serve.codecs import CODECS, SEED_HEADER, BadRequest
+from runner.sim.serve.codec_table import CODECS
+from runner.sim.serve.codecs import SEED_HEADER, BadRequest, OpenAICodec
 
 if TYPE_CHECKING:
     from runner.sim.serve.app import SimServer
@@ -42,6 +50,8 @@ if TYPE_CHECKING:
 _JSON = "application/json"
 SEED_USER_PREFIX = "trialgrid-seed-"
 OPENAI_ENDPOINT = "/v1/chat/completions"
+#: OpenAI batch endpoint → the codec that answers its requests
+OPENAI_ENDPOINTS = {"/v1/chat/completions": "openai", "/v1/responses": "responses"}
 
 
 @dataclass
@@ -57,6 +67,8 @@ class _Batch:
     output_file_id: str | None = None
     error_file_id: str | None = None
     finished: bool = False
+    endpoint: str = OPENAI_ENDPOINT
+    cancelled_at: float | None = None
 
 
 class BatchRoutes:
@@ -70,13 +82,19 @@ class BatchRoutes:
     def register(self, app: web.Application) -> None:
         r = app.router
         r.add_post("/v1/files", self._upload)
+        r.add_get("/v1/files", self._file_list)
         r.add_get("/v1/files/{id}", self._file)
+        r.add_delete("/v1/files/{id}", self._file_delete)
         r.add_get("/v1/files/{id}/content", self._file_content)
         r.add_post("/v1/batches", self._openai_create)
         r.add_get("/v1/batches", self._openai_list)
         r.add_get("/v1/batches/{id}", self._openai_get)
+        r.add_post("/v1/batches/{id}/cancel", self._openai_cancel)
         r.add_post("/v1/messages/batches", self._anthropic_create)
+        r.add_get("/v1/messages/batches", self._anthropic_list)
         r.add_get("/v1/messages/batches/{id}", self._anthropic_get)
+        r.add_post("/v1/messages/batches/{id}/cancel", self._anthropic_cancel)
+        r.add_delete("/v1/messages/batches/{id}", self._anthropic_delete)
         r.add_get("/v1/messages/batches/{id}/results", self._anthropic_results)
 
     # ------------------------------------------------------------ shared
@@ -122,9 +140,8 @@ class BatchRoutes:
             answer = self.server.sim.respond(chat)
         except ProviderError as exc:  # a simulated failure (the flaky auditor persona): a 500 result
             return ("error", 500, codec.error(500, exc.message, kind=codec.kind_for(500)))
-        except ValueError as exc:
-            return ("error", 404, codec.error(404, f"The model '{chat.model}' does not exist: {exc}",
-                                              kind="not_found_error", code="model_not_found"))
+        except ValueError:
+            return ("error", *codec.unknown_model(chat.model))
         return ("ok", codec.encode(answer, chat.model))
 
     def _new(self, api: str, prefix: str, results: dict[str, tuple[Any, ...]]) -> _Batch:
@@ -186,8 +203,9 @@ class BatchRoutes:
             file_id, endpoint = body["input_file_id"], body["endpoint"]
         except (ValueError, KeyError, TypeError):
             return _json(400, _oai_error("input_file_id, endpoint and completion_window are required"))
-        if endpoint != OPENAI_ENDPOINT:
-            return _json(400, _oai_error(f"endpoint must be {OPENAI_ENDPOINT} (the only one this server batches)"))
+        if endpoint not in OPENAI_ENDPOINTS:
+            return _json(400, _oai_error(f"endpoint must be one of {', '.join(OPENAI_ENDPOINTS)} "
+                                         "(the ones this server batches)"))
         if file_id not in self.files:
             return _json(404, _oai_error(f"No such File object: {file_id}"))
         results: dict[str, tuple[Any, ...]] = {}
@@ -204,13 +222,13 @@ class BatchRoutes:
                 return _json(400, _oai_error(f"line {n}: url {url!r} differs from the batch's endpoint {endpoint}"))
             if custom_id in results:
                 return _json(400, _oai_error(f"line {n}: duplicate custom_id {custom_id!r}"))
-            results[custom_id] = self._answer("openai", custom_id, req, {})
+            results[custom_id] = self._answer(OPENAI_ENDPOINTS[endpoint], custom_id, req, {})
         batch = self._new("openai", "batch_", results)
-        batch.input_file_id, batch.metadata = file_id, body.get("metadata") or {}
+        batch.input_file_id, batch.metadata, batch.endpoint = file_id, body.get("metadata") or {}, endpoint
         return _json(200, self._openai_object(batch))
 
     def _openai_finish(self, batch: _Batch) -> None:
-        if batch.finished or time.time() < batch.ready_at:
+        if batch.finished or (time.time() < batch.ready_at and batch.cancelled_at is None):
             return
         out, err = [], []
         for custom_id, result in batch.results.items():
@@ -221,6 +239,9 @@ class BatchRoutes:
             elif result[0] == "error":
                 err.append({"id": rid, "custom_id": custom_id, "response": {
                     "status_code": result[1], "request_id": secrets.token_hex(8), "body": result[2]}, "error": None})
+            elif result[0] == "cancelled":
+                err.append({"id": rid, "custom_id": custom_id, "response": None, "error": {
+                    "code": "batch_cancelled", "message": "This request was not executed: the batch was cancelled."}})
             else:
                 err.append({"id": rid, "custom_id": custom_id, "response": None, "error": {
                     "code": "batch_expired",
@@ -238,16 +259,19 @@ class BatchRoutes:
         results = batch.results.values()
         expired = any(r[0] == "expired" for r in results)
         status = ("expired" if expired else "completed") if batch.finished else "in_progress"
+        if batch.cancelled_at is not None:
+            status = "cancelled"
         done = batch.finished
         failed = sum(1 for r in results if r[0] != "ok") if done else 0
         ended = int(batch.ready_at) if done else None
         return {
-            "id": batch.id, "object": "batch", "endpoint": OPENAI_ENDPOINT, "errors": None,
+            "id": batch.id, "object": "batch", "endpoint": batch.endpoint, "errors": None,
             "input_file_id": batch.input_file_id, "completion_window": "24h", "status": status,
             "output_file_id": batch.output_file_id, "error_file_id": batch.error_file_id,
             "created_at": int(batch.created), "in_progress_at": int(batch.created),
             "expires_at": int(batch.created) + 86400, "completed_at": ended if status == "completed" else None,
-            "expired_at": ended if status == "expired" else None, "failed_at": None, "cancelled_at": None,
+            "expired_at": ended if status == "expired" else None, "failed_at": None,
+            "cancelled_at": int(batch.cancelled_at) if batch.cancelled_at is not None else None,
             "request_counts": {"total": len(batch.results), "completed": len(batch.results) - failed if done else 0,
                                "failed": failed},
             "metadata": batch.metadata,
@@ -300,12 +324,14 @@ class BatchRoutes:
                   "expired": 0}
         if ended:
             for result in batch.results.values():
-                counts[{"ok": "succeeded", "error": "errored", "expired": "expired"}[result[0]]] += 1
+                counts[{"ok": "succeeded", "error": "errored", "expired": "expired",
+                        "cancelled": "canceled"}[result[0]]] += 1
         origin = f"{request.scheme}://{request.host}"
         return {
             "id": batch.id, "type": "message_batch", "processing_status": "ended" if ended else "in_progress",
             "request_counts": counts, "created_at": _iso(batch.created), "expires_at": _iso(batch.created + 86400),
-            "ended_at": _iso(batch.ready_at) if ended else None, "cancel_initiated_at": None, "archived_at": None,
+            "ended_at": _iso(batch.ready_at) if ended else None, "archived_at": None,
+            "cancel_initiated_at": _iso(batch.cancelled_at) if batch.cancelled_at is not None else None,
             "results_url": f"{origin}/v1/messages/batches/{batch.id}/results" if ended else None,
         }
 
@@ -334,10 +360,82 @@ class BatchRoutes:
                 body: dict[str, Any] = {"type": "succeeded", "message": result[1]}
             elif result[0] == "error":
                 body = {"type": "errored", "error": result[2]}
+            elif result[0] == "cancelled":
+                body = {"type": "canceled"}
             else:
                 body = {"type": "expired"}
             lines.append(orjson.dumps({"custom_id": custom_id, "result": body}) + b"\n")
         return web.Response(body=b"".join(lines), content_type="application/x-jsonl")
+
+
+    # ------------------------------------------------------------ lists, cancels, deletes
+
+    def _cancel(self, batch: _Batch) -> None:
+        """End a batch that has not ended: its requests are cancelled, none is answered."""
+        now = time.time()
+        if now >= batch.ready_at or batch.cancelled_at is not None:
+            return
+        batch.cancelled_at = now
+        batch.ready_at = now
+        batch.results = dict.fromkeys(batch.results, ("cancelled",))
+
+    async def _file_list(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request, "openai")) is not None:
+            return denied
+        purpose = request.query.get("purpose")
+        data = [self._file_object(f) for f in reversed(self.files) if purpose in (None, self.files[f][1])]
+        return _json(200, {"object": "list", "data": data, "has_more": False,
+                           "first_id": data[0]["id"] if data else None, "last_id": data[-1]["id"] if data else None})
+
+    async def _file_delete(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request, "openai")) is not None:
+            return denied
+        file_id = request.match_info["id"]
+        if self.files.pop(file_id, None) is None:
+            return _json(404, CODECS["openai"].error(404, f"No such File object: {file_id}"))
+        return _json(200, {"id": file_id, "object": "file", "deleted": True})
+
+    async def _openai_cancel(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request, "openai")) is not None:
+            return denied
+        batch = self._get(request, "openai")
+        if batch is None:
+            return _json(404, CODECS["openai"].error(404, f"No batch found with id {request.match_info['id']!r}"))
+        if batch.finished and batch.cancelled_at is None:
+            return _json(409, CODECS["openai"].error(409, f"Cannot cancel a batch with status "
+                                                          f"{self._openai_object(batch)['status']!r}."))
+        self._cancel(batch)
+        return _json(200, self._openai_object(batch))
+
+    async def _anthropic_list(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request, "anthropic")) is not None:
+            return denied
+        data = [self._anthropic_object(b, request) for b in reversed(self.batches.values()) if b.api == "anthropic"]
+        return _json(200, {"data": data, "has_more": False, "first_id": data[0]["id"] if data else None,
+                           "last_id": data[-1]["id"] if data else None})
+
+    async def _anthropic_cancel(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request, "anthropic")) is not None:
+            return denied
+        batch = self._get(request, "anthropic")
+        if batch is None:
+            return _json(404, CODECS["anthropic"].error(404, f"message batch {request.match_info['id']} not found",
+                                                         kind="not_found_error"))
+        self._cancel(batch)
+        return _json(200, self._anthropic_object(batch, request))
+
+    async def _anthropic_delete(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request, "anthropic")) is not None:
+            return denied
+        batch = self._get(request, "anthropic")
+        codec = CODECS["anthropic"]
+        if batch is None:
+            return _json(404, codec.error(404, f"message batch {request.match_info['id']} not found",
+                                          kind="not_found_error"))
+        if time.time() < batch.ready_at:
+            return _json(400, codec.error(400, f"message batch {batch.id} is still processing; cancel it first"))
+        del self.batches[batch.id]
+        return _json(200, {"id": batch.id, "type": "message_batch_deleted"})
 
 
 def _json(status: int, body: Any) -> web.Response:
@@ -345,7 +443,7 @@ def _json(status: int, body: Any) -> web.Response:
 
 
 def _oai_error(message: str) -> dict[str, Any]:
-    return CODECS["openai"].error(400, message)
+    return OpenAICodec.error(400, message)
 
 
 def _iso(t: float) -> str:

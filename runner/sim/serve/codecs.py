@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec
+from runner.providers.toolchoice import neutral_tool_choice
 from runner.sim.serve.options import Rule
 
 SEED_HEADER = "x-trialgrid-seed"
@@ -39,7 +40,7 @@ def _text(content: Any) -> str:
     raise BadRequest(f"content must be a string or a list of parts, got {type(content).__name__}")
 
 
-def _seed(body: Mapping[str, Any], headers: Mapping[str, str]) -> int | None:
+def request_seed(body: Mapping[str, Any], headers: Mapping[str, str]) -> int | None:
     value = body.get("seed")
     if value is None:
         value = headers.get(SEED_HEADER)
@@ -49,13 +50,13 @@ def _seed(body: Mapping[str, Any], headers: Mapping[str, str]) -> int | None:
         raise BadRequest(f"seed must be an integer, got {value!r}") from None
 
 
-def _call(raw_id: str, name: str, raw: str, args: Any) -> ToolCall:
+def tool_call(raw_id: str, name: str, raw: str, args: Any) -> ToolCall:
     ok = isinstance(args, dict)
     return ToolCall(name=name, raw_arguments=raw, arguments=args if ok else None, id=raw_id,
                     parse_error=None if ok else "not a JSON object")
 
 
-class _OpenAICodec:
+class OpenAICodec:
     api = "openai"
 
     @staticmethod
@@ -84,7 +85,7 @@ class _OpenAICodec:
                     args = json.loads(raw)
                 except ValueError:
                     args = None
-                calls.append(_call(c.get("id", ""), c["function"]["name"], raw, args))
+                calls.append(tool_call(c.get("id", ""), c["function"]["name"], raw, args))
             messages.append(Message("system" if role == "developer" else role, _text(m.get("content")),
                                     tuple(calls), m.get("tool_call_id"), m.get("name")))
         tools = []
@@ -93,27 +94,42 @@ class _OpenAICodec:
             if not f.get("name"):
                 raise BadRequest("every tool needs function.name")
             tools.append(ToolSpec(f["name"], f.get("description", ""), f.get("parameters") or {"type": "object", "properties": {}}))
-        choice = body.get("tool_choice")
-        if isinstance(choice, dict):
-            choice = (choice.get("function") or {}).get("name")
-        return ChatRequest(model, tuple(messages), tuple(tools), {}, _seed(body, headers), choice)
+        choice = served_tool_choice(body.get("tool_choice"), tools)
+        return ChatRequest(model, tuple(messages), tuple(tools), {}, request_seed(body, headers), choice)
 
     @staticmethod
-    def encode(response: ChatResponse, model: str) -> dict[str, Any]:
+    def choices(body: Mapping[str, Any]) -> int:
+        """How many choices the request asks for (``n``)."""
+        n = body.get("n", 1)
+        if n is None:
+            return 1
+        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 128:
+            raise BadRequest(f"Invalid value for 'n': expected an integer from 1 to 128, got {n!r}")
+        return n
+
+    @staticmethod
+    def encode(response: ChatResponse, model: str, more: tuple[ChatResponse, ...] = ()) -> dict[str, Any]:
+        """The completion; ``more`` are the answers of choices 1.. when ``n`` > 1."""
+        answers = (response, *more)
+        usage = response.usage
+        return {
+            "id": "chatcmpl-" + secrets.token_hex(12), "object": "chat.completion", "created": int(time.time()),
+            "model": model, "system_fingerprint": None,
+            "choices": [{"index": i, "message": OpenAICodec.message(a), "logprobs": None,
+                         "finish_reason": "tool_calls" if a.tool_calls else "stop"} for i, a in enumerate(answers)],
+            "usage": {"prompt_tokens": usage.input_tokens,
+                      "completion_tokens": sum(a.usage.output_tokens for a in answers),
+                      "total_tokens": usage.input_tokens + sum(a.usage.output_tokens for a in answers)},
+        }
+
+    @staticmethod
+    def message(response: ChatResponse) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": response.text or None, "refusal": None}
         if response.tool_calls:
             message["tool_calls"] = [{"id": c.id, "type": "function",
                                       "function": {"name": c.name, "arguments": c.raw_arguments}}
                                      for c in response.tool_calls]
-        usage = response.usage
-        return {
-            "id": "chatcmpl-" + secrets.token_hex(12), "object": "chat.completion", "created": int(time.time()),
-            "model": model,
-            "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": "tool_calls" if response.tool_calls else "stop"}],
-            "usage": {"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens,
-                      "total_tokens": usage.input_tokens + usage.output_tokens},
-        }
+        return message
 
     @staticmethod
     def error(status: int, message: str, *, kind: str = "invalid_request_error", param: str | None = None,
@@ -125,28 +141,37 @@ class _OpenAICodec:
         p = rule.param
         if rule.action == "drop":
             msg = f"Unsupported parameter: '{p}' is not supported with this model."
-            return _OpenAICodec.error(400, msg, param=p, code="unsupported_parameter")
+            return OpenAICodec.error(400, msg, param=p, code="unsupported_parameter")
         if rule.action == "rename":
             msg = f"Unsupported parameter: '{p}' is not supported with this model. Use '{rule.new_name}' instead."
-            return _OpenAICodec.error(400, msg, param=p, code="unsupported_parameter")
+            return OpenAICodec.error(400, msg, param=p, code="unsupported_parameter")
         when = " when tools are present" if rule.when_tools else ""
         msg = (f"Unsupported value: '{p}' does not support {json.dumps(body.get(p))} with this model{when}. "
                f"Set {p} to {_shown(rule.value)}.")
-        return _OpenAICodec.error(400, msg, param=p, code="unsupported_value")
+        return OpenAICodec.error(400, msg, param=p, code="unsupported_value")
 
     @staticmethod
     def auth_error(key: str | None) -> dict[str, Any]:
         # Like the real API this echoes what it was given — in full, to be hostile on
         # purpose: the client must scrub it before it reaches a row or a terminal.
-        return _OpenAICodec.error(401, f"Incorrect API key provided: {key or '(none)'}. You can find your API key "
+        return OpenAICodec.error(401, f"Incorrect API key provided: {key or '(none)'}. You can find your API key "
                                       "in your account settings.", code="invalid_api_key")
 
     @staticmethod
     def kind_for(status: int) -> str:
-        return {429: "rate_limit_error", 500: "server_error", 503: "server_error"}.get(status, "invalid_request_error")
+        return {429: "rate_limit_error", 500: "server_error", 503: "server_error", 529: "server_error",
+                404: "invalid_request_error"}.get(status, "invalid_request_error")
+
+    #: what the vendor answers when it is overloaded: OpenAI has no 529, it says so with a 503
+    overloaded = (503, "server_error", "The server is overloaded. Please try again later.")
+
+    @staticmethod
+    def unknown_model(model: str) -> tuple[int, dict[str, Any]]:
+        return 404, OpenAICodec.error(404, f"The model `{model}` does not exist or you do not have access to it.",
+                                      kind="invalid_request_error", code="model_not_found")
 
 
-class _AnthropicCodec:
+class AnthropicCodec:
     api = "anthropic"
 
     @staticmethod
@@ -154,10 +179,10 @@ class _AnthropicCodec:
         key = headers.get("x-api-key")
         if key:
             return key.strip()
-        return _OpenAICodec.key_of(headers)
+        return OpenAICodec.key_of(headers)
 
     @staticmethod
-    def decode(body: Any, headers: Mapping[str, str]) -> ChatRequest:
+    def decode(body: Any, headers: Mapping[str, str], *, counting: bool = False) -> ChatRequest:
         if not headers.get("anthropic-version"):
             raise BadRequest("anthropic-version: header is required")
         if not isinstance(body, dict):
@@ -165,7 +190,7 @@ class _AnthropicCodec:
         model, turns = body.get("model"), body.get("messages")
         if not isinstance(model, str) or not model:
             raise BadRequest("model: Field required")
-        if not isinstance(body.get("max_tokens"), int):
+        if not counting and not isinstance(body.get("max_tokens"), int):
             raise BadRequest("max_tokens: Field required")
         if not isinstance(turns, list) or not turns:
             raise BadRequest("messages: Field required")
@@ -193,9 +218,9 @@ class _AnthropicCodec:
                             parsed = json.loads(value)
                         except ValueError:
                             parsed = None
-                        calls.append(_call(block.get("id", ""), block["name"], value, parsed))
+                        calls.append(tool_call(block.get("id", ""), block["name"], value, parsed))
                     else:
-                        calls.append(_call(block.get("id", ""), block["name"], json.dumps(value, separators=(",", ":")), value))
+                        calls.append(tool_call(block.get("id", ""), block["name"], json.dumps(value, separators=(",", ":")), value))
                 elif kind == "tool_result":
                     messages.append(Message("tool", _text(block.get("content")), tool_call_id=block.get("tool_use_id")))
             if texts or calls:
@@ -205,10 +230,12 @@ class _AnthropicCodec:
             if not t.get("name"):
                 raise BadRequest("tools: every tool needs a name")
             tools.append(ToolSpec(t["name"], t.get("description", ""), t.get("input_schema") or {"type": "object", "properties": {}}))
-        choice = body.get("tool_choice")
-        if isinstance(choice, dict):
-            choice = {"auto": "auto", "none": "none", "any": "required"}.get(str(choice.get("type")), choice.get("name"))
-        return ChatRequest(model, tuple(messages), tuple(tools), {}, _seed(body, headers), choice)
+        choice = served_tool_choice(body.get("tool_choice"), tools)
+        return ChatRequest(model, tuple(messages), tuple(tools), {}, request_seed(body, headers), choice)
+
+    @staticmethod
+    def choices(body: Mapping[str, Any]) -> int:
+        return 1  # the Messages API has no n
 
     @staticmethod
     def encode(response: ChatResponse, model: str) -> dict[str, Any]:
@@ -216,7 +243,7 @@ class _AnthropicCodec:
         for c in response.tool_calls:
             # a broken call (arguments that do not parse) goes as its raw string: the
             # Messages format has no other place for it, and the client reads it back as such
-            content.append({"type": "tool_use", "id": c.id, "name": c.name,
+            content.append({"type": "tool_use", "id": tool_use_id(c.id), "name": c.name,
                             "input": c.arguments if c.arguments is not None else c.raw_arguments})
         return {
             "id": "msg_" + secrets.token_hex(12), "type": "message", "role": "assistant", "model": model,
@@ -227,29 +254,58 @@ class _AnthropicCodec:
     @staticmethod
     def error(status: int, message: str, *, kind: str = "invalid_request_error", param: str | None = None,
               code: str | None = None) -> dict[str, Any]:
+        # the request_id is added by the server's middleware (runner/sim/serve/vendor_http.py)
         return {"type": "error", "error": {"type": kind, "message": message}}
 
     @staticmethod
     def rule_error(rule: Rule, body: Mapping[str, Any], has_tools: bool) -> dict[str, Any]:
         p = rule.param
         if rule.action == "drop":
-            return _AnthropicCodec.error(400, f"{p}: Extra inputs are not permitted")
+            return AnthropicCodec.error(400, f"{p}: Extra inputs are not permitted")
         if rule.action == "rename":
-            return _AnthropicCodec.error(400, f"{p}: Extra inputs are not permitted. Use '{rule.new_name}' instead.")
+            return AnthropicCodec.error(400, f"{p}: Extra inputs are not permitted. Use '{rule.new_name}' instead.")
         when = " when tools are present" if rule.when_tools else ""
-        return _AnthropicCodec.error(400, f"{p}: Input should be {_shown(rule.value)}{when}. Set {p} to {_shown(rule.value)}.")
+        return AnthropicCodec.error(400, f"{p}: Input should be {_shown(rule.value)}{when}. Set {p} to {_shown(rule.value)}.")
 
     @staticmethod
     def auth_error(key: str | None) -> dict[str, Any]:
-        return _AnthropicCodec.error(401, f"invalid x-api-key: {key or '(none)'}", kind="authentication_error")
+        return AnthropicCodec.error(401, f"invalid x-api-key: {key or '(none)'}", kind="authentication_error")
 
     @staticmethod
     def kind_for(status: int) -> str:
-        return {429: "rate_limit_error", 500: "api_error", 503: "overloaded_error"}.get(status, "invalid_request_error")
+        return {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                404: "not_found_error", 405: "invalid_request_error", 413: "request_too_large",
+                429: "rate_limit_error", 500: "api_error", 503: "api_error", 504: "timeout_error",
+                529: "overloaded_error"}.get(status, "invalid_request_error")
+
+    overloaded = (529, "overloaded_error", "Overloaded")
+
+    @staticmethod
+    def unknown_model(model: str) -> tuple[int, dict[str, Any]]:
+        return 404, AnthropicCodec.error(404, f"model: {model}", kind="not_found_error")
+
+
+def tool_use_id(call_id: str) -> str:
+    """The sim's call ids (``call_…``) as Anthropic writes tool-use ids (``toolu_…``)."""
+    return "toolu_" + call_id[5:] if call_id.startswith("call_") else call_id
+
+
+def served_tool_choice(value: Any, tools: list[ToolSpec]) -> str | None:
+    """Either vendor's ``tool_choice`` → the neutral string; a 400 for an unreadable one or an unknown tool."""
+    if value is None:
+        return None
+    try:
+        choice = neutral_tool_choice(value)
+    except ValueError as exc:
+        raise BadRequest(f"Invalid value for 'tool_choice': {exc}") from None
+    if choice not in ("auto", "none", "required"):
+        if not tools:
+            raise BadRequest("'tool_choice' names a tool, but the request has no tools")
+        if all(t.name != choice for t in tools):
+            raise BadRequest(f"Invalid value for 'tool_choice': tool {choice!r} is not among the request's tools")
+    return choice
 
 
 def _shown(value: Any) -> str:
     return f"'{value}'" if isinstance(value, str) else json.dumps(value)
 
-
-CODECS: dict[str, type[_OpenAICodec] | type[_AnthropicCodec]] = {"openai": _OpenAICodec, "anthropic": _AnthropicCodec}

@@ -13,8 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-#: fault kinds, each injected at its own rate (``--fault KIND=RATE``)
-FAULTS = ("429", "500", "503", "slow", "reset", "malformed", "truncated")
+#: fault kinds, each injected at its own rate (``--fault KIND=RATE``). ``529``: the vendor's "overloaded"
+#: (Anthropic's 529 overloaded_error; OpenAI says it with a 503). The stream faults strike halfway through a
+#: streamed answer — ``disconnect`` (the connection closes), ``stall`` (held ``slow_s``, past the client's read
+#: timeout), ``bad_chunk`` (an event whose JSON does not parse); a non-streamed request meets them as
+#: ``truncated``, ``slow`` and ``malformed``, and a streamed one meets those two as ``disconnect`` and ``bad_chunk``.
+FAULTS = ("429", "500", "503", "529", "slow", "reset", "malformed", "truncated", "disconnect", "stall", "bad_chunk")
 _LATENCY_DISTS = ("fixed", "uniform", "exponential", "lognormal")
 
 

@@ -97,7 +97,7 @@ def serve_forever(options: ServeOptions, announce: Callable[[str], None]) -> Non
     async def main() -> None:
         runner, _state, port = await start_server(options)
         base = f"http://{options.host}:{port}"
-        announce(f"serving the simulated agent on {base} — OpenAI: {base}/v1/chat/completions, "
+        announce(f"serving the simulated agent on {base} — OpenAI: {base}/v1/chat/completions and {base}/v1/responses, "
                  f"Anthropic: {base}/v1/messages, stats: {base}/stats (base_url for a sweep: {base}/v1)")
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

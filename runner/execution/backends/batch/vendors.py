@@ -132,9 +132,10 @@ class VendorBatches:
 
 class OpenAIBatches(VendorBatches):
     name = "openai"
+    endpoint = OPENAI_ENDPOINT
 
     async def submit(self, items: list[tuple[str, dict[str, Any]]], label: str) -> dict[str, Any]:
-        jsonl = b"".join(orjson.dumps({"custom_id": cid, "method": "POST", "url": OPENAI_ENDPOINT, "body": body}) + b"\n"
+        jsonl = b"".join(orjson.dumps({"custom_id": cid, "method": "POST", "url": self.endpoint, "body": body}) + b"\n"
                          for cid, body in items)
         uploaded = self._json(await self._send("POST", f"{self.base}/files", "uploading the batch input file",
                                                data={"purpose": "batch"},
@@ -142,7 +143,7 @@ class OpenAIBatches(VendorBatches):
                               "uploading the batch input file")
         created = self._json(await self._send(
             "POST", f"{self.base}/batches", "creating the batch",
-            json={"input_file_id": uploaded["id"], "endpoint": OPENAI_ENDPOINT, "completion_window": "24h",
+            json={"input_file_id": uploaded["id"], "endpoint": self.endpoint, "completion_window": "24h",
                   "metadata": {"trialgrid_batch": label}}), "creating the batch")
         return {"id": created["id"], "input_file_id": uploaded["id"]}
 
@@ -191,6 +192,19 @@ class OpenAIBatches(VendorBatches):
         message = self.wire.scrub(str((error or {}).get("message") or "no message"))
         kind = ErrorKind.EXPIRED if code == "batch_expired" else ErrorKind.FATAL
         return Answer(error=ProviderError(kind, f"{code or 'error'} in batch {batch_id}: {message}"))
+
+
+class OpenAIResponsesBatches(OpenAIBatches):
+    """OpenAI Batch on ``/v1/responses``; the trial seed in ``metadata.trialgrid_seed`` (no seed field, no headers)."""
+
+    name = "openai-responses"
+    endpoint = "/v1/responses"
+
+    def encode(self, request: ChatRequest) -> dict[str, Any]:
+        body = self.wire.encode(request)
+        if request.seed is not None and "metadata" not in body:
+            body["metadata"] = {"trialgrid_seed": str(request.seed)}
+        return body
 
 
 class AnthropicBatches(VendorBatches):
@@ -247,4 +261,5 @@ class AnthropicBatches(VendorBatches):
         return answers
 
 
-VENDORS: dict[str, type[VendorBatches]] = {"openai": OpenAIBatches, "anthropic": AnthropicBatches}
+VENDORS: dict[str, type[VendorBatches]] = {"openai": OpenAIBatches, "anthropic": AnthropicBatches,
+                                           "openai-responses": OpenAIResponsesBatches}
