@@ -506,6 +506,12 @@ class NegativeProbe(Probe):
     def case(self, case_id: str) -> NegativeCase:
         return self._by_id[case_id][0]
 
+    @classmethod
+    def report_extra(cls, out: Path, probe_name: str, frame: Any, console: Any) -> None:
+        from runner.probes.bfcl_scores import print_bfcl_scores
+
+        print_bfcl_scores(probe_name, frame, console)  # only for runs of imported BFCL cases
+
     async def run(self, spec: TrialSpec, agent: Agent) -> dict[str, Any]:
         case, tools, messages, names, request = self._by_id[spec.case_id]
         response = await agent.chat(messages, tools, seed=spec.seed)
