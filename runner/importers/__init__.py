@@ -61,7 +61,7 @@ def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
-def write_bfcl(result: ImportResult, out: Path, *, force: bool = False, runs: int = 1) -> Counter:
+def write_bfcl(result: ImportResult, out: Path, *, force: bool = False, runs: int = 1) -> Counter[tuple[str, str]]:
     """Write the imported cases, traces and a sim sweep into ``out``; return counts by (category, outcome)."""
     counts = Counter(result.counts)
     negative, phantom = [], []

@@ -94,9 +94,9 @@ _FLOAT_FILLERS = (0.75, 2.5, 12.5)
 class ImportResult:
     negative: list[dict[str, Any]] = field(default_factory=list)
     phantom: list[dict[str, Any]] = field(default_factory=list)
-    counts: Counter = field(default_factory=Counter)      # (category, outcome) → n
+    counts: Counter[tuple[str, str]] = field(default_factory=Counter)  # (category, outcome) → n
     skipped_files: dict[str, str] = field(default_factory=dict)  # file name → why it was not imported
-    in_files: Counter = field(default_factory=Counter)    # category → entries in the files read
+    in_files: Counter[str] = field(default_factory=Counter)  # category → entries in the files read
 
 
 class _Skip(Exception):
@@ -143,7 +143,7 @@ def language_doc(fn: dict[str, Any], category: str) -> dict[str, Any]:
     lang = "Java" if category.endswith("java") else "JavaScript" if category.endswith("javascript") else None
     if lang is None:
         return fn
-    doc = json.loads(json.dumps(fn))
+    doc: dict[str, Any] = json.loads(json.dumps(fn))
     doc["description"] = doc.get("description", "") + f" Note that the provided function is in {lang} syntax."
     for spec in ((doc.get("parameters") or {}).get("properties") or {}).values():
         kind = spec.get("type")
@@ -238,7 +238,7 @@ def import_bfcl(paths: Iterable[Path]) -> ImportResult:
             continue
         answers = _answers(path) if kind in ("pinning", "parallel", "miss_param", "miss_func") else {}
         docs = _multi_turn_docs(path.parent) if kind in ("miss_param", "miss_func") else {}
-        for number, item in _read_jsonl(path):
+        for _, item in _read_jsonl(path):
             result.in_files[category] += 1
             try:
                 trace = None
@@ -370,7 +370,7 @@ def _pinning(item: dict[str, Any], category: str, truth: Any) -> tuple[dict[str,
 
 
 def _phantom(item: dict[str, Any], category: str, messages: list[dict[str, str]], fn: dict[str, Any],
-             args: dict[str, list]) -> dict[str, Any] | None:
+             args: dict[str, list[Any]]) -> dict[str, Any] | None:
     question = "\n".join(m["content"] for m in messages)
     seen, seen_numbers = normalise(question), numbers_in(normalise(question))
     schema = convert_schema(fn.get("parameters") or {})

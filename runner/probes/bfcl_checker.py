@@ -35,7 +35,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Language = Literal["python", "java", "javascript"]
-Call = tuple[str, "dict[str, Any] | None"]  # (tool name, parsed arguments or None when they did not parse)
+Call = tuple[str, "Mapping[str, Any] | None"]  # (tool name, parsed arguments or None when they did not parse)
 
 PYTHON_TYPES: dict[str, type] = {"string": str, "integer": int, "float": float, "boolean": bool, "array": list,
                                  "tuple": list, "dict": dict, "any": str}
@@ -213,7 +213,8 @@ def _type_ok(value: Any, options: Any, expected: type, nested: type | None) -> t
         for option in options:
             fits = True
             if type(option) is list:
-                fits = all(_type_ok(v, option, nested, None)[0] for v in value)
+                items: Any = value
+                fits = all(_type_ok(v, option, nested, None)[0] for v in items)
             if fits:
                 return True, variable
     if answer_type is not None and type(value) is answer_type:
@@ -240,7 +241,7 @@ def _dict_error(value: Mapping[str, Any], alternatives: Sequence[Any]) -> str | 
 
 def _list_dict_error(value: Sequence[Any], alternatives: Sequence[Any]) -> str | None:
     for alt in alternatives:
-        if len(value) == len(alt) and all(_dict_error(v, [a]) is None for v, a in zip(value, alt)):
+        if len(value) == len(alt) and all(_dict_error(v, [a]) is None for v, a in zip(value, alt, strict=True)):
             return None
     return "value_error:list_dict"
 

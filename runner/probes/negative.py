@@ -171,7 +171,7 @@ cases:
 """
 
 
-class Verdict(dict):
+class Verdict(dict[str, Any]):
     """The outcome columns of one scored response (a dict, so it is the row's update)."""
 
 
@@ -223,7 +223,7 @@ def _matches(expected: Any, got: Any) -> bool:
         return (set(got) <= set(expected) and set(expected) - optional <= set(got)
                 and all(_matches(expected[k], v) for k, v in got.items()))
     if isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple)):
-        return len(expected) == len(got) and all(_matches(a, b) for a, b in zip(expected, got))
+        return len(expected) == len(got) and all(_matches(a, b) for a, b in zip(expected, got, strict=True))
     if isinstance(expected, bool) or isinstance(got, bool):
         return expected is got or (isinstance(got, str) and got.lower() == str(expected).lower())
     return scalar_text(expected) == scalar_text(got)
@@ -422,7 +422,7 @@ def load_cases(path: Path, catalogue: tuple[ToolSpec, ...] | None) -> tuple[list
         seen[case.id] = rec
         if case.tools is not None:
             # an empty list is a case offering no tools at all (BFCL scores a few such irrelevance cases)
-            tools = parse_catalogue(rec.data["tools"], rec.source, rec.prefix + ("tools",)) if case.tools else ()
+            tools = parse_catalogue(rec.data["tools"], rec.source, (*rec.prefix, "tools")) if case.tools else ()
         elif catalogue is not None:
             tools = catalogue
         else:
@@ -496,7 +496,7 @@ class NegativeProbe(Probe):
         if case.messages is not None:
             msgs = tuple(Message(m.role, m.content) for m in case.messages)
             if msgs[0].role != "system":
-                msgs = (Message("system", case.system or system),) + msgs
+                msgs = (Message("system", case.system or system), *msgs)
             return msgs
         return (Message("system", case.system or system), Message("user", case.user or ""))
 

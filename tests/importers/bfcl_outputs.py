@@ -30,11 +30,11 @@ def bfcl_data() -> Path | None:
     return Path(spec.submodule_search_locations[0]) / "data"
 
 
-def bfcl_ast_checker() -> Callable[[list, list, list, str, str], bool]:
+def bfcl_ast_checker() -> Callable[[list[Any], Output, list[Any], str], bool]:
     """BFCL's ast_checker as ``check(functions, output, answers, category) -> valid`` (raises → invalid)."""
     stub = types.ModuleType("bfcl_eval.constants.model_config")
 
-    class _AnyModel(dict):
+    class _AnyModel(dict[str, Any]):
         def __missing__(self, key: str) -> Any:
             return types.SimpleNamespace(underscore_to_dot=True)   # names arrive with dots as underscores
 
@@ -45,7 +45,7 @@ def bfcl_ast_checker() -> Callable[[list, list, list, str, str], bool]:
 
     langs = {"python": Language.PYTHON, "java": Language.JAVA, "javascript": Language.JAVASCRIPT}
 
-    def check(functions: list, output: Output, answers: list, category: str) -> bool:
+    def check(functions: list[Any], output: Output, answers: list[Any], category: str) -> bool:
         if any(args is None for _, args in output) or not output:
             return False  # decode failure / a text reply: never valid for AST categories
         decoded = [{name: args} for name, args in output]
@@ -217,7 +217,7 @@ def perturbations(key: dict[str, Any]) -> Iterator[tuple[str, Output]]:
     doc0 = next(f for f in key["functions"] if f["name"] == fname0)
     props0 = doc0["parameters"]["properties"]
     required0 = doc0["parameters"].get("required", [])
-    name0, args0 = truth[0]
+    name0, args0 = truth[0][0], truth[0][1] or {}
     rest = truth[1:]
 
     def with_args(args: dict[str, Any]) -> Output:

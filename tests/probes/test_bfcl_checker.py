@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,7 @@ KEY = BfclKey(category="simple_python", functions=[FN], ground_truth=TRUTH)
 OK = {"shape": "circle", "size": 10}
 
 
-def passes(args: dict | None, *more: dict, name: str = "math_area") -> bool:
+def passes(args: dict[str, Any] | None, *more: dict[str, Any], name: str = "math_area") -> bool:
     return check(KEY, [(name, args), *((name, m) for m in more)]) is None
 
 
@@ -77,9 +78,11 @@ def test_java_and_javascript_values_are_source_text() -> None:
 @pytest.mark.skipif(bfcl_data() is None, reason="bfcl-eval is not installed (pip install --no-deps bfcl-eval)")
 def test_bfcl_passed_agrees_with_bfcls_own_ast_checker_on_perturbed_outputs() -> None:
     reference = bfcl_ast_checker()
-    outcomes: Counter = Counter()
-    disagreements: Counter = Counter()
-    for raw in import_bfcl([bfcl_data()]).negative:
+    outcomes: Counter[tuple[bool, bool]] = Counter()
+    disagreements: Counter[tuple[str, str]] = Counter()
+    data = bfcl_data()
+    assert data is not None
+    for raw in import_bfcl([data]).negative:
         key = raw["bfcl"]
         if "ground_truth" not in key:
             continue
