@@ -70,11 +70,20 @@ class PermutationTestResult:
 
 @dataclass(frozen=True, eq=False)
 class BootstrapResult:
-    """Cluster bootstrap percentile interval.
+    """Cluster interval of a pooled rate or a difference (``cluster_bootstrap_ci`` / ``_many``).
 
-    ``bootstrap_distribution`` holds the statistic of every resample in draw
-    order (NaN where a resample left an arm without trials; those are excluded
-    from the percentiles and counted in ``n_undefined``).
+    ``interval_method`` names the interval in a stable, machine-readable key:
+    ``"korn-graubard"`` (pooled rate), ``"mover-korn-graubard"`` (difference,
+    MOVER of the arms' Korn–Graubard intervals), ``"t"`` or ``"percentile"``;
+    ``method`` is the human-readable description (method, resamples, clusters).
+
+    For ``"percentile"``, ``bootstrap_distribution`` holds the statistic of
+    every resample in draw order (NaN where a resample left an arm without
+    trials; those are excluded from the percentiles and counted in
+    ``n_undefined``) and ``standard_error`` is their standard deviation. The
+    analytic methods draw no resamples: ``n_resamples`` and ``n_undefined``
+    are 0, ``bootstrap_distribution`` is empty, and ``standard_error`` is the
+    cluster linearisation (Taylor) standard error.
     """
 
     statistic: float
@@ -85,6 +94,7 @@ class BootstrapResult:
     n_clusters: int
     n_undefined: int
     bootstrap_distribution: np.ndarray = field(repr=False)
+    interval_method: str = "percentile"
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,10 @@ import numpy as np
 import polars as pl
 
 import stats
+from runner.analysis.constants import CONFIDENCE, N_RESAMPLES
 from runner.core.errors import UserError
-from runner.execution.manifest import read_manifest
+from runner.core.manifest import read_manifest
 from runner.probes import PROBES, Contrast
-
-N_RESAMPLES = 4000
-CONFIDENCE = 0.95
 
 
 def scan_trials(out: Path) -> pl.LazyFrame:
@@ -158,19 +156,19 @@ def analyze(out: Path) -> list[ProbeAnalysis]:
     if manifest is None:
         raise UserError(f"{out} has no manifest.json; is it a trialgrid output directory?")
     trials = scan_trials(out)
-    seed = int(manifest.get("seed", 0)) % (2**32)
-    model_order = {m["name"]: i for i, m in enumerate(manifest.get("sweep", {}).get("models", []))}
+    seed = manifest.seed % (2**32)
+    model_order = {m.name: i for i, m in enumerate(manifest.sweep.models)}
     results = []
-    for probe_name, info in manifest["probes"].items():
-        probe_cls = PROBES.get(info["kind"])
+    for probe_name, info in manifest.probes.items():
+        probe_cls = PROBES.get(info.kind)
         if probe_cls is not None:
             rates, all_conditions, declared = probe_cls.rates, probe_cls.all_conditions, probe_cls.contrasts
-        elif info.get("rates"):  # imported trials (``trialgrid import trials``) declare their own
-            rates = tuple(info["rates"])
-            all_conditions = tuple(info.get("conditions") or ())
-            declared = tuple(Contrast.model_validate(c) for c in info.get("contrasts") or ())
+        elif info.rates:  # imported trials (``trialgrid import trials``) declare their own
+            rates = tuple(info.rates)
+            all_conditions = tuple(info.conditions or ())
+            declared = tuple(Contrast.model_validate(c) for c in info.contrasts or ())
         else:
-            raise UserError(f"{out}: probe {probe_name!r} has kind {info['kind']!r}, unknown to this trialgrid version")
+            raise UserError(f"{out}: probe {probe_name!r} has kind {info.kind!r}, unknown to this trialgrid version")
         cells = cell_counts(trials, probe_name, rates)
         if cells.height == 0:
             continue
@@ -185,5 +183,5 @@ def analyze(out: Path) -> list[ProbeAnalysis]:
             contrasts = contrasts.with_columns(
                 pl.col("model").replace_strict(model_order, default=len(model_order), return_dtype=pl.Int64).alias("_m")
             ).sort("_m", "model", maintain_order=True).drop("_m")
-        results.append(ProbeAnalysis(probe_name, info["kind"], rates, conditions, contrasts, cells))
+        results.append(ProbeAnalysis(probe_name, info.kind, rates, conditions, contrasts, cells))
     return results

@@ -14,20 +14,20 @@ outcome columns stack into one frame, and every table carries the ``run`` label.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 import stats
-from runner.analysis.cells import CONFIDENCE, N_RESAMPLES, ProbeAnalysis, analyze, scan_trials
+from runner.analysis.cells import ProbeAnalysis, analyze, scan_trials
+from runner.analysis.views import FIELD_SCHEMA, FIELDS, STAGE_SCHEMA, STAGES, ProbeView, view_of
 from runner.config.cost import ModelPrice, prices_from, usage_by_model
 from runner.core.errors import UserError
-from runner.execution.manifest import read_manifest
+from runner.core.manifest import Manifest, read_manifest
+from runner.probes import PROBES
 
 #: the test the leaderboard quotes: whole cells permuted within prompt, the conservative one
 HEADLINE_LEVEL = "cell"
@@ -39,10 +39,11 @@ class RunAnalysis:
 
     out: Path
     label: str
-    manifest: dict[str, Any]
+    manifest: Manifest
     trials: pl.LazyFrame
     probes: list[ProbeAnalysis]
     prices: dict[str, ModelPrice]
+    views: dict[str, tuple[ProbeView, ...]]  # probe name → what its ``Probe.views`` returned
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,8 @@ class Summary:
     conditions: pl.DataFrame   # run × probe × model × condition × rate: rate, intervals, firing
     contrasts: pl.DataFrame    # run × probe × model × contrast: difference, interval, both tests
     cells: pl.DataFrame        # run × probe × model × case × condition × rate: hits of n
-    fields: pl.DataFrame       # run × probe × model × condition × scorer: field precision / recall
-    stages: pl.DataFrame       # run × probe × model × condition × stage: trials reaching it
+    fields: pl.DataFrame       # run × probe × model × condition × scorer: field precision / recall (a probe view)
+    stages: pl.DataFrame       # run × probe × model × condition × stage: trials reaching it (a probe view)
 
     def probe_keys(self) -> list[tuple[str, str]]:
         """(probe, kind) in first-seen order across runs."""
@@ -67,6 +68,10 @@ class Summary:
                 seen.setdefault((a.probe, a.kind), None)
         return list(seen)
 
+    def probe_views(self, run: RunAnalysis, probe: str) -> tuple[ProbeView, ...]:
+        """The views one probe returned for one run (empty for probes without any)."""
+        return run.views.get(probe, ())
+
 
 def needs_run_label(frame: pl.DataFrame) -> bool:
     """True when a model label occurs in more than one run of ``frame`` (then rows must say which run)."""
@@ -74,19 +79,14 @@ def needs_run_label(frame: pl.DataFrame) -> bool:
     return pairs.height > pairs["model"].n_unique()
 
 
-def _labels(outs: Sequence[Path], manifests: Sequence[dict[str, Any]]) -> list[str]:
-    names = [m.get("sweep_name") or o.name for o, m in zip(outs, manifests)]
+def _labels(outs: Sequence[Path], manifests: Sequence[Manifest]) -> list[str]:
+    names = [m.sweep_name or o.name for o, m in zip(outs, manifests)]
     return [n if names.count(n) == 1 else f"{n} ({o})" for n, o in zip(names, outs)]
 
 
-def _remedies_by_model(manifest: dict[str, Any]) -> dict[str, list[str]]:
+def _remedies_by_model(manifest: Manifest) -> dict[str, list[str]]:
     """Remedies the run applied, per model label (matched on provider and model id)."""
-    out: dict[str, list[str]] = {}
-    for m in manifest.get("sweep", {}).get("models", []):
-        model_id = m.get("model") or m["name"]
-        out[m["name"]] = [e.get("remedy") or e.get("action", "?") for e in manifest.get("remedies", [])
-                          if e.get("provider") == m.get("provider") and e.get("model_id") == model_id]
-    return out
+    return {m.name: [e.remedy or e.action for e in manifest.remedies_of(m)] for m in manifest.sweep.models}
 
 
 def _long_conditions(a: ProbeAnalysis) -> pl.DataFrame:
@@ -182,100 +182,6 @@ _RUN_SCHEMA = {"run": pl.String, "out": pl.String, "sweep_name": pl.String, "swe
                "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cost_usd": pl.Float64,
                "priced_models": pl.Int64, "budget_usd": pl.Float64, "budget_tokens": pl.Int64,
                "remedies": pl.List(pl.String), "imported_from": pl.String}
-_FIELD_SCHEMA = {"model": pl.String, "condition": pl.String, "scorer": pl.String, "trials": pl.Int64,
-                 "tp": pl.Int64, "fp": pl.Int64, "fn": pl.Int64, "precision": pl.Float64,
-                 "precision_lo": pl.Float64, "precision_hi": pl.Float64, "recall": pl.Float64,
-                 "recall_lo": pl.Float64, "recall_hi": pl.Float64, "f1": pl.Float64}
-_STAGE_SCHEMA = {"model": pl.String, "condition": pl.String, "stage": pl.String, "order": pl.Int64,
-                 "trials": pl.Int64, "reached": pl.Int64}
-
-
-def _field_scorers(columns: Sequence[str]) -> list[str]:
-    """Prefixes x with x_tp, x_fp and x_fn columns (e.g. auditor, baseline)."""
-    return [m.group(1) for c in columns if (m := re.fullmatch(r"(.+)_tp", c))
-            and f"{m.group(1)}_fp" in columns and f"{m.group(1)}_fn" in columns]
-
-
-def _ratio_ci(cluster: np.ndarray, num: np.ndarray, den: np.ndarray, seed: int) -> tuple[float, float]:
-    if den.sum() == 0:
-        return float("nan"), float("nan")
-    ci = stats.cluster_bootstrap_ci(cluster, num, den, n_resamples=N_RESAMPLES, confidence_level=CONFIDENCE,
-                                    seed=seed).confidence_interval
-    return ci.low, ci.high
-
-
-def field_table(trials: pl.LazyFrame, probe: str, seed: int) -> pl.DataFrame:
-    """Pooled field-level precision / recall per model × condition × scorer, traces resampled for intervals.
-
-    Scored on the trials where every scorer scored (an auditor error is not an empty
-    prediction, and the baseline is held to the same trials). Empty-set conventions
-    follow ``stats.field_scores``: nothing predicted → precision 1; nothing to find → recall 1.
-    """
-    columns = trials.collect_schema().names()
-    scorers = _field_scorers(columns)
-    if not scorers:
-        return pl.DataFrame(schema=_FIELD_SCHEMA)
-    cols = [f"{s}_{k}" for s in scorers for k in ("tp", "fp", "fn")]
-    per_cell = (trials.filter((pl.col("probe") == probe) & (pl.col("status") == "ok"))
-                .filter(pl.all_horizontal([pl.col(c).is_not_null() for c in cols]))
-                .group_by("model", "condition", "case_id")
-                .agg([pl.len().alias("trials")] + [pl.col(c).cast(pl.Int64).sum() for c in cols])
-                .sort("model", "condition", "case_id").collect())
-    rows = []
-    for (model, condition), sub in per_cell.group_by("model", "condition", maintain_order=True):
-        cluster = sub["case_id"].to_numpy()
-        for s in scorers:
-            tp, fp, fn = (sub[f"{s}_{k}"].to_numpy() for k in ("tp", "fp", "fn"))
-            t, f_p, f_n = int(tp.sum()), int(fp.sum()), int(fn.sum())
-            precision = t / (t + f_p) if t + f_p else 1.0
-            recall = t / (t + f_n) if t + f_n else 1.0
-            p_lo, p_hi = _ratio_ci(cluster, tp, tp + fp, seed)
-            r_lo, r_hi = _ratio_ci(cluster, tp, tp + fn, seed)
-            rows.append({"model": model, "condition": condition, "scorer": s, "trials": int(sub["trials"].sum()),
-                         "tp": t, "fp": f_p, "fn": f_n, "precision": precision, "precision_lo": p_lo,
-                         "precision_hi": p_hi, "recall": recall, "recall_lo": r_lo, "recall_hi": r_hi,
-                         "f1": 2 * precision * recall / (precision + recall) if precision + recall else 0.0})
-    return pl.DataFrame(rows, schema=_FIELD_SCHEMA)
-
-
-def stage_table(trials: pl.LazyFrame, probe: str) -> pl.DataFrame:
-    """Trials reaching each stage per model × condition, from a ``stage_reached`` column.
-
-    An integer column counts trials with stage ≥ s for every s from 1 to the largest seen
-    (stage 0 = the injection never entered a call); a string column (e.g. ``S1``..``S3``)
-    is ordered by the number in the label, and "reached s" means reached s or later.
-    """
-    schema = trials.collect_schema()
-    if "stage_reached" not in schema.names():
-        return pl.DataFrame(schema=_STAGE_SCHEMA)
-    ok = trials.filter((pl.col("probe") == probe) & (pl.col("status") == "ok"))
-    counts = ok.group_by("model", "condition", "stage_reached").len().collect()
-    if counts.height == 0:
-        return pl.DataFrame(schema=_STAGE_SCHEMA)
-    totals = ok.group_by("model", "condition").len().collect()
-    is_int = schema["stage_reached"].is_integer()
-
-    def order_of(v: Any) -> int:
-        if v is None:
-            return 0
-        if is_int:
-            return int(v)
-        digits = re.findall(r"\d+", str(v))
-        return int(digits[0]) if digits else 0
-
-    labels = {}
-    for v in counts["stage_reached"].to_list():
-        o = order_of(v)
-        if o > 0:
-            labels.setdefault(o, f"S{o}" if is_int else str(v))
-    rows = []
-    for t in totals.sort("model", "condition").iter_rows(named=True):
-        sub = counts.filter((pl.col("model") == t["model"]) & (pl.col("condition") == t["condition"]))
-        reached = [(order_of(v), n) for v, n in zip(sub["stage_reached"].to_list(), sub["len"].to_list())]
-        for o in sorted(labels):
-            rows.append({"model": t["model"], "condition": t["condition"], "stage": labels[o], "order": o,
-                         "trials": int(t["len"]), "reached": int(sum(n for s, n in reached if s >= o))})
-    return pl.DataFrame(rows, schema=_STAGE_SCHEMA)
 
 
 def _with(frame: pl.DataFrame, **cols: str) -> pl.DataFrame:
@@ -294,38 +200,41 @@ def summarize(outs: Sequence[Path]) -> Summary:
             raise UserError(f"{out} has no manifest.json; is it a trialgrid output directory?")
         manifests.append(m)
     labels = _labels(outs, manifests)
-    runs, run_rows, model_frames, board, conds, contrasts, cells, fields, stages = [], [], [], [], [], [], [], [], []
+    runs, run_rows, model_frames, board, conds, contrasts, cells = [], [], [], [], [], [], []
+    fields: list[pl.DataFrame] = []
+    stages: list[pl.DataFrame] = []
     for out, manifest, label in zip(outs, manifests, labels):
         trials = scan_trials(out)
-        prices = prices_from(manifest.get("sweep", {}).get("prices"))
+        prices = prices_from(manifest.sweep.prices)
         probes = analyze(out)
-        runs.append(RunAnalysis(out, label, manifest, trials, probes, prices))
-        seed = int(manifest.get("seed", 0)) % (2**32)
+        seed = manifest.seed % (2**32)
+        views = {a.probe: tuple(PROBES[a.kind].views(out, a.probe, trials, seed=seed)) if a.kind in PROBES else ()
+                 for a in probes}
+        runs.append(RunAnalysis(out, label, manifest, trials, probes, prices, views))
         remedies = _remedies_by_model(manifest)
         usage = usage_by_model(trials, prices)
-        model_meta = {m["name"]: m for m in manifest.get("sweep", {}).get("models", [])}
+        providers = {m.name: m.provider for m in manifest.sweep.models}
+        model_ids = {m.name: m.model_id for m in manifest.sweep.models}
         model_frames.append(_with(usage.with_columns(
-            pl.col("model").map_elements(lambda m: model_meta.get(m, {}).get("provider"), return_dtype=pl.String)
-            .alias("provider"),
-            pl.col("model").map_elements(lambda m: model_meta.get(m, {}).get("model") or m, return_dtype=pl.String)
-            .alias("model_id"),
+            pl.col("model").map_elements(lambda m: providers.get(m), return_dtype=pl.String).alias("provider"),
+            pl.col("model").map_elements(lambda m: model_ids.get(m, m), return_dtype=pl.String).alias("model_id"),
             pl.col("model").map_elements(lambda m: remedies.get(m, []), return_dtype=pl.List(pl.String))
             .alias("remedies"),
             (pl.col("errors") / pl.col("trials")).alias("error_rate"),
         ), run=label))
         total = usage["cost_usd"]
         run_rows.append({
-            "run": label, "out": str(out), "sweep_name": manifest.get("sweep_name"),
-            "sweep_id": manifest.get("sweep_id"), "status": manifest.get("status"),
-            "trials_total": manifest.get("trials_total"), "trials": int(usage["trials"].sum()),
+            "run": label, "out": str(out), "sweep_name": manifest.sweep_name,
+            "sweep_id": manifest.sweep_id, "status": manifest.status,
+            "trials_total": manifest.trials_total, "trials": int(usage["trials"].sum()),
             "errors": int(usage["errors"].sum()),
             "input_tokens": int(usage["input_tokens"].sum()), "output_tokens": int(usage["output_tokens"].sum()),
             "cost_usd": float(total.sum()) if total.null_count() < len(total) else None,
             "priced_models": len(prices),
-            "budget_usd": (manifest.get("sweep", {}).get("budget") or {}).get("usd"),
-            "budget_tokens": (manifest.get("sweep", {}).get("budget") or {}).get("tokens"),
-            "remedies": [str(e.get("remedy", "")) for e in manifest.get("remedies", [])],
-            "imported_from": (manifest.get("imported") or {}).get("source"),
+            "budget_usd": manifest.sweep.budget.usd if manifest.sweep.budget else None,
+            "budget_tokens": manifest.sweep.budget.tokens if manifest.sweep.budget else None,
+            "remedies": [e.remedy for e in manifest.remedies],
+            "imported_from": manifest.imported.source if manifest.imported else None,
         })
         for a in probes:
             probe_usage = usage_by_model(trials.filter(pl.col("probe") == a.probe), prices)
@@ -336,8 +245,10 @@ def summarize(outs: Sequence[Path]) -> Summary:
                                                          if k in a.contrasts.columns}),
                                        run=label, probe=a.probe, kind=a.kind))
             cells.append(_with(_long_cells(a), run=label, probe=a.probe, kind=a.kind))
-            fields.append(_with(field_table(trials, a.probe, seed), run=label, probe=a.probe, kind=a.kind))
-            stages.append(_with(stage_table(trials, a.probe), run=label, probe=a.probe, kind=a.kind))
+            for key, into in ((FIELDS, fields), (STAGES, stages)):
+                view = view_of(views[a.probe], key)
+                if view is not None:
+                    into.append(_with(view.table, run=label, probe=a.probe, kind=a.kind))
 
     def stack(frames: list[pl.DataFrame], schema: dict[str, Any]) -> pl.DataFrame:
         head = {"run": pl.String, "probe": pl.String, "kind": pl.String}
@@ -353,6 +264,6 @@ def summarize(outs: Sequence[Path]) -> Summary:
         conditions=stack(conds, _CONDITION_SCHEMA),
         contrasts=stack(contrasts, _CONTRAST_SCHEMA),
         cells=stack(cells, _CELL_SCHEMA),
-        fields=stack(fields, _FIELD_SCHEMA),
-        stages=stack(stages, _STAGE_SCHEMA),
+        fields=stack(fields, FIELD_SCHEMA),
+        stages=stack(stages, STAGE_SCHEMA),
     )

@@ -4,7 +4,8 @@
 directory — the columns documented in the README's "Output schema" (common columns,
 then each probe's outcome columns) — so a filter or aggregation reads only what it
 needs. ``load_summary`` returns the ``Summary`` the report prints (leaderboard,
-conditions, contrasts, cells, fields, stages, models, runs: all polars DataFrames).
+conditions, contrasts, cells, fields, stages, models, runs: all polars DataFrames;
+each probe's own views, e.g. a judge's kappas, via ``summary.probe_views(run, probe)``).
 """
 
 from __future__ import annotations

@@ -29,13 +29,20 @@ import json
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
 from runner.core.errors import UserError
+from runner.core.manifest import (
+    FORMAT_VERSION,
+    ImportRecord,
+    Manifest,
+    ModelSnapshot,
+    ProbeRecord,
+    SweepSnapshot,
+    write_manifest,
+)
 from runner.core.schema import STATUS_OK, trial_schema
-from runner.execution.manifest import FORMAT_VERSION, write_manifest
 from runner.execution.sink import TrialSink
 from runner.probes.judge import JudgeProbe
 from runner.probes.propagation import PropagationProbe
@@ -203,18 +210,20 @@ def import_agentprop(source: Path, out: Path, *, force: bool = False) -> dict[st
             shutil.copyfile(path, label_dir / path.name)
             copied.append(f"human_labels/{path.name}")
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    probes: dict[str, Any] = {
-        name: {"kind": "judge" if name == "judges" else "propagation"} for name in parts}
+    probes = {name: ProbeRecord(kind="judge" if name == "judges" else "propagation") for name in parts}
     if "judges" in probes:
-        probes["judges"].update(human_labels=copied, ensemble=list(JUDGES))
+        probes["judges"].human_labels = copied
+        probes["judges"].ensemble = list(JUDGES)
     total = sum(counts.values())
-    write_manifest(out, {
-        "format_version": FORMAT_VERSION, "sweep_name": "agentprop-import", "sweep_id": sweep_id, "sweep_sha256": None,
-        "sweep_file": None,
-        "sweep": {"name": "agentprop-import", "models": [{"name": m, "provider": "agentprop", "model": m} for m in models]},
-        "probes": probes, "seed": 42, "trials_total": total, "versions": {}, "remedies": [],
-        "imported": {"source": SOURCE, "path": str(source.resolve()), "files": shas,
-                     "caveat": "the released harness scored API exceptions as wrong answers; the CSVs do not mark them"},
-        "created_at": now, "finished_at": now, "sessions": [], "counts": {STATUS_OK: total}, "status": "complete",
-    })
+    write_manifest(out, Manifest(
+        format_version=FORMAT_VERSION, sweep_name="agentprop-import", sweep_id=sweep_id, sweep_sha256=None,
+        sweep_file=None,
+        sweep=SweepSnapshot(name="agentprop-import",
+                            models=[ModelSnapshot(name=m, provider="agentprop", model=m) for m in models]),
+        probes=probes, seed=42, trials_total=total, versions={}, remedies=[],
+        imported=ImportRecord(
+            source=SOURCE, path=str(source.resolve()), files=shas,
+            caveat="the released harness scored API exceptions as wrong answers; the CSVs do not mark them"),
+        created_at=now, finished_at=now, sessions=[], counts={STATUS_OK: total}, status="complete",
+    ))
     return counts

@@ -10,13 +10,18 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from runner.core.types import TrialSpec
 from runner.providers.base import Agent
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from runner.analysis.views import ProbeView
 
 
 class ProbeConfig(BaseModel):
@@ -99,8 +104,11 @@ class Probe(ABC):
         """Run one trial and return its outcome columns."""
 
     @classmethod
-    def report_extra(cls, out: Path, probe_name: str, frame: Any, console: Any) -> None:
-        """Print what the generic rates table cannot show (``frame``: the run's trials, lazily).
+    def views(cls, out: Path, probe_name: str, frame: pl.LazyFrame, *, seed: int) -> list[ProbeView]:
+        """What the generic rates table cannot show, as data (``frame``: the run's trials, lazily).
 
-        Called by ``trialgrid report`` after the rates; most probes need nothing more.
+        Called once per run by ``runner.analysis.leaderboard.summarize``; every report format
+        draws the views it returns (``runner.analysis.views``). ``seed`` is the run's
+        seed, for intervals that follow it. Most probes need nothing more.
         """
+        return []

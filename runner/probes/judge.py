@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
@@ -35,6 +35,11 @@ from runner.probes.answertext import numbers_stated
 from runner.probes.base import Probe, ProbeConfig
 from runner.probes.casefiles import load_records
 from runner.providers.base import Agent
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from runner.analysis.views import ProbeView
 
 CONDITIONS = ("llm",)
 VERDICT_RE = re.compile(r"verdict\s*:\s*\**\s*(correct|incorrect|yes|no|true|false)\b", re.IGNORECASE)
@@ -150,7 +155,7 @@ class JudgeProbe(Probe):
                 "candidate": trace.candidate, "reference": trace.reference}
 
     @classmethod
-    def report_extra(cls, out: Path, probe_name: str, frame: Any, console: Any) -> None:
-        from runner.probes.judge_report import print_judges
+    def views(cls, out: Path, probe_name: str, frame: pl.LazyFrame, *, seed: int) -> list[ProbeView]:
+        from runner.probes.judge_report import judge_views
 
-        print_judges(out, probe_name, frame, console)
+        return judge_views(out, probe_name, frame, seed=seed)

@@ -19,24 +19,20 @@ is computed here, with numpy.
 from __future__ import annotations
 
 import csv
-import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
 import stats
+from runner.analysis.constants import CONFIDENCE, N_RESAMPLES
+from runner.analysis.constants import VIEW_SEED as SEED
+from runner.analysis.views import Format, ProbeView, ViewColumn
 from runner.core.errors import UserError
-from runner.core.formatting import pct as _pct
-from runner.execution.manifest import read_manifest
+from runner.core.manifest import read_manifest
 
-N_RESAMPLES = 4000
-SEED = 2026
 _ID_COLUMNS = ("trace_id", "session_id", "case_id", "id")
 _LABELS = {"yes": True, "no": False, "correct": True, "incorrect": False, "true": True, "false": False,
            "1": True, "0": False, "y": True, "n": False}
@@ -80,7 +76,7 @@ def rater_table(frame: pl.LazyFrame | pl.DataFrame, probe: str, ensemble: list[s
                .group_by("case_id").agg(pl.col("verdict").cast(pl.Int64).sum().alias("yes"), pl.len().alias("n"))
                .select("case_id", pl.when(2 * pl.col("yes") > pl.col("n")).then(True)
                        .when(2 * pl.col("yes") < pl.col("n")).then(False).otherwise(None).alias(model)))
-        traces = traces.join(per, on="case_id", how="left")
+        traces = traces.join(per, on="case_id", how="left", maintain_order="left")
     members = ensemble or (models if len(models) == 3 else None)
     if members and all(m in models for m in members):
         votes = pl.sum_horizontal([pl.col(m).cast(pl.Int64) for m in members])
@@ -93,7 +89,7 @@ def human_references(labels: pl.DataFrame) -> pl.DataFrame:
     """Per trace: one column per annotator, plus ``consensus`` and ``majority``."""
     if labels.height == 0:
         return pl.DataFrame(schema={"case_id": pl.String})
-    wide = labels.unique(["trace_id", "annotator"], keep="last").pivot(
+    wide = labels.unique(["trace_id", "annotator"], keep="last", maintain_order=True).pivot(
         on="annotator", index="trace_id", values="label").rename({"trace_id": "case_id"})
     names = [c for c in wide.columns if c != "case_id"]
     yes = pl.sum_horizontal([pl.col(c).cast(pl.Int64) for c in names])
@@ -106,7 +102,7 @@ def human_references(labels: pl.DataFrame) -> pl.DataFrame:
 
 def kappas(raters: pl.DataFrame, humans: pl.DataFrame) -> pl.DataFrame:
     """Cohen's kappa of every rater against every reference, on the traces both decided."""
-    table = raters.join(humans, on="case_id", how="left") if humans.height else raters
+    table = raters.join(humans, on="case_id", how="left", maintain_order="left") if humans.height else raters
     rater_cols = [c for c in raters.columns if c != "case_id"]
     references = [c for c in humans.columns if c != "case_id"] + (["ensemble"] if "ensemble" in raters.columns else [])
     out = []
@@ -144,7 +140,8 @@ def calibrated_rate(verdicts: np.ndarray, labelled_verdicts: np.ndarray, labelle
     draws = np.array([estimate(v[rng.integers(0, v.size, v.size)], *(a[idx] for a in (lv, lh)))
                       for idx in (rng.integers(0, lv.size, (n_resamples, lv.size)) if lv.size else np.zeros((0, 0), int))])
     finite = draws[np.isfinite(draws)] if draws.size else draws
-    lo, hi = (np.percentile(finite, [2.5, 97.5]) if finite.size else (float("nan"), float("nan")))
+    tail = 100 * (1 - CONFIDENCE) / 2
+    lo, hi = (np.percentile(finite, [tail, 100 - tail]) if finite.size else (float("nan"), float("nan")))
     pos, neg = lv == 1, lv == 0
     return {"raw": float(v.mean()) if v.size else float("nan"), "point": point, "lo": float(lo), "hi": float(hi),
             "p_h_given_yes": float(lh[pos].mean()) if pos.any() else float("nan"),
@@ -152,56 +149,66 @@ def calibrated_rate(verdicts: np.ndarray, labelled_verdicts: np.ndarray, labelle
 
 
 def _labels_of(out: Path, probe: str) -> tuple[pl.DataFrame, list[str] | None]:
-    info = (read_manifest(out) or {}).get("probes", {}).get(probe, {})
-    paths = [Path(p) if Path(p).is_absolute() else out / p for p in info.get("human_labels") or []]
-    return read_human_labels(paths), info.get("ensemble")
+    manifest = read_manifest(out)
+    info = manifest.probes.get(probe) if manifest is not None else None
+    if info is None:
+        return read_human_labels([]), None
+    paths = [Path(p) if Path(p).is_absolute() else out / p for p in info.human_labels or []]
+    return read_human_labels(paths), info.ensemble
 
 
-def _f(x: float) -> str:
-    return "—" if x is None or math.isnan(x) else f"{x:.3f}"
+KAPPA_COLUMNS = (ViewColumn("rater", "rater"), ViewColumn("reference", "reference"),
+                 ViewColumn("kappa", "kappa", Format.SCORE, lo="lo", hi="hi"), ViewColumn("n", "n", Format.COUNT))
+CALIBRATION_COLUMNS = (
+    ViewColumn("rater", "rater"), ViewColumn("raw", "judged correct", Format.RATE),
+    ViewColumn("p_h_given_yes", "P(h|correct)", Format.RATE), ViewColumn("p_h_given_no", "P(h|incorrect)", Format.RATE),
+    ViewColumn("point", "calibrated", Format.RATE, lo="lo", hi="hi"), ViewColumn("n_labelled", "labelled", Format.COUNT))
+_CALIBRATION_SCHEMA = {"rater": pl.String, "reference": pl.String, "raw": pl.Float64, "p_h_given_yes": pl.Float64,
+                       "p_h_given_no": pl.Float64, "point": pl.Float64, "lo": pl.Float64, "hi": pl.Float64,
+                       "n_labelled": pl.Int64}
 
 
-def print_judges(out: Path, probe: str, frame: Any, console: Console) -> None:
-    labels, ensemble = _labels_of(out, probe)
-    raters = rater_table(frame, probe, ensemble)
-    if raters.height == 0:
-        return
-    humans = human_references(labels)
-    k = kappas(raters, humans)
-    if k.height:
-        table = Table(title=f"{probe} · Cohen's kappa (rater vs reference)", title_justify="left", header_style="bold",
-                      box=box.SIMPLE_HEAD, pad_edge=False, caption_justify="left",
-                      caption="kappa [95% bootstrap over traces] (n traces both decided). consensus: annotators "
-                              "unanimous (≥ 2 labels); majority: strict human majority; ensemble: the judges' 2-of-3 "
-                              "majority.")
-        refs = k["reference"].unique(maintain_order=True).to_list()
-        table.add_column("rater", no_wrap=True)
-        for ref in refs:
-            table.add_column(ref, justify="right")
-        for rater in k["rater"].unique(maintain_order=True).to_list():
-            cells = []
-            for ref in refs:
-                r = k.filter((pl.col("rater") == rater) & (pl.col("reference") == ref)).to_dicts()
-                cells.append(f"{_f(r[0]['kappa'])} [{_f(r[0]['lo'])}, {_f(r[0]['hi'])}]\n(n={r[0]['n']})" if r else "")
-            table.add_row(rater, *cells)
-        console.print(table)
-    reference = "majority" if "majority" in humans.columns else None
-    if reference is None:
-        console.print(f"[dim]{probe}: no human labels, so no calibrated rates (add `human_labels:` CSV files).[/dim]")
-        return
-    joined = raters.join(humans.select("case_id", reference), on="case_id", how="left")
-    table = Table(title=f"{probe} · calibrated correct-rate (human {reference} as truth)", title_justify="left",
-                  header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, caption_justify="left",
-                  caption="rate = P(v)·P(h|v) + P(¬v)·P(h|¬v) over the labelled traces; [95% percentile bootstrap, "
-                          "labelled and judged traces resampled independently; computed runner-side]. With few labels "
-                          "the interval is wide by construction.")
-    for col in ("rater", "judged correct", "P(h|correct)", "P(h|incorrect)", "calibrated", "labelled"):
-        table.add_column(col, justify="left" if col == "rater" else "right", no_wrap=True)
+def calibration_table(raters: pl.DataFrame, humans: pl.DataFrame, reference: str) -> pl.DataFrame:
+    """Per rater: its calibrated correct-rate with ``reference`` (a human column) as truth."""
+    joined = raters.join(humans.select("case_id", reference), on="case_id", how="left", maintain_order="left")
+    rows = []
     for rater in [c for c in raters.columns if c != "case_id"]:
         v = joined.filter(pl.col(rater).is_not_null())
         lab = v.filter(pl.col(reference).is_not_null())
         res = calibrated_rate(v[rater].cast(pl.Int64).to_numpy(), lab[rater].cast(pl.Int64).to_numpy(),
                               lab[reference].cast(pl.Int64).to_numpy())
-        table.add_row(rater, _pct(res["raw"]), _pct(res["p_h_given_yes"]), _pct(res["p_h_given_no"]),
-                      f"{_pct(res['point'])} [{_pct(res['lo'])}, {_pct(res['hi'])}]", str(res["n_labelled"]))
-    console.print(table)
+        rows.append({"rater": rater, "reference": reference, **res})
+    return pl.DataFrame(rows, schema=_CALIBRATION_SCHEMA)
+
+
+def judge_views(out: Path, probe: str, frame: pl.LazyFrame | pl.DataFrame, *, seed: int = SEED) -> list[ProbeView]:
+    """Kappas of every rater against every reference, and calibrated correct-rates (see the module docstring).
+
+    ``seed`` (the run's) is not used: the intervals keep their fixed seed, so they match the paper anchors.
+    """
+    labels, ensemble = _labels_of(out, probe)
+    raters = rater_table(frame, probe, ensemble)
+    if raters.height == 0:
+        return []
+    humans = human_references(labels)
+    views = []
+    k = kappas(raters, humans)
+    if k.height:
+        views.append(ProbeView(
+            "kappas", f"{probe} · Cohen's kappa (rater vs reference)",
+            f"kappa [{CONFIDENCE:.0%} bootstrap over traces] (n traces both decided). consensus: annotators unanimous "
+            "(≥ 2 labels); majority: strict human majority; ensemble: the judges' 2-of-3 majority.",
+            k, KAPPA_COLUMNS))
+    reference = "majority" if "majority" in humans.columns else None
+    caption = (f"rate = P(v)·P(h|v) + P(¬v)·P(h|¬v) over the labelled traces; [{CONFIDENCE:.0%} percentile "
+               "bootstrap, labelled and judged traces resampled independently; computed runner-side]. With few "
+               "labels the interval is wide by construction.")
+    if reference is None:
+        views.append(ProbeView("calibration", f"{probe} · calibrated correct-rate", caption,
+                               pl.DataFrame(schema=_CALIBRATION_SCHEMA), CALIBRATION_COLUMNS,
+                               notes=(f"{probe}: no human labels, so no calibrated rates "
+                                      "(add `human_labels:` CSV files).",)))
+        return views
+    views.append(ProbeView("calibration", f"{probe} · calibrated correct-rate (human {reference} as truth)", caption,
+                           calibration_table(raters, humans, reference), CALIBRATION_COLUMNS))
+    return views

@@ -28,7 +28,7 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
@@ -42,6 +42,11 @@ from runner.probes.base import Probe, ProbeConfig
 from runner.probes.casefiles import load_records
 from runner.providers.base import Agent
 from runner.providers.errors import ProviderError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from runner.analysis.views import ProbeView
 
 CONDITIONS = ("results_visible", "results_hidden")
 ERROR_PARSE, ERROR_TRANSPORT = "parse", "transport"
@@ -290,7 +295,7 @@ class PhantomProbe(Probe):
         return row
 
     @classmethod
-    def report_extra(cls, out: Path, probe_name: str, frame: Any, console: Any) -> None:
-        from runner.probes.phantom_scores import print_phantom_scores
+    def views(cls, out: Path, probe_name: str, frame: pl.LazyFrame, *, seed: int) -> list[ProbeView]:
+        from runner.probes.phantom_scores import phantom_views
 
-        print_phantom_scores(out, probe_name, frame, console)
+        return phantom_views(out, probe_name, frame, seed=seed)

@@ -1,57 +1,102 @@
 """Field-level scores of the phantom probe: auditor and containment baseline side by side.
 
 Units are (trace, run, field) tuples, so the same field of two traces (or of two
-audits of one trace) counts separately; precision / recall / F1 and their empty-set
-conventions come from ``stats.field_scores``. Auditor errors are counted in their
-own column and left out of the auditor's scores — an unparsable reply is not an
-empty prediction — and the baseline is scored on the same trials, so the two
-columns compare like with like. The disagreement file lists every audit where the
-auditor and the baseline flagged different fields (or the auditor errored).
+audits of one trace) counts separately: each trial stores its own ``<scorer>_tp/_fp/_fn``
+counts (``PhantomProbe.run``), and ``field_table`` pools them per model × condition
+with the empty-set conventions of ``stats.field_scores`` (nothing predicted →
+precision 1; nothing to find → recall 1) and cluster bootstrap intervals over traces.
+This is the one place field precision / recall is computed: ``Summary.fields`` is
+this view. Auditor errors are counted in their own view and left out of the
+scores — an unparsable reply is not an empty prediction — and the baseline is
+scored on the same trials, so the two compare like with like. The disagreement
+listing holds every audit where the auditor and the baseline flagged different
+fields (or the auditor errored); the terminal report writes it to
+``<probe>.disagreements.jsonl``.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
-from rich.console import Console
-from rich.table import Table
 
-from stats import field_scores
+import stats
+from runner.analysis.constants import CONFIDENCE, N_RESAMPLES
+from runner.analysis.views import FIELD_SCHEMA, FIELDS, Format, ProbeView, ViewColumn
 
+#: the scorers whose ``<scorer>_tp/_fp/_fn`` columns a phantom trial writes
+SCORERS = ("auditor", "baseline")
 _COLUMNS = ("model", "condition", "case_id", "run", "pred_fields", "baseline_fields", "gold_fields",
             "auditor_error", "auditor_error_detail")
+_LISTING_SCHEMA = pl.Schema({"model": pl.String(), "trace": pl.String(), "condition": pl.String(), "run": pl.Int64(),
+                   "auditor_error": pl.String(), "detail": pl.String(), "auditor_only": pl.List(pl.String),
+                   "baseline_only": pl.List(pl.String), "auditor": pl.List(pl.String),
+                   "baseline": pl.List(pl.String), "gold": pl.List(pl.String)})
+_ERROR_SCHEMA = pl.Schema({"model": pl.String, "condition": pl.String, "trials": pl.Int64, "scored": pl.Int64,
+                 "auditor_errors": pl.Int64, "parse_errors": pl.Int64, "transport_errors": pl.Int64})
 
 
-def _tuples(rows: Iterable[dict[str, Any]], column: str) -> set[tuple]:
-    return {(r["case_id"], r["run"], f) for r in rows for f in (r[column] or [])}
+def pooled_scores(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
+    """Precision, recall and F1 of pooled counts, with ``stats.field_scores``' empty-set conventions."""
+    precision = tp / (tp + fp) if tp + fp else 1.0
+    recall = tp / (tp + fn) if tp + fn else 1.0
+    return precision, recall, (2 * precision * recall / (precision + recall) if precision + recall else 0.0)
 
 
-def score_table(rows: pl.DataFrame) -> pl.DataFrame:
-    """One row per model × condition: trials, auditor errors, auditor and baseline P / R / F1."""
+def _ratio_ci(cluster: np.ndarray, num: np.ndarray, den: np.ndarray, seed: int) -> tuple[float, float]:
+    if den.sum() == 0:
+        return float("nan"), float("nan")
+    ci = stats.cluster_bootstrap_ci(cluster, num, den, n_resamples=N_RESAMPLES, confidence_level=CONFIDENCE,
+                                    seed=seed).confidence_interval
+    return ci.low, ci.high
+
+
+def field_table(trials: pl.LazyFrame | pl.DataFrame, probe: str, seed: int,
+                scorers: Sequence[str] = SCORERS) -> pl.DataFrame:
+    """Pooled field-level precision / recall per model × condition × scorer, traces resampled for intervals.
+
+    Scored on the trials where every scorer scored (an auditor error is not an empty
+    prediction, and the baseline is held to the same trials).
+    """
+    lazy = trials.lazy() if isinstance(trials, pl.DataFrame) else trials
+    present = lazy.collect_schema().names()
+    scorers = [s for s in scorers if all(f"{s}_{k}" in present for k in ("tp", "fp", "fn"))]
+    if not scorers:
+        return pl.DataFrame(schema=FIELD_SCHEMA)
+    cols = [f"{s}_{k}" for s in scorers for k in ("tp", "fp", "fn")]
+    per_cell = (lazy.filter((pl.col("probe") == probe) & (pl.col("status") == "ok"))
+                .filter(pl.all_horizontal([pl.col(c).is_not_null() for c in cols]))
+                .group_by("model", "condition", "case_id")
+                .agg([pl.len().alias("trials")] + [pl.col(c).cast(pl.Int64).sum() for c in cols])
+                .sort("model", "condition", "case_id").collect())
+    rows = []
+    for (model, condition), sub in per_cell.group_by("model", "condition", maintain_order=True):
+        cluster = sub["case_id"].to_numpy()
+        for s in scorers:
+            tp, fp, fn = (sub[f"{s}_{k}"].to_numpy() for k in ("tp", "fp", "fn"))
+            t, f_p, f_n = int(tp.sum()), int(fp.sum()), int(fn.sum())
+            precision, recall, f1 = pooled_scores(t, f_p, f_n)
+            p_lo, p_hi = _ratio_ci(cluster, tp, tp + fp, seed)
+            r_lo, r_hi = _ratio_ci(cluster, tp, tp + fn, seed)
+            rows.append({"model": model, "condition": condition, "scorer": s, "trials": int(sub["trials"].sum()),
+                         "tp": t, "fp": f_p, "fn": f_n, "precision": precision, "precision_lo": p_lo,
+                         "precision_hi": p_hi, "recall": recall, "recall_lo": r_lo, "recall_hi": r_hi, "f1": f1})
+    return pl.DataFrame(rows, schema=FIELD_SCHEMA)
+
+
+def error_table(rows: pl.DataFrame) -> pl.DataFrame:
+    """One row per model × condition: trials, trials scored, auditor errors (parse / transport)."""
     out = []
     for (model, condition), group in rows.group_by(["model", "condition"], maintain_order=True):
-        records = group.to_dicts()
-        valid = [r for r in records if r["auditor_error"] is None]
-        gold = _tuples(valid, "gold_fields")
-        auditor = field_scores(_tuples(valid, "pred_fields"), gold)
-        baseline = field_scores(_tuples(valid, "baseline_fields"), gold)
-        out.append({
-            "model": model, "condition": condition, "trials": len(records),
-            "auditor_errors": len(records) - len(valid),
-            "parse_errors": sum(1 for r in records if r["auditor_error"] == "parse"),
-            "transport_errors": sum(1 for r in records if r["auditor_error"] == "transport"),
-            "scored": len(valid),
-            "auditor_precision": auditor.precision, "auditor_recall": auditor.recall, "auditor_f1": auditor.f1,
-            "baseline_precision": baseline.precision, "baseline_recall": baseline.recall, "baseline_f1": baseline.f1,
-            "auditor_tp": auditor.true_positives, "auditor_fp": auditor.false_positives, "auditor_fn": auditor.false_negatives,
-            "baseline_tp": baseline.true_positives, "baseline_fp": baseline.false_positives,
-            "baseline_fn": baseline.false_negatives,
-        })
-    return pl.DataFrame(out)
+        errors = group["auditor_error"]
+        out.append({"model": model, "condition": condition, "trials": group.height,
+                    "scored": int(errors.is_null().sum()), "auditor_errors": int(errors.is_not_null().sum()),
+                    "parse_errors": int((errors == "parse").sum()),
+                    "transport_errors": int((errors == "transport").sum())})
+    return pl.DataFrame(out, schema=_ERROR_SCHEMA)
 
 
 def disagreements(rows: pl.DataFrame) -> list[dict[str, Any]]:
@@ -73,39 +118,42 @@ def disagreements(rows: pl.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def phantom_rows(frame: pl.LazyFrame, probe_name: str) -> pl.DataFrame:
-    return frame.filter((pl.col("probe") == probe_name) & (pl.col("status") == "ok")).select(_COLUMNS).collect()
+def phantom_rows(frame: pl.LazyFrame | pl.DataFrame, probe_name: str) -> pl.DataFrame:
+    lazy = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
+    return lazy.filter((pl.col("probe") == probe_name) & (pl.col("status") == "ok")).select(_COLUMNS).collect()
 
 
-def write_disagreements(out: Path, probe_name: str, rows: pl.DataFrame) -> tuple[Path, int]:
-    path = out / f"{probe_name}.disagreements.jsonl"
-    items = disagreements(rows)
-    with path.open("w", encoding="utf-8") as fh:
-        for item in items:
-            fh.write(json.dumps(item, ensure_ascii=False) + "\n")
-    return path, len(items)
+FIELD_COLUMNS = (ViewColumn("model", "model"), ViewColumn("condition", "condition"), ViewColumn("scorer", "scorer"),
+                 ViewColumn("trials", "trials", Format.COUNT),
+                 ViewColumn("precision", "P", Format.SCORE, lo="precision_lo", hi="precision_hi"),
+                 ViewColumn("recall", "R", Format.SCORE, lo="recall_lo", hi="recall_hi"),
+                 ViewColumn("f1", "F1", Format.SCORE), ViewColumn("tp", "tp", Format.COUNT),
+                 ViewColumn("fp", "fp", Format.COUNT), ViewColumn("fn", "fn", Format.COUNT))
+ERROR_COLUMNS = (ViewColumn("model", "model"), ViewColumn("condition", "condition"),
+                 ViewColumn("trials", "trials", Format.COUNT), ViewColumn("scored", "scored", Format.COUNT),
+                 ViewColumn("auditor_errors", "auditor errors", Format.COUNT),
+                 ViewColumn("parse_errors", "parse", Format.COUNT),
+                 ViewColumn("transport_errors", "transport", Format.COUNT))
+LISTING_COLUMNS = tuple(ViewColumn(c, c.replace("_", " ")) for c in _LISTING_SCHEMA)
 
 
-def _f(x: float) -> str:
-    return f"{x:.2f}"
-
-
-def print_phantom_scores(out: Path, probe_name: str, frame: pl.LazyFrame, console: Console) -> None:
+def phantom_views(out: Path, probe_name: str, frame: pl.LazyFrame | pl.DataFrame, *, seed: int) -> list[ProbeView]:
+    """Field precision / recall of auditor and baseline, auditor errors, and the disagreement listing."""
     rows = phantom_rows(frame, probe_name)
     if rows.height == 0:
-        return
-    table = Table(title=f"{probe_name} — field-level scores, auditor vs containment baseline (same trials)",
-                  title_justify="left", header_style="bold")
-    for col in ("model", "condition", "trials", "auditor errors (parse/transport)",
-                "auditor P", "auditor R", "auditor F1", "baseline P", "baseline R", "baseline F1"):
-        table.add_column(col, justify="left" if col in ("model", "condition") else "right")
-    previous = None
-    for r in score_table(rows).iter_rows(named=True):
-        table.add_row(r["model"] if r["model"] != previous else "", r["condition"], f"{r['trials']:,}",
-                      f"{r['auditor_errors']} ({r['parse_errors']}/{r['transport_errors']})",
-                      _f(r["auditor_precision"]), _f(r["auditor_recall"]), _f(r["auditor_f1"]),
-                      _f(r["baseline_precision"]), _f(r["baseline_recall"]), _f(r["baseline_f1"]))
-        previous = r["model"]
-    console.print(table)
-    path, n = write_disagreements(out, probe_name, rows)
-    console.print(f"[dim]{n} audit(s) where auditor and baseline differ (or the auditor errored): {path}[/dim]")
+        return []
+    listing = pl.DataFrame(disagreements(rows), schema=_LISTING_SCHEMA)
+    return [
+        ProbeView(FIELDS, f"{probe_name} · field-level scores, auditor vs containment baseline (same trials)",
+                  "Field-level scores pooled over (trace, run, field) units, on the trials every scorer scored (an "
+                  f"auditor error is not an empty prediction). [{CONFIDENCE:.0%} cluster bootstrap over traces.] "
+                  "Nothing predicted counts as precision 1; nothing to find as recall 1.",
+                  field_table(frame, probe_name, seed), FIELD_COLUMNS),
+        ProbeView("auditor_errors", f"{probe_name} · auditor errors",
+                  "Trials whose auditor reply could not be scored (parse: broke the reply contract; transport: the "
+                  "call failed twice). They are counted here and left out of both scorers' field scores.",
+                  error_table(rows), ERROR_COLUMNS),
+        ProbeView("disagreements", f"{probe_name} · audits where auditor and baseline differ",
+                  "audit(s) where auditor and baseline differ (or the auditor errored)", listing, LISTING_COLUMNS,
+                  listing=True),
+    ]

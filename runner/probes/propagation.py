@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 from pydantic import Field
@@ -42,6 +42,11 @@ from runner.probes.stages import Reach, reach
 from runner.probes.toolsim import DOMAINS
 from runner.probes.trace import STEP
 from runner.providers.base import Agent
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from runner.analysis.views import ProbeView
 
 CONDITIONS = inj.all_conditions()
 
@@ -123,10 +128,10 @@ class PropagationProbe(Probe):
     template = TEMPLATE
 
     @classmethod
-    def report_extra(cls, out: Path, probe_name: str, frame: Any, console: Any) -> None:
-        from runner.probes.propagation_report import print_propagation
+    def views(cls, out: Path, probe_name: str, frame: pl.LazyFrame, *, seed: int) -> list[ProbeView]:
+        from runner.probes.propagation_report import propagation_views
 
-        print_propagation(out, probe_name, frame, console)
+        return propagation_views(out, probe_name, frame, seed=seed)
 
     def __init__(self, config: PropagationConfig, base_dir: Path, locate: Callable[[str, str], UserError]) -> None:
         super().__init__(config, base_dir)

@@ -6,9 +6,11 @@ the data: every probe gets rates by condition with cluster intervals, a per-prom
 heat map of its headline rate (a rate concentrated in a few prompts is the finding
 prompt clustering exists for) and detail tables; a forest plot of arm differences
 appears when the probe declares contrasts, field-level precision / recall when the
-trial table has ``<scorer>_tp/_fp/_fn`` columns (phantom audits), and stage-reach
-funnels when it has ``stage_reached`` (propagation). A probe without those columns
-simply has no such section.
+probe returns a ``fields`` view (phantom audits), and stage-reach
+funnels from its ``stages`` view (propagation). A probe without those views
+simply has no such section. Every view a probe returns (``runner.analysis.views``:
+kappas, calibration, hop rates, field scores...) is also drawn as one escaped table
+(section ``view``), the same cells the terminal prints.
 
 Each section is a ``<section data-section="...">``. The script records any error
 in ``body[data-errors]`` and, once the page has laid out, counts the sections and
@@ -26,16 +28,18 @@ from pathlib import Path
 
 import polars as pl
 
-from runner.analysis.cells import CONFIDENCE, N_RESAMPLES
+from runner.analysis.constants import CONFIDENCE, N_RESAMPLES
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label
 from runner.analysis.scorecard import ALPHA, scorecard_table
 from runner.analysis.scorecard import KIND as SCORECARD_KIND
+from runner.analysis.views import ProbeView
 from runner.core.formatting import fmt_usd
 from runner.core.formatting import pct as _pct
 from runner.core.formatting import pp as _pp
 from runner.core.formatting import pvalue as _p
 from runner.probes import PROBES
 from runner.reporting import svgplot as S
+from runner.reporting.viewformat import cell_parts, is_numeric
 
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
@@ -254,14 +258,10 @@ def _fields_section(summary: Summary, probe: str, kind: str) -> str | None:
             rows.append(S.Row(f"{model}{f' ({run})' if many else ''} · {condition}", pts))
         parts.append(f"<h4>{metric}</h4>" + S.dot_interval_plot(rows, label=f"{probe} field {metric}",
                                                                 label_width=280))
-    table_rows = [[escape(r["model"]), escape(r["condition"]), escape(r["scorer"]), f"{r['trials']:,}",
-                   f"{r['precision']:.2f}", f"{r['recall']:.2f}", f"{r['f1']:.2f}", str(r["tp"]), str(r["fp"]),
-                   str(r["fn"])] for r in f.iter_rows(named=True)]
-    parts.append(_table(["model", "condition", "scorer", "trials", "P", "R", "F1", "tp", "fp", "fn"], table_rows,
-                        left=3))
     note = ('<p class="note">Field-level scores pooled over (trace, run, field) units, on the trials every scorer '
             "scored (an auditor error is not an empty prediction). Intervals: cluster bootstrap over traces. "
-            "Nothing predicted counts as precision 1; nothing to find as recall 1.</p>")
+            "Nothing predicted counts as precision 1; nothing to find as recall 1. The numbers are in the "
+            "field-level scores table below.</p>")
     return _section("fields", probe, f"{probe} · field-level precision and recall", "".join(parts) + note)
 
 
@@ -277,6 +277,33 @@ def _stages_section(summary: Summary, probe: str, kind: str) -> str | None:
     note = ('<p class="note">Share of ok trials whose injected error reached each stage or a later one '
             "(S1 entered a call, S2 executed unrejected, S3 a wrong final answer).</p>")
     return _section("stages", probe, f"{probe} · stage reach", S.funnel(groups, label=f"{probe} stage funnel") + note)
+
+
+def view_html(view: ProbeView) -> str:
+    """A probe view as an HTML table (every cell escaped), its caption and notes; a listing folds away."""
+    left = next((i for i, c in enumerate(view.columns) if is_numeric(c)), len(view.columns))
+    rows = []
+    for row in view.table.iter_rows(named=True):
+        cells = []
+        for col in view.columns:
+            value, interval = cell_parts(row, col)
+            cells.append(escape(value) + (f"<small>{escape(interval)}</small>" if interval is not None else ""))
+        rows.append(cells)
+    table = _table([escape(c.label) for c in view.columns], rows, left=left) if rows else ""
+    if view.listing and rows:
+        table = f"<details><summary>{len(rows):,} rows</summary>{table}</details>"
+    notes = "".join(f'<p class="note">{escape(n)}</p>' for n in (view.caption, *view.notes) if n)
+    return table + notes
+
+
+def _view_sections(summary: Summary, probe: str, kind: str) -> list[str]:
+    runs = [r for r in summary.runs if any(a.probe == probe and a.kind == kind for a in r.probes)]
+    out = []
+    for run in runs:
+        for view in summary.probe_views(run, probe):
+            title = view.title + (f" ({run.label})" if len(runs) > 1 else "")
+            out.append(_section("view", f"{probe}-{view.key}-{run.label}", title, view_html(view)))
+    return out
 
 
 def _details_section(summary: Summary, probe: str, kind: str, rates: list[str]) -> str:
@@ -338,6 +365,7 @@ def render_html(summary: Summary, title: str = "trialgrid report") -> str:
                       _stages_section(summary, probe, kind)):
             if extra is not None:
                 body.append(extra)
+        body.extend(_view_sections(summary, probe, kind))
         body.append(_details_section(summary, probe, kind, rates))
     body.append("<h2>Cost</h2>" + _cost_section(summary))
     nav.append(f'<a href="#{_slug("cost", "all")}">cost</a>')

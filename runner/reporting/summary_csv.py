@@ -1,11 +1,15 @@
 """``trialgrid report --csv DIR``: the summary tables as CSV files for spreadsheets.
 
 One file per table of ``runner.analysis.leaderboard.Summary`` (long format, one header row,
-the ``run`` label in every row); list cells (remedies) are joined with "; ".
+the ``run`` label in every row); list cells (remedies) are joined with "; ". Every
+probe view (``runner.analysis.views``) is one more file, ``view.<probe>.<key>.csv``,
+its rows stacked over the runs that have it, with ``run`` and ``kind`` in front (a view's
+own column of either name, e.g. a listing's trial ``run``, becomes ``view_run``).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import polars as pl
@@ -22,10 +26,30 @@ def write_csv(summary: Summary, directory: Path) -> list[Path]:
               "fields": summary.fields, "stages": summary.stages}
     written = []
     for name in TABLES:
-        frame = frames[name]
-        lists = [c for c, t in frame.schema.items() if isinstance(t, pl.List)]
-        frame = frame.with_columns([pl.col(c).cast(pl.List(pl.String)).list.join("; ") for c in lists])
-        path = directory / f"{name}.csv"
-        frame.write_csv(path)
-        written.append(path)
+        written.append(_write(frames[name], directory / f"{name}.csv"))
+    for (probe, key), frame in view_frames(summary).items():
+        written.append(_write(frame, directory / f"view.{_safe(probe)}.{_safe(key)}.csv"))
     return written
+
+
+def view_frames(summary: Summary) -> dict[tuple[str, str], pl.DataFrame]:
+    """(probe, view key) → the view's rows over every run, with ``run`` and ``kind`` columns in front."""
+    parts: dict[tuple[str, str], list[pl.DataFrame]] = {}
+    for run in summary.runs:
+        for a in run.probes:
+            for view in summary.probe_views(run, a.probe):
+                head = [pl.lit(run.label, pl.String).alias("run"), pl.lit(a.kind, pl.String).alias("kind")]
+                table = view.table.rename({c: f"view_{c}" for c in ("run", "kind") if c in view.table.columns})
+                parts.setdefault((a.probe, view.key), []).append(table.select([*head, *table.columns]))
+    return {k: pl.concat(v, how="diagonal_relaxed") for k, v in parts.items()}
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+def _write(frame: pl.DataFrame, path: Path) -> Path:
+    lists = [c for c, t in frame.schema.items() if isinstance(t, pl.List)]
+    frame = frame.with_columns([pl.col(c).cast(pl.List(pl.String)).list.join("; ") for c in lists])
+    frame.write_csv(path)
+    return path

@@ -5,7 +5,9 @@ The shape is fixed by ``runner/schemas/summary.schema.json`` (shipped in the pac
 added within a version; a rename or a change of meaning bumps it. Numbers that do not
 exist (a rate with no ok trials, a cost without a price) are ``null``, never NaN, so
 any JSON parser reads the file. Every list is in report order (runs as given; models
-in sweep order), so two summaries of the same runs are byte-identical.
+in sweep order), so two summaries of the same runs are byte-identical. Each probe
+entry's ``views`` holds the probe's own tables (``runner.analysis.views``) with every
+column, including ``fields`` and ``stages``, which are also given in their own keys.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from typing import Any
 
 import polars as pl
 
-from runner.analysis.cells import CONFIDENCE, N_RESAMPLES
+from runner.analysis.constants import CONFIDENCE, N_RESAMPLES
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary
 from runner.analysis.scorecard import scorecard_table
 from runner.analysis.scorecard import settings as scorecard_settings
+from runner.analysis.views import ProbeView
 
 FORMAT = "trialgrid-summary"
 FORMAT_VERSION = 1
@@ -53,6 +56,14 @@ def _rows(frame: pl.DataFrame, run: str, probe: str) -> list[dict[str, Any]]:
 def _test(r: dict[str, Any], level: str) -> dict[str, Any]:
     return {"p": r[f"p_{level}"], "floor": r[f"floor_{level}"], "method": r[f"method_{level}"],
             "mc_stderr": r.get(f"mc_se_{level}")}
+
+
+def view_dict(view: ProbeView) -> dict[str, Any]:
+    """A probe view: what it is, how its columns read, and every row with every column (raw numbers)."""
+    return {"key": view.key, "title": view.title, "caption": view.caption, "listing": view.listing,
+            "columns": [{"name": c.name, "label": c.label, "format": str(c.format), "lo": c.lo, "hi": c.hi}
+                        for c in view.columns],
+            "notes": list(view.notes), "rows": view.table.to_dicts()}
 
 
 def summary_dict(summary: Summary) -> dict[str, Any]:
@@ -93,7 +104,8 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
             verdicts = card.filter((pl.col("run") == run.label) & (pl.col("probe") == a.probe)).drop("run", "probe")
             probes.append({"run": run.label, "probe": a.probe, "kind": a.kind, "rates": list(a.rates),
                            "leaderboard": board, "conditions": conditions, "contrasts": contrasts,
-                           "fields": fields, "stages": stages, "scorecard": verdicts.to_dicts()})
+                           "fields": fields, "stages": stages, "scorecard": verdicts.to_dicts(),
+                           "views": [view_dict(v) for v in summary.probe_views(run, a.probe)]})
     return _clean({
         "format": FORMAT,
         "format_version": FORMAT_VERSION,

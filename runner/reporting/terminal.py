@@ -6,11 +6,14 @@ leaderboard per probe (models as rows: headline rate per condition with its clus
 interval, the headline test with its attainable floor, prompts firing, errors,
 tokens, cost, remedies), then the per-model detail tables. Tables keep conditions as
 columns so they fit an 80-column terminal; every p-value is printed beside the
-smallest p its design could produce.
+smallest p its design could produce. Each probe's own views (``runner.analysis.views``:
+kappas, hop rates, field scores...) follow its detail tables, drawn generically by
+``view_table``; a listing view is written to ``<out>/<probe>.<key>.jsonl`` instead.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,17 +21,22 @@ from pathlib import Path
 import polars as pl
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from runner.analysis.cells import CONFIDENCE, N_RESAMPLES, ProbeAnalysis
+from runner.analysis.cells import ProbeAnalysis
+from runner.analysis.constants import CONFIDENCE, N_RESAMPLES
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label, summarize
 from runner.analysis.scorecard import ALPHA, scorecard_table
 from runner.analysis.scorecard import KIND as SCORECARD_KIND
+from runner.analysis.views import ProbeView
 from runner.core.formatting import fmt_usd
 from runner.core.formatting import pct as _pct
 from runner.core.formatting import pp as _pp
 from runner.core.formatting import pvalue as _p
 from runner.probes import PROBES
+from runner.reporting.viewformat import cell_parts, is_numeric
 
 
 def scorecard_rich_table(card: pl.DataFrame, probe: str, many_runs: bool) -> Table:
@@ -43,6 +51,44 @@ def scorecard_rich_table(card: pl.DataFrame, probe: str, many_runs: bool) -> Tab
     table.caption = ("kept: retention of decoy-free trials, (1 − decoy A) / (1 − decoy B), graded when the decoy "
                      f"test's p {HEADLINE_LEVEL} ≤ {ALPHA:g}; rules in the README (Scorecard).")
     return table
+
+
+def view_table(view: ProbeView) -> Table:
+    """A probe view as a rich table: its displayed columns, an interval under its value, dimmed."""
+    table = Table(title=view.title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
+                  caption=view.caption, caption_justify="left")
+    for i, col in enumerate(view.columns):
+        table.add_column(col.label, justify="right" if is_numeric(col) else "left", no_wrap=i == 0)
+    for row in view.table.iter_rows(named=True):
+        cells = []
+        for col in view.columns:
+            value, interval = cell_parts(row, col)
+            text = Text(value)
+            if interval is not None:
+                text.append(("\n" if value else "") + interval, style="dim")
+            cells.append(text)
+        table.add_row(*cells)
+    return table
+
+
+def write_listing(view: ProbeView, path: Path) -> Path:
+    """A listing view as JSON lines, one object per row, without the keys a row has no value for."""
+    with path.open("w", encoding="utf-8") as fh:
+        for row in view.table.iter_rows(named=True):
+            fh.write(json.dumps({k: v for k, v in row.items() if v is not None}, ensure_ascii=False) + "\n")
+    return path
+
+
+def print_views(views: Sequence[ProbeView], out: Path, probe: str, console: Console) -> None:
+    """Every view of one probe's run: tables, then notes; listings go to a JSONL file beside the run."""
+    for view in views:
+        if view.listing:
+            path = write_listing(view, out / f"{probe}.{view.key}.jsonl")
+            console.print(f"[dim]{view.table.height} {escape(view.caption)}: {escape(str(path))}[/dim]")
+        elif view.table.height:
+            console.print(view_table(view))
+        for note in view.notes:
+            console.print(f"[dim]{escape(note)}[/dim]")
 
 
 def _conditions_table(a: ProbeAnalysis, model: str) -> Table:
@@ -195,9 +241,7 @@ def print_report(outs: Path | Sequence[Path], console: Console | None = None, *,
                     contrasts = _contrasts_table(a, model)
                     if contrasts is not None:
                         console.print(contrasts)
-                extra = getattr(PROBES.get(a.kind), "report_extra", None)
-                if extra is not None:  # a probe's own views (e.g. phantom's field-level scores)
-                    extra(run.out, a.probe, run.trials, console)
+                print_views(summary.probe_views(run, a.probe), run.out, a.probe, console)
                 if a.contrasts.height:
                     methods.update(a.contrasts["method_trial"].unique().to_list()
                                    + a.contrasts["method_cell"].unique().to_list())

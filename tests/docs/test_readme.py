@@ -1,50 +1,80 @@
-"""The README is the user's contract: its tables must match the code."""
+"""The README is the front door: it opens with the two commands CI runs, stays short, and maps every page."""
 
 from __future__ import annotations
 
+import io
 import re
+from pathlib import Path
 
-from runner.core.schema import COMMON_FIELDS
-from runner.probes.misselection import MisselectionProbe
-from runner.sim import PERSONAS
+import pytest
+
 from tests.conftest import ROOT
+from tests.docs.docpages import DOCS, README, links
 
-README = (ROOT / "README.md").read_text()
-
-
-def _table_after(heading: str) -> list[list[str]]:
-    """Rows of the first markdown table at or after ``heading`` (header and separator dropped)."""
-    section = heading + README.split(heading, 1)[1]
-    rows = []
-    for line in section.splitlines():
-        if line.startswith("|"):
-            rows.append([c.strip() for c in line.strip().strip("|").split("|")])
-        elif rows:
-            break
-    return rows[2:]  # skip header and separator
-
-
-def test_output_schema_tables_list_every_column_in_order() -> None:
-    common = [r[0].strip("`") for r in _table_after("Common columns (every probe):")]
-    assert common == [f.name for f in COMMON_FIELDS]
-    outcome = [r[0].strip("`") for r in _table_after("`misselection` outcome columns:")]
-    assert outcome == [f.name for f in MisselectionProbe.outcome_fields]
-
-
-def test_persona_table_matches_personas() -> None:
-    rows = {r[0].strip("`"): r for r in _table_after("| persona |")}
-    assert set(rows) == set(PERSONAS)
-    for name, p in PERSONAS.items():
-        row = rows[name]
-        pct = lambda cell: [float(x) / 100 for x in re.findall(r"(\d+(?:\.\d+)?)%", cell)]  # noqa: E731
-        assert pct(row[1]) == [p.reach_wide[s] for s in ("known", "unfamiliar", "unnamed")]
-        assert pct(row[2]) == [p.ask[s] for s in ("known", "unfamiliar", "unnamed")]
-        assert pct(row[3]) == [p.invent]
-        assert float(row[4]) == p.sigma
+TEXT = README.read_text()
+MAX_LINES = 300
 
 
 def test_readme_opens_with_the_two_commands_and_ci_runs_the_test_one() -> None:
-    blocks = re.findall(r"```bash\n(.*?)```", README, re.S)
+    blocks = re.findall(r"```bash\n(.*?)```", TEXT, re.S)
     install_run, install_test = blocks[0].strip(), blocks[1].strip()
     assert install_run.startswith("pip install -e .") and "trialgrid run configs/quickstart.yaml" in install_run
     assert install_test in (ROOT / ".ci" / "run").read_text()
+
+
+def test_readme_is_a_front_door_of_at_most_300_lines() -> None:
+    assert len(TEXT.splitlines()) <= MAX_LINES
+
+
+def test_every_docs_page_is_linked_from_the_readme() -> None:
+    linked = {target.split("#", 1)[0] for target in links(TEXT)}
+    missing = [p.name for p in sorted(DOCS.glob("*.md")) if f"docs/{p.name}" not in linked]
+    assert not missing, f"docs pages the README does not link: {missing}"
+
+
+def test_readme_names_the_fast_test_subset_with_the_markers_pyproject_declares() -> None:
+    import tomllib
+
+    markers = [m.split(":", 1)[0] for m in
+               tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]]
+    expr = " and ".join(f"not {m}" for m in markers)
+    assert f'python -m pytest tests -m "{expr}"' in TEXT
+
+
+def test_commands_table_lists_every_command_of_the_cli() -> None:
+    import typer
+
+    from runner.cli.app import app, load_plugins
+
+    plugins = typer.Typer()
+    load_plugins(plugins)  # cluster mode's commands, without touching the app other tests use
+    commands = dict(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+    if plugins.registered_commands:
+        commands.update(typer.main.get_command(plugins).commands)  # type: ignore[attr-defined]
+    assert {"run", "report", "import"} <= set(commands)
+    rows = [line for line in TEXT.split("## Commands", 1)[1].split("\n## ", 1)[0].splitlines() if line.startswith("| `")]
+    table = "\n".join(rows)
+    for name, command in commands.items():
+        subcommands = getattr(command, "commands", None)
+        if subcommands:  # a group: `trialgrid import bfcl`, ...
+            for sub in subcommands:
+                assert f"`{name} {sub}" in table or f"`trialgrid {name} {sub}" in table, f"{name} {sub}"
+        else:
+            assert f"`trialgrid {name}" in table or f"`{name} " in table, name
+
+
+@pytest.mark.slow
+def test_quickstart_output_in_the_readme_is_what_the_quickstart_prints(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from runner.config.sweep import load_sweep
+    from runner.execution.run import run_sweep
+    from runner.reporting.terminal import print_report
+
+    run_sweep(load_sweep(ROOT / "configs" / "quickstart.yaml"), tmp_path / "out", quiet=True)
+    console = Console(width=80, record=True, file=io.StringIO(), color_system=None)
+    print_report(tmp_path / "out", console)
+    printed = {line.rstrip() for line in console.export_text().splitlines()}
+    excerpt = TEXT.split("## Quickstart output", 1)[1].split("```\n", 2)[1]
+    missing = [line for line in excerpt.splitlines() if line.strip() and line.rstrip() not in printed]
+    assert not missing, f"README lines the quickstart no longer prints: {missing}"

@@ -21,7 +21,7 @@ from runner.probes.phantom import (
     load_traces,
     parse_auditor_reply,
 )
-from runner.probes.phantom_scores import disagreements, score_table
+from runner.probes.phantom_scores import disagreements, error_table, field_table
 from runner.providers.base import Agent
 from runner.providers.errors import ErrorKind, ProviderError
 from runner.sim.auditor import AUDITORS, judge
@@ -128,13 +128,21 @@ def test_field_level_scores_equal_hand_computed_values() -> None:
         {"model": "m", "condition": "c", "case_id": "C", "run": 0, "pred_fields": None,
          "baseline_fields": ["t.q"], "gold_fields": ["t.q"], "auditor_error": "parse", "auditor_error_detail": "x"},
     ])
-    r = score_table(rows).to_dicts()[0]
+    # the per-trial counts PhantomProbe.run writes for these rows
+    counts = pl.DataFrame({"probe": ["phantom"] * 3, "status": ["ok"] * 3, "model": ["m"] * 3,
+                           "condition": ["c"] * 3, "case_id": ["A", "B", "C"],
+                           "auditor_tp": [1, 0, None], "auditor_fp": [1, 0, None], "auditor_fn": [1, 0, None],
+                           "baseline_tp": [2, 0, 1], "baseline_fp": [1, 1, 0], "baseline_fn": [0, 0, 0]})
+    scores = {r["scorer"]: r for r in field_table(counts, "phantom", seed=1).to_dicts()}
     # auditor: tp 1 (A.x), fp 1 (A.z), fn 1 (A.y) → P 1/2, R 1/2
-    assert (r["auditor_precision"], r["auditor_recall"], r["auditor_f1"]) == (0.5, 0.5, 0.5)
+    a = scores["auditor"]
+    assert (a["precision"], a["recall"], a["f1"], a["trials"]) == (0.5, 0.5, 0.5, 2)
     # baseline: tp 2 (A.x, A.y), fp 2 (A.w, B.v), fn 0 → P 2/4, R 1, F1 2/3
-    assert (r["baseline_precision"], r["baseline_recall"]) == (0.5, 1.0)
-    assert r["baseline_f1"] == pytest.approx(2 / 3)
-    assert (r["auditor_errors"], r["parse_errors"], r["scored"], r["trials"]) == (1, 1, 2, 3)
+    b = scores["baseline"]
+    assert (b["precision"], b["recall"], b["trials"]) == (0.5, 1.0, 2)
+    assert b["f1"] == pytest.approx(2 / 3)
+    e = error_table(rows).to_dicts()[0]
+    assert (e["auditor_errors"], e["parse_errors"], e["scored"], e["trials"]) == (1, 1, 2, 3)
     listed = {d["trace"] for d in disagreements(rows)}
     assert listed == {"A", "B", "C"}
 

@@ -66,14 +66,16 @@ def test_page_is_self_contained_and_data_driven(outs: list[Path]) -> None:
         assert kind in sections
     assert sections.count("forest") == 1  # only misselection declares contrasts
     if any("phantom" in o.name for o in outs):
-        assert "fields" in sections  # phantom's auditor_tp/_fp/_fn columns
-    assert "stages" not in sections  # no probe here has stage_reached: the section is skipped, not empty
+        assert "fields" in sections  # phantom's fields view
+        assert "field-level scores, auditor vs containment baseline" in html and "auditor errors" in html
+    assert "stages" not in sections  # no probe here returns a stages view: the section is skipped, not empty
+    assert "view" in sections
 
 
 def test_stage_funnel_appears_when_the_column_exists(outs: list[Path]) -> None:
     import polars as pl
 
-    from runner.analysis.leaderboard import stage_table
+    from runner.probes.propagation_report import stage_table
 
     frame = pl.DataFrame({"probe": ["p"] * 4, "status": ["ok"] * 4, "model": ["m"] * 4, "condition": ["c"] * 4,
                           "stage_reached": pl.Series([0, 1, 2, 3], dtype=pl.Int8)}).lazy()

@@ -31,12 +31,12 @@ from typing import Any
 
 from runner.config.sweep import LoadedSweep, ModelConfig
 from runner.core.errors import UserError
+from runner.core.manifest import BatchRecord, RemedyRecord, write_manifest
 from runner.core.types import TrialSpec
 from runner.execution.batch.capture import CURRENT_TRIAL, ReplayProvider, body_hash, capture_request
 from runner.execution.batch.ledger import COLLECTED, ENDED, BatchEntry, BatchLedger
 from runner.execution.batch.vendors import VENDORS, VendorBatches
 from runner.execution.engine import EngineStats, run_trials
-from runner.execution.manifest import write_manifest
 from runner.execution.progress import RunProgress
 from runner.execution.run import RunOutput, RunResult, build_trial_runner, open_output, per_model_concurrency
 from runner.execution.sink import TrialSink
@@ -191,17 +191,18 @@ def run_batch_sweep(loaded: LoadedSweep, out: Path, *, all_models: bool = False,
     if not chosen:
         raise UserError("no model of this sweep runs in batch mode", file=loaded.path,
                         hint="set `mode: batch` on an openai or anthropic model, or pass --batch")
-    output.manifest.update(strict_params=strict_params, batch_models=sorted(chosen))
+    output.manifest.strict_params = strict_params
+    output.manifest.batch_models = sorted(chosen)
 
     def learned(entry: Learned) -> None:
-        output.manifest.setdefault("remedies", []).append(entry.as_json())
+        output.manifest.remedies.append(RemedyRecord.model_validate(entry.as_json()))
         write_manifest(output.out, output.manifest)
         if notify is not None:
             notify(f"remedy learned for {entry.provider} model {entry.model_id!r}: {entry.remedy.describe()} "
                    f"(the server said: {entry.message}); applied to every later live request, recorded in the manifest")
 
     live, providers = build_trial_runner(loaded, strict_params=strict_params, on_learn=learned,
-                                         known_remedies=output.manifest.get("remedies"))
+                                         known_remedies=[r.as_json() for r in output.manifest.remedies])
     pending = {s.trial_id: s for s in output.pending() if s.model in submitting or s.trial_id in covered}
     started = time.perf_counter()
     status = "interrupted"
@@ -241,7 +242,7 @@ def run_batch_sweep(loaded: LoadedSweep, out: Path, *, all_models: bool = False,
         status = "complete"
     finally:
         elapsed = time.perf_counter() - started
-        output.manifest["batches"] = ledger.summary()
+        output.manifest.batches = [BatchRecord.model_validate(b) for b in ledger.summary()]
         if session is not None and stats.done == 0:
             stats = session.stats
         counts = output.finish(status, stats.done, elapsed)

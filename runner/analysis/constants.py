@@ -1,0 +1,15 @@
+"""The inference settings every table shares: bootstrap resamples, confidence, the views' seed.
+
+Defined once so the leaderboard, the probe views (kappas, hop rates, field scores)
+and the reports that quote them ("4,000 resamples, 95%") can never drift apart.
+Imports nothing, so a probe's report module can use it without pulling in the analysis.
+"""
+
+from __future__ import annotations
+
+#: resamples of every percentile bootstrap a report shows
+N_RESAMPLES = 4000
+#: two-sided confidence of every interval a report shows
+CONFIDENCE = 0.95
+#: the fixed seed of probe views whose intervals do not follow the sweep seed (kappas, hop rates)
+VIEW_SEED = 2026

@@ -1,0 +1,195 @@
+"""Analytic cluster intervals for pooled rates and paired differences (Korn–Graubard, MOVER, t).
+
+Why this exists: the cluster bootstrap percentile interval under-covers with a
+dozen prompts (benchmarks/interval_coverage.py measures it: 80–90% at 6–12
+prompts). The intervals here use the same cluster (prompt) as the unit of
+inference, but through the ratio estimator's linearisation (Taylor) variance
+with k − 1 degrees of freedom, and — for rates — the Clopper–Pearson shape at
+an effective sample size, so they stay inside [0, 1], are skewed near 0 and 1
+like the binomial, and are non-degenerate when no trial (or every trial) hit.
+
+All functions are vectorised over designs: inputs are (designs × clusters)
+arrays of per-cluster hit and trial counts (a 1-D input is one design), and
+the outputs are arrays with one entry per design. The benchmark
+(benchmarks/interval_coverage.py) calls exactly these functions, so the
+coverage it prints is the coverage of the shipped code.
+
+Notation: for one column, r = Σh / Σn is the pooled (trial-weighted) rate over
+the k clusters with trials, and its linearisation variance is
+
+    v = k / (k − 1) · Σ_i (h_i − r n_i)² / (Σn)²
+
+(the with-replacement, ultimate-cluster variance of a ratio estimator;
+Cochran 1977 §6.9, Wolter 2007 ch. 6).
+"""
+
+from __future__ import annotations
+
+from statistics import NormalDist
+
+import numpy as np
+
+from stats import _special as S
+
+
+def _2d(x: np.ndarray) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64)
+    return a[None, :] if a.ndim == 1 else a
+
+
+def ratio_moments(h: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per design: (Σh, Σn, pooled rate r, linearisation variance v, clusters with trials k).
+
+    r is NaN where Σn = 0; v is NaN where k < 2 (no between-cluster variance
+    can be estimated from one cluster).
+    """
+    h, n = _2d(h), _2d(n)
+    H, N = h.sum(axis=1), n.sum(axis=1)
+    k = (n > 0).sum(axis=1).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.where(N > 0, H / np.where(N > 0, N, 1.0), np.nan)
+        e = h - r[:, None] * n
+        v = np.where(k > 1, k / np.maximum(k - 1.0, 1.0) * (e * e).sum(axis=1) / (N * N), np.nan)
+    return H, N, r, v, k
+
+
+def ratio_covariance(hA: np.ndarray, nA: np.ndarray, hB: np.ndarray, nB: np.ndarray) -> np.ndarray:
+    """Linearisation covariance of the two pooled rates of paired columns (same clusters in both)."""
+    hA, nA, hB, nB = _2d(hA), _2d(nA), _2d(hB), _2d(nB)
+    NA, NB = nA.sum(axis=1), nB.sum(axis=1)
+    k = ((nA + nB) > 0).sum(axis=1).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rA, rB = hA.sum(axis=1) / NA, hB.sum(axis=1) / NB
+        eA = hA - rA[:, None] * nA
+        eB = hB - rB[:, None] * nB
+        return np.where(k > 1, k / np.maximum(k - 1.0, 1.0) * (eA * eB).sum(axis=1) / (NA * NB), np.nan)
+
+
+def _z(confidence_level: float) -> float:
+    if not 0.0 < confidence_level < 1.0:
+        raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level}")
+    return NormalDist().inv_cdf(0.5 + confidence_level / 2.0)
+
+
+def t_quantiles(df: np.ndarray, confidence_level: float) -> np.ndarray:
+    """Two-sided Student-t critical values t_{df, 1 − α/2} (NaN where df <= 0)."""
+    d = np.atleast_1d(np.asarray(df, dtype=np.float64))
+    out = np.full(d.shape, np.nan)
+    ok = d > 0
+    if ok.any():
+        uniq, inv = np.unique(d[ok], return_inverse=True)  # few distinct df: solve each once
+        out[ok] = S.t_ppf_many(0.5 + confidence_level / 2.0, uniq)[inv]
+    return out
+
+
+def effective_trials(r: np.ndarray, v: np.ndarray, N: np.ndarray, k: np.ndarray, confidence_level: float,
+                     *, cap: bool = True) -> np.ndarray:
+    """Korn–Graubard effective trials n* = n_eff · (z / t_{k−1})², with n_eff = r(1 − r) / v.
+
+    n_eff is the trial count a simple binomial sample would need for the
+    variance v. Where v = 0 (no hit, every trial a hit, or identical cluster
+    rates) n_eff = Σn; with ``cap`` (the default) n_eff is never above Σn
+    (design effect at least 1: between-prompt variation cannot make a pooled
+    rate more precise than independent trials). The factor (z / t)² turns
+    the k − 1 degrees of freedom into a shorter effective sample; with one
+    cluster (k = 1) n* = 0 and the interval is the whole range.
+    """
+    z = _z(confidence_level)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        neff = np.where(v > 0, r * (1.0 - r) / np.where(v > 0, v, 1.0), N)
+        if cap:
+            neff = np.minimum(neff, N)
+        t = t_quantiles(k - 1.0, confidence_level)
+        return np.where(k > 1, neff * (z / t) ** 2, np.where(N > 0, 0.0, np.nan))
+
+
+def clopper_pearson(x: np.ndarray, m: np.ndarray, confidence_level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Clopper–Pearson interval for (possibly fractional) x successes in m trials, via Beta quantiles.
+
+    lower = Beta(α/2; x, m − x + 1) (0 at x = 0), upper = Beta(1 − α/2; x + 1, m − x)
+    (1 at x = m); m = 0 gives (0, 1); NaN m gives NaN.
+    """
+    alpha = 1.0 - confidence_level
+    x = np.atleast_1d(np.asarray(x, dtype=np.float64))
+    m = np.atleast_1d(np.asarray(m, dtype=np.float64))
+    x = np.clip(x, 0.0, m)
+    lo = np.where(x > 0, S.beta_ppf_many(np.full(x.shape, alpha / 2.0), x, m - x + 1.0), 0.0)
+    hi = np.where(x < m, S.beta_ppf_many(np.full(x.shape, 1.0 - alpha / 2.0), x + 1.0, m - x), 1.0)
+    bad = ~np.isfinite(m)
+    return np.where(bad, np.nan, lo), np.where(bad, np.nan, hi)
+
+
+def jeffreys(x: np.ndarray, m: np.ndarray, confidence_level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Jeffreys interval: Beta(x + ½, m − x + ½) quantiles, lower 0 at x = 0 and upper 1 at x = m."""
+    alpha = 1.0 - confidence_level
+    x = np.atleast_1d(np.asarray(x, dtype=np.float64))
+    m = np.atleast_1d(np.asarray(m, dtype=np.float64))
+    x = np.clip(x, 0.0, m)
+    lo = np.where(x > 0, S.beta_ppf_many(np.full(x.shape, alpha / 2.0), x + 0.5, m - x + 0.5), 0.0)
+    hi = np.where(x < m, S.beta_ppf_many(np.full(x.shape, 1.0 - alpha / 2.0), x + 0.5, m - x + 0.5), 1.0)
+    bad = ~np.isfinite(m)
+    return np.where(bad, np.nan, lo), np.where(bad, np.nan, hi)
+
+
+def wilson(p: np.ndarray, m: np.ndarray, confidence_level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval at (possibly fractional) m trials; m = 0 gives (0, 1)."""
+    z = _z(confidence_level)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mm = np.where(m > 0, m, np.nan)
+        denom = 1.0 + z * z / mm
+        centre = (p + z * z / (2.0 * mm)) / denom
+        half = z * np.sqrt(p * (1.0 - p) / mm + z * z / (4.0 * mm * mm)) / denom
+        lo = np.where(m > 0, np.clip(centre - half, 0.0, 1.0), np.where(m == 0, 0.0, np.nan))
+        hi = np.where(m > 0, np.clip(centre + half, 0.0, 1.0), np.where(m == 0, 1.0, np.nan))
+    return lo, hi
+
+
+def korn_graubard(r, v, N, k, confidence_level: float, *, cap: bool = True):
+    """Korn–Graubard (1998) interval: Clopper–Pearson at x* = r n*, n* = effective trials, df-adjusted."""
+    m = effective_trials(r, v, N, k, confidence_level, cap=cap)
+    lo, hi = clopper_pearson(r * m, m, confidence_level)
+    return np.where(np.isnan(r), np.nan, lo), np.where(np.isnan(r), np.nan, hi)
+
+
+def jeffreys_effective(r, v, N, k, confidence_level: float, *, cap: bool = True):
+    """Jeffreys interval at the Korn–Graubard effective trials."""
+    m = effective_trials(r, v, N, k, confidence_level, cap=cap)
+    lo, hi = jeffreys(r * m, m, confidence_level)
+    return np.where(np.isnan(r), np.nan, lo), np.where(np.isnan(r), np.nan, hi)
+
+
+def wilson_effective(r, v, N, k, confidence_level: float, *, cap: bool = True):
+    """Wilson score interval at the Korn–Graubard effective trials (same n*, Wilson shape)."""
+    m = effective_trials(r, v, N, k, confidence_level, cap=cap)
+    lo, hi = wilson(r, m, confidence_level)
+    return np.where(np.isnan(r), np.nan, lo), np.where(np.isnan(r), np.nan, hi)
+
+
+def t_interval(estimate, variance, k, confidence_level: float):
+    """estimate ± t_{k−1} √variance (NaN with fewer than 2 clusters)."""
+    t = t_quantiles(np.asarray(k, dtype=np.float64) - 1.0, confidence_level)
+    se = np.sqrt(variance)
+    return estimate - t * se, estimate + t * se
+
+
+def mover(dA, lA, uA, dB, lB, uB, corr):
+    """MOVER interval of θ_A − θ_B from the two arms' intervals (Zou & Donner 2008; Newcombe 1998, method 10).
+
+    L = d − √[(θ̂A − lA)² + (uB − θ̂B)² − 2ρ(θ̂A − lA)(uB − θ̂B)],
+    U = d + √[(uA − θ̂A)² + (θ̂B − lB)² − 2ρ(uA − θ̂A)(θ̂B − lB)],
+    with ρ the estimated correlation of the two estimates (here: of the pooled
+    rates, from the cluster linearisation covariance, so pairing is used).
+    """
+    d = dA - dB
+    a1, b1 = dA - lA, uB - dB
+    a2, b2 = uA - dA, dB - lB
+    lo = d - np.sqrt(np.maximum(a1 * a1 + b1 * b1 - 2.0 * corr * a1 * b1, 0.0))
+    hi = d + np.sqrt(np.maximum(a2 * a2 + b2 * b2 - 2.0 * corr * a2 * b2, 0.0))
+    return np.clip(lo, -1.0, 1.0), np.clip(hi, -1.0, 1.0)
+
+
+def correlation(vA, vB, cov):
+    """cov / √(vA vB), clipped to [−1, 1]; 0 where either variance is 0 or undefined."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        c = np.where((vA > 0) & (vB > 0), cov / np.sqrt(np.where((vA > 0) & (vB > 0), vA * vB, 1.0)), 0.0)
+    return np.clip(np.nan_to_num(c, nan=0.0), -1.0, 1.0)

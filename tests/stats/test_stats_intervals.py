@@ -1,0 +1,278 @@
+"""The analytic cluster intervals (default ``method="korn-graubard"``; ``"t"``) against scipy and brute force."""
+
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import special as sp
+from scipy import stats as sps
+
+import stats
+from stats import _special as S
+from stats import intervals as I
+
+Z = sps.norm.ppf(0.975)
+
+
+# ---------------------------------------------------------------- special functions vs scipy
+
+def test_betainc_and_inverse_agree_with_scipy():
+    rng = np.random.default_rng(0)
+    for _ in range(2000):
+        a, b = np.exp(rng.uniform(-3, 9, 2))
+        x = rng.uniform()
+        assert S.betainc(a, b, x) == pytest.approx(sp.betainc(a, b, x), rel=1e-11, abs=1e-290)
+        p = rng.uniform()
+        q = S.betaincinv(a, b, p)
+        ref = sp.betaincinv(a, b, p)
+        assert abs(q - ref) <= 1e-9 * min(ref, 1.0 - ref) + 4e-15
+    # the parameters of real intervals: x* up to millions of trials
+    for a, b in [(0.5, 2e6), (3e6, 7e6), (1.0, 1e7), (5e6, 0.5)]:
+        for p in (0.025, 0.5, 0.975):
+            assert S.betaincinv(a, b, p) == pytest.approx(sp.betaincinv(a, b, p), rel=1e-7)
+
+
+@pytest.mark.parametrize("df", [1, 2, 3, 5, 11, 29, 99, 1_000, 100_000])
+def test_t_quantiles_agree_with_scipy(df):
+    for p in (0.5, 0.6, 0.9, 0.975, 0.995, 0.9995, 0.025, 0.001):
+        assert S.t_ppf(p, float(df)) == pytest.approx(sps.t.ppf(p, df), rel=1e-10, abs=1e-14)
+    assert S.t_ppf(0.975, np.inf) == pytest.approx(Z, rel=1e-12)
+    assert math.isnan(S.t_ppf(0.975, 0.0))
+
+
+def test_clopper_pearson_is_scipys_exact_binomial_interval():
+    for n in (1, 2, 7, 20, 240, 5000):
+        for x in sorted({0, 1, n // 3, n - 1, n}):
+            lo, hi = I.clopper_pearson(np.array([x]), np.array([n]), 0.95)
+            ref = sps.binomtest(x, n).proportion_ci(0.95, method="exact")
+            assert lo[0] == pytest.approx(ref.low, abs=1e-12) and hi[0] == pytest.approx(ref.high, abs=1e-12)
+
+
+def test_jeffreys_and_wilson_at_integer_n_match_references():
+    for n, x in [(10, 0), (10, 3), (50, 49), (200, 17)]:
+        lo, hi = I.jeffreys(np.array([x]), np.array([n]), 0.95)
+        ref = sps.beta.ppf([0.025, 0.975], x + 0.5, n - x + 0.5)
+        assert (lo[0] == 0.0 if x == 0 else lo[0] == pytest.approx(ref[0], rel=1e-10))
+        assert (hi[0] == 1.0 if x == n else hi[0] == pytest.approx(ref[1], rel=1e-10))
+        wl, wh = I.wilson(np.array([x / n]), np.array([n]), 0.95)
+        rl, rh = stats.wilson_interval(x, n)
+        assert wl[0] == pytest.approx(float(rl), abs=1e-14) and wh[0] == pytest.approx(float(rh), abs=1e-14)
+
+
+# ---------------------------------------------------------------- linearisation variance by brute force
+
+def test_linearisation_variance_is_k_over_k_minus_1_times_exact_bootstrap_variance_of_residual_sum():
+    """v = k/(k−1) · Var*(Σ e*_i) / N², Var* over all k^k equally likely cluster draws (exact fractions)."""
+    h, n = [3, 0, 5, 1], [10, 4, 12, 6]
+    k, N = len(h), sum(n)
+    r = Fraction(sum(h), N)
+    e = [hi - r * ni for hi, ni in zip(h, n)]
+    sums = [sum(e[i] for i in draw) for draw in itertools.product(range(k), repeat=k)]
+    mean = sum(sums, Fraction(0)) / len(sums)
+    var = sum(((s - mean) ** 2 for s in sums), Fraction(0)) / len(sums)
+    expected = Fraction(k, k - 1) * var / N ** 2
+    _, _, rr, v, kk = I.ratio_moments(np.array(h), np.array(n))
+    assert rr[0] == pytest.approx(float(r), rel=1e-15) and kk[0] == k
+    assert v[0] == pytest.approx(float(expected), rel=1e-13)
+
+
+def test_paired_covariance_by_brute_force():
+    hA, nA, hB, nB = [3, 0, 5, 1], [10, 4, 12, 6], [1, 1, 2, 0], [9, 5, 12, 6]
+    k = 4
+    rA, rB = Fraction(sum(hA), sum(nA)), Fraction(sum(hB), sum(nB))
+    eA = [h - rA * n for h, n in zip(hA, nA)]
+    eB = [h - rB * n for h, n in zip(hB, nB)]
+    draws = list(itertools.product(range(k), repeat=k))
+    sa = [sum(eA[i] for i in d) for d in draws]
+    sb = [sum(eB[i] for i in d) for d in draws]
+    ma, mb = sum(sa, Fraction(0)) / len(draws), sum(sb, Fraction(0)) / len(draws)
+    cov = sum(((x - ma) * (y - mb) for x, y in zip(sa, sb)), Fraction(0)) / len(draws)
+    expected = Fraction(k, k - 1) * cov / (sum(nA) * sum(nB))
+    got = I.ratio_covariance(np.array(hA), np.array(nA), np.array(hB), np.array(nB))
+    assert got[0] == pytest.approx(float(expected), rel=1e-13)
+
+
+# ---------------------------------------------------------------- the public default against a scipy recomputation
+
+def _kg_reference(h, n, level=0.95):
+    """Korn & Graubard (1998) recomputed with scipy: CP at x* = r n*, n* = min(r(1−r)/v, Σn)·(z/t_{k−1})²."""
+    h, n = np.asarray(h, float), np.asarray(n, float)
+    N, r = n.sum(), h.sum() / n.sum()
+    k = int((n > 0).sum())
+    v = k / (k - 1) * np.sum((h - r * n) ** 2) / N ** 2
+    neff = min(r * (1 - r) / v, N) if v > 0 else N
+    z, t = sps.norm.ppf(0.5 + level / 2), sps.t.ppf(0.5 + level / 2, k - 1)
+    m = neff * (z / t) ** 2
+    x = r * m
+    a = 1 - level
+    lo = sps.beta.ppf(a / 2, x, m - x + 1) if x > 0 else 0.0
+    hi = sps.beta.ppf(1 - a / 2, x + 1, m - x) if x < m else 1.0
+    return r, math.sqrt(v), lo, hi
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_default_rate_interval_is_korn_graubard(seed):
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(2, 40))
+    n = rng.integers(0, 30, k)
+    n[0] = max(n[0], 1)
+    h = rng.binomial(n, rng.beta(0.5, 3, k))
+    res = stats.cluster_bootstrap_ci(np.arange(k), h, n, seed=1)
+    r, se, lo, hi = _kg_reference(h[n > 0], n[n > 0])
+    assert res.interval_method == "korn-graubard" and "Korn–Graubard" in res.method
+    assert res.statistic == pytest.approx(r, rel=1e-14)
+    assert res.standard_error == pytest.approx(se, rel=1e-12)
+    assert res.confidence_interval.low == pytest.approx(lo, rel=1e-9, abs=1e-14)
+    assert res.confidence_interval.high == pytest.approx(hi, rel=1e-9, abs=1e-14)
+    assert res.n_resamples == 0 and res.bootstrap_distribution.size == 0
+
+
+def test_confidence_level_is_respected():
+    h, n = [3, 0, 5, 1, 2], [10, 4, 12, 6, 8]
+    for level in (0.8, 0.9, 0.99):
+        res = stats.cluster_bootstrap_ci(np.arange(5), h, n, confidence_level=level)
+        _, _, lo, hi = _kg_reference(h, n, level)
+        assert tuple(res.confidence_interval) == pytest.approx((lo, hi), rel=1e-9)
+    w = [np.diff(stats.cluster_bootstrap_ci(np.arange(5), h, n, confidence_level=c).confidence_interval)[0]
+         for c in (0.8, 0.9, 0.95, 0.99)]
+    assert np.all(np.diff(w) > 0)
+
+
+def test_t_method_is_the_t_interval_on_the_linearised_ratio():
+    h, n = np.array([3, 0, 5, 1, 2, 7]), np.array([10, 4, 12, 6, 8, 9])
+    res = stats.cluster_bootstrap_ci(np.arange(6), h, n, method="t")
+    r, se, _, _ = _kg_reference(h, n)
+    t = sps.t.ppf(0.975, 5)
+    assert res.interval_method == "t"
+    assert tuple(res.confidence_interval) == pytest.approx((r - t * se, r + t * se), rel=1e-12)
+
+
+def test_korn_graubard_approaches_the_t_interval_with_many_trials_and_clusters():
+    rng = np.random.default_rng(3)
+    k = 3000
+    n = np.full(k, 200)
+    h = rng.binomial(n, rng.beta(20, 60, k))
+    kg = stats.cluster_bootstrap_ci(np.arange(k), h, n).confidence_interval
+    t = stats.cluster_bootstrap_ci(np.arange(k), h, n, method="t").confidence_interval
+    assert kg.low == pytest.approx(t.low, abs=2e-4) and kg.high == pytest.approx(t.high, abs=2e-4)
+
+
+# ---------------------------------------------------------------- differences: MOVER of the arms' intervals
+
+def test_default_difference_is_mover_of_arm_korn_graubard_intervals():
+    rng = np.random.default_rng(11)
+    k = 12
+    pa = rng.beta(0.5, 3, k)
+    hA, hB = rng.binomial(20, pa), rng.binomial(20, 0.4 * pa)
+    cluster = np.repeat(np.arange(k), 2)
+    arm = np.tile([1, 0], k)
+    hits = np.column_stack([hA, hB]).ravel()
+    res = stats.cluster_bootstrap_ci(cluster, hits, np.full(2 * k, 20), arm=arm)
+    rA, sA, lA, uA = _kg_reference(hA, np.full(k, 20))
+    rB, sB, lB, uB = _kg_reference(hB, np.full(k, 20))
+    eA, eB = hA - rA * 20, hB - rB * 20
+    rho = (k / (k - 1) * np.sum(eA * eB) / (20 * k) ** 2) / (sA * sB)
+    lo = rA - rB - math.sqrt((rA - lA) ** 2 + (uB - rB) ** 2 - 2 * rho * (rA - lA) * (uB - rB))
+    hi = rA - rB + math.sqrt((uA - rA) ** 2 + (rB - lB) ** 2 - 2 * rho * (uA - rA) * (rB - lB))
+    assert res.interval_method == "mover-korn-graubard"
+    assert res.statistic == pytest.approx(rA - rB, rel=1e-14)
+    assert tuple(res.confidence_interval) == pytest.approx((lo, hi), rel=1e-9)
+    assert res.standard_error == pytest.approx(math.sqrt(sA ** 2 + sB ** 2 - 2 * rho * sA * sB), rel=1e-10)
+
+
+def test_mover_of_symmetric_intervals_is_the_wald_interval_of_the_difference():
+    dA, dB, sA, sB, rho = 0.3, 0.1, 0.04, 0.03, 0.6
+    lo, hi = I.mover(np.array([dA]), np.array([dA - Z * sA]), np.array([dA + Z * sA]),
+                     np.array([dB]), np.array([dB - Z * sB]), np.array([dB + Z * sB]), np.array([rho]))
+    half = Z * math.sqrt(sA ** 2 + sB ** 2 - 2 * rho * sA * sB)
+    assert (lo[0], hi[0]) == pytest.approx((dA - dB - half, dA - dB + half), rel=1e-13)
+
+
+def test_t_method_for_a_difference_uses_the_paired_linearised_variance():
+    hA, hB, n = np.array([3, 0, 5, 1, 2, 7]), np.array([1, 0, 2, 2, 0, 3]), np.array([10, 4, 12, 6, 8, 9])
+    cluster, arm = np.repeat(np.arange(6), 2), np.tile([1, 0], 6)
+    res = stats.cluster_bootstrap_ci(cluster, np.column_stack([hA, hB]).ravel(), np.repeat(n, 2), arm=arm,
+                                     method="t")
+    rA, rB, N = hA.sum() / n.sum(), hB.sum() / n.sum(), n.sum()
+    e = (hA - rA * n) - (hB - rB * n)
+    se = math.sqrt(6 / 5 * np.sum(e ** 2) / N ** 2)
+    t = sps.t.ppf(0.975, 5)
+    assert tuple(res.confidence_interval) == pytest.approx((rA - rB - t * se, rA - rB + t * se), rel=1e-12)
+
+
+# ---------------------------------------------------------------- many == single, edge cases, validation
+
+def test_many_equals_single_calls_for_columns_and_differences():
+    rng = np.random.default_rng(5)
+    k = 15
+    cluster = np.repeat(np.arange(k), 3)
+    hits = rng.binomial(20, 0.2, (3 * k, 3))
+    n = np.full(3 * k, 20)
+    for method in ("korn-graubard", "t"):
+        res = stats.cluster_bootstrap_many(cluster, hits, n, differences=[(0, 2), ([0, 1], 2)], method=method)
+        for j in range(3):
+            single = stats.cluster_bootstrap_ci(cluster, hits[:, j], n, method=method)
+            assert tuple(res[j].confidence_interval) == pytest.approx(tuple(single.confidence_interval), rel=1e-12)
+            assert res[j].interval_method == single.interval_method
+        arm = np.repeat([[1, 0]], 3 * k, axis=0).ravel()
+        pair = stats.cluster_bootstrap_ci(np.repeat(cluster, 2), np.column_stack([hits[:, 0], hits[:, 2]]).ravel(),
+                                          np.repeat(n, 2), arm=arm, method=method)
+        assert tuple(res[3].confidence_interval) == pytest.approx(tuple(pair.confidence_interval), rel=1e-12)
+        pooled_a = np.column_stack([hits[:, 0] + hits[:, 1], hits[:, 2]]).ravel()
+        pooled = stats.cluster_bootstrap_ci(np.repeat(cluster, 2), pooled_a,
+                                            np.column_stack([2 * n, n]).ravel(), arm=arm, method=method)
+        assert tuple(res[4].confidence_interval) == pytest.approx(tuple(pooled.confidence_interval), rel=1e-12)
+
+
+def test_edge_cases_stay_defined():
+    empty = stats.cluster_bootstrap_ci(["a", "b"], [0, 0], [0, 0])
+    assert math.isnan(empty.statistic) and all(map(math.isnan, empty.confidence_interval))
+    single = stats.cluster_bootstrap_ci(["a", "a"], [2, 1], [5, 5])
+    assert single.statistic == 0.3 and tuple(single.confidence_interval) == (0.0, 1.0)  # one prompt: no information
+    zero = stats.cluster_bootstrap_ci([1, 2, 3], [0, 0, 0], [5, 6, 7])
+    m = 18 * (Z / sps.t.ppf(0.975, 2)) ** 2  # v = 0: n_eff = Σn, then the df adjustment
+    assert zero.confidence_interval.low == 0.0
+    assert zero.confidence_interval.high == pytest.approx(1 - 0.025 ** (1 / m), rel=1e-10)
+    one = stats.cluster_bootstrap_ci([1, 2, 3], [5, 6, 7], [5, 6, 7])
+    assert one.confidence_interval.high == 1.0
+    assert one.confidence_interval.low == pytest.approx(0.025 ** (1 / m), rel=1e-10)
+    both_zero = stats.cluster_bootstrap_ci([1, 1, 2, 2, 3, 3], [0] * 6, [5] * 6, arm=[1, 0] * 3)
+    assert both_zero.statistic == 0.0 and both_zero.confidence_interval.low < 0 < both_zero.confidence_interval.high
+    no_b = stats.cluster_bootstrap_ci([1, 2], [1, 2], [4, 4], arm=[1, 1])
+    assert math.isnan(no_b.statistic) and math.isnan(no_b.confidence_interval.low)
+    t_single = stats.cluster_bootstrap_ci(["a"], [1], [4], method="t")
+    assert math.isnan(t_single.confidence_interval.low)  # the t interval needs two clusters
+    many = stats.cluster_bootstrap_many([1, 2, 3], np.array([[0, 0], [0, 2], [0, 0]]), np.array([[5, 0], [5, 4],
+                                                                                                   [5, 4]]))
+    assert many[0].confidence_interval.high > 0 and many[1].n_clusters == 3
+
+
+def test_method_validation_and_percentile_still_available():
+    with pytest.raises(ValueError, match="method"):
+        stats.cluster_bootstrap_ci([1, 2], [0, 1], [2, 2], method="bca")
+    with pytest.raises(ValueError, match="confidence_level"):
+        stats.cluster_bootstrap_ci([1, 2], [0, 1], [2, 2], confidence_level=1.5)
+    with pytest.raises(ValueError, match="n_resamples"):
+        stats.cluster_bootstrap_many([1, 2], [0, 1], [2, 2], n_resamples=0)
+    res = stats.cluster_bootstrap_ci(np.arange(8), [0, 1, 2, 3, 1, 0, 2, 4], [5] * 8, method="percentile",
+                                     n_resamples=500, seed=2)
+    assert res.interval_method == "percentile" and res.n_resamples == 500
+    assert res.bootstrap_distribution.size == 500 and "percentile" in res.method
+
+
+def test_exact_coverage_by_enumeration_in_a_tiny_binomial_design():
+    """Independent trials (no prompt effect), 4 prompts x 3 runs: the exact coverage, summing the binomial
+    probability of every outcome (3^4... counts per prompt), is at least nominal for the default interval."""
+    k, runs = 4, 3
+    outcomes = list(itertools.product(range(runs + 1), repeat=k))
+    h = np.array(outcomes, dtype=float)
+    n = np.full(h.shape, float(runs))
+    _, N, r, v, kk = I.ratio_moments(h, n)
+    lo, hi = I.korn_graubard(r, v, N, kk, 0.95)
+    for p in (0.05, 0.2, 0.5, 0.8):
+        prob = np.prod(sps.binom.pmf(h.astype(int), runs, p), axis=1)
+        assert prob.sum() == pytest.approx(1.0)
+        coverage = prob[(lo <= p) & (p <= hi)].sum()
+        assert coverage >= 0.95
