@@ -14,8 +14,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from rich.table import Table
-
+from runner.analysis.views import Format, ProbeView, ViewColumn
 from stats import cluster_bootstrap_ci
 
 _COLUMNS = ("model", "case_id", "status", "passed", "reasons", "bfcl_passed", "bfcl_category", "bfcl_error")
@@ -29,6 +28,17 @@ def bfcl_rows(frame: Any, probe_name: str) -> pl.DataFrame:
     return (lazy.filter((pl.col("probe") == probe_name) & (pl.col("status") == "ok")
                         & pl.col("bfcl_category").is_not_null())
             .select(_COLUMNS).collect())
+
+
+CATEGORY_COLUMNS = (
+    ViewColumn("model", "model"), ViewColumn("category", "category"),
+    ViewColumn("cases", "cases", Format.COUNT), ViewColumn("trials", "trials", Format.COUNT),
+    ViewColumn("bfcl_accuracy", "bfcl acc", Format.RATE),
+    ViewColumn("passed", "passed", Format.RATE, lo="passed_lo", hi="passed_hi"),
+    ViewColumn("differ", "differ", Format.COUNT),
+)
+REASON_COLUMNS = (ViewColumn("model", "model"), ViewColumn("category", "category"), ViewColumn("reason", "reason"),
+                  ViewColumn("trials", "trials", Format.COUNT))
 
 
 def category_table(rows: pl.DataFrame, seed: int = 0) -> pl.DataFrame:
@@ -76,26 +86,19 @@ def disagreement_table(rows: pl.DataFrame) -> pl.DataFrame:
             .agg(pl.len().cast(pl.Int64).alias("trials")).sort("model", "category", "trials", descending=[False, False, True]))
 
 
-def print_bfcl_scores(probe_name: str, frame: Any, console: Any) -> None:
+def bfcl_views(probe_name: str, frame: Any, *, seed: int) -> list[ProbeView]:
+    """BFCL's per-category accuracy beside ``passed``, and the disagreements by reason (none for other runs)."""
     rows = bfcl_rows(frame, probe_name)
     if rows.height == 0:
-        return
-    table = Table(title=f"{probe_name} · BFCL categories: BFCL's own accuracy beside trialgrid's passed",
-                  title_justify="left", header_style="bold")
-    for col, justify in (("model", "left"), ("category", "left"), ("cases", "right"), ("trials", "right"),
-                         ("bfcl acc", "right"), ("passed", "right"), ("95% cluster CI", "right"),
-                         ("differ", "right")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    for r in category_table(rows).iter_rows(named=True):
-        table.add_row(r["model"], r["category"], f"{r['cases']:,}", f"{r['trials']:,}", f"{r['bfcl_accuracy']:.1%}",
-                      f"{r['passed']:.1%}", f"{r['passed_lo']:.1%}–{r['passed_hi']:.1%}", f"{r['differ']:,}")
-    console.print(table)
-    reasons = disagreement_table(rows)
-    if reasons.height:
-        why = Table(title=f"{probe_name} · trials where the verdicts differ, by reason", title_justify="left",
-                    header_style="bold")
-        for col in ("model", "category", "reason", "trials"):
-            why.add_column(col, justify="right" if col == "trials" else "left")
-        for r in reasons.iter_rows(named=True):
-            why.add_row(r["model"], r["category"], r["reason"], f"{r['trials']:,}")
-        console.print(why)
+        return []
+    return [
+        ProbeView("bfcl_categories", f"{probe_name} · BFCL categories: BFCL's own accuracy beside trialgrid's passed",
+                  "bfcl acc is BFCL's verdict averaged per category (its leaderboard's accuracy); passed is "
+                  "trialgrid's strict verdict with a 95% cluster bootstrap interval over cases; differ counts "
+                  "trials where the two verdicts differ (docs/bfcl.md).",
+                  category_table(rows, seed), CATEGORY_COLUMNS),
+        ProbeView("bfcl_disagreements", f"{probe_name} · trials where the verdicts differ, by reason",
+                  "Which rule made the two verdicts differ: a BFCL rule trialgrid does not apply (types, null "
+                  "or empty extras), or one of trialgrid's stances (docs/bfcl.md).",
+                  disagreement_table(rows), REASON_COLUMNS),
+    ]

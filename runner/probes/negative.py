@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -41,6 +41,11 @@ from runner.probes.casefiles import Record, load_records
 from runner.probes.catalogue import parse_catalogue
 from runner.probes.mcp import McpServer, probe_catalogue
 from runner.providers.base import Agent
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from runner.analysis.views import ProbeView
 
 CONDITIONS = ("negative", "positive")
 ASK_USER, NO_CALL, ANY_CALL = "ask_user", "no_call", "any_call"
@@ -507,10 +512,10 @@ class NegativeProbe(Probe):
         return self._by_id[case_id][0]
 
     @classmethod
-    def report_extra(cls, out: Path, probe_name: str, frame: Any, console: Any) -> None:
-        from runner.probes.bfcl_scores import print_bfcl_scores
+    def views(cls, out: Path, probe_name: str, frame: pl.LazyFrame, *, seed: int) -> list[ProbeView]:
+        from runner.probes.bfcl_scores import bfcl_views
 
-        print_bfcl_scores(probe_name, frame, console)  # only for runs of imported BFCL cases
+        return bfcl_views(probe_name, frame, seed=seed)  # only runs of imported BFCL cases have any
 
     async def run(self, spec: TrialSpec, agent: Agent) -> dict[str, Any]:
         case, tools, messages, names, request = self._by_id[spec.case_id]
