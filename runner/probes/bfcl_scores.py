@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+
 from runner.analysis.views import Format, ProbeView, ViewColumn
 from stats import cluster_bootstrap_ci
 
