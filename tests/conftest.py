@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 import yaml
@@ -16,9 +17,40 @@ os.environ.setdefault("HTTP_PROXY", "http://127.0.0.1:9")
 os.environ.setdefault("HTTPS_PROXY", "http://127.0.0.1:9")
 os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost,::1")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+# On Linux, Ray silently replaces a loopback node IP (ray.init(_node_ip_address="127.0.0.1"),
+# `ray start --head --node-ip-address=127.0.0.1`) by the machine's outward address, unless this
+# is 0 (read when ray is imported, so set here, before any test imports it). A second node
+# (`ray start --address`) refuses to start with it: tests/cluster/test_ray_two_node.py starts
+# that one through a launcher that keeps loopback addresses as given.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs"
+
+
+def on_ci() -> bool:
+    """True where CI runs the suite (.ci/run is run with CI=true)."""
+    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+
+
+def missing(reason: str) -> NoReturn:
+    """A test's requirement is absent: skip it here, but fail on CI, which must never skip it silently."""
+    if on_ci():
+        pytest.fail(f"{reason}; CI=true, so this fails instead of skipping (.ci/run installs what the tests need)",
+                    pytrace=False)
+    pytest.skip(reason)
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """``@pytest.mark.browser`` tests need headless Chromium: checked before their (costly) fixtures run."""
+    if item.get_closest_marker("browser") is not None and chromium() is None:
+        missing("headless Chromium is not installed (apt-get install -y chromium)")
 
 
 def quickstart_dict() -> dict[str, Any]:

@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 import stats
-from runner.analysis.constants import CONFIDENCE, N_RESAMPLES
+from runner.core.constants import CONFIDENCE, N_RESAMPLES
 from runner.core.errors import UserError
 from runner.core.manifest import read_manifest
 from runner.probes import PROBES, Contrast
@@ -88,7 +88,7 @@ def _shared_bootstrap(cells: pl.DataFrame, rates: tuple[str, ...], contrasts: tu
         res = stats.cluster_bootstrap_many(sub["case_id"].rank("dense").to_numpy(), np.column_stack(hcols),
                                            np.column_stack(ncols), differences=pairs, n_resamples=N_RESAMPLES,
                                            confidence_level=CONFIDENCE, seed=seed)
-        out.update(zip(keys + pair_keys, res))
+        out.update(zip([*keys, *pair_keys], res, strict=True))
     return out
 
 

@@ -23,10 +23,10 @@ import polars as pl
 
 import stats
 from runner.analysis.cells import ProbeAnalysis, analyze, scan_trials
-from runner.analysis.views import FIELD_SCHEMA, FIELDS, STAGE_SCHEMA, STAGES, ProbeView, view_of
 from runner.config.cost import ModelPrice, prices_from, usage_by_model
 from runner.core.errors import UserError
 from runner.core.manifest import Manifest, read_manifest
+from runner.core.views import FIELD_SCHEMA, FIELDS, STAGE_SCHEMA, STAGES, ProbeView, view_of
 from runner.probes import PROBES
 
 #: the test the leaderboard quotes: whole cells permuted within prompt, the conservative one
@@ -79,9 +79,21 @@ def needs_run_label(frame: pl.DataFrame) -> bool:
     return pairs.height > pairs["model"].n_unique()
 
 
+def _model_rows(usage: pl.DataFrame, manifest: Manifest, remedies: dict[str, list[str]]) -> pl.DataFrame:
+    """The per-model usage table with each model's provider, model id, remedies and error rate."""
+    providers = {m.name: m.provider for m in manifest.sweep.models}
+    model_ids = {m.name: m.model_id for m in manifest.sweep.models}
+    return usage.with_columns(
+        pl.col("model").map_elements(lambda m: providers.get(m), return_dtype=pl.String).alias("provider"),
+        pl.col("model").map_elements(lambda m: model_ids.get(m, m), return_dtype=pl.String).alias("model_id"),
+        pl.col("model").map_elements(lambda m: remedies.get(m, []), return_dtype=pl.List(pl.String)).alias("remedies"),
+        (pl.col("errors") / pl.col("trials")).alias("error_rate"),
+    )
+
+
 def _labels(outs: Sequence[Path], manifests: Sequence[Manifest]) -> list[str]:
-    names = [m.sweep_name or o.name for o, m in zip(outs, manifests)]
-    return [n if names.count(n) == 1 else f"{n} ({o})" for n, o in zip(names, outs)]
+    names = [m.sweep_name or o.name for o, m in zip(outs, manifests, strict=True)]
+    return [n if names.count(n) == 1 else f"{n} ({o})" for n, o in zip(names, outs, strict=True)]
 
 
 def _remedies_by_model(manifest: Manifest) -> dict[str, list[str]]:
@@ -102,18 +114,18 @@ def _long_conditions(a: ProbeAnalysis) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=_CONDITION_SCHEMA)
 
 
-_CONDITION_SCHEMA = {"model": pl.String, "condition": pl.String, "rate": pl.String, "trials": pl.Int64,
+_CONDITION_SCHEMA = pl.Schema({"model": pl.String, "condition": pl.String, "rate": pl.String, "trials": pl.Int64,
                      "ok": pl.Int64, "errors": pl.Int64, "prompts": pl.Int64, "hits": pl.Int64,
                      "value": pl.Float64, "cluster_lo": pl.Float64, "cluster_hi": pl.Float64,
-                     "wilson_lo": pl.Float64, "wilson_hi": pl.Float64, "firing": pl.Int64}
-_CONTRAST_SCHEMA = {"model": pl.String, "contrast": pl.String, "outcome": pl.String, "arm_a": pl.String,
+                     "wilson_lo": pl.Float64, "wilson_hi": pl.Float64, "firing": pl.Int64})
+_CONTRAST_SCHEMA = pl.Schema({"model": pl.String, "contrast": pl.String, "outcome": pl.String, "arm_a": pl.String,
                     "arm_b": pl.String, "rate_a": pl.Float64, "rate_b": pl.Float64, "difference": pl.Float64,
                     "ci_lo": pl.Float64, "ci_hi": pl.Float64, "p_trial": pl.Float64, "floor_trial": pl.Float64,
                     "method_trial": pl.String, "mc_se_trial": pl.Float64, "p_cell": pl.Float64,
                     "floor_cell": pl.Float64, "method_cell": pl.String, "mc_se_cell": pl.Float64,
-                    "prompts": pl.Int64, "firing_a": pl.Int64}
-_CELL_SCHEMA = {"model": pl.String, "case_id": pl.String, "condition": pl.String, "rate": pl.String,
-                "n": pl.Int64, "errors": pl.Int64, "hits": pl.Int64}
+                    "prompts": pl.Int64, "firing_a": pl.Int64})
+_CELL_SCHEMA = pl.Schema({"model": pl.String, "case_id": pl.String, "condition": pl.String, "rate": pl.String,
+                "n": pl.Int64, "errors": pl.Int64, "hits": pl.Int64})
 
 
 def _long_cells(a: ProbeAnalysis) -> pl.DataFrame:
@@ -167,21 +179,21 @@ def _leaderboard_rows(run: str, a: ProbeAnalysis, usage: pl.DataFrame,
     return out
 
 
-_LEADERBOARD_SCHEMA = {
-    "run": pl.String, "probe": pl.String, "kind": pl.String, "model": pl.String, "headline": pl.String,
-    "trials": pl.Int64, "errors": pl.Int64, "error_rate": pl.Float64, "prompts": pl.Int64, "firing": pl.Int64,
-    "firing_scope": pl.String, "contrast": pl.String, "outcome": pl.String, "arm_a": pl.String, "arm_b": pl.String,
-    "rate_a": pl.Float64, "rate_b": pl.Float64, "difference": pl.Float64, "ci_lo": pl.Float64, "ci_hi": pl.Float64,
-    "p": pl.Float64, "floor": pl.Float64, "method": pl.String, "p_trial": pl.Float64, "floor_trial": pl.Float64,
-    "method_trial": pl.String, "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cost_usd": pl.Float64,
-    "cost_per_trial_usd": pl.Float64, "remedies": pl.List(pl.String),
-}
+_LEADERBOARD_SCHEMA = pl.Schema({
+    "run": pl.String(), "probe": pl.String(), "kind": pl.String(), "model": pl.String(), "headline": pl.String(),
+    "trials": pl.Int64(), "errors": pl.Int64(), "error_rate": pl.Float64(), "prompts": pl.Int64(), "firing": pl.Int64(),
+    "firing_scope": pl.String(), "contrast": pl.String(), "outcome": pl.String(), "arm_a": pl.String(), "arm_b": pl.String(),
+    "rate_a": pl.Float64(), "rate_b": pl.Float64(), "difference": pl.Float64(), "ci_lo": pl.Float64(), "ci_hi": pl.Float64(),
+    "p": pl.Float64(), "floor": pl.Float64(), "method": pl.String(), "p_trial": pl.Float64(), "floor_trial": pl.Float64(),
+    "method_trial": pl.String(), "input_tokens": pl.Int64(), "output_tokens": pl.Int64(), "cost_usd": pl.Float64(),
+    "cost_per_trial_usd": pl.Float64(), "remedies": pl.List(pl.String()),
+})
 
-_RUN_SCHEMA = {"run": pl.String, "out": pl.String, "sweep_name": pl.String, "sweep_id": pl.String,
-               "status": pl.String, "trials_total": pl.Int64, "trials": pl.Int64, "errors": pl.Int64,
-               "input_tokens": pl.Int64, "output_tokens": pl.Int64, "cost_usd": pl.Float64,
-               "priced_models": pl.Int64, "budget_usd": pl.Float64, "budget_tokens": pl.Int64,
-               "remedies": pl.List(pl.String), "imported_from": pl.String}
+_RUN_SCHEMA = pl.Schema({"run": pl.String(), "out": pl.String(), "sweep_name": pl.String(), "sweep_id": pl.String(),
+               "status": pl.String(), "trials_total": pl.Int64(), "trials": pl.Int64(), "errors": pl.Int64(),
+               "input_tokens": pl.Int64(), "output_tokens": pl.Int64(), "cost_usd": pl.Float64(),
+               "priced_models": pl.Int64(), "budget_usd": pl.Float64(), "budget_tokens": pl.Int64(),
+               "remedies": pl.List(pl.String()), "imported_from": pl.String()})
 
 
 def _with(frame: pl.DataFrame, **cols: str) -> pl.DataFrame:
@@ -203,7 +215,7 @@ def summarize(outs: Sequence[Path]) -> Summary:
     runs, run_rows, model_frames, board, conds, contrasts, cells = [], [], [], [], [], [], []
     fields: list[pl.DataFrame] = []
     stages: list[pl.DataFrame] = []
-    for out, manifest, label in zip(outs, manifests, labels):
+    for out, manifest, label in zip(outs, manifests, labels, strict=True):
         trials = scan_trials(out)
         prices = prices_from(manifest.sweep.prices)
         probes = analyze(out)
@@ -213,15 +225,7 @@ def summarize(outs: Sequence[Path]) -> Summary:
         runs.append(RunAnalysis(out, label, manifest, trials, probes, prices, views))
         remedies = _remedies_by_model(manifest)
         usage = usage_by_model(trials, prices)
-        providers = {m.name: m.provider for m in manifest.sweep.models}
-        model_ids = {m.name: m.model_id for m in manifest.sweep.models}
-        model_frames.append(_with(usage.with_columns(
-            pl.col("model").map_elements(lambda m: providers.get(m), return_dtype=pl.String).alias("provider"),
-            pl.col("model").map_elements(lambda m: model_ids.get(m, m), return_dtype=pl.String).alias("model_id"),
-            pl.col("model").map_elements(lambda m: remedies.get(m, []), return_dtype=pl.List(pl.String))
-            .alias("remedies"),
-            (pl.col("errors") / pl.col("trials")).alias("error_rate"),
-        ), run=label))
+        model_frames.append(_with(_model_rows(usage, manifest, remedies), run=label))
         total = usage["cost_usd"]
         run_rows.append({
             "run": label, "out": str(out), "sweep_name": manifest.sweep_name,
@@ -250,9 +254,8 @@ def summarize(outs: Sequence[Path]) -> Summary:
                 if view is not None:
                     into.append(_with(view.table, run=label, probe=a.probe, kind=a.kind))
 
-    def stack(frames: list[pl.DataFrame], schema: dict[str, Any]) -> pl.DataFrame:
-        head = {"run": pl.String, "probe": pl.String, "kind": pl.String}
-        full = {**head, **schema}
+    def stack(frames: list[pl.DataFrame], schema: pl.Schema) -> pl.DataFrame:
+        full = pl.Schema([("run", pl.String()), ("probe", pl.String()), ("kind", pl.String()), *schema.items()])
         frames = [f for f in frames if f.height]
         return pl.concat([f.select(list(full)).cast(full) for f in frames]) if frames else pl.DataFrame(schema=full)
 

@@ -10,20 +10,20 @@ from __future__ import annotations
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
+from runner.cli.console import EXIT_GATE, EXIT_OK, err, fail, note, out, warn
 from runner.core.errors import UserError
+
+if TYPE_CHECKING:
+    from runner.config.sweep import LoadedSweep
 
 # No locals in tracebacks: a provider's frames hold request headers, i.e. the API key.
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_show_locals=False,
                   help="Measure how tool-calling LLM agents fail to ground what they do.")
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
-
-EXIT_OK, EXIT_GATE, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def _version(value: bool) -> None:
@@ -42,21 +42,6 @@ def _main(version: bool | None = typer.Option(None, "--version", callback=_versi
     """trialgrid: grids of trials against tool-calling agents, with prompt-clustered statistics."""
 
 
-def _fail(exc: UserError) -> typer.Exit:
-    err.print(f"[bold red]error:[/bold red] {exc}", markup=True, soft_wrap=True)
-    return typer.Exit(EXIT_BAD_INPUT)
-
-
-def _note(line: str) -> None:
-    # server text may hold square brackets: never let rich read it as markup
-    err.print(Text.assemble(("note: ", "yellow"), line), soft_wrap=True)
-
-
-def _warn(lines: list[str]) -> None:
-    for line in lines:
-        err.print(f"[yellow]warning:[/yellow] {line}", soft_wrap=True)
-
-
 @app.command()
 def validate(sweep: Path = typer.Argument(..., help="Sweep file (YAML).")) -> None:
     """Check a sweep file and every file it names, without running anything."""
@@ -66,8 +51,8 @@ def validate(sweep: Path = typer.Argument(..., help="Sweep file (YAML).")) -> No
     try:
         loaded = load_sweep(sweep)
     except UserError as exc:
-        raise _fail(exc) from None
-    _warn(loaded.warnings)
+        raise fail(exc) from None
+    warn(loaded.warnings)
     grid = grid_of(loaded)
     out.print(f"{sweep}: ok — sweep {loaded.sweep.name!r} (id {loaded.sweep_id}), "
               f"{len(loaded.sweep.models)} model(s), {len(loaded.probes)} probe(s), {len(grid):,} trials")
@@ -97,40 +82,21 @@ def run(
 ) -> None:
     """Run a sweep (or resume it: trial ids already in the output are skipped)."""
     from runner.config.sweep import load_sweep
-    from runner.execution.run import run_sweep
+    from runner.execution import modes
     from runner.reporting.terminal import print_report
 
     try:
         loaded = load_sweep(sweep)
         if fail_on:
             _check_fail_on(loaded, fail_on)
-        _warn(loaded.warnings)
+        warn(loaded.warnings)
         target = out_dir or Path(loaded.sweep.output)
         say = (lambda s: None) if quiet else (lambda s: err.print(s, soft_wrap=True))
-        from runner.execution.batch.ledger import has_open_batches
-
-        batch_mode = batch or any(m.mode == "batch" for m in loaded.sweep.models) or has_open_batches(target)
-        if batch_mode and (ray is not None or cache is not None or getattr(loaded.sweep, "cache", None) is not None):
-            raise UserError("batch mode runs in one process without the response cache; it is not available with "
-                            "--ray or a cache", hint="drop --ray / --cache (and the sweep's `cache` key), or run live")
-        if batch_mode:
-            from runner.execution.batch import run_batch_sweep
-
-            result = run_batch_sweep(loaded, target, all_models=batch, quiet=quiet, say=say,
-                                     strict_params=strict_params, notify=_note)
-        elif ray is None:
-            if workers is not None:
-                raise UserError("--workers only applies with --ray")
-            result = run_sweep(loaded, target, quiet=quiet, say=say, strict_params=strict_params,
-                               notify=_note, cache_dir=cache)
-        else:
-            if cache is not None or loaded.sweep.cache is not None:
-                raise UserError("the response cache runs in one process; it is not available with --ray",
-                                hint="drop --cache (and the sweep's `cache` key) for a Ray run")
-            result = backend("ray")(loaded, target, address=ray, workers=workers, quiet=quiet, say=say,
-                                    strict_params=strict_params, notify=_note)
+        # the mode and every rule about it are runner.run's (runner/execution/modes.py): --ray is an address
+        result = modes.run(loaded, target, mode=modes.BATCH if batch else None, address=ray, workers=workers,
+                           cache=cache, quiet=quiet, say=say, strict_params=strict_params, notify=note)
     except UserError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     except KeyboardInterrupt:
         err.print("interrupted: finished trials are saved; rerun the same command to resume")
         raise typer.Exit(130) from None
@@ -147,7 +113,13 @@ def run(
         _gate(target, fail_on)
 
 
-def _check_fail_on(loaded, names: list[str]) -> None:  # type: ignore[no-untyped-def]
+def _print_line(line: str) -> None:
+    """One line of a long-running command's log, printed as is and flushed (a pipe sees it at once)."""
+    out.print(line, soft_wrap=True, markup=False)
+    sys.stdout.flush()
+
+
+def _check_fail_on(loaded: LoadedSweep, names: list[str]) -> None:
     """A --fail-on that names no pass/fail probe of the sweep is bad input, caught before running."""
     gated = {p.name for p in loaded.probes if "passed" in {f.name for f in p.outcome_fields}}
     gated |= {p.kind for p in loaded.probes if p.name in gated}
@@ -163,7 +135,7 @@ def _gate(target: Path, names: list[str]) -> None:
     try:
         verdicts = case_verdicts(target, names)
     except UserError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     lines = gate_lines(verdicts)
     for line in lines:
         err.print(Text(line), soft_wrap=True)
@@ -185,7 +157,7 @@ def diff(
     try:
         result = diff_runs(old, new)
     except UserError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     for line in result.lines():
         out.print(Text(line), soft_wrap=True)
     if result.regressions:
@@ -205,7 +177,7 @@ def rescore(
     try:
         result = rescore_output(source, dest, sweep, say=lambda s: err.print(Text(s), soft_wrap=True))
     except UserError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     err.print(f"rescored {result.rows:,} rows into {dest}: {result.changed:,} changed outcome, "
               f"{result.errors_kept:,} error rows kept as errors; counts: {result.counts}", soft_wrap=True)
 
@@ -231,7 +203,7 @@ def import_bfcl_cmd(
         result = import_bfcl(paths)
         counts = write_bfcl(result, dest, force=force, runs=runs)
     except UserError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     for (category, outcome), n in sorted(counts.items()):
         if n:
             out.print(Text(f"{category:24s} {outcome:48s} {n:6,d}"))
@@ -255,7 +227,7 @@ def import_ungrounded_cmd(
         triples, catalogue = import_ungrounded(path, tools, expected_tool)
         write_ungrounded(triples, catalogue, dest, force=force)
     except UserError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     out.print(Text(f"{len(triples)} triples, {len(catalogue) if isinstance(catalogue, list) else '?'} tools; "
                    f"wrote {dest}; run it with: trialgrid run {dest / 'sweep.yaml'}"))
 
@@ -290,7 +262,7 @@ def import_trials_cmd(
                                 contrasts=tuple(parse_contrast(c) for c in contrast))
         counts = import_trials(path, dest, mapping, force=force)
     except UserError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     out.print(Text(f"{sum(counts.values()):,} trials ({', '.join(f'{k} {v:,}' for k, v in sorted(counts.items()))}); "
                    f"wrote {dest}; report it with: trialgrid report {dest}"))
 
@@ -307,7 +279,7 @@ def import_agentprop_cmd(
     try:
         counts = import_agentprop(path, dest, force=force)
     except UserError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     for probe, n in counts.items():
         out.print(Text(f"{probe:12s} {n:7,d} rows"))
     out.print(Text(f"wrote {dest}; report it with: trialgrid report {dest}"))
@@ -354,14 +326,14 @@ def report(
             badges = write_badges(summary, badge_dir)
             err.print(f"wrote {len(badges)} badge(s) into {badge_dir}")
     except UserError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
 
 
 def _floats(text: str, what: str) -> list[float]:
     try:
         return [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise _fail(UserError(f"{what}: expected comma-separated numbers, got {text!r}")) from None
+        raise fail(UserError(f"{what}: expected comma-separated numbers, got {text!r}")) from None
 
 
 @app.command()
@@ -391,7 +363,7 @@ def plan(
                               target_power=target, budget_trials=budget_trials, budget_usd=budget_usd,
                               cost_per_trial=cost_per_trial, n_sims=sims, seed=seed)
     except ValueError as exc:
-        raise _fail(UserError(str(exc))) from None
+        raise fail(UserError(str(exc))) from None
     print_plan(result, same_budget_tradeoffs(result), out, sd=sd, alpha=alpha)
 
 
@@ -405,12 +377,12 @@ def template(
 
     probe = PROBES.get(kind)
     if probe is None or not probe.template:
-        raise _fail(UserError(f"no template for probe kind {kind!r}: expected one of {', '.join(PROBES)}"))
+        raise fail(UserError(f"no template for probe kind {kind!r}: expected one of {', '.join(PROBES)}"))
     if dest is None:
         sys.stdout.write(probe.template)
         return
     if dest.exists():
-        raise _fail(UserError("file exists; not overwriting", file=dest))
+        raise fail(UserError("file exists; not overwriting", file=dest))
     dest.write_text(probe.template)
     err.print(f"wrote {dest}")
 
@@ -466,28 +438,19 @@ def serve(
                                keys=tuple(keys), batch_delay_s=batch_delay_s, batch_error_rate=batch_error_rate,
                                batch_expire_rate=batch_expire_rate)
     except ValueError as exc:
-        raise _fail(UserError(str(exc))) from None
+        raise fail(UserError(str(exc))) from None
     try:
-        serve_forever(options, lambda line: (out.print(line, soft_wrap=True, markup=False), sys.stdout.flush()))
+        serve_forever(options, _print_line)
     except OSError as exc:
-        raise _fail(UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+        raise fail(UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
                               hint="choose another --port, or --port 0 for any free one")) from None
 
 
 # Optional parts of trialgrid plug in through entry points (pyproject.toml), so that
-# ``runner`` never imports them: cluster mode registers the ``ray`` run backend and its
-# commands (submit, status, logs) there, and ``runner`` only looks names up.
-BACKENDS = "trialgrid.backends"
+# ``runner`` never imports them: cluster mode registers its commands (submit, status,
+# logs) here, and its ``ray`` run backend under ``trialgrid.backends``, which
+# ``runner.execution.backends.registry`` looks up for ``runner.run``.
 COMMANDS = "trialgrid.commands"
-
-
-def backend(name: str):  # type: ignore[no-untyped-def]
-    """The run function registered under ``name`` (same call as ``run_sweep`` plus its own options)."""
-    for entry in metadata.entry_points(group=BACKENDS):
-        if entry.name == name:
-            return entry.load()
-    raise UserError(f"the {name!r} run backend is not installed",
-                    hint="reinstall trialgrid (`pip install -e .`): its entry points register cluster mode")
 
 
 def load_plugins(target: typer.Typer) -> None:

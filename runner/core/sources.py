@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import UnionType
@@ -34,7 +34,7 @@ class Source:
 
     path: Path
     data: Any
-    lines: dict[tuple, int] = field(default_factory=dict)
+    lines: dict[tuple[Any, ...], int] = field(default_factory=dict)
     sha256: str = ""
 
     def line_of(self, key_path: Iterable[Any]) -> int | None:
@@ -46,7 +46,7 @@ class Source:
         return self.lines.get((), None)
 
 
-def _walk(node: yaml.Node, path: tuple, lines: dict[tuple, int]) -> None:
+def _walk(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> None:
     lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
@@ -84,13 +84,13 @@ def load_source(path: Path, *, what: str) -> Source:
         raise UserError(f"{what} does not parse: {exc.problem or exc.context}", file=path, line=line) from None
     except yaml.YAMLError as exc:
         raise UserError(f"{what} does not parse: {exc}", file=path) from None
-    lines: dict[tuple, int] = {}
+    lines: dict[tuple[Any, ...], int] = {}
     if node is not None:
         _walk(node, (), lines)
     return Source(path=path, data=data, lines=lines, sha256=hashlib.sha256(raw).hexdigest())
 
 
-def _model_at(model: Any, loc: tuple, data: Any) -> type[BaseModel] | None:
+def _model_at(model: Any, loc: tuple[Any, ...], data: Any) -> type[BaseModel] | None:
     """The pydantic model that validates the mapping at ``loc`` (to list its valid keys)."""
     current: Any = model
     for part in loc:
@@ -119,13 +119,13 @@ def _unwrap(annotation: Any, data: Any) -> Any:
             models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
             kind = data.get("kind") if isinstance(data, dict) else None
             match = [m for m in models if "kind" in m.model_fields and kind in get_args(m.model_fields["kind"].annotation)]
-            annotation = (match or models or [type(None)])[0]
+            annotation = (match or models)[0] if match or models else type(None)
         else:
             break
     return annotation
 
 
-def _describe(err: dict[str, Any], model: Any = None, data: Any = None) -> str:
+def _describe(err: Mapping[str, Any], model: Any = None, data: Any = None) -> str:
     kind = err.get("type", "")
     if kind == "union_tag_invalid":
         ctx = err.get("ctx", {})
@@ -148,10 +148,11 @@ def _describe(err: dict[str, Any], model: Any = None, data: Any = None) -> str:
         if len(shown) > 60:
             shown = shown[:57] + "..."
         return f"{msg}, got {shown}"
-    return msg
+    return str(msg)
 
 
-def validate(model: type[BaseModel], data: Any, source: Source, *, prefix: tuple = (), context: dict | None = None) -> Any:
+def validate(model: type[BaseModel], data: Any, source: Source, *, prefix: tuple[Any, ...] = (),
+             context: dict[str, Any] | None = None) -> Any:
     """Validate ``data`` (found at ``prefix`` inside ``source``) into ``model``.
 
     The first error becomes a ``UserError`` with file, line and key path; further
@@ -170,7 +171,7 @@ def validate(model: type[BaseModel], data: Any, source: Source, *, prefix: tuple
 _TAGS: set[str] = set()
 
 
-def _strip_tags(loc: tuple) -> tuple:
+def _strip_tags(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     """Drop what pydantic inserts into error locations: tagged-union tags and validator names."""
     loc = tuple(p for p in loc if not (isinstance(p, str) and p.startswith("function-")))
     return tuple(p for i, p in enumerate(loc)

@@ -56,7 +56,7 @@ class RescoreResult:
     counts: dict[str, int] = field(default_factory=dict)
 
 
-def read_rows(out: Path) -> Iterator[dict[str, Any]]:
+def _read_rows(out: Path) -> Iterator[dict[str, Any]]:
     """Every row of a finished output, as Python values."""
     trials = out / "trials"
     leftovers = sorted(p.name for p in trials.glob("*.arrows")) if trials.is_dir() else []
@@ -99,7 +99,7 @@ def rescore(source: Path, dest: Path, sweep_path: Path | None = None,
 
 def _rescored_rows(source: Path, loaded: LoadedSweep, say: Callable[[str], None]) -> tuple[list[dict[str, Any]], RescoreResult]:
     stored: dict[Cell, dict[str, Any]] = {}
-    for row in read_rows(source):
+    for row in _read_rows(source):
         stored[_cell(row)] = row
     probes = {p.name: p for p in loaded.probes}
     schema_names = trial_schema(loaded.schema_fields).names

@@ -231,7 +231,7 @@ def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False,
                      meter.reason() if meter is not None and stats.stopped else None)
 
 
-async def _run(specs, execute, sink, concurrency, per_model, progress, providers, stop=None) -> EngineStats:  # type: ignore[no-untyped-def]
+async def _run(specs, execute, sink, concurrency, per_model, progress, providers, stop=None) -> EngineStats:
     try:
         return await run_trials(specs, execute, sink, concurrency=concurrency, per_model=per_model, progress=progress,
                                 stop=stop)

@@ -18,7 +18,7 @@ import yaml
 from runner.core.errors import UserError
 from runner.core.sources import Source
 from runner.importers.agentprop import import_agentprop
-from runner.importers.bfcl import CATEGORIES, ImportResult, case_label, import_bfcl
+from runner.importers.bfcl import SUPPORTED_CATEGORIES, ImportResult, case_label, import_bfcl
 from runner.importers.ungrounded import import_ungrounded
 from runner.probes.catalogue import parse_catalogue
 from runner.probes.negative import NegativeCase
@@ -82,7 +82,7 @@ def write_bfcl(result: ImportResult, out: Path, *, force: bool = False, runs: in
             counts[(trace["origin"].split(":")[1], f"dropped trace: {why}")] += 1
     if not negative and not phantom:
         raise UserError("nothing to write: no BFCL entry of a supported category was found",
-                        hint="supported: " + ", ".join(sorted(CATEGORIES)))
+                        hint="supported: " + ", ".join(SUPPORTED_CATEGORIES))
     files = [SWEEP_FILE] + ([NEGATIVE_FILE] if negative else []) + ([PHANTOM_FILE] if phantom else [])
     _refuse_overwrite(out, files, force)
     probes: list[dict[str, Any]] = []

@@ -47,7 +47,7 @@ from runner.execution.sink import TrialSink
 from runner.probes.judge import JudgeProbe
 from runner.probes.propagation import PropagationProbe
 
-SOURCE = "AgentProp-Bench per-trace CSVs"
+_SOURCE = "AgentProp-Bench per-trace CSVs"
 JUDGES = ("gpt4o", "gemini_25_flash", "gpt4o_mini")
 _REQUIRED = {
     "interceptor_control_600.csv": ("session_id", "task_id", "model", "domain", "abstained", "final_correct",
@@ -61,7 +61,7 @@ _REQUIRED = {
     "ensemble_judge.csv": ("session_id", "model", "injection_type", "heuristic_correct", "candidate", "reference",
                            *(f"{j}_verdict" for j in JUDGES)),
 }
-HUMAN_GLOB = "human_labels_*.csv"
+_HUMAN_GLOB = "human_labels_*.csv"
 
 
 def _read(path: Path) -> pl.DataFrame:
@@ -170,7 +170,7 @@ def import_agentprop(source: Path, out: Path, *, force: bool = False) -> dict[st
             part.unlink()
     frames = {name: _read(path) for name, path in present.items()}
     shas = {name: hashlib.sha256(path.read_bytes()).hexdigest() for name, path in present.items()}
-    humans = sorted(source.glob(HUMAN_GLOB))
+    humans = sorted(source.glob(_HUMAN_GLOB))
     sweep_id = hashlib.sha256(json.dumps(sorted(shas.items())).encode()).hexdigest()[:16]
 
     parts: dict[str, list[pl.DataFrame]] = {}
@@ -222,7 +222,7 @@ def import_agentprop(source: Path, out: Path, *, force: bool = False) -> dict[st
                             models=[ModelSnapshot(name=m, provider="agentprop", model=m) for m in models]),
         probes=probes, seed=42, trials_total=total, versions={}, remedies=[],
         imported=ImportRecord(
-            source=SOURCE, path=str(source.resolve()), files=shas,
+            source=_SOURCE, path=str(source.resolve()), files=shas,
             caveat="the released harness scored API exceptions as wrong answers; the CSVs do not mark them"),
         created_at=now, finished_at=now, sessions=[], counts={STATUS_OK: total}, status="complete",
     ))

@@ -56,7 +56,7 @@ from typing import Any
 from runner.core.errors import UserError
 from runner.core.jsonwalk import canonical_number, normalise, numbers_in
 
-CATEGORIES = {
+_CATEGORIES = {
     "irrelevance": "irrelevance", "live_irrelevance": "irrelevance", "live_relevance": "relevance",
     "simple": "pinning", "simple_python": "pinning", "simple_java": "pinning", "simple_javascript": "pinning",
     "multiple": "pinning", "live_simple": "pinning", "live_multiple": "pinning",
@@ -64,6 +64,7 @@ CATEGORIES = {
     "live_parallel_multiple": "parallel",
     "multi_turn_miss_param": "miss_param", "multi_turn_miss_func": "miss_func",
 }
+SUPPORTED_CATEGORIES = tuple(sorted(_CATEGORIES))
 _STATEFUL = ("scored by executing every turn against BFCL's stateful simulated APIs (file system, trading, "
              "travel...) and comparing states; trialgrid does not replay them")
 NOT_IMPORTED = {
@@ -76,7 +77,7 @@ LABELS = {"irrelevance": "negative no_call", "relevance": "positive relevance (a
           "pinning": "positive pinning", "parallel": "positive parallel calls",
           "miss_param": "forbidden-inference", "miss_func": "must-ask (function withheld)"}
 _FILE_RE = re.compile(r"^BFCL_v\d+_(?P<category>[a-z_]+)\.json$")
-MULTI_TURN_DOCS = {
+_MULTI_TURN_DOCS = {
     "GorillaFileSystem": "gorilla_file_system.json", "MathAPI": "math_api.json", "MessageAPI": "message_api.json",
     "TwitterAPI": "posting_api.json", "TicketAPI": "ticket_api.json", "TradingBot": "trading_bot.json",
     "TravelAPI": "travel_booking.json", "VehicleControlAPI": "vehicle_control.json",
@@ -107,10 +108,10 @@ def tool_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", name)
 
 
-def convert_schema(schema: Any) -> Any:
+def _convert_schema(schema: Any) -> Any:
     """BFCL's parameter schema → JSON schema (types renamed, non-standard keys dropped)."""
     if isinstance(schema, list):
-        return [convert_schema(s) for s in schema]
+        return [_convert_schema(s) for s in schema]
     if not isinstance(schema, dict):
         return schema
     out: dict[str, Any] = {}
@@ -122,9 +123,9 @@ def convert_schema(schema: Any) -> Any:
                 continue
             out["type"] = _TYPES.get(value, value)
         elif key == "properties" and isinstance(value, dict):
-            out["properties"] = {k: convert_schema(v) for k, v in value.items()}
+            out["properties"] = {k: _convert_schema(v) for k, v in value.items()}
         elif key == "items":
-            out["items"] = convert_schema(value)
+            out["items"] = _convert_schema(value)
         else:
             out[key] = value
     if out.get("type") == "array" and "items" not in out:
@@ -134,7 +135,7 @@ def convert_schema(schema: Any) -> Any:
 
 def case_label(case: dict[str, Any]) -> str:
     """The count label of an imported case (its kind)."""
-    return LABELS[CATEGORIES[case["origin"].split(":")[1]]]
+    return LABELS[_CATEGORIES[case["origin"].split(":")[1]]]
 
 
 def language_doc(fn: dict[str, Any], category: str) -> dict[str, Any]:
@@ -163,8 +164,8 @@ def language_doc(fn: dict[str, Any], category: str) -> dict[str, Any]:
     return doc
 
 
-def convert_tool(fn: dict[str, Any]) -> dict[str, Any]:
-    params = convert_schema(fn.get("parameters") or {"type": "object", "properties": {}})
+def _convert_tool(fn: dict[str, Any]) -> dict[str, Any]:
+    params = _convert_schema(fn.get("parameters") or {"type": "object", "properties": {}})
     params["type"] = "object"
     props = params.setdefault("properties", {})
     if not isinstance(props, dict):
@@ -207,7 +208,7 @@ def _answers(path: Path) -> dict[str, Any]:
     return {item["id"]: item.get("ground_truth") for _, item in _read_jsonl(answer_file)}
 
 
-def expand(paths: Iterable[Path]) -> list[tuple[Path, str]]:
+def _expand(paths: Iterable[Path]) -> list[tuple[Path, str]]:
     """(file, category) for every BFCL question file named or inside a named folder."""
     out: list[tuple[Path, str]] = []
     for p in paths:
@@ -231,8 +232,8 @@ def expand(paths: Iterable[Path]) -> list[tuple[Path, str]]:
 
 def import_bfcl(paths: Iterable[Path]) -> ImportResult:
     result = ImportResult()
-    for path, category in expand(paths):
-        kind = CATEGORIES.get(category)
+    for path, category in _expand(paths):
+        kind = _CATEGORIES.get(category)
         if kind is None:
             result.skipped_files[path.name] = NOT_IMPORTED.get(category, "category unknown to this importer")
             continue
@@ -282,7 +283,7 @@ def _key(category: str, functions: list[dict[str, Any]] | None = None, truth: An
 def _irrelevance(item: dict[str, Any], category: str, kind: str) -> dict[str, Any]:
     case: dict[str, Any] = {
         "id": f"bfcl-{item['id']}", "origin": f"bfcl:{category}:{item['id']}",
-        "messages": _messages(item["question"][0]), "tools": [convert_tool(f) for f in item.get("function") or []],
+        "messages": _messages(item["question"][0]), "tools": [_convert_tool(f) for f in item.get("function") or []],
         "expect_action": "no_call" if kind == "irrelevance" else "any_call", "bfcl": _key(category),
     }
     if kind == "relevance":
@@ -343,7 +344,7 @@ def _parallel(item: dict[str, Any], category: str, truth: Any) -> dict[str, Any]
         calls.append({"tool": tool_name(fname), "args": _expected_args(args)})
     return {
         "id": f"bfcl-{item['id']}", "origin": f"bfcl:{category}:{item['id']}", "positive": True,
-        "messages": _messages(item["question"][0]), "tools": [convert_tool(f) for f in item["function"]],
+        "messages": _messages(item["question"][0]), "tools": [_convert_tool(f) for f in item["function"]],
         "expect_calls": calls, "call_count": len(calls), "bfcl": _key(category, item["function"], truth),
     }
 
@@ -357,7 +358,7 @@ def _pinning(item: dict[str, Any], category: str, truth: Any) -> tuple[dict[str,
     functions = {f["name"]: f for f in item["function"]}
     if fname not in functions:
         raise _Skip("ground-truth function not in the catalogue")
-    tools = [convert_tool(language_doc(f, category)) for f in item["function"]]
+    tools = [_convert_tool(language_doc(f, category)) for f in item["function"]]
     messages = _messages(item["question"][0])
     case = {
         "id": f"bfcl-{item['id']}", "origin": f"bfcl:{category}:{item['id']}", "positive": True,
@@ -373,7 +374,7 @@ def _phantom(item: dict[str, Any], category: str, messages: list[dict[str, str]]
              args: dict[str, list[Any]]) -> dict[str, Any] | None:
     question = "\n".join(m["content"] for m in messages)
     seen, seen_numbers = normalise(question), numbers_in(normalise(question))
-    schema = convert_schema(fn.get("parameters") or {})
+    schema = _convert_schema(fn.get("parameters") or {})
     props = schema.get("properties") or {}
     required = set(schema.get("required") or [])
     call = {a: next(o for o in opts if o != "") for a, opts in args.items() if any(o != "" for o in opts)}
@@ -423,7 +424,7 @@ def _multi_turn_docs(data_dir: Path) -> dict[str, list[dict[str, Any]]]:
         raise UserError(f"no multi_turn_func_doc/ folder beside the multi-turn file in {data_dir}",
                         hint="import from bfcl_eval/data, which holds both")
     docs = {}
-    for cls, filename in MULTI_TURN_DOCS.items():
+    for cls, filename in _MULTI_TURN_DOCS.items():
         path = doc_dir / filename
         if path.is_file():
             docs[cls] = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -486,7 +487,7 @@ def _miss_param(item: dict[str, Any], category: str, truth: Any, docs: dict[str,
     case: dict[str, Any] = {
         "id": f"bfcl-{item['id']}", "origin": f"bfcl:{category}:{item['id']}",
         "messages": [{"role": "system", "content": system.strip()}, {"role": "user", "content": before[-1]}],
-        "tools": [convert_tool(f) for f in functions.values()],
+        "tools": [_convert_tool(f) for f in functions.values()],
         "expect_action": "ask_user", "bfcl": _key(category),
     }
     if forbidden:
@@ -520,7 +521,7 @@ def _miss_func(item: dict[str, Any], category: str, truth: Any, docs: dict[str, 
     return {
         "id": f"bfcl-{item['id']}", "origin": f"bfcl:{category}:{item['id']}",
         "messages": [{"role": "system", "content": system.strip()}, {"role": "user", "content": before[-1]}],
-        "tools": [convert_tool(f) for f in functions.values()],
+        "tools": [_convert_tool(f) for f in functions.values()],
         "expect_action": "ask_user", "bfcl": _key(category),
         "notes": f"withheld: {', '.join(sorted(withheld))}",
     }

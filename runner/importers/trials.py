@@ -89,7 +89,7 @@ def _read(path: Path) -> pl.DataFrame:
     raise UserError(f"unsupported file type {suffix!r}", file=path, hint="give a .csv or .parquet file")
 
 
-def _bool(col: str, name: str) -> pl.Expr:
+def _bool(col: str, name: str) -> tuple[pl.Expr, pl.Expr]:
     text = pl.col(col).cast(pl.String).str.strip_chars().str.to_lowercase()
     return (pl.when(text.is_in(list(_TRUE))).then(True)
             .when(text.is_in(list(_FALSE))).then(False)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from runner.analysis.views import Format, ProbeView, ViewColumn
+from runner.core.views import Format, ProbeView, ViewColumn
 from stats import cluster_bootstrap_ci
 
 _COLUMNS = ("model", "case_id", "status", "passed", "reasons", "bfcl_passed", "bfcl_category", "bfcl_error")

@@ -27,11 +27,11 @@ import numpy as np
 import polars as pl
 
 import stats
-from runner.analysis.constants import CONFIDENCE, N_RESAMPLES
-from runner.analysis.constants import VIEW_SEED as SEED
-from runner.analysis.views import Format, ProbeView, ViewColumn
+from runner.core.constants import CONFIDENCE, N_RESAMPLES
+from runner.core.constants import VIEW_SEED as SEED
 from runner.core.errors import UserError
 from runner.core.manifest import read_manifest
+from runner.core.views import Format, ProbeView, ViewColumn
 
 _ID_COLUMNS = ("trace_id", "session_id", "case_id", "id")
 _LABELS = {"yes": True, "no": False, "correct": True, "incorrect": False, "true": True, "false": False,

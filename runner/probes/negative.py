@@ -45,7 +45,7 @@ from runner.providers.base import Agent
 if TYPE_CHECKING:
     import polars as pl
 
-    from runner.analysis.views import ProbeView
+    from runner.core.views import ProbeView
 
 CONDITIONS = ("negative", "positive")
 ASK_USER, NO_CALL, ANY_CALL = "ask_user", "no_call", "any_call"
@@ -192,11 +192,11 @@ _TRIP_RE = re.compile(
 )
 
 
-def is_ask(text: str) -> bool:
+def _is_ask(text: str) -> bool:
     return bool(text) and _ASK_RE.search(text) is not None
 
 
-def request_text(messages: Sequence[Message]) -> str:
+def _request_text(messages: Sequence[Message]) -> str:
     return "\n".join(m.content for m in messages)
 
 
@@ -288,7 +288,7 @@ def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[s
     reasons += [f"forbidden token in {x}" for x in invented]
     reasons += [f"inferred {x}" for x in inferred]
 
-    asked = not called and is_ask(response.text)
+    asked = not called and _is_ask(response.text)
     action = ("call:" + ",".join(called)) if called else (ASK_USER if asked else NO_CALL)
     expect = case.expect_action
     if expect is None:
@@ -450,6 +450,7 @@ def load_cases(path: Path, catalogue: tuple[ToolSpec, ...] | None) -> tuple[list
 
 class NegativeProbe(Probe):
     kind = "negative"
+    single_turn = True
     config_model = NegativeConfig
     all_conditions = CONDITIONS
     outcome_fields = (
@@ -487,7 +488,7 @@ class NegativeProbe(Probe):
         self._by_id: dict[str, tuple[NegativeCase, tuple[ToolSpec, ...], tuple[Message, ...], frozenset[str], str]] = {}
         for case, tools in cases:
             messages = self._messages(case, config.system)
-            self._by_id[case.id] = (case, tools, messages, frozenset(t.name for t in tools), request_text(messages))
+            self._by_id[case.id] = (case, tools, messages, frozenset(t.name for t in tools), _request_text(messages))
         self._cells = [(c.id, c.kind) for c, _ in cases if c.kind in self.conditions]
         if not self._cells:
             raise locate("conditions", "no case of the selected kind(s) in the case file")

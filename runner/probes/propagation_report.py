@@ -26,10 +26,10 @@ import numpy as np
 import polars as pl
 
 import stats
-from runner.analysis.constants import CONFIDENCE, N_RESAMPLES
-from runner.analysis.constants import VIEW_SEED as SEED
-from runner.analysis.views import STAGE_SCHEMA, STAGES, Format, ProbeView, ViewColumn
+from runner.core.constants import CONFIDENCE, N_RESAMPLES
+from runner.core.constants import VIEW_SEED as SEED
 from runner.core.formatting import pvalue as _p
+from runner.core.views import STAGE_SCHEMA, STAGES, Format, ProbeView, ViewColumn
 
 _COLUMNS = ("model", "case_id", "condition", "run", "reached_s1", "reached_s2", "wrong_answer", "correct",
             "hallucinated", "abstained", "fabricated", "tool_called", "fabrication_rules")
@@ -100,7 +100,7 @@ def fabrication(rows: pl.DataFrame) -> pl.DataFrame:
         out.append({"model": model, "trials": sub.height, "tool_rate": tool["rate"], "tool_lo": tool["lo"],
                     "tool_hi": tool["hi"], "fabricated_rate": fab["rate"], "fabricated_lo": fab["lo"],
                     "fabricated_hi": fab["hi"],
-                    "fabricated_without_tools": float(no_tool["fabricated"].mean()) if no_tool.height else float("nan"),
+                    "fabricated_without_tools": _mean(no_tool["fabricated"]) if no_tool.height else float("nan"),
                     "rules": ", ".join(f"{r[0]} {r[1]}" for r in rules.iter_rows()) if rules is not None else ""})
     return pl.DataFrame(out, schema=_FAB_SCHEMA)
 
@@ -108,6 +108,12 @@ def fabrication(rows: pl.DataFrame) -> pl.DataFrame:
 _FAB_SCHEMA = {"model": pl.String, "trials": pl.Int64, "tool_rate": pl.Float64, "tool_lo": pl.Float64,
                "tool_hi": pl.Float64, "fabricated_rate": pl.Float64, "fabricated_lo": pl.Float64,
                "fabricated_hi": pl.Float64, "fabricated_without_tools": pl.Float64, "rules": pl.String}
+
+
+def _mean(values: pl.Series) -> float:
+    """The mean of a boolean or numeric column as a float (NaN when it has no values)."""
+    mean = values.cast(pl.Float64).mean()
+    return float(mean) if isinstance(mean, int | float) else float("nan")
 
 
 def interceptor_effect(rows: pl.DataFrame) -> pl.DataFrame:
@@ -123,8 +129,8 @@ def interceptor_effect(rows: pl.DataFrame) -> pl.DataFrame:
             if pairs.height == 0:
                 continue
             row: dict[str, Any] = {"model": model, "arm": arm, "control": control, "pairs": pairs.height,
-                                   "abstained": float(pairs["abstained"].mean()),
-                                   "abstained_control": float(pairs["abstained_b"].mean())}
+                                   "abstained": _mean(pairs["abstained"]),
+                                   "abstained_control": _mean(pairs["abstained_b"])}
             for outcome in ("hallucinated", "wrong_answer"):
                 if pairs[outcome].null_count() or pairs[f"{outcome}_b"].null_count():
                     continue  # an outcome the source did not record: no pairs to compare

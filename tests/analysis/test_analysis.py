@@ -16,6 +16,7 @@ from runner.execution.run import run_sweep
 from tests.conftest import quickstart_dict
 
 
+@pytest.mark.slow
 def test_cell_counts_match_a_plain_python_count(quickstart_out: Path) -> None:
     rows = pl.scan_ipc(str(quickstart_out / "trials" / "*.arrow")).collect().to_dicts()
     counts: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
@@ -50,7 +51,7 @@ def test_condition_intervals_are_cluster_bootstrap_and_deterministic(quickstart_
     ci = stats.cluster_bootstrap_ci(sub["case_id"].to_numpy(), sub["decoy_called"].to_numpy(), sub["n"].to_numpy(),
                                     n_resamples=N_RESAMPLES, seed=20261129 % 2**32).confidence_interval
     assert (row["decoy_called_cluster_lo"], row["decoy_called_cluster_hi"]) == (ci.low, ci.high)
-    lo, hi = stats.wilson_interval(row["decoy_called_hits"], row["ok"])
+    lo, _hi = stats.wilson_interval(row["decoy_called_hits"], row["ok"])
     assert row["decoy_called_wilson_lo"] == pytest.approx(float(lo))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from typer.testing import CliRunner
 
 from runner.analysis.planner import plan_designs, same_budget_tradeoffs
@@ -11,6 +12,7 @@ RATES, ARM = [0.0875, 0.1667, 0.0167], [1, 1, 0]
 GRID = dict(prompts=[4, 8, 16, 32], runs=[5, 10, 20, 40], budget_trials=2000, n_sims=300, seed=3)
 
 
+@pytest.mark.slow
 def test_recommendation_moves_to_more_prompts_when_heterogeneity_grows() -> None:
     calm = plan_designs(RATES, ARM, sd=0.2, **GRID)
     wild = plan_designs(RATES, ARM, sd=2.0, **GRID)

@@ -1,9 +1,10 @@
-"""Ray fixtures for cluster tests: loopback only, short temp paths, everything stopped after.
+"""Ray fixtures for cluster tests: loopback only, temp dirs in pytest's tmp folder, everything stopped after.
 
 A private one-node Ray (``num_cpus=2``, no dashboard, node IP 127.0.0.1) is started
-once per test module that asks for it, with its temp dir under a short ``/tmp/tg*``
-path (Ray's Unix socket paths must stay under ~107 characters, which pytest's tmp
-paths can exceed), and shut down and removed after the module.
+once per test module that asks for it, with its temp dir in that module's pytest tmp
+folder, and shut down after the module. The environment (a dead proxy for anything
+but loopback, ``RAY_AUTH_MODE=disabled``) is set by tests/conftest.py. A Ray that does
+not start fails with the tail of its own logs in the error, so the cause is on screen.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,19 +21,65 @@ import yaml
 
 from tests.conftest import quickstart_dict
 
+# Ray's Unix sockets live at <temp>/session_<date>_<time>_<usec>_<pid>/sockets/<name>, and a Unix
+# socket path must stay under 108 bytes: that leaves about 40 characters for <temp> itself.
+TEMP_BUDGET = 40
+
+
+@contextmanager
+def ray_temp(factory: pytest.TempPathFactory, name: str) -> Iterator[Path]:
+    """A Ray temp dir in pytest's tmp folder (kept, logs and all, as pytest keeps its last runs).
+
+    Where that path is too long for Ray's socket paths (a long ``--basetemp``), a short
+    ``/tmp/tg*`` dir instead, removed after.
+    """
+    path = factory.mktemp(name)
+    if len(str(path)) <= TEMP_BUDGET:
+        yield path
+        return
+    short = Path(tempfile.mkdtemp(prefix="tg", dir="/tmp"))
+    try:
+        yield short
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+
+
+def log_tail(*paths: Path, lines: int = 40) -> str:
+    """The last ``lines`` lines of each of ``paths`` that exists and is not empty, for an error message."""
+    parts = []
+    for path in paths:
+        try:
+            text = path.read_text(errors="replace").splitlines()[-lines:]
+        except OSError:
+            continue
+        if text:
+            parts.append(f"----- last {len(text)} lines of {path} -----\n" + "\n".join(text))
+    return "\n".join(parts) or f"(none of {', '.join(p.name for p in paths)} was written)"
+
+
+def session_logs(temp: Path) -> list[Path]:
+    """The logs that say why a node did not come up, in a Ray temp dir."""
+    logs = temp / "session_latest" / "logs"
+    return [logs / name for name in ("gcs_server.err", "raylet.err", "gcs_server.out", "raylet.out")]
+
 
 @pytest.fixture(scope="module")
-def ray_local() -> Iterator[None]:
+def ray_local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     import ray
 
-    temp = tempfile.mkdtemp(prefix="tg", dir="/tmp")
-    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", _temp_dir=temp,
-             log_to_driver=False, configure_logging=False)
-    try:
-        yield
-    finally:
-        ray.shutdown()
-        shutil.rmtree(temp, ignore_errors=True)
+    with ray_temp(tmp_path_factory, "ray") as temp:
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", _temp_dir=str(temp),
+                     log_to_driver=False, configure_logging=False)
+        except Exception as exc:
+            ray.shutdown()
+            raise RuntimeError(f"Ray did not start: {exc}\n{log_tail(*session_logs(temp), lines=20)}") from exc
+        try:
+            nodes = {n["NodeManagerAddress"] for n in ray.nodes()}
+            assert nodes == {"127.0.0.1"}, f"Ray's node is not on loopback: {nodes}"
+            yield
+        finally:
+            ray.shutdown()
 
 
 def http_sweep(base_url: str, *, runs: int = 2, concurrency: int = 16, params: dict[str, Any] | None = None,

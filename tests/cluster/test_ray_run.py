@@ -21,7 +21,7 @@ from runner.sim.serve import ServeOptions, parse_rule
 from runner.sim.serve.thread import ServerThread
 from tests.cluster.conftest import http_sweep, write_yaml
 
-pytestmark = pytest.mark.usefixtures("ray_local")
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.usefixtures("ray_local")]
 
 OUTCOMES = ["trial_id", "model", "case_id", "condition", "run", "seed", "status", "error_kind", "decoy_called",
             "expected_called", "asked", "tools_called", "catalogue_order", "tool_calls", "response_text"]

@@ -7,7 +7,11 @@ single-node run, and ``trialgrid submit`` / ``status`` through Ray Jobs on the h
 
 Each ``ray start --block`` runs in its own session, and teardown kills exactly those
 process groups (never ``ray stop --force``, which would stop every Ray on the
-machine, including other users' and other test runs').
+machine, including other users' and other test runs'). One CPU per node; each node's
+temp dir is in the module's pytest tmp folder. Only the head runs the dashboard, and
+only because the Ray Jobs API (``trialgrid submit``) lives there; without ray[default]'s
+dashboard modules the head starts without it and the Jobs test is skipped (failed on CI).
+A node that does not come up fails the fixture with the tail of its log.
 """
 
 from __future__ import annotations
@@ -18,9 +22,9 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import polars as pl
@@ -31,8 +35,18 @@ from runner.config.sweep import load_sweep
 from runner.execution.run import grid_of, run_sweep
 from runner.sim.serve import ServeOptions
 from runner.sim.serve.thread import ServerThread
-from tests.cluster.conftest import http_sweep, write_yaml
-from tests.conftest import CONFIGS, ROOT
+from tests.cluster.conftest import http_sweep, log_tail, ray_temp, session_logs, write_yaml
+from tests.conftest import CONFIGS, ROOT, missing
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+# this interpreter's Ray CLI (a venv's, where `ray` on PATH could be another install's or none)
+RAY = [sys.executable, "-m", "ray.scripts.scripts"]
+# The same CLI for a second node. Ray on Linux turns 127.0.0.1 (the head's address, the node's own)
+# into the machine's outward IP unless RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, and refuses a second node
+# with that set; so this one keeps loopback addresses as given (_wait_for_nodes checks every node's IP).
+RAY_NODE = [sys.executable, "-c", "import ray._private.services as s; s.resolve_ip_for_localhost = lambda host: host; "
+            "from ray.scripts.scripts import main; main()"]
 
 OUTCOMES = ["trial_id", "status", "error_kind", "decoy_called", "expected_called", "asked", "tools_called",
             "catalogue_order", "tool_calls", "response_text"]
@@ -44,19 +58,37 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _env() -> dict[str, str]:
+def _env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
+    # RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 keeps a node given 127.0.0.1 on it (see tests/conftest.py)
     env.update(HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9", NO_PROXY="127.0.0.1,localhost,::1",
-               RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=str(ROOT))
+               RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
+               PYTHONPATH=str(ROOT))
+    env.update(extra)
     return env
 
 
+def dashboard_installed() -> bool:
+    """Whether this Ray can run its dashboard (ray[default]), which serves the Jobs API."""
+    try:
+        import ray.dashboard.optional_deps  # noqa: F401  (Ray's own check for the dashboard's packages)
+    except ImportError:
+        return False
+    return True
+
+
+class ClusterStartError(RuntimeError):
+    pass
+
+
 class Cluster:
-    def __init__(self, temp: str) -> None:
-        self.temp = temp
+    def __init__(self, head_temp: Path, node_temp: Path, *, dashboard: bool) -> None:
+        self.head_temp, self.node_temp = head_temp, node_temp
+        self.dashboard = dashboard
         self.gcs_port = _free_port()
         self.dashboard_port = _free_port()
         self.procs: list[subprocess.Popen[bytes]] = []
+        self.logs: list[Path] = []
 
     @property
     def address(self) -> str:
@@ -66,19 +98,35 @@ class Cluster:
     def jobs_address(self) -> str:
         return f"http://127.0.0.1:{self.dashboard_port}"
 
-    def _start(self, args: list[str], log: str) -> None:
-        with open(Path(self.temp) / log, "wb") as out:
-            self.procs.append(subprocess.Popen(["ray", "start", "--block", *args], stdout=out, stderr=subprocess.STDOUT,
-                                               env=_env(), start_new_session=True))
+    def _start(self, cli: list[str], args: list[str], log: Path, env: dict[str, str]) -> None:
+        self.logs.append(log)
+        with open(log, "wb") as out:
+            self.procs.append(subprocess.Popen([*cli, "start", "--block", *args], stdout=out, stderr=subprocess.STDOUT,
+                                               env=env, start_new_session=True))
+
+    def failed(self, what: str) -> ClusterStartError:
+        """The error for a cluster that did not come up: the tail of every log it wrote (the temp dirs may go)."""
+        tails = [log_tail(log) for log in self.logs]
+        tails += [log_tail(*session_logs(temp), lines=20) for temp in (self.head_temp, self.node_temp)]
+        return ClusterStartError(f"{what}\n" + "\n".join(tails))
+
+    def _check_alive(self) -> None:
+        for proc, log in zip(self.procs, self.logs, strict=True):
+            if proc.poll() is not None:
+                raise self.failed(f"`ray start` ({log.name}) exited with {proc.returncode}")
 
     def start(self) -> None:
-        self._start(["--head", "--node-ip-address=127.0.0.1", f"--port={self.gcs_port}", "--num-cpus=1",
-                     "--resources={\"head_node\": 1}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
-                     f"--dashboard-port={self.dashboard_port}", f"--temp-dir={self.temp}", "--disable-usage-stats"],
-                    "head.log")
-        self._wait_for_jobs_api()
-        self._start([f"--address={self.address}", "--node-ip-address=127.0.0.1", "--num-cpus=1",
-                     "--resources={\"second_node\": 1}", "--disable-usage-stats"], "node2.log")
+        dashboard = ["--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={self.dashboard_port}"]
+        self._start(RAY, ["--head", "--node-ip-address=127.0.0.1", f"--port={self.gcs_port}", "--num-cpus=1",
+                     "--resources={\"head_node\": 1}", *(dashboard if self.dashboard else ["--include-dashboard=false"]),
+                     f"--temp-dir={self.head_temp}", "--disable-usage-stats"], self.head_temp / "head.log", _env())
+        if self.dashboard:
+            self._wait_for_jobs_api()
+        else:
+            self._wait_for_nodes(1)
+        self._start(RAY_NODE, [f"--address={self.address}", "--node-ip-address=127.0.0.1", "--num-cpus=1",
+                     "--resources={\"second_node\": 1}", f"--temp-dir={self.node_temp}", "--disable-usage-stats"],
+                    self.node_temp / "node2.log", _env(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="1"))
         self._wait_for_nodes(2)
 
     def _wait_for_nodes(self, count: int, timeout_s: float = 90) -> None:
@@ -87,9 +135,18 @@ class Cluster:
                  "deadline = time.monotonic() + %d\n"
                  "while sum(n['Alive'] for n in ray.nodes()) < %d and time.monotonic() < deadline:\n"
                  "    time.sleep(0.2)\n"
-                 "assert sum(n['Alive'] for n in ray.nodes()) >= %d\n") % (timeout_s, count, count)
-        subprocess.run([sys.executable, "-c", probe], env=_env(), check=True, timeout=timeout_s + 30,
-                       capture_output=True)
+                 "assert sum(n['Alive'] for n in ray.nodes()) >= %d\n"
+                 "ips = {n['NodeManagerAddress'] for n in ray.nodes()}\n"
+                 "assert ips == {'127.0.0.1'}, f'a Ray node is not on loopback: {ips}'\n") % (timeout_s, count, count)
+        self._check_alive()
+        try:
+            subprocess.run([sys.executable, "-c", probe], env=_env(), check=True, timeout=timeout_s + 30,
+                           capture_output=True, text=True)
+        except subprocess.CalledProcessError as exc:
+            raise self.failed(f"{count} Ray node(s) not alive within {timeout_s:.0f} s; the probe said:\n"
+                              + "\n".join((exc.stderr or "").splitlines()[-20:])) from None
+        except subprocess.TimeoutExpired:
+            raise self.failed(f"the probe for {count} Ray node(s) hung") from None
 
     def _wait_for_jobs_api(self, timeout_s: float = 90) -> None:
         import urllib.request
@@ -97,12 +154,13 @@ class Cluster:
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
+            self._check_alive()
             try:
                 opener.open(f"{self.jobs_address}/api/version", timeout=2).read()
                 return
             except OSError:
                 time.sleep(0.5)
-        raise RuntimeError(f"Ray head did not come up; see {self.temp}/head.log")
+        raise self.failed(f"the Ray head's Jobs API ({self.jobs_address}) did not answer within {timeout_s:.0f} s")
 
     def stop(self) -> None:
         sessions = {p.pid for p in self.procs}
@@ -132,15 +190,24 @@ def _in_sessions(sessions: set[int]) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    temp = tempfile.mkdtemp(prefix="tg", dir="/tmp")
-    c = Cluster(temp)
-    try:
-        c.start()
-        yield c
-    finally:
-        c.stop()
-        shutil.rmtree(temp, ignore_errors=True)
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with ExitStack() as stack:
+        head, node = (stack.enter_context(ray_temp(tmp_path_factory, name)) for name in ("head", "node"))
+        c = Cluster(head, node, dashboard=dashboard_installed())
+        try:
+            c.start()
+            yield c
+        finally:
+            c.stop()
+
+
+@pytest.fixture
+def jobs_api(cluster: Cluster) -> Cluster:
+    """The cluster, whose head serves the Ray Jobs API (the dashboard, from ray[default])."""
+    if not cluster.dashboard:
+        missing("the Ray Jobs API needs the Ray dashboard: `import ray.dashboard.optional_deps` failed "
+                "(pip install 'ray[default]', part of .[test])")
+    return cluster
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +263,8 @@ def test_killed_driver_leaves_output_that_resumes_single_node(cluster: Cluster, 
     assert df.height == len(grid_of(loaded)) == df["trial_id"].n_unique()
 
 
-def test_submit_through_ray_jobs(cluster: Cluster, server: ServerThread, tmp_path: Path) -> None:
+def test_submit_through_ray_jobs(jobs_api: Cluster, server: ServerThread, tmp_path: Path) -> None:
+    cluster = jobs_api
     project = tmp_path / "project"
     shutil.copytree(CONFIGS / "misselection", project / "misselection")
     data = http_sweep(server.base_url, runs=1, concurrency=16)

@@ -80,6 +80,7 @@ def test_a_different_sweep_into_the_same_output_is_refused(write_sweep, tmp_path
     assert "holds a different sweep" in result.output
 
 
+@pytest.mark.slow
 def test_sigkill_then_rerun_completes_without_duplicates(write_sweep, tmp_path: Path) -> None:
     """Kill a real run at a random point; rerunning the same command completes it exactly."""
     data = quickstart_dict()

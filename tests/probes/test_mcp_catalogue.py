@@ -103,6 +103,7 @@ def test_page_size_does_not_change_the_catalogue_or_the_sweep(tmp_path: Path) ->
     assert one_page.probes[0].identity() == many.probes[0].identity()
 
 
+@pytest.mark.slow
 def test_a_changed_server_catalogue_is_a_different_sweep_but_a_timeout_is_not(tmp_path: Path) -> None:
     base = load_sweep(mcp_sweep(tmp_path, server_entry(), name="a.yaml")).sweep_id
     slower = load_sweep(mcp_sweep(tmp_path, server_entry(timeout_s=99), name="b.yaml")).sweep_id

@@ -12,6 +12,8 @@ import asyncio
 from bisect import bisect_left
 from typing import Any
 
+import pytest
+
 from runner.core.types import ChatRequest, Message, ToolSpec
 from runner.providers.limiter import LocalLimiter
 from runner.providers.managed import ManagedProvider, estimate_tokens
@@ -65,6 +67,7 @@ def _max_in_window(times: list[float], window: float, weights: list[int] | None 
     return max(prefix[bisect_left(ts, t + window)] - prefix[i] for i, t in enumerate(ts))
 
 
+@pytest.mark.slow
 def test_rpm_never_exceeded_in_any_window_and_nearly_reached(serve) -> None:  # type: ignore[no-untyped-def]
     server = serve(latency_ms=5)
     limiter = LocalLimiter(Limits(rpm=40), window_s=1.0)
@@ -101,6 +104,7 @@ def test_tpm_with_estimate_then_reconcile(serve) -> None:  # type: ignore[no-unt
     assert _max_in_window(log["t"], 1.0) > tpm // estimate
 
 
+@pytest.mark.slow
 def test_retry_after_pauses_the_whole_key(serve) -> None:  # type: ignore[no-untyped-def]
     server = serve(latency_ms=10, faults={"429": 0.06}, fault_retry_after_s=2.0, fault_seed=3)
     results = _drive(server, LocalLimiter(Limits()), n=40, workers=4,
@@ -108,7 +112,7 @@ def test_retry_after_pauses_the_whole_key(serve) -> None:  # type: ignore[no-unt
     assert all(not isinstance(r, Exception) for r in results)
     log = server.stats(with_log=True)["log"]
     t, status = log["t"], log["status"]
-    limited = [x for x, s in zip(t, status) if s == 429]
+    limited = [x for x, s in zip(t, status, strict=True) if s == 429]
     assert limited, "the fault seed should produce at least one 429"
     for t429 in limited:
         # requests already on the wire when the 429 was written may still be logged just after it

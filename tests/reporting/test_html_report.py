@@ -83,6 +83,7 @@ def test_stage_funnel_appears_when_the_column_exists(outs: list[Path]) -> None:
     assert table["stage"].to_list() == ["S1", "S2", "S3"] and table["reached"].to_list() == [3, 2, 1]
 
 
+@pytest.mark.browser
 def test_chromium_renders_every_section_without_console_errors(outs: list[Path], tmp_path: Path) -> None:
     exe = chromium()
     if exe is None:

@@ -25,15 +25,16 @@ import asyncio
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import orjson
 
 from runner.core.types import ChatRequest
-from runner.execution.batch.capture import Answer
+from runner.execution.backends.batch.capture import Answer
 from runner.providers import ErrorKind, ProviderError, make_provider
 from runner.providers.classify import classify_http
+from runner.providers.http_base import HttpProvider
 from runner.providers.settings import DEFAULT_BASE_URL, Connection, RetryPolicy
 
 SEED_USER_PREFIX = "trialgrid-seed-"
@@ -61,7 +62,7 @@ class VendorBatches:
 
     def __init__(self, connection: Connection, policy: RetryPolicy) -> None:
         # the wire provider is built for its encoder, decoder, key and error reading; its own client is unused
-        self.wire: Any = make_provider(self.name, connection, transport="httpx")
+        self.wire = cast(HttpProvider, make_provider(self.name, connection, transport="httpx"))
         self.base = (connection.base_url or DEFAULT_BASE_URL[self.name]).rstrip("/")
         self.policy = policy
         headers = {**self.wire.auth_headers(self.wire.secret), **connection.header_map}
@@ -229,7 +230,7 @@ class AnthropicBatches(VendorBatches):
                 answers[item["custom_id"]] = self._decoded(result.get("message"), batch_id)
             elif kind == "errored":
                 outer = result.get("error") or {}
-                inner = outer.get("error") if isinstance(outer.get("error"), dict) else outer
+                inner: dict[str, Any] = outer["error"] if isinstance(outer.get("error"), dict) else outer
                 status = _ANTHROPIC_STATUS.get(str(inner.get("type")), 500)
                 answers[item["custom_id"]] = Answer(error=classify_http(
                     status, {}, self.wire.scrub(str(inner.get("message") or "")), code=inner.get("type"),
