@@ -196,8 +196,9 @@ def import_bfcl_cmd(
     runs: int = typer.Option(1, "--runs", min=1, help="Trials per cell in the written sweep."),
     force: bool = typer.Option(False, "--force", help="Overwrite files from an earlier import."),
 ) -> None:
-    """Import BFCL: irrelevance → no_call cases; simple/multiple/live_simple → pinning cases and
-    phantom traces; multi_turn_miss_param → forbidden-inference cases."""
+    """Import BFCL: irrelevance → no_call cases; live_relevance → must-call cases; simple, multiple,
+    live and Java/JavaScript sets → one-call pinning cases (and phantom traces); parallel sets → all-calls
+    cases; multi_turn_miss_param / miss_func → must-ask cases. Each case also gets BFCL's own verdict."""
     from runner.importers import import_bfcl, write_bfcl
 
     try:
@@ -208,8 +209,8 @@ def import_bfcl_cmd(
     for (category, outcome), n in sorted(counts.items()):
         if n:
             out.print(Text(f"{category:24s} {outcome:48s} {n:6,d}"))
-    if result.skipped_files:
-        out.print(Text(f"not imported (category not supported): {', '.join(result.skipped_files)}"))
+    for name, why in sorted(result.skipped_files.items()):
+        out.print(Text(f"not imported: {name}: {why}"))
     out.print(Text(f"wrote {dest}; run it with: trialgrid run {dest / 'sweep.yaml'}"))
 
 

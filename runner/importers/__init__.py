@@ -18,7 +18,7 @@ import yaml
 from runner.core.errors import UserError
 from runner.core.sources import Source
 from runner.importers.agentprop import import_agentprop
-from runner.importers.bfcl import ImportResult, import_bfcl
+from runner.importers.bfcl import SUPPORTED_CATEGORIES, ImportResult, case_label, import_bfcl
 from runner.importers.ungrounded import import_ungrounded
 from runner.probes.catalogue import parse_catalogue
 from runner.probes.negative import NegativeCase
@@ -38,11 +38,11 @@ def _valid_negative(case: dict[str, Any]) -> str | None:
     """Why ``case`` would not load, or None."""
     try:
         parsed = NegativeCase.model_validate(case)
-        tools = parse_catalogue(case["tools"], Source(path=Path("<import>"), data=case["tools"]))
+        tools = parse_catalogue(case["tools"], Source(path=Path("<import>"), data=case["tools"])) if case["tools"] else ()
     except (ValueError, UserError) as exc:
         return str(exc).splitlines()[0][:120]
     names = {t.name for t in tools}
-    if parsed.expect_action not in (None, "ask_user", "no_call") and parsed.expect_action not in names:
+    if parsed.expect_action not in (None, "ask_user", "no_call", "any_call") and parsed.expect_action not in names:
         return "expected tool not in the catalogue"
     return None
 
@@ -61,7 +61,7 @@ def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
-def write_bfcl(result: ImportResult, out: Path, *, force: bool = False, runs: int = 1) -> Counter:
+def write_bfcl(result: ImportResult, out: Path, *, force: bool = False, runs: int = 1) -> Counter[tuple[str, str]]:
     """Write the imported cases, traces and a sim sweep into ``out``; return counts by (category, outcome)."""
     counts = Counter(result.counts)
     negative, phantom = [], []
@@ -71,9 +71,7 @@ def write_bfcl(result: ImportResult, out: Path, *, force: bool = False, runs: in
         if why is None:
             negative.append(case)
         else:
-            label = ("positive pinning" if case.get("positive") else
-                     "forbidden-inference" if category == "multi_turn_miss_param" else "negative no_call")
-            counts[(category, label)] -= 1  # the converter counted it; it is not written
+            counts[(category, case_label(case))] -= 1  # the converter counted it; it is not written
             counts[(category, f"dropped: {why}")] += 1
     for trace in result.phantom:
         why = _valid_trace(trace)
@@ -84,8 +82,7 @@ def write_bfcl(result: ImportResult, out: Path, *, force: bool = False, runs: in
             counts[(trace["origin"].split(":")[1], f"dropped trace: {why}")] += 1
     if not negative and not phantom:
         raise UserError("nothing to write: no BFCL entry of a supported category was found",
-                        hint="supported: " + ", ".join(sorted({"irrelevance", "live_irrelevance", "simple_python",
-                                                               "multiple", "live_simple", "multi_turn_miss_param"})))
+                        hint="supported: " + ", ".join(SUPPORTED_CATEGORIES))
     files = [SWEEP_FILE] + ([NEGATIVE_FILE] if negative else []) + ([PHANTOM_FILE] if phantom else [])
     _refuse_overwrite(out, files, force)
     probes: list[dict[str, Any]] = []

@@ -5,24 +5,41 @@ line, despite the suffix) with ground truth beside them in ``possible_answer/``;
 ``bfcl-eval`` package installs them under ``bfcl_eval/data/``. trialgrid reads the
 files and never imports the package, which stays a data source the user installs.
 
-- ``irrelevance``, ``live_irrelevance`` → negative cases, ``expect_action: no_call``.
-- ``simple`` (``simple_python``), ``multiple``, ``live_simple`` with their possible
-  answers → positive pinning cases (the function, the accepted values; an option
-  ``""`` means the argument may be left out), and phantom traces: the ground-truth
+Every case carries BFCL's answer key (``bfcl``: category, the original function docs, the
+possible answers), so the negative probe scores it twice: ``passed`` by trialgrid's strict
+grounding rules and ``bfcl_passed`` by BFCL's own (``runner.probes.bfcl_checker``).
+
+- ``irrelevance``, ``live_irrelevance`` → negative cases, ``expect_action: no_call``
+  (an entry with no functions too: BFCL scores it).
+- ``live_relevance`` → positive cases that must make some call (``any_call``).
+- ``simple_python``, ``simple_java``, ``simple_javascript``, ``multiple``, ``live_simple``,
+  ``live_multiple`` with their possible answers → positive pinning cases of exactly one
+  call (the function, the accepted values, nested dicts and lists of dicts included; an
+  option ``""`` means the argument may be left out, ``[""]`` alone that it must be). Java
+  and JavaScript parameters are strings in the language's syntax, as BFCL's
+  function-calling handlers declare them. Python single-call cases also give phantom
+  traces: the ground-truth
   call with one optional argument perturbed to a value absent from the question,
   which is the gold phantom. Other arguments are taken as grounded, as BFCL's
   answer key says; a default-valued one can be a derivation, not a literal.
+- ``parallel``, ``parallel_multiple``, ``live_parallel``, ``live_parallel_multiple`` →
+  positive cases expecting every ground-truth call, in any order, and no other.
 - ``multi_turn_miss_param`` → forbidden-inference cases: the turn whose ground truth
   is empty (a parameter is missing, the model should ask) becomes the request; the
   values the *next* turn's user message supplies are the forbidden tokens. Earlier
   turns are summarised in the system prompt (trialgrid does not replay BFCL's
   simulated file system), and the tools are the involved classes' function docs.
+- ``multi_turn_miss_func`` → must-ask cases: the turn whose ground truth is empty because
+  the function it needs is withheld (it arrives in a later turn); the tools lack it.
+- Not imported, with the reason printed per file: ``multi_turn_base`` and
+  ``multi_turn_long_context`` (scored by executing every turn against BFCL's stateful
+  simulated APIs), ``memory`` and ``web_search`` (need services), ``format_sensitivity``
+  (prompt-format variants of other categories' ids, not cases).
 
 BFCL names functions with dots (``math.factorial``); OpenAI-style APIs refuse dots,
 so names become ``math_factorial`` (as BFCL's own OpenAI handler does). BFCL types
-(``dict``, ``float``, ``tuple``, ``any``) become JSON-schema types. Scoring note:
-BFCL counts a tool call that fails to parse as a correct abstention on irrelevance;
-trialgrid's negative probe scores it as a failed call.
+(``dict``, ``float``, ``tuple``, ``any``) become JSON-schema types. Scoring stances where
+the two verdicts differ are listed in docs/bfcl.md.
 """
 
 from __future__ import annotations
@@ -40,10 +57,25 @@ from runner.core.errors import UserError
 from runner.core.jsonwalk import canonical_number, normalise, numbers_in
 
 _CATEGORIES = {
-    "irrelevance": "irrelevance", "live_irrelevance": "irrelevance",
-    "simple": "pinning", "simple_python": "pinning", "multiple": "pinning", "live_simple": "pinning",
-    "multi_turn_miss_param": "miss_param",
+    "irrelevance": "irrelevance", "live_irrelevance": "irrelevance", "live_relevance": "relevance",
+    "simple": "pinning", "simple_python": "pinning", "simple_java": "pinning", "simple_javascript": "pinning",
+    "multiple": "pinning", "live_simple": "pinning", "live_multiple": "pinning",
+    "parallel": "parallel", "parallel_multiple": "parallel", "live_parallel": "parallel",
+    "live_parallel_multiple": "parallel",
+    "multi_turn_miss_param": "miss_param", "multi_turn_miss_func": "miss_func",
 }
+SUPPORTED_CATEGORIES = tuple(sorted(_CATEGORIES))
+_STATEFUL = ("scored by executing every turn against BFCL's stateful simulated APIs (file system, trading, "
+             "travel...) and comparing states; trialgrid does not replay them")
+NOT_IMPORTED = {
+    "multi_turn_base": _STATEFUL, "multi_turn_long_context": _STATEFUL,
+    "memory": "needs BFCL's memory backend (prerequisite conversations write to a key-value or vector store)",
+    "web_search": "needs a live web-search service",
+    "format_sensitivity": "not cases: ids of other categories re-asked under prompt-format variants",
+}
+LABELS = {"irrelevance": "negative no_call", "relevance": "positive relevance (any call)",
+          "pinning": "positive pinning", "parallel": "positive parallel calls",
+          "miss_param": "forbidden-inference", "miss_func": "must-ask (function withheld)"}
 _FILE_RE = re.compile(r"^BFCL_v\d+_(?P<category>[a-z_]+)\.json$")
 _MULTI_TURN_DOCS = {
     "GorillaFileSystem": "gorilla_file_system.json", "MathAPI": "math_api.json", "MessageAPI": "message_api.json",
@@ -63,8 +95,9 @@ _FLOAT_FILLERS = (0.75, 2.5, 12.5)
 class ImportResult:
     negative: list[dict[str, Any]] = field(default_factory=list)
     phantom: list[dict[str, Any]] = field(default_factory=list)
-    counts: Counter = field(default_factory=Counter)      # (category, outcome) → n
-    skipped_files: list[str] = field(default_factory=list)
+    counts: Counter[tuple[str, str]] = field(default_factory=Counter)  # (category, outcome) → n
+    skipped_files: dict[str, str] = field(default_factory=dict)  # file name → why it was not imported
+    in_files: Counter[str] = field(default_factory=Counter)  # category → entries in the files read
 
 
 class _Skip(Exception):
@@ -98,6 +131,37 @@ def _convert_schema(schema: Any) -> Any:
     if out.get("type") == "array" and "items" not in out:
         out["items"] = {}
     return out
+
+
+def case_label(case: dict[str, Any]) -> str:
+    """The count label of an imported case (its kind)."""
+    return LABELS[_CATEGORIES[case["origin"].split(":")[1]]]
+
+
+def language_doc(fn: dict[str, Any], category: str) -> dict[str, Any]:
+    """A Java / JavaScript function doc as BFCL's function-calling handlers show it: every parameter a
+    string holding source text, its real type named in the description."""
+    lang = "Java" if category.endswith("java") else "JavaScript" if category.endswith("javascript") else None
+    if lang is None:
+        return fn
+    doc: dict[str, Any] = json.loads(json.dumps(fn))
+    doc["description"] = doc.get("description", "") + f" Note that the provided function is in {lang} syntax."
+    for spec in ((doc.get("parameters") or {}).get("properties") or {}).values():
+        kind = spec.get("type")
+        text = spec.get("description", "")
+        if kind == "any":
+            text += f" This parameter can be of any type of {lang} object in string representation."
+        else:
+            text += f" This is {lang} {kind} type parameter in string representation."
+        if kind in ("ArrayList", "Array", "array") and isinstance(spec.get("items"), dict):
+            text += f" The list elements are of type {spec['items'].get('type')}; they are not in string representation."
+            del spec["items"]
+        if kind == "dict" and "properties" in spec:
+            text += (" The dictionary entries have the following schema; they are not in string representation. "
+                     + json.dumps(spec.pop("properties")))
+        spec["description"] = text
+        spec["type"] = "string"
+    return doc
 
 
 def _convert_tool(fn: dict[str, Any]) -> dict[str, Any]:
@@ -171,37 +235,117 @@ def import_bfcl(paths: Iterable[Path]) -> ImportResult:
     for path, category in _expand(paths):
         kind = _CATEGORIES.get(category)
         if kind is None:
-            result.skipped_files.append(path.name)
+            result.skipped_files[path.name] = NOT_IMPORTED.get(category, "category unknown to this importer")
             continue
-        answers = _answers(path) if kind in ("pinning", "miss_param") else {}
-        docs = _multi_turn_docs(path.parent) if kind == "miss_param" else {}
-        for _number, item in _read_jsonl(path):
+        answers = _answers(path) if kind in ("pinning", "parallel", "miss_param", "miss_func") else {}
+        docs = _multi_turn_docs(path.parent) if kind in ("miss_param", "miss_func") else {}
+        for _, item in _read_jsonl(path):
+            result.in_files[category] += 1
             try:
-                if kind == "irrelevance":
-                    result.negative.append(_irrelevance(item, category))
-                    result.counts[(category, "negative no_call")] += 1
+                trace = None
+                if kind in ("irrelevance", "relevance"):
+                    case = _irrelevance(item, category, kind)
                 elif kind == "pinning":
                     case, trace = _pinning(item, category, answers.get(item["id"]))
-                    result.negative.append(case)
-                    result.counts[(category, "positive pinning")] += 1
-                    if trace is not None:
-                        result.phantom.append(trace)
-                        result.counts[(category, "phantom trace")] += 1
-                    else:
-                        result.counts[(category, "no phantom: no optional argument to perturb")] += 1
+                elif kind == "parallel":
+                    case = _parallel(item, category, answers.get(item["id"]))
+                elif kind == "miss_param":
+                    case = _miss_param(item, category, answers.get(item["id"]), docs)
                 else:
-                    result.negative.append(_miss_param(item, category, answers.get(item["id"]), docs))
-                    result.counts[(category, "forbidden-inference")] += 1
+                    case = _miss_func(item, category, answers.get(item["id"]), docs)
             except _Skip as why:
                 result.counts[(category, f"skipped: {why}")] += 1
+                continue
+            result.negative.append(case)
+            result.counts[(category, LABELS[kind])] += 1
+            if kind == "pinning":
+                if trace is not None:
+                    result.phantom.append(trace)
+                    result.counts[(category, "phantom trace")] += 1
+                elif bfcl_language(category) == "python":
+                    result.counts[(category, "no phantom: no optional argument to perturb")] += 1
     return result
 
 
-def _irrelevance(item: dict[str, Any], category: str) -> dict[str, Any]:
-    return {
+def bfcl_language(category: str) -> str:
+    return "java" if category.endswith("java") else "javascript" if category.endswith("javascript") else "python"
+
+
+def _key(category: str, functions: list[dict[str, Any]] | None = None, truth: Any = None) -> dict[str, Any]:
+    key: dict[str, Any] = {"category": category}
+    if functions is not None:
+        key["functions"] = functions
+    if truth is not None:
+        key["ground_truth"] = truth
+    return key
+
+
+def _irrelevance(item: dict[str, Any], category: str, kind: str) -> dict[str, Any]:
+    case: dict[str, Any] = {
         "id": f"bfcl-{item['id']}", "origin": f"bfcl:{category}:{item['id']}",
+        "messages": _messages(item["question"][0]), "tools": [_convert_tool(f) for f in item.get("function") or []],
+        "expect_action": "no_call" if kind == "irrelevance" else "any_call", "bfcl": _key(category),
+    }
+    if kind == "relevance":
+        case["positive"] = True
+    return case
+
+
+def expected_value(options: list[Any], top: bool = True) -> tuple[bool, Any]:
+    """(present, what trialgrid expects) for one BFCL option list: ``[""]`` alone → absent; one value →
+    that value; several or an optional one → ``{one_of, optional}``. A dict (or list of dicts) at the top
+    holds option lists per key, one level deep as in BFCL; deeper values are literal."""
+    values = [_nested(o) if top else o for o in options if o != ""]
+    if not values:
+        return False, None
+    if len(values) == 1 and len(options) == 1:
+        return True, values[0]
+    return True, {"one_of": values, "optional": "" in options}
+
+
+def _nested(value: Any) -> Any:
+    if isinstance(value, dict):
+        out = {}
+        for k, opts in value.items():
+            if not isinstance(opts, list):
+                out[k] = opts
+                continue
+            present, want = expected_value(opts, top=False)
+            if present:
+                out[k] = want
+        return out
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return [_nested(v) for v in value]
+    return value
+
+
+def _expected_args(args: dict[str, Any]) -> dict[str, Any]:
+    expect: dict[str, Any] = {}
+    for arg, options in args.items():
+        if not isinstance(options, list):
+            raise _Skip("possible answer is not a list of options")
+        present, want = expected_value(options)
+        if present:
+            expect[arg] = want
+    return expect
+
+
+def _parallel(item: dict[str, Any], category: str, truth: Any) -> dict[str, Any]:
+    if len(item["question"]) != 1:
+        raise _Skip("more than one turn")
+    if not isinstance(truth, list) or not truth or not all(isinstance(t, dict) and len(t) == 1 for t in truth):
+        raise _Skip("ground truth is not a list of calls")
+    names = {f["name"] for f in item["function"]}
+    calls = []
+    for t in truth:
+        (fname, args), = t.items()
+        if fname not in names:
+            raise _Skip("ground-truth function not in the catalogue")
+        calls.append({"tool": tool_name(fname), "args": _expected_args(args)})
+    return {
+        "id": f"bfcl-{item['id']}", "origin": f"bfcl:{category}:{item['id']}", "positive": True,
         "messages": _messages(item["question"][0]), "tools": [_convert_tool(f) for f in item["function"]],
-        "expect_action": "no_call",
+        "expect_calls": calls, "call_count": len(calls), "bfcl": _key(category, item["function"], truth),
     }
 
 
@@ -214,31 +358,20 @@ def _pinning(item: dict[str, Any], category: str, truth: Any) -> tuple[dict[str,
     functions = {f["name"]: f for f in item["function"]}
     if fname not in functions:
         raise _Skip("ground-truth function not in the catalogue")
-    tools = [_convert_tool(f) for f in item["function"]]
+    tools = [_convert_tool(language_doc(f, category)) for f in item["function"]]
     messages = _messages(item["question"][0])
-    expect: dict[str, Any] = {}
-    allow_extra: list[str] = []
-    for arg, options in args.items():
-        if not isinstance(options, list):
-            raise _Skip("possible answer is not a list of options")
-        values = [o for o in options if o != ""]
-        if not values:
-            allow_extra.append(arg)
-        elif len(values) == 1 and len(options) == 1:
-            expect[arg] = values[0]
-        else:
-            expect[arg] = {"one_of": values, "optional": "" in options}
     case = {
         "id": f"bfcl-{item['id']}", "origin": f"bfcl:{category}:{item['id']}", "positive": True,
-        "messages": messages, "tools": tools, "expect_action": tool_name(fname), "expect_args": expect,
+        "messages": messages, "tools": tools, "expect_action": tool_name(fname), "expect_args": _expected_args(args),
+        "call_count": 1, "bfcl": _key(category, item["function"], truth),
     }
-    if allow_extra:
-        case["allow_extra"] = allow_extra
+    if bfcl_language(category) != "python":
+        return case, None  # phantom traces perturb JSON values; these arguments are source text
     return case, _phantom(item, category, messages, functions[fname], args)
 
 
 def _phantom(item: dict[str, Any], category: str, messages: list[dict[str, str]], fn: dict[str, Any],
-             args: dict[str, list]) -> dict[str, Any] | None:
+             args: dict[str, list[Any]]) -> dict[str, Any] | None:
     question = "\n".join(m["content"] for m in messages)
     seen, seen_numbers = normalise(question), numbers_in(normalise(question))
     schema = _convert_schema(fn.get("parameters") or {})
@@ -355,9 +488,40 @@ def _miss_param(item: dict[str, Any], category: str, truth: Any, docs: dict[str,
         "id": f"bfcl-{item['id']}", "origin": f"bfcl:{category}:{item['id']}",
         "messages": [{"role": "system", "content": system.strip()}, {"role": "user", "content": before[-1]}],
         "tools": [_convert_tool(f) for f in functions.values()],
-        "expect_action": "ask_user",
+        "expect_action": "ask_user", "bfcl": _key(category),
     }
     if forbidden:
         case["forbidden"] = forbidden
         case["allow_ask_fields"] = fields
     return case
+
+
+def _miss_func(item: dict[str, Any], category: str, truth: Any, docs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The turn whose function is withheld: the agent has no tool for it and must say so, not call."""
+    turns = item["question"]
+    if not isinstance(truth, list) or len(truth) != len(turns):
+        raise _Skip("ground truth does not line up with the turns")
+    k = next((i for i, calls in enumerate(truth) if calls == [] and any(m.get("role") == "user" for m in turns[i])),
+             None)
+    if k is None:
+        raise _Skip("no empty ground-truth turn with a user request")
+    withheld = {name for turn, names in (item.get("missed_function") or {}).items() if int(turn) > k for name in names}
+    functions: dict[str, dict[str, Any]] = {}
+    for cls in item.get("involved_classes", []):
+        if cls not in docs:
+            raise _Skip(f"no function docs for class {cls}")
+        for fn in docs[cls]:
+            functions.setdefault(fn["name"], fn)
+    for name in list(item.get("excluded_function", []) or []) + sorted(withheld):
+        functions.pop(name, None)
+    before = [m["content"] for t in turns[: k + 1] for m in t if m.get("role") == "user"]
+    history = "\n".join(f"{i + 1}. {t}" for i, t in enumerate(before[:-1]))
+    system = ("You are an assistant operating the tools listed. "
+              + (f"Earlier requests in this session, already completed:\n{history}" if history else ""))
+    return {
+        "id": f"bfcl-{item['id']}", "origin": f"bfcl:{category}:{item['id']}",
+        "messages": [{"role": "system", "content": system.strip()}, {"role": "user", "content": before[-1]}],
+        "tools": [_convert_tool(f) for f in functions.values()],
+        "expect_action": "ask_user", "bfcl": _key(category),
+        "notes": f"withheld: {', '.join(sorted(withheld))}",
+    }

@@ -14,6 +14,10 @@ strings is a separate, weaker tripwire column, never part of the verdict. A call
 whose arguments did not parse is a call (a failure of the call), never an abstention.
 The case is the cluster; its condition is its kind (``negative`` or ``positive``), so
 the report shows the two kinds side by side.
+
+A case imported from BFCL carries BFCL's answer key (``bfcl``); it then gets a second
+verdict, ``bfcl_passed``, by BFCL's own rules (``bfcl_checker``), beside ``passed``, so a
+run reproduces BFCL's per-category accuracy while keeping trialgrid's stricter stances.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -30,14 +34,21 @@ from runner.core.errors import UserError
 from runner.core.jsonwalk import format_value, key_names, leaves, normalise, scalar_text
 from runner.core.sources import validate
 from runner.core.types import ChatResponse, Message, ToolSpec, TrialSpec
+from runner.probes import bfcl_checker
 from runner.probes.base import Probe, ProbeConfig
+from runner.probes.bfcl_checker import BfclKey
 from runner.probes.casefiles import Record, load_records
 from runner.probes.catalogue import parse_catalogue
 from runner.probes.mcp import McpServer, probe_catalogue
 from runner.providers.base import Agent
 
+if TYPE_CHECKING:
+    import polars as pl
+
+    from runner.core.views import ProbeView
+
 CONDITIONS = ("negative", "positive")
-ASK_USER, NO_CALL = "ask_user", "no_call"
+ASK_USER, NO_CALL, ANY_CALL = "ask_user", "no_call", "any_call"
 
 DEFAULT_SYSTEM = (
     "You are a support and operations assistant with access to the tools listed. Call a tool "
@@ -77,6 +88,15 @@ class OneOf(BaseModel):
     optional: bool = Field(default=False, description="the argument may also be left out")
 
 
+class ExpectedCall(BaseModel):
+    """One of several calls a case expects (BFCL's parallel categories), matched order-free."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    tool: str = Field(min_length=1)
+    args: dict[str, Any] = Field(default_factory=dict, description="grounded values, as in expect_args")
+    allow_extra: list[str] = Field(default_factory=list)
+
+
 class NegativeCase(BaseModel):
     """One case. Field names follow the golden-file shapes the probe's articles use.
 
@@ -93,12 +113,16 @@ class NegativeCase(BaseModel):
     forbidden: list[str] = Field(default_factory=list, description="tokens that must not appear in any tool-call argument")
     must_not_infer: dict[str, str | None] | list[str] = Field(
         default_factory=dict, description="argument names that must stay absent, or equal to their sentinel (e.g. 'unknown')")
-    expect_action: str | None = Field(default=None, description="a tool name, ask_user or no_call")
+    expect_action: str | None = Field(default=None, description="a tool name, ask_user, no_call or any_call")
     must_not_call: list[str] = Field(default_factory=list)
     allow_ask_fields: list[str] = Field(default_factory=list, description="fields the agent may ask about instead of acting")
     expect_args: dict[str, Any] = Field(default_factory=dict, description="grounded values the expected call must carry")
     allow_extra: list[str] = Field(default_factory=list, description="arguments a positive case tolerates beyond expect_args")
+    expect_calls: list[ExpectedCall] = Field(default_factory=list,
+                                             description="several calls that must all be made, in any order")
+    call_count: int | None = Field(default=None, ge=0, description="the response must make exactly this many calls")
     positive: bool = Field(default=False, description="a complete request that must be acted on (a pinning case)")
+    bfcl: BfclKey | None = Field(default=None, description="BFCL's answer key: adds the bfcl_passed verdict")
     notes: str | None = None
     origin: str | None = Field(default=None, description="where the case came from (importers fill this)")
 
@@ -115,10 +139,12 @@ class NegativeCase(BaseModel):
             raise ValueError("give exactly one of `user` (the request text) or `messages` (a message list)")
         if self.messages is not None and not any(m.role == "user" for m in self.messages):
             raise ValueError("`messages` needs at least one user message")
-        if not (self.forbidden or self.must_not_infer or self.expect_action or self.must_not_call or self.expect_args):
-            raise ValueError("the case checks nothing: give forbidden, must_not_infer, expect_action, must_not_call or expect_args")
-        if self.positive and self.expect_action in (None, ASK_USER, NO_CALL):
-            raise ValueError("a positive case needs expect_action naming the tool that must be called")
+        if not (self.forbidden or self.must_not_infer or self.expect_action or self.must_not_call or self.expect_args
+                or self.expect_calls):
+            raise ValueError("the case checks nothing: give forbidden, must_not_infer, expect_action, must_not_call, "
+                             "expect_args or expect_calls")
+        if self.positive and self.expect_action in (None, ASK_USER, NO_CALL) and not self.expect_calls:
+            raise ValueError("a positive case needs expect_action naming the tool that must be called (or expect_calls)")
         return self
 
     @property
@@ -150,7 +176,7 @@ cases:
 """
 
 
-class Verdict(dict):
+class Verdict(dict[str, Any]):
     """The outcome columns of one scored response (a dict, so it is the row's update)."""
 
 
@@ -185,9 +211,22 @@ def tripwire_ids(reply: str, request: str) -> list[str]:
     return out
 
 
+def _one_of(expected: Any) -> OneOf | None:
+    """``expected`` as a set of options, when it is written ``{one_of: [...], optional: ...}``."""
+    if isinstance(expected, Mapping) and "one_of" in expected and set(expected) <= {"one_of", "optional"}:
+        return OneOf.model_validate(expected)
+    return None
+
+
 def _matches(expected: Any, got: Any) -> bool:
+    spec = _one_of(expected)
+    if spec is not None:
+        return any(_matches(o, got) for o in spec.one_of)
     if isinstance(expected, Mapping) and isinstance(got, Mapping):
-        return set(expected) == set(got) and all(_matches(v, got[k]) for k, v in expected.items())
+        # every key given must be expected; an expected key may be left out only when it is optional
+        optional = {k for k, v in expected.items() if (o := _one_of(v)) is not None and o.optional}
+        return (set(got) <= set(expected) and set(expected) - optional <= set(got)
+                and all(_matches(expected[k], v) for k, v in got.items()))
     if isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple)):
         return len(expected) == len(got) and all(_matches(a, b) for a, b in zip(expected, got, strict=True))
     if isinstance(expected, bool) or isinstance(got, bool):
@@ -258,6 +297,8 @@ def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[s
         action_ok = not called
     elif expect == ASK_USER:
         action_ok = asked
+    elif expect == ANY_CALL:
+        action_ok = bool(called)
     else:
         action_ok = expect in called or (
             asked and bool(case.allow_ask_fields) and any(_mentions(response.text, f) for f in case.allow_ask_fields))
@@ -266,25 +307,21 @@ def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[s
 
     target = next((c for c in response.tool_calls if c.name == expect and c.arguments is not None), None)
     if target is not None and (case.expect_args or case.positive):
-        args = target.arguments or {}
-        for name, want in case.expect_args.items():
-            one_of = OneOf.model_validate(want) if isinstance(want, Mapping) and "one_of" in want else None
-            if name not in args or args[name] is None:
-                if one_of is None or not one_of.optional:
-                    shown = one_of.one_of[0] if one_of else want
-                    arg_errors.append(f"{expect}.{name} missing (expected {format_value(shown)})")
-                continue
-            options = one_of.one_of if one_of else [want]
-            if not any(_matches(o, args[name]) for o in options):
-                arg_errors.append(f"{expect}.{name}={format_value(args[name])} (expected {format_value(options[0])})")
-        if case.positive:
-            allowed = set(case.expect_args) | set(case.allow_extra)
-            for name, value in args.items():
-                if name not in allowed and value not in (None, "", [], {}):
-                    extra.append(f"{expect}.{name}={format_value(value)}")
-        reasons += arg_errors + [f"unrequested field {x}" for x in extra]
+        errors, unrequested = _check_args(expect or "", case.expect_args, case.allow_extra, case.positive,
+                                          _values(case, target))
+        arg_errors += errors
+        extra += unrequested
+    if case.expect_calls:
+        errors, unrequested = _check_calls(case, response)
+        arg_errors += errors
+        extra += unrequested
+    if case.call_count is not None and len(called) != case.call_count:
+        arg_errors.append(f"{len(called)} calls made, expected exactly {case.call_count}")
+    reasons += arg_errors + [f"unrequested field {x}" for x in extra]
 
     trip = tripwire_ids(response.text, request)
+    bfcl_error = (bfcl_checker.check(case.bfcl, [(c.name, c.arguments) for c in response.tool_calls])
+                  if case.bfcl is not None else None)
     return Verdict(
         passed=not reasons,
         action=action,
@@ -303,7 +340,75 @@ def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[s
         tripwire=bool(trip),
         tripwire_ids=trip,
         expect_action=expect,
+        bfcl_passed=None if case.bfcl is None else bfcl_error is None,
+        bfcl_category=None if case.bfcl is None else case.bfcl.category,
+        bfcl_error=bfcl_error,
     )
+
+
+def _check_args(tool: str, expect_args: Mapping[str, Any], allow_extra: Sequence[str], positive: bool,
+                args: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """(argument errors, unrequested fields) of one call against the values a case expects."""
+    errors: list[str] = []
+    extra: list[str] = []
+    for name, want in expect_args.items():
+        spec = _one_of(want)
+        if name not in args or args[name] is None:
+            if None in (spec.one_of if spec else [want]):
+                continue  # the expected value is null itself
+            if spec is None or not spec.optional:
+                shown = spec.one_of[0] if spec else want
+                errors.append(f"{tool}.{name} missing (expected {format_value(shown)})")
+            continue
+        options = spec.one_of if spec else [want]
+        if not any(_matches(o, args[name]) for o in options):
+            errors.append(f"{tool}.{name}={format_value(args[name])} (expected {format_value(options[0])})")
+    if positive:
+        allowed = set(expect_args) | set(allow_extra)
+        for name, value in args.items():
+            if name not in allowed and value not in (None, "", [], {}):
+                extra.append(f"{tool}.{name}={format_value(value)}")
+    return errors, extra
+
+
+def _check_calls(case: NegativeCase, response: ChatResponse) -> tuple[list[str], list[str]]:
+    """Every expected call matched by a distinct call of the response (order-free, first clean match)."""
+    errors: list[str] = []
+    extra: list[str] = []
+    free = [c for c in response.tool_calls if c.arguments is not None]
+    for want in case.expect_calls:
+        candidates = [c for c in free if c.name == want.tool]
+        checked = [(c, _check_args(want.tool, want.args, want.allow_extra, True, _values(case, c))) for c in candidates]
+        clean = next((c for c, (e, x) in checked if not e and not x), None)
+        if clean is not None:
+            free.remove(clean)
+        elif checked:
+            call, (e, x) = checked[0]
+            free.remove(call)
+            errors += e
+            extra += x
+        else:
+            errors.append(f"{want.tool} not called (expected {format_value(want.args)})")
+    return errors, extra
+
+
+def _values(case: NegativeCase, call: Any) -> dict[str, Any]:
+    """A call's arguments; BFCL's Java and JavaScript cases send them as source text, read here as values."""
+    args: dict[str, Any] = dict(call.arguments or {})
+    if case.bfcl is None or bfcl_checker.language(case.bfcl.category) == "python":
+        return args
+    lang = bfcl_checker.language(case.bfcl.category)
+    doc = next((f for f in case.bfcl.functions if bfcl_checker.call_name(f["name"]) == call.name), None)
+    props = ((doc or {}).get("parameters") or {}).get("properties") or {}
+    for name, value in args.items():
+        spec = props.get(name)
+        if isinstance(value, str) and isinstance(spec, dict) and isinstance(spec.get("type"), str):
+            item = (spec.get("items") or {}).get("type") if spec["type"] in ("Array", "ArrayList", "array") else None
+            try:
+                args[name] = bfcl_checker.convert(value, spec["type"], item, lang)
+            except (ValueError, NotImplementedError, KeyError):
+                pass
+    return args
 
 
 def load_cases(path: Path, catalogue: tuple[ToolSpec, ...] | None) -> tuple[list[tuple[NegativeCase, tuple[ToolSpec, ...]]], str]:
@@ -321,16 +426,21 @@ def load_cases(path: Path, catalogue: tuple[ToolSpec, ...] | None) -> tuple[list
             raise rec.error(f"duplicate case id {case.id!r} (first at line {seen[case.id].line()})", "id")
         seen[case.id] = rec
         if case.tools is not None:
-            tools = parse_catalogue(rec.data["tools"], rec.source, rec.prefix + ("tools",))
+            # an empty list is a case offering no tools at all (BFCL scores a few such irrelevance cases)
+            tools = parse_catalogue(rec.data["tools"], rec.source, (*rec.prefix, "tools")) if case.tools else ()
         elif catalogue is not None:
             tools = catalogue
         else:
             raise rec.error("the case has no `tools` and the probe has no `catalogue`", "tools",
                             hint="add `catalogue: tools.json` to the probe entry, or a `tools` list to the case")
         names = {t.name for t in tools}
-        if case.expect_action not in (None, ASK_USER, NO_CALL) and case.expect_action not in names:
-            raise rec.error(f"expect_action {case.expect_action!r} is not a tool in the catalogue, nor ask_user / no_call",
-                            "expect_action", hint=f"tools: {', '.join(sorted(names))}")
+        if case.expect_action not in (None, ASK_USER, NO_CALL, ANY_CALL) and case.expect_action not in names:
+            raise rec.error(f"expect_action {case.expect_action!r} is not a tool in the catalogue, nor ask_user / "
+                            "no_call / any_call", "expect_action", hint=f"tools: {', '.join(sorted(names))}")
+        for i, want in enumerate(case.expect_calls):
+            if want.tool not in names:
+                raise rec.error(f"expect_calls names {want.tool!r}, which is not a tool in the catalogue",
+                                "expect_calls", i)
         for i, name in enumerate(case.must_not_call):
             if name not in names:
                 raise rec.error(f"must_not_call names {name!r}, which is not a tool in the catalogue", "must_not_call", i)
@@ -361,8 +471,11 @@ class NegativeProbe(Probe):
         pa.field("tripwire", pa.bool_()),
         pa.field("tripwire_ids", pa.list_(pa.string())),
         pa.field("expect_action", pa.string()),
+        pa.field("bfcl_passed", pa.bool_()),
+        pa.field("bfcl_category", pa.string()),
+        pa.field("bfcl_error", pa.string()),
     )
-    rates = ("passed", "action_ok", "invented", "inferred", "illegal_call", "tripwire")
+    rates = ("passed", "action_ok", "invented", "inferred", "illegal_call", "tripwire", "bfcl_passed")
     template = TEMPLATE
     # no contrasts: each case is in one condition only, so a within-case comparison of
     # the two kinds does not exist (the report still shows them side by side)
@@ -389,7 +502,7 @@ class NegativeProbe(Probe):
         if case.messages is not None:
             msgs = tuple(Message(m.role, m.content) for m in case.messages)
             if msgs[0].role != "system":
-                msgs = (Message("system", case.system or system),) + msgs
+                msgs = (Message("system", case.system or system), *msgs)
             return msgs
         return (Message("system", case.system or system), Message("user", case.user or ""))
 
@@ -398,6 +511,12 @@ class NegativeProbe(Probe):
 
     def case(self, case_id: str) -> NegativeCase:
         return self._by_id[case_id][0]
+
+    @classmethod
+    def views(cls, out: Path, probe_name: str, frame: pl.LazyFrame, *, seed: int) -> list[ProbeView]:
+        from runner.probes.bfcl_scores import bfcl_views
+
+        return bfcl_views(probe_name, frame, seed=seed)  # only runs of imported BFCL cases have any
 
     async def run(self, spec: TrialSpec, agent: Agent) -> dict[str, Any]:
         case, tools, messages, names, request = self._by_id[spec.case_id]

@@ -56,7 +56,7 @@ def bfcl_dir(tmp_path: Path) -> Path:
         {"id": "multi_turn_miss_param_0", "ground_truth": [
             ["cd(folder='documents')"], [], ["mv(source='q3_summary.pdf', destination='archive')"]]}])
     _jsonl(d / "multi_turn_func_doc" / "gorilla_file_system.json", [CD, MV])
-    _jsonl(d / "BFCL_v4_parallel.json", [{"id": "parallel_0", "question": [], "function": []}])
+    _jsonl(d / "BFCL_v4_web_search.json", [{"id": "web_search_0", "question": [], "involved_classes": []}])
     return d
 
 
@@ -67,7 +67,8 @@ def test_bfcl_fixture_lines_import_into_valid_cases(bfcl_dir: Path, tmp_path: Pa
     assert counts[("simple_python", "positive pinning")] == 1
     assert counts[("simple_python", "phantom trace")] == 1
     assert counts[("multi_turn_miss_param", "forbidden-inference")] == 1
-    assert result.skipped_files == ["BFCL_v4_parallel.json"]
+    assert list(result.skipped_files) == ["BFCL_v4_web_search.json"]
+    assert "web-search service" in result.skipped_files["BFCL_v4_web_search.json"]
     cases = {c["id"]: c for c in map(json.loads, (tmp_path / "out" / "bfcl_negative.jsonl").read_text().splitlines())}
     irr = cases["bfcl-irrelevance_0"]
     assert irr["expect_action"] == "no_call" and irr["tools"][0]["name"] == "health_bmi"
@@ -92,6 +93,7 @@ def test_bfcl_cli_prints_counts_and_refuses_to_overwrite(bfcl_dir: Path, tmp_pat
     result = cli.invoke(app, ["import", "bfcl", str(bfcl_dir), "--out", str(tmp_path / "o")])
     assert result.exit_code == 0, result.output
     assert "irrelevance" in result.output and "positive pinning" in result.output
+    assert "not imported: BFCL_v4_web_search.json: needs a live web-search service" in result.output
     again = cli.invoke(app, ["import", "bfcl", str(bfcl_dir), "--out", str(tmp_path / "o")])
     assert again.exit_code == 2 and "not overwriting" in again.output
     bad = bfcl_dir / "BFCL_v4_live_irrelevance.json"

@@ -187,3 +187,25 @@ def test_diff_reports_regression_with_field_and_value_and_fixed(tmp_path: Path) 
     assert any(line.startswith("FIXED flip") for line in lines)
     same = cli.invoke(app, ["diff", str(old / "o"), str(old / "o")])
     assert same.exit_code == 0 and "0 regression(s)" in same.output
+
+
+def test_nested_option_lists_call_count_and_expected_calls() -> None:
+    pin = case(positive=True, expect_action="lookup_order", call_count=1, expect_args={
+        "filter": {"one_of": [{"subject": "Science", "unit": {"one_of": ["cm"], "optional": True}}]},
+        "rows": [{"name": "a"}]})
+    good = call("lookup_order", {"filter": {"subject": "science"}, "rows": [{"name": "a"}]})
+    assert score_response(pin, ChatResponse(tool_calls=(good,)), TOOLS, "")["passed"]
+    wrapped = call("lookup_order", {"filter": {"subject": ["Science"]}, "rows": [{"name": "a"}]})
+    assert not score_response(pin, ChatResponse(tool_calls=(wrapped,)), TOOLS, "")["passed"]
+    twice = score_response(pin, ChatResponse(tool_calls=(good, good)), TOOLS, "")
+    assert not twice["passed"] and "2 calls made, expected exactly 1" in twice["arg_errors"]
+    both = case(positive=True, call_count=2, expect_calls=[
+        {"tool": "cancel_order", "args": {"order_id": "1"}}, {"tool": "cancel_order", "args": {"order_id": "2"}}])
+    calls = (call("cancel_order", {"order_id": "2"}), call("cancel_order", {"order_id": "1"}))
+    assert score_response(both, ChatResponse(tool_calls=calls), TOOLS, "")["passed"]
+    same = (call("cancel_order", {"order_id": "2"}), call("cancel_order", {"order_id": "2"}))
+    assert not score_response(both, ChatResponse(tool_calls=same), TOOLS, "")["passed"]
+    anything = case(positive=True, expect_action="any_call")
+    assert score_response(anything, ChatResponse(tool_calls=(good,)), TOOLS, "")["passed"]
+    assert not score_response(anything, ChatResponse(text="No."), TOOLS, "")["passed"]
+    assert score_response(anything, ChatResponse(text="No."), TOOLS, "")["bfcl_passed"] is None
