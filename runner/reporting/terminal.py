@@ -9,6 +9,10 @@ columns so they fit an 80-column terminal; every p-value is printed beside the
 smallest p its design could produce. Each probe's own views (``runner.analysis.views``:
 kappas, hop rates, field scores...) follow its detail tables, drawn generically by
 ``view_table``; a listing view is written to ``<out>/<probe>.<key>.jsonl`` instead.
+
+Every label here comes from a run directory, possibly someone else's: it is printed
+through ``_t`` (control characters escaped, rich markup inert) and becomes part of a
+file name only through ``safe_filename``, confined to the run directory.
 """
 
 from __future__ import annotations
@@ -35,19 +39,25 @@ from runner.core.formatting import fmt_usd
 from runner.core.formatting import pct as _pct
 from runner.core.formatting import pp as _pp
 from runner.core.formatting import pvalue as _p
+from runner.core.safety import confined, safe_filename, term_text
 from runner.probes import PROBES
 from runner.reporting.viewformat import cell_parts, is_numeric
 
 
+def _t(text: object) -> str:
+    """User text for a rich markup string: control characters shown escaped, brackets inert."""
+    return escape(term_text(text))
+
+
 def scorecard_rich_table(card: pl.DataFrame, probe: str, many_runs: bool) -> Table:
     """The verdict per model (rules: runner/analysis/scorecard.py and the README's Scorecard section)."""
-    table = Table(title=f"{probe} · scorecard", title_justify="left", header_style="bold", box=box.SIMPLE_HEAD,
+    table = Table(title=f"{_t(probe)} · scorecard", title_justify="left", header_style="bold", box=box.SIMPLE_HEAD,
                   pad_edge=False, caption_justify="left")
     for col in ("run · model" if many_runs else "model", "verdict", "kept", "why"):
         table.add_column(col, justify="right" if col == "kept" else "left", no_wrap=col != "why")
     for r in card.filter(pl.col("probe") == probe).iter_rows(named=True):
         name = f"{r['run']} · {r['model']}" if many_runs else r["model"]
-        table.add_row(name, r["verdict"], _pct(r["retention"]), r["reason"])
+        table.add_row(_t(name), _t(r["verdict"]), _pct(r["retention"]), _t(r["reason"]))
     table.caption = ("kept: retention of decoy-free trials, (1 − decoy A) / (1 − decoy B), graded when the decoy "
                      f"test's p {HEADLINE_LEVEL} ≤ {ALPHA:g}; rules in the README (Scorecard).")
     return table
@@ -55,17 +65,17 @@ def scorecard_rich_table(card: pl.DataFrame, probe: str, many_runs: bool) -> Tab
 
 def view_table(view: ProbeView) -> Table:
     """A probe view as a rich table: its displayed columns, an interval under its value, dimmed."""
-    table = Table(title=view.title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
-                  caption=view.caption, caption_justify="left")
+    table = Table(title=_t(view.title), title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
+                  caption=_t(view.caption) if view.caption else view.caption, caption_justify="left")
     for i, col in enumerate(view.columns):
-        table.add_column(col.label, justify="right" if is_numeric(col) else "left", no_wrap=i == 0)
+        table.add_column(_t(col.label), justify="right" if is_numeric(col) else "left", no_wrap=i == 0)
     for row in view.table.iter_rows(named=True):
         cells = []
         for col in view.columns:
             value, interval = cell_parts(row, col)
-            text = Text(value)
+            text = Text(term_text(value))
             if interval is not None:
-                text.append(("\n" if value else "") + interval, style="dim")
+                text.append(("\n" if value else "") + term_text(interval), style="dim")
             cells.append(text)
         table.add_row(*cells)
     return table
@@ -83,29 +93,29 @@ def print_views(views: Sequence[ProbeView], out: Path, probe: str, console: Cons
     """Every view of one probe's run: tables, then notes; listings go to a JSONL file beside the run."""
     for view in views:
         if view.listing:
-            path = write_listing(view, out / f"{probe}.{view.key}.jsonl")
-            console.print(f"[dim]{view.table.height} {escape(view.caption)}: {escape(str(path))}[/dim]")
+            path = write_listing(view, confined(out, f"{safe_filename(probe)}.{safe_filename(view.key)}.jsonl"))
+            console.print(f"[dim]{view.table.height} {_t(view.caption)}: {_t(path)}[/dim]")
         elif view.table.height:
             console.print(view_table(view))
         for note in view.notes:
-            console.print(f"[dim]{escape(note)}[/dim]")
+            console.print(f"[dim]{_t(note)}[/dim]")
 
 
 def _conditions_table(a: ProbeAnalysis, model: str) -> Table:
     records = list(a.conditions.filter(a.conditions["model"] == model).iter_rows(named=True))
-    table = Table(title=f"{a.probe} · {model}", title_justify="left", header_style="bold")
+    table = Table(title=f"{_t(a.probe)} · {_t(model)}", title_justify="left", header_style="bold")
     table.add_column("")
     for r in records:
-        table.add_column(r["condition"], justify="right")
+        table.add_column(_t(r["condition"]), justify="right")
     table.add_row("trials (errors)", *(f"{r['trials']:,} ({r['errors']:,})" for r in records))
     for rate in a.rates:
-        table.add_row(f"{rate}", *(_pct(r[f"{rate}_rate"]) for r in records))
+        table.add_row(_t(rate), *(_pct(r[f"{rate}_rate"]) for r in records))
         table.add_row("  95% cluster CI", *(f"{_pct(r[f'{rate}_cluster_lo'])}–{_pct(r[f'{rate}_cluster_hi'])}"
                                             for r in records))
         table.add_row("  95% Wilson", *(f"{_pct(r[f'{rate}_wilson_lo'])}–{_pct(r[f'{rate}_wilson_hi'])}"
                                         for r in records), style="dim")
     head = a.rates[0]
-    table.add_row(f"prompts firing ({head})", *(f"{r[f'{head}_firing']}/{r['prompts']}" for r in records))
+    table.add_row(f"prompts firing ({_t(head)})", *(f"{r[f'{head}_firing']}/{r['prompts']}" for r in records))
     return table
 
 
@@ -116,13 +126,13 @@ def _contrasts_table(a: ProbeAnalysis, model: str) -> Table | None:
     if not records:
         return None
     arms = {(r["arm_a"], r["arm_b"]) for r in records}
-    caption = "; ".join(f"A = {x.replace('+', ' + ')}, B = {y.replace('+', ' + ')}" for x, y in sorted(arms))
-    table = Table(header_style="bold", title=f"{a.probe} · {model} · A − B", title_justify="left",
+    caption = "; ".join(f"A = {_t(x.replace('+', ' + '))}, B = {_t(y.replace('+', ' + '))}" for x, y in sorted(arms))
+    table = Table(header_style="bold", title=f"{_t(a.probe)} · {_t(model)} · A − B", title_justify="left",
                   caption=caption, caption_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("", "A", "B", "A − B pp", "95% CI", "p trial", "p cell"):
         table.add_column(col, justify="left" if not col else "right", no_wrap=True)
     for r in records:
-        table.add_row(r["contrast"], _pct(r["rate_a"]), _pct(r["rate_b"]), _pp(r["difference"]),
+        table.add_row(_t(r["contrast"]), _pct(r["rate_a"]), _pct(r["rate_b"]), _pp(r["difference"]),
                       f"[{_pp(r['ci_lo'])}, {_pp(r['ci_hi'])}]", _p(r["p_trial"]), _p(r["p_cell"]))
         table.add_row("  floor", "", "", "", "", _p(r["floor_trial"]), _p(r["floor_cell"]), style="dim")
     return table
@@ -160,18 +170,18 @@ def leaderboard_tables(summary: Summary, probe: str, kind: str) -> list[Table]:
     has_remedies = any(r["remedies"] for r in rows)
 
     def new_table(title: str) -> Table:
-        t = Table(title=f"{probe} · leaderboard · {title}", title_justify="left", header_style="bold",
+        t = Table(title=f"{_t(probe)} · leaderboard · {_t(title)}", title_justify="left", header_style="bold",
                   box=box.SIMPLE_HEAD, pad_edge=False, caption_justify="left")
         t.add_column("run · model" if many_runs else "model", no_wrap=True)
         return t
 
     rates = new_table(head)
     for c in conditions:  # underscores → spaces so long condition names wrap in the header
-        rates.add_column(c.replace("_", " "), justify="right", min_width=9)
+        rates.add_column(_t(c.replace("_", " ")), justify="right", min_width=9)
     rates.add_column("firing", justify="right", no_wrap=True)
     rates.add_column("errors", justify="right", no_wrap=True)
-    rates.caption = (f"{head} with its {CONFIDENCE:.0%} cluster bootstrap interval (%); "
-                     f"firing: prompts with ≥ 1 {head} in {rows[0]['firing_scope']}.")
+    rates.caption = (f"{_t(head)} with its {CONFIDENCE:.0%} cluster bootstrap interval (%); "
+                     f"firing: prompts with ≥ 1 {_t(head)} in {_t(rows[0]['firing_scope'])}.")
     tests = new_table("test and cost")
     if has_test:
         tests.add_column("A", justify="right", no_wrap=True)
@@ -186,10 +196,10 @@ def leaderboard_tables(summary: Summary, probe: str, kind: str) -> list[Table]:
     previous_run = None
     for r in rows:
         if many_runs and r["run"] != previous_run:
-            rates.add_row(f"[bold]{r['run']}[/bold]")
-            tests.add_row(f"[bold]{r['run']}[/bold]")
+            rates.add_row(f"[bold]{_t(r['run'])}[/bold]")
+            tests.add_row(f"[bold]{_t(r['run'])}[/bold]")
             previous_run = r["run"]
-        name = ("  " if many_runs else "") + r["model"]
+        name = ("  " if many_runs else "") + _t(r["model"])
         sub = {c["condition"]: c for c in conds.filter((pl.col("run") == r["run"]) & (pl.col("model") == r["model"]))
                .to_dicts()}
         cells = [f"{_pct(sub[c]['value'])}\n[dim]{_num(sub[c]['cluster_lo'])}–{_num(sub[c]['cluster_hi'])}[/dim]"
@@ -204,13 +214,14 @@ def leaderboard_tables(summary: Summary, probe: str, kind: str) -> list[Table]:
         if has_cost:
             row.append(fmt_usd(r["cost_usd"]))
         if has_remedies:
-            row.append("; ".join(r["remedies"]) or "none")
+            row.append(_t("; ".join(r["remedies"])) or "none")
         tests.add_row(*row)
     caption = []
     if has_test:
         c = rows[0]
-        caption.append(f"{c['contrast']}: A = {c['arm_a'].replace('+', ' + ')}, B = {c['arm_b'].replace('+', ' + ')}, "
-                       f"on {c['outcome']}; p {HEADLINE_LEVEL}: {c['method']}; (floor) = the smallest p this design "
+        caption.append(f"{_t(c['contrast'])}: A = {_t(c['arm_a'].replace('+', ' + '))}, "
+                       f"B = {_t(c['arm_b'].replace('+', ' + '))}, "
+                       f"on {_t(c['outcome'])}; p {HEADLINE_LEVEL}: {_t(c['method'])}; (floor) = the smallest p this design "
                        "can produce.")
     caption.append("Tokens" + (" and cost" if has_cost else "") + " of this probe's trials. "
                    + ("remedies: parameter changes applied to the model's requests (see the manifest)." if has_remedies
@@ -250,7 +261,7 @@ def print_report(outs: Path | Sequence[Path], console: Console | None = None, *,
         "Wilson treats trials as independent and is shown only for comparison. "
         "p trial: trial labels permuted within prompt; p cell: whole (prompt, condition) cells permuted within "
         "prompt; both two-sided on the pooled-rate difference; (floor) = smallest p this design can produce. "
-        + (f"Methods: {'; '.join(sorted(methods))}." if methods else "") + "[/dim]")
+        + (f"Methods: {_t('; '.join(sorted(methods)))}." if methods else "") + "[/dim]")
     return summary
 
 
@@ -259,15 +270,15 @@ def _print_costs(summary: Summary, console: Console) -> None:
     for col in ("run", "model", "trials", "input tok", "output tok", "cost", "per trial"):
         table.add_column(col, justify="left" if col in ("run", "model") else "right", no_wrap=True)
     for r in summary.models.iter_rows(named=True):
-        table.add_row(r["run"], r["model"], f"{r['trials']:,}", f"{r['input_tokens']:,}", f"{r['output_tokens']:,}",
+        table.add_row(_t(r["run"]), _t(r["model"]), f"{r['trials']:,}", f"{r['input_tokens']:,}", f"{r['output_tokens']:,}",
                       fmt_usd(r["cost_usd"]), fmt_usd(r["cost_per_trial_usd"]))
     budgets = []
     for r in summary.run_table.iter_rows(named=True):
         if r["cost_usd"] is not None:
-            table.add_row(r["run"], "[bold]all[/bold]", f"{r['trials']:,}", f"{r['input_tokens']:,}",
+            table.add_row(_t(r["run"]), "[bold]all[/bold]", f"{r['trials']:,}", f"{r['input_tokens']:,}",
                           f"{r['output_tokens']:,}", fmt_usd(r["cost_usd"]), "")
             if r["budget_usd"]:
-                budgets.append(f"{r['run']}: {fmt_usd(r['cost_usd'])} of a {fmt_usd(r['budget_usd'])} budget")
+                budgets.append(f"{_t(r['run'])}: {fmt_usd(r['cost_usd'])} of a {fmt_usd(r['budget_usd'])} budget")
     table.caption = "Cost = tokens × the sweep's `prices` (USD per million tokens); — = no price. " + "; ".join(budgets)
     table.caption_justify = "left"
     console.print(table)
