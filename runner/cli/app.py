@@ -20,7 +20,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from runner.core.errors import UserError
-from runner.core.safety import check_output_dir, one_line
+from runner.core.safety import check_output_dir, one_line, term_text
 
 
 def _os_error(exc: OSError) -> UserError:
