@@ -100,7 +100,7 @@ def _walk(node: yaml.Node, path: tuple, lines: dict[tuple, int], file: Path) -> 
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             _walk(item, (*path, i), lines, file)
-    elif node.tag == _INT_TAG and node.style is None:
+    elif node.tag == _INT_TAG and not node.style:  # plain (the C loader says "", the Python one None)
         text = str(node.value)
         if _OCTAL.fullmatch(text) or _SEXAGESIMAL.fullmatch(text):
             what = "an octal number" if _OCTAL.fullmatch(text) else "a base-60 number"
