@@ -13,7 +13,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import click
 import typer
 from rich.console import Console
 from rich.text import Text
@@ -39,7 +38,7 @@ def _os_error(exc: OSError) -> UserError:
 class GuardedGroup(TyperGroup):
     """Every command: bad input, an OS failure or Ctrl-C end in one line on stderr, never a traceback."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:  # typer's (vendored) click.Context
         try:
             return super().invoke(ctx)
         except UserError as exc:

@@ -71,7 +71,8 @@ class ModelConfig(BaseModel):
     @classmethod
     def _default_key_env(cls, data: Any) -> Any:
         # a missing api_key_env means the vendor's usual variable; an explicit null means none
-        if isinstance(data, dict) and "api_key_env" not in data and data.get("provider") in DEFAULT_KEY_ENV:
+        if (isinstance(data, dict) and "api_key_env" not in data and isinstance(data.get("provider"), str)
+                and data["provider"] in DEFAULT_KEY_ENV):
             data = {**data, "api_key_env": DEFAULT_KEY_ENV[data["provider"]]}
         return data
 

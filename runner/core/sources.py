@@ -21,7 +21,7 @@ import difflib
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import UnionType
@@ -37,6 +37,8 @@ try:  # the C loader is ~10x faster; fall back where libyaml is absent
     _Loader: type = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover
     _Loader = yaml.SafeLoader
+
+KeyTuple = tuple[Any, ...]
 
 #: deepest nesting of mappings and lists a user file may have
 MAX_DEPTH = 64
@@ -81,7 +83,7 @@ _OCTAL = re.compile(r"[-+]?(0[0-9_]+|0o[0-7_]+)")
 _SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+")
 
 
-def _walk(node: yaml.Node, path: tuple, lines: dict[tuple, int], file: Path) -> None:
+def _walk(node: yaml.Node, path: KeyTuple, lines: dict[KeyTuple, int], file: Path) -> None:
     """Record the line of every key path; refuse duplicate keys and YAML 1.1 integers."""
     lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
@@ -179,7 +181,7 @@ def _parse_error(exc: yaml.YAMLError, path: Path, what: str) -> UserError:
     return UserError(f"{what} does not parse: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=path)
 
 
-def _load_yaml(text: str, path: Path, what: str) -> tuple[Any, dict[tuple, int]]:
+def _load_yaml(text: str, path: Path, what: str) -> tuple[Any, dict[KeyTuple, int]]:
     _prescan(text, path, what)
     try:
         loader = _Loader(text)
@@ -188,7 +190,7 @@ def _load_yaml(text: str, path: Path, what: str) -> tuple[Any, dict[tuple, int]]
             if node is None:
                 return None, {}
             _check_expansion(node, path, what)
-            lines: dict[tuple, int] = {}
+            lines: dict[KeyTuple, int] = {}
             _walk(node, (), lines, path)
             data = loader.construct_document(node)
         finally:
@@ -229,7 +231,7 @@ def _json_depth_ok(data: Any) -> bool:
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
-def _load_json(text: str, path: Path, what: str) -> tuple[Any, dict[tuple, int]]:
+def _load_json(text: str, path: Path, what: str) -> tuple[Any, dict[KeyTuple, int]]:
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicates)
     except _DuplicateKey as exc:
@@ -239,10 +241,12 @@ def _load_json(text: str, path: Path, what: str) -> tuple[Any, dict[tuple, int]]
         raise UserError(f"{what} is not valid JSON: {exc.msg} (column {exc.colno})", file=path, line=exc.lineno) from None
     except RecursionError:
         raise UserError(f"{what} nests deeper than {MAX_DEPTH} levels", file=path) from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise UserError(f"{what} does not parse: {str(exc).split(';')[0]}", file=path) from None
     if not _json_depth_ok(data):
         raise UserError(f"{what} nests deeper than {MAX_DEPTH} levels", file=path,
                         hint="flatten it; no trialgrid file needs this")
-    lines: dict[tuple, int] = {}
+    lines: dict[KeyTuple, int] = {}
     try:  # line numbers only: YAML's flow syntax reads most JSON; escaped surrogates become spaces
         loader = _Loader(_SURROGATE_ESCAPE.sub(r"\\u0020", text))
         try:
@@ -304,7 +308,7 @@ def _unwrap(annotation: Any, data: Any) -> Any:
 _LIBRARY_PREFIXES = ("Value error, ", "Assertion failed, ")
 
 
-def _describe(err: dict[str, Any], model: Any = None, data: Any = None) -> str:
+def _describe(err: Mapping[str, Any], model: Any = None, data: Any = None) -> str:
     kind = err.get("type", "")
     if kind == "union_tag_invalid":
         ctx = err.get("ctx", {})
@@ -345,7 +349,7 @@ def _expects_number(annotation: Any) -> bool:
     return bool(members) and all(a in (int, float) for a in members)
 
 
-def _booleans_as_numbers(model: Any, data: Any, loc: tuple, found: list[tuple[tuple, bool]]) -> None:
+def _booleans_as_numbers(model: Any, data: Any, loc: KeyTuple, found: list[tuple[KeyTuple, bool]]) -> None:
     """Key paths where a number is expected but YAML read a boolean (``true``, ``yes``, ``on``): pydantic takes them as 1/0."""
     if not (isinstance(model, type) and issubclass(model, BaseModel)) or not isinstance(data, dict):
         return
@@ -363,7 +367,7 @@ def _booleans_as_numbers(model: Any, data: Any, loc: tuple, found: list[tuple[tu
                 _booleans_as_numbers(_unwrap(spec.annotation, [item]), item, (*loc, key, i), found)
 
 
-def _missing_hint(loc: tuple, errors: list[dict[str, Any]], source: Source, prefix: tuple) -> str:
+def _missing_hint(loc: KeyTuple, errors: Sequence[Mapping[str, Any]], source: Source, prefix: KeyTuple) -> str:
     """For a missing key: the unknown sibling key that looks like a misspelling of it, if any."""
     for other in errors:
         if other.get("type") != "extra_forbidden":
@@ -381,7 +385,7 @@ def validate(model: type[BaseModel], data: Any, source: Source, *, prefix: tuple
     Every problem (up to ``MAX_PROBLEMS``) becomes a located ``UserError``; one is raised
     as is, several as ``Problems`` (its ``str()`` is the first with a count of the rest).
     """
-    flagged: list[tuple[tuple, bool]] = []
+    flagged: list[tuple[KeyTuple, bool]] = []
     _booleans_as_numbers(model, data, (), flagged)
     problems = [UserError(f"expected a number, got the boolean {str(value).lower()} (YAML reads true/yes/on as "
                           "booleans)", file=source.path, line=source.line_of(prefix + loc), key_path=prefix + loc)

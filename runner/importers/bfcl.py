@@ -140,6 +140,9 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 item = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise UserError(f"line is not valid JSON: {exc.msg} (column {exc.colno})", file=path, line=number) from None
+            except (RecursionError, ValueError) as exc:  # too deep, or an integer too long to convert
+                raise UserError(f"line does not read: {type(exc).__name__}: {str(exc).split(';')[0][:100]}",
+                                file=path, line=number) from None
             if not isinstance(item, dict) or "id" not in item:
                 raise UserError("expected a JSON object with an 'id'", file=path, line=number, key_path=("id",))
             # minimal shape guard (issue 13): the converters index these without checking

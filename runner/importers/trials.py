@@ -95,6 +95,8 @@ def _bool(col: str, name: str) -> pl.Expr:
 def import_trials(source: Path, out: Path, mapping: TrialsMapping, *, force: bool = False) -> dict[str, int]:
     """Write ``source``'s rows as a trialgrid run at ``out``; return counts by status."""
     frame = _read(source)
+    if frame.height == 0:
+        raise UserError("the file has no rows", file=source, hint="nothing to import: check the file")
     if (mapping.model is None) == (mapping.model_name is None):
         raise UserError("give exactly one of --model COLUMN or --model-name NAME")
     if not mapping.outcomes:

@@ -56,8 +56,9 @@ def _json(path: Path, what: str) -> Any:
         return json.loads(read_user_text(path, what=what))
     except json.JSONDecodeError as exc:
         raise UserError(f"{what} is not JSON: {exc.msg}", file=path, line=exc.lineno) from None
-    except RecursionError:
-        raise UserError(f"{what} nests too deeply to read", file=path) from None
+    except (RecursionError, ValueError) as exc:  # too deep, or an integer too long to convert
+        raise UserError(f"{what} does not read: {type(exc).__name__}: {str(exc).split(';')[0][:100]}",
+                        file=path) from None
 
 
 def _from_file(path: Path, expected_tool: str | None) -> list[dict[str, Any]]:
