@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -286,7 +285,7 @@ def bootstrap_intervals(theta, troot, accel, est, se, lo_clip, hi_clip):
 
 
 def rate_intervals(h, n, B, seed):
-    H, N, r, v, k = I.ratio_moments(h, n)
+    _, N, r, v, k = I.ratio_moments(h, n)
     out = {}
     if B:
         theta, troot, accel = boot_rate(h, n, B, seed)
@@ -301,8 +300,8 @@ def rate_intervals(h, n, B, seed):
 
 
 def diff_intervals(hA, nA, hB, nB, B, seed):
-    HA, NA, rA, vA, kA = I.ratio_moments(hA, nA)
-    HB, NB, rB, vB, kB = I.ratio_moments(hB, nB)
+    _, NA, rA, vA, kA = I.ratio_moments(hA, nA)
+    _, NB, rB, vB, kB = I.ratio_moments(hB, nB)
     cov = I.ratio_covariance(hA, nA, hB, nB)
     k = ((nA + nB) > 0).sum(axis=1).astype(np.float64)
     d = rA - rB

@@ -128,7 +128,7 @@ def leaderboard(base: Path) -> None:
         ours_correct = " / ".join(f"{100 * r:.1f}" for r in rates[:2]) + f" / {100 * rates[2]:.1f}%"
         # The table prints 0 as "0.0"; compare numerically at one decimal.
         pub_vals = [float(v.strip().rstrip("%")) for v in pub_correct.split("/")]
-        ok = all(round(100 * r, 1) == v for r, v in zip(rates, pub_vals))
+        ok = all(round(100 * r, 1) == v for r, v in zip(rates, pub_vals, strict=True))
         line("correct tool: unn / unf / fam", ours_correct, pub_correct, "matches exactly (to 0.1 pp)" if ok else "DIFFERS")
         u = df.filter(pl.col("condition") == "ungroundable")
         decoy = u["decoy_called"].sum() / u.height

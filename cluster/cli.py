@@ -4,7 +4,8 @@
 ``trialgrid submit`` are one command line. pyproject.toml registers, under the
 entry-point groups ``runner.cli.app`` looks up by name:
 
-- ``trialgrid.backends``: ``ray = cluster.cli:ray_backend`` — what ``run --ray`` calls;
+- ``trialgrid.backends``: ``ray = cluster.cli:ray_backend`` — the backend ``runner.run`` picks for
+  ``mode="ray"`` (``trialgrid run --ray``);
 - ``trialgrid.commands``: ``cluster = cluster.cli:register`` — adds ``submit``,
   ``status``, ``logs`` and ``jobs`` to the app.
 
@@ -24,27 +25,36 @@ import typer
 
 from runner.config.sweep import LoadedSweep
 from runner.core.errors import UserError
+from runner.execution.backends import RunOptions
 from runner.execution.run import RunResult
 
 ADDRESS_ENV = "RAY_ADDRESS"
 
 
-def ray_backend(loaded: LoadedSweep, out: Path, *, address: str, workers: int | None, quiet: bool,
-                say: Callable[[str], None], strict_params: bool = False,
-                notify: Callable[[str], None] | None = None, ship_code: bool | None = None) -> RunResult:
-    """``trialgrid run SWEEP --ray ADDRESS``: the same run, on Ray."""
-    from cluster.driver import run_on_ray
+class RayBackend:
+    """``trialgrid run SWEEP --ray ADDRESS`` and ``runner.run(..., mode="ray")``: the same run, on Ray.
 
-    if getattr(loaded.sweep, "budget", None) is not None:
-        raise UserError("a sweep with `budget` cannot run with --ray yet: the spend meter is single-node",
-                        file=loaded.path, hint="run it without --ray, or remove `budget`")
-    return run_on_ray(loaded, out, address=address, workers=workers, quiet=quiet, say=say,
-                      strict_params=strict_params, notify=notify, ship_code=ship_code)
+    What cannot run on Ray (a budget, the response cache, batch mode) is refused before
+    this is called, by ``runner.execution.modes`` — the rules of every mode live there.
+    """
+
+    name = "ray"
+
+    def run(self, loaded: LoadedSweep, out: Path, options: RunOptions) -> RunResult:
+        from cluster.driver import run_on_ray
+
+        return run_on_ray(loaded, out, address=options.address or "auto", workers=options.workers,
+                          quiet=options.quiet, say=options.say, strict_params=options.strict_params,
+                          notify=options.notify)
+
+
+#: what the ``trialgrid.backends`` entry point ``ray`` names
+ray_backend = RayBackend()
 
 
 def register(app: typer.Typer) -> None:
     """Add the Ray Jobs commands to the ``trialgrid`` app."""
-    from runner.cli.app import _fail, err, out
+    from runner.cli import err, fail, out
 
     address_option = typer.Option(..., "--address", envvar=ADDRESS_ENV,
                                   help="The head's Ray Jobs (dashboard) address, e.g. http://HEAD:8265 "
@@ -64,13 +74,15 @@ def register(app: typer.Typer) -> None:
         """Run a sweep on a Ray cluster through Ray Jobs (the project directory travels with it)."""
         from cluster import jobs
         from runner.config.sweep import load_sweep
+        from runner.execution.modes import RAY, plan
 
         try:
-            load_sweep(sweep)  # a broken sweep fails here, not on the cluster
+            # a broken sweep, or one that cannot run on Ray, fails here, not on the cluster
+            plan(load_sweep(sweep), None, mode=RAY, workers=workers)
             job_id = jobs.submit(sweep, address=address, out=out_dir, project=project, workers=workers,
                                  strict_params=strict_params)
         except UserError as exc:
-            raise _fail(exc) from None
+            raise fail(exc) from None
         err.print(f"submitted job {job_id} to {address}; output: {out_dir} on the head node")
         err.print(f"  follow: trialgrid logs {job_id} --address {address} --follow")
         out.print(job_id)
@@ -89,7 +101,7 @@ def register(app: typer.Typer) -> None:
         try:
             out.print(jobs.status(job_id, address=address))
         except UserError as exc:
-            raise _fail(exc) from None
+            raise fail(exc) from None
 
     @app.command()
     def logs(job_id: str = typer.Argument(..., help="Job id printed by submit."),
@@ -104,7 +116,7 @@ def register(app: typer.Typer) -> None:
             else:
                 sys.stdout.write(jobs.logs(job_id, address=address))
         except UserError as exc:
-            raise _fail(exc) from None
+            raise fail(exc) from None
 
 
 def job_main(argv: list[str] | None = None) -> int:
@@ -112,6 +124,7 @@ def job_main(argv: list[str] | None = None) -> int:
     import argparse
 
     from runner.config.sweep import load_sweep
+    from runner.execution import modes
     from runner.reporting.terminal import print_report
 
     parser = argparse.ArgumentParser(prog="python -m cluster", description="Run a sweep on the Ray cluster "
@@ -132,9 +145,13 @@ def job_main(argv: list[str] | None = None) -> int:
         loaded = load_sweep(args.sweep)
         for warning in loaded.warnings:
             say(f"warning: {warning}")
+        # the rules of every run; an address means Ray (naming mode 'ray' would need installed entry points)
+        modes.plan(loaded, out, address=args.address, workers=args.workers)
         with ray_session(args.address, ship_code=False):  # the job's runtime env carries the code
-            result = ray_backend(loaded, out, address=args.address, workers=args.workers, quiet=True,
-                                 say=say, strict_params=args.strict_params, notify=lambda s: say(f"note: {s}"))
+            # called directly, not looked up: a job's head node may run the uploaded code without installed entry points
+            result = ray_backend.run(loaded, out, RunOptions(quiet=True, say=say, notify=lambda s: say(f"note: {s}"),
+                                                             strict_params=args.strict_params, address=args.address,
+                                                             workers=args.workers))
             say(f"{result.stats.done:,} trials run ({result.skipped:,} already done) in {result.elapsed_s:.1f} s; "
                 f"counts: {result.counts}; output: {out}")
             try:

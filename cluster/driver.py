@@ -23,8 +23,8 @@ from cluster.session import ray_session
 from cluster.shares import engine_share
 from cluster.worker import TrialWorker
 from runner.config.sweep import LoadedSweep
+from runner.core.manifest import EngineRecord, write_manifest
 from runner.execution.engine import EngineStats
-from runner.execution.manifest import write_manifest
 from runner.execution.progress import RunProgress
 from runner.execution.run import RunResult, open_output
 
@@ -65,8 +65,8 @@ def run_on_ray(loaded: LoadedSweep, out: Path, *, address: str = "auto", workers
     from cluster.shared import SharedServices
 
     output = open_output(loaded, out, say)  # a wrong --out fails before any cluster work
-    output.manifest["strict_params"] = strict_params
-    output.manifest["sessions"][-1]["engine"] = {"mode": "ray", "address": address}
+    output.manifest.strict_params = strict_params
+    output.manifest.sessions[-1].engine = EngineRecord(mode="ray", address=address)
 
     def announce(entry: dict[str, Any]) -> None:
         if notify is not None:

@@ -28,11 +28,11 @@ AUTO = "auto"
 
 def our_packages() -> list[str]:
     """Directories of trialgrid's packages, as ``py_modules`` entries (paths survive Ray's runtime-env merging)."""
-    import cluster
     import runner
     import stats
 
-    return [str(Path(m.__file__).resolve().parent) for m in (runner, stats, cluster)]  # type: ignore[arg-type]
+    here = str(Path(__file__).resolve().parent)  # cluster itself: `import cluster` here would be an import cycle
+    return [str(Path(m.__file__).resolve().parent) for m in (runner, stats)] + [here]  # type: ignore[arg-type]
 
 
 def in_ray_job() -> bool:

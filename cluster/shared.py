@@ -17,6 +17,7 @@ from typing import Any
 from cluster.limiter import LeasedLimiter, LimiterActor, LimiterKey
 from cluster.remedies import RemedyActor, SharedRemedyBook
 from runner.config.sweep import LoadedSweep
+from runner.core.manifest import Manifest, RemedyRecord
 from runner.providers.limiter import Limiter, make_limiter
 from runner.providers.remedies import remedy_from_json
 from runner.providers.settings import Limits
@@ -59,12 +60,12 @@ class SharedServices:
         self.known_remedies = known_remedies
 
     @classmethod
-    def start(cls, loaded: LoadedSweep, manifest: dict[str, Any], *, strict_params: bool = False,
+    def start(cls, loaded: LoadedSweep, manifest: Manifest, *, strict_params: bool = False,
               window_s: float = 60.0) -> SharedServices:
         """Start the actors (no CPU reserved: they are waiting on calls, not computing)."""
         import ray
 
-        known = list(manifest.get("remedies") or []) if not strict_params else []
+        known = [r.as_json() for r in manifest.remedies] if not strict_params else []
         parsed = [p for p in (remedy_from_json(e) for e in known) if p is not None]
         remedy_actor = ray.remote(RemedyActor).options(num_cpus=0, max_concurrency=1000).remote(parsed)
         limits_by_key: dict[LimiterKey, Limits] = {}
@@ -79,13 +80,13 @@ class SharedServices:
     def hooks(self) -> WorkerHooks:
         return WorkerHooks(self.remedy_actor, self.limiter_actors, self.strict_params, self.known_remedies)
 
-    def drain_remedies(self, manifest: dict[str, Any], announce: Callable[[dict[str, Any]], None]) -> int:
+    def drain_remedies(self, manifest: Manifest, announce: Callable[[dict[str, Any]], None]) -> int:
         """Move newly learned remedies into ``manifest`` (and announce each once); return how many."""
         import ray
 
         entries = ray.get(self.remedy_actor.new_entries.remote())
         for entry in entries:
-            manifest.setdefault("remedies", []).append(entry)
+            manifest.remedies.append(RemedyRecord.model_validate(entry))
             announce(entry)
         return len(entries)
 

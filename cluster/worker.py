@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,7 +89,7 @@ class TrialWorker:
         self._ensure_started()
         sweep_id = self._loaded.sweep_id
         trial_specs = [TrialSpec(sweep_id, *t) for t in specs]
-        rows: list[dict[str, Any]] = []
+        rows: list[Mapping[str, Any]] = []
         stats = await run_trials(trial_specs, self._execute, _ListSink(rows),
                                  concurrency=min(len(trial_specs), self._concurrency))
         return ChunkResult(chunk_id, to_record_batch(rows, self._schema), stats.errors)
@@ -121,5 +121,5 @@ class _ListSink:
 
     __slots__ = ("append",)
 
-    def __init__(self, rows: list[dict[str, Any]]) -> None:
+    def __init__(self, rows: list[Mapping[str, Any]]) -> None:
         self.append = rows.append

@@ -1,11 +1,67 @@
-"""trialgrid's single-node product: config, grid, probes, providers, engine, sink, report, CLI."""
+"""trialgrid's single-node product: config, grid, probes, providers, engine, sink, report, CLI.
 
-from runner.analysis.load import load, load_summary
-from runner.config.sweep import LoadedSweep, Sweep, load_sweep
-from runner.core.errors import UserError
-from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, TrialSpec, Usage
-from runner.execution.grid import Grid
-from runner.execution.run import RunResult, run_sweep
+``run`` is the one entry point for running a sweep (``trialgrid run`` calls it too;
+``run_sweep`` is its earlier name, kept as an alias); every error trialgrid raises to a
+caller derives from ``TrialgridError`` (the tree: ``runner.core.errors``).
 
-__all__ = ["ChatRequest", "ChatResponse", "Grid", "LoadedSweep", "Message", "RunResult", "Sweep", "ToolCall",
-           "ToolSpec", "TrialSpec", "Usage", "UserError", "load", "load_summary", "load_sweep", "run_sweep"]
+The public names below load lazily: ``import runner`` imports none of the layers (no
+numba, polars or pyarrow); the first use of a name imports the module that defines it.
+To add or move a name, edit ``_EXPORTS``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runner.analysis.load import load, load_summary
+    from runner.config.sweep import LoadedSweep, Sweep, load_sweep
+    from runner.core.errors import TrialgridError, UserError
+    from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, TrialSpec, Usage
+    from runner.execution.grid import Grid
+    from runner.execution.modes import run, run_sweep
+    from runner.execution.run import RunResult
+    from runner.providers.errors import ErrorKind, ProviderError
+
+#: public name -> "module:attribute"
+_EXPORTS: dict[str, str] = {
+    "load": "runner.analysis.load:load",
+    "load_summary": "runner.analysis.load:load_summary",
+    "LoadedSweep": "runner.config.sweep:LoadedSweep",
+    "Sweep": "runner.config.sweep:Sweep",
+    "load_sweep": "runner.config.sweep:load_sweep",
+    "TrialgridError": "runner.core.errors:TrialgridError",
+    "UserError": "runner.core.errors:UserError",
+    "ChatRequest": "runner.core.types:ChatRequest",
+    "ChatResponse": "runner.core.types:ChatResponse",
+    "Message": "runner.core.types:Message",
+    "ToolCall": "runner.core.types:ToolCall",
+    "ToolSpec": "runner.core.types:ToolSpec",
+    "TrialSpec": "runner.core.types:TrialSpec",
+    "Usage": "runner.core.types:Usage",
+    "Grid": "runner.execution.grid:Grid",
+    "RunResult": "runner.execution.run:RunResult",
+    "run": "runner.execution.modes:run",
+    "run_sweep": "runner.execution.modes:run_sweep",
+    "ErrorKind": "runner.providers.errors:ErrorKind",
+    "ProviderError": "runner.providers.errors:ProviderError",
+}
+
+__all__ = ["ChatRequest", "ChatResponse", "ErrorKind", "Grid", "LoadedSweep", "Message", "ProviderError", "RunResult",
+           "Sweep", "ToolCall", "ToolSpec", "TrialSpec", "TrialgridError", "Usage", "UserError", "load", "load_summary",
+           "load_sweep", "run", "run_sweep"]
+
+
+def __getattr__(name: str) -> Any:
+    target = _EXPORTS.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module_name, _, attr = target.partition(":")
+    value = getattr(importlib.import_module(module_name), attr)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -10,6 +10,7 @@ whichever statistic the caller reached for.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,8 @@ def factorize_clusters(cluster: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         rank = np.empty_like(order)
         rank[order] = np.arange(order.size)
         return rank[codes].astype(np.int64), uniques[order]
+    if not isinstance(cluster, np.ndarray | Iterable):
+        raise TypeError(f"cluster ids must be a sequence, got {type(cluster).__name__}")
     values = list(cluster.tolist() if isinstance(cluster, np.ndarray) else cluster)
     mapping: dict[Any, int] = {}
     codes = np.empty(len(values), dtype=np.int64)

@@ -15,12 +15,19 @@ exactly uniform.
 from __future__ import annotations
 
 import math
+from typing import TypedDict
 
 import numba as nb
 import numpy as np
 from numba import uint64
 
-_JIT = dict(cache=True, nogil=True)
+
+class _JitOptions(TypedDict):
+    cache: bool
+    nogil: bool
+
+
+_JIT: _JitOptions = {"cache": True, "nogil": True}
 
 # Probabilities below this are dropped while convolving: they cannot change a
 # p-value above ~1e-290 and, as subnormals, would slow the arithmetic badly.
@@ -35,7 +42,7 @@ _TWO32 = uint64(1 << 32)
 
 
 @nb.njit(inline="always", **_JIT)
-def _next(state):
+def _next(state: np.uint64) -> tuple[np.uint64, np.uint64]:
     """splitmix64: returns (new state, 64 random bits)."""
     state = state + _GOLDEN
     z = state
@@ -45,7 +52,7 @@ def _next(state):
 
 
 @nb.njit(inline="always", **_JIT)
-def _below(state, k):
+def _below(state: np.uint64, k: int) -> tuple[np.uint64, np.int64]:
     """Uniform integer in [0, k) for 0 < k < 2**32 (Lemire, with rejection)."""
     kk = uint64(k)
     state, z = _next(state)
@@ -61,7 +68,7 @@ def _below(state, k):
 
 
 @nb.njit(inline="always", **_JIT)
-def _unit(state):
+def _unit(state: np.uint64) -> tuple[np.uint64, float]:
     """Uniform float in [0, 1) with 53 random bits."""
     state, z = _next(state)
     return state, np.float64(z >> uint64(11)) * (1.0 / 9007199254740992.0)
@@ -73,7 +80,7 @@ def _lchoose(n: int, k: int) -> float:
 
 
 @nb.njit(**_JIT)
-def hypergeom_tables(total, good, draws):
+def hypergeom_tables(total: np.ndarray, good: np.ndarray, draws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-cluster pmf of the arm-A hit count (hypergeometric), in CSR form.
 
     Cluster c has ``total[c]`` trials of which ``good[c]`` are hits, and
@@ -88,7 +95,7 @@ def hypergeom_tables(total, good, draws):
 
 
 @nb.njit(**_JIT)
-def hypergeom_logtables(total, good, draws):
+def hypergeom_logtables(total: np.ndarray, good: np.ndarray, draws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Like :func:`hypergeom_tables`, but the normalised *log* pmf (no underflow at the ends)."""
     k = total.size
     offs = np.zeros(k + 1, np.int64)
@@ -120,7 +127,7 @@ def hypergeom_logtables(total, good, draws):
 
 
 @nb.njit(**_JIT)
-def convolve_tables(offs, pmf, width):
+def convolve_tables(offs: np.ndarray, pmf: np.ndarray, width: int) -> tuple[np.ndarray, int]:
     """Distribution of the sum of independent per-cluster variables.
 
     Each table is relative to its own lower bound; the result is relative to
@@ -158,7 +165,8 @@ def convolve_tables(offs, pmf, width):
 
 
 @nb.njit(**_JIT)
-def trial_mc_count(offs, lo, pmf, n_draws, seed, total_n, total_k, n_a, x_obs):
+def trial_mc_count(offs: np.ndarray, lo: np.ndarray, pmf: np.ndarray, n_draws: int, seed: int, total_n: int, total_k: int, n_a: int,
+                   x_obs: int) -> int:
     """Monte Carlo count of arm-A hit totals at least as extreme as observed.
 
     Each draw samples every cluster's hypergeometric by inverse CDF.
@@ -195,7 +203,7 @@ def trial_mc_count(offs, lo, pmf, n_draws, seed, total_n, total_k, n_a, x_obs):
 
 
 @nb.njit(**_JIT)
-def cell_arrangements(cell_offs, h, n, is_a):
+def cell_arrangements(cell_offs: np.ndarray, h: np.ndarray, n: np.ndarray, is_a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every way to label whole cells of each cluster as arm A.
 
     Cluster c owns cells ``cell_offs[c]:cell_offs[c+1]``; the number of A
@@ -245,7 +253,8 @@ def cell_arrangements(cell_offs, h, n, is_a):
 
 
 @nb.njit(**_JIT)
-def _as_extreme(x, t, total_n, total_h, num_o, den_o, use_int, rtol):
+def _as_extreme(x: int, t: int, total_n: int, total_h: int, num_o: int, den_o: int, use_int: bool,
+                rtol: float) -> bool:
     num = x * total_n - total_h * t
     den = t * (total_n - t)
     if use_int:
@@ -256,7 +265,7 @@ def _as_extreme(x, t, total_n, total_h, num_o, den_o, use_int, rtol):
 
 
 @nb.njit(**_JIT)
-def cell_dp(arr_offs, ax, at, x_width, t_width):
+def cell_dp(arr_offs: np.ndarray, ax: np.ndarray, at: np.ndarray, x_width: int, t_width: int) -> np.ndarray:
     """Exact joint distribution of (arm-A hits, arm-A trials) over arrangements.
 
     Dense dynamic programme over clusters on a grid relative to the sum of the
@@ -305,7 +314,8 @@ def cell_dp(arr_offs, ax, at, x_width, t_width):
 
 
 @nb.njit(**_JIT)
-def cell_tail(grid, x0, t0, total_n, total_h, x_obs, t_obs, use_int, rtol):
+def cell_tail(grid: np.ndarray, x0: int, t0: int, total_n: int, total_h: int, x_obs: int, t_obs: int, use_int: bool,
+              rtol: float) -> tuple[float, float]:
     """p-value and attainable floor from the exact (X, T) distribution."""
     num_o = x_obs * total_n - total_h * t_obs
     den_o = t_obs * (total_n - t_obs)
@@ -335,7 +345,8 @@ def cell_tail(grid, x0, t0, total_n, total_h, x_obs, t_obs, use_int, rtol):
 
 
 @nb.njit(**_JIT)
-def cell_mc_count(arr_offs, ax, at, n_draws, seed, total_n, total_h, x_obs, t_obs, use_int, rtol):
+def cell_mc_count(arr_offs: np.ndarray, ax: np.ndarray, at: np.ndarray, n_draws: int, seed: int, total_n: int, total_h: int, x_obs: int,
+                  t_obs: int, use_int: bool, rtol: float) -> int:
     """Monte Carlo count of cell arrangements at least as extreme as observed."""
     state = uint64(seed)
     k = arr_offs.size - 1
@@ -369,7 +380,7 @@ def cell_mc_count(arr_offs, ax, at, n_draws, seed, total_n, total_h, x_obs, t_ob
 
 
 @nb.njit(**_JIT)
-def resample_cluster_sums(values, n_draws, seed):
+def resample_cluster_sums(values: np.ndarray, n_draws: int, seed: int) -> np.ndarray:
     """Sums of ``values`` rows over clusters drawn with replacement.
 
     ``values`` is (clusters × d); each of ``n_draws`` resamples draws as many
@@ -387,7 +398,7 @@ def resample_cluster_sums(values, n_draws, seed):
 
 
 @nb.njit(**_JIT)
-def spearman_exact_count(rx, ry, target):
+def spearman_exact_count(rx: np.ndarray, ry: np.ndarray, target: int) -> tuple[int, int]:
     """Count permutations of ``ry`` with |n·Σ rx·ry_perm − Σrx·Σry| >= target.
 
     Ranks are passed doubled (integers even with ties); Heap's algorithm
@@ -430,7 +441,7 @@ def spearman_exact_count(rx, ry, target):
 
 
 @nb.njit(**_JIT)
-def spearman_mc_count(rx, ry, target, n_draws, seed):
+def spearman_mc_count(rx: np.ndarray, ry: np.ndarray, target: int, n_draws: int, seed: int) -> int:
     """Monte Carlo version of :func:`spearman_exact_count` (random shuffles)."""
     state = uint64(seed)
     n = rx.size
@@ -459,7 +470,7 @@ MC_CHUNKS = 64  # fixed, so a seeded result does not depend on the number of thr
 
 
 @nb.njit(inline="always", **_JIT)
-def _chunk_state(seed, chunk):
+def _chunk_state(seed: int, chunk: int) -> np.uint64:
     """Independent-looking splitmix64 start for one chunk of draws (a hash of seed and chunk)."""
     state = uint64(seed) ^ (uint64(chunk + 1) * _MIX1)
     state, z = _next(state)
@@ -468,8 +479,8 @@ def _chunk_state(seed, chunk):
 
 
 @nb.njit(parallel=True, **_JIT)
-def cell_mc_hybrid(cdf, x_f0, var_offs, vax, vat, n_draws, seed, total_n, total_h, x_base, t_base, x_obs, t_obs,
-                   use_int, rtol):
+def cell_mc_hybrid(cdf: np.ndarray, x_f0: int, var_offs: np.ndarray, vax: np.ndarray, vat: np.ndarray, n_draws: int, seed: int, total_n: int,
+                   total_h: int, x_base: int, t_base: int, x_obs: int, t_obs: int, use_int: bool, rtol: float) -> int:
     """Monte Carlo count for the cell-level test, sampling only what must be sampled.
 
     Clusters whose arrangements all give arm A the same trials contribute only to
@@ -510,11 +521,11 @@ def cell_mc_hybrid(cdf, x_f0, var_offs, vax, vat, n_draws, seed, total_n, total_
             if _as_extreme(x, t, total_n, total_h, num_o, den_o, use_int, rtol):
                 cnt += 1
         counts[ch] = cnt
-    return counts.sum()
+    return int(counts.sum())
 
 
 @nb.njit(parallel=True, **_JIT)
-def bootstrap_counts(k, first_draw, out, seed):
+def bootstrap_counts(k: int, first_draw: int, out: np.ndarray, seed: int) -> None:
     """Fill ``out[r]`` with how often each of ``k`` clusters is drawn in resample ``first_draw + r``.
 
     Each resample draws k clusters with replacement from its own stream (a hash
@@ -540,14 +551,14 @@ def bootstrap_counts(k, first_draw, out, seed):
                     n += 1
 
 
-def _bootstrap_sums_direct(values, n_draws, seed):
+def _bootstrap_sums_direct(values: np.ndarray, n_draws: int, seed: int) -> np.ndarray:
     """The resamples of :func:`bootstrap_counts`, summing ``values`` rows as clusters are drawn.
 
     The reference (and benchmark alternative) for the count-matrix × values
     product used by ``stats.bootstrap``: same streams, d additions per draw.
     """
     k, d = values.shape
-    kk = uint64(k)
+    kk = np.uint64(k)
     thr = (_TWO32 - kk) % kk
     out = np.zeros((n_draws, d), np.float64)
     for r in nb.prange(n_draws):

@@ -38,12 +38,19 @@ and returned as an absolute bound. The per-cluster input pmfs are taken as given
 from __future__ import annotations
 
 import math
+from typing import TypedDict
 
 import numba as nb
 import numpy as np
 from numba.typed import List
 
-_JIT = dict(cache=True, nogil=True)
+
+class _JitOptions(TypedDict):
+    cache: bool
+    nogil: bool
+
+
+_JIT: _JitOptions = {"cache": True, "nogil": True}
 
 #: mass the pruning may drop after each convolution (per convolution, tilted scale)
 TRIM = 1e-18
@@ -51,7 +58,7 @@ _U = 2.0**-53
 
 
 @nb.njit(**_JIT)
-def _conv_trim(a, b, tol):
+def _conv_trim(a: np.ndarray, b: np.ndarray, tol: float) -> tuple[np.ndarray, int, float]:
     """Convolution of non-negative ``a`` and ``b``; drops outer entries of total mass <= ``tol``.
 
     Returns (kept entries, index of the first kept entry, dropped mass).
@@ -85,7 +92,7 @@ def _conv_trim(a, b, tol):
 
 
 @nb.njit(**_JIT)
-def _power(q, m, tol, rel0):
+def _power(q: np.ndarray, m: int, tol: float, rel0: float) -> tuple[np.ndarray, int, float, float]:
     """m-th convolution power of ``q`` by repeated squaring.
 
     Returns (entries, offset, dropped-mass bound, relative rounding bound).
@@ -126,7 +133,7 @@ def _power(q, m, tol, rel0):
 
 
 @nb.njit(**_JIT)
-def tilt_moments(offs, logp, mult, theta):
+def tilt_moments(offs: np.ndarray, logp: np.ndarray, mult: np.ndarray, theta: float) -> tuple[float, float]:
     """Σ m_t·E_θ[J_t] and Σ m_t·Var_θ[J_t] under the tilt e^{θj}."""
     mean = 0.0
     var = 0.0
@@ -155,7 +162,8 @@ def tilt_moments(offs, logp, mult, theta):
 
 
 @nb.njit(**_JIT)
-def tilted_sum(offs, logp, mult, theta, tol):
+def tilted_sum(offs: np.ndarray, logp: np.ndarray, mult: np.ndarray, theta: float,
+               tol: float) -> tuple[np.ndarray, int, float, float, float, float]:
     """Distribution of S = Σ_t Σ_{m_t copies} J_t under the tilt e^{θj}, pruned.
 
     ``offs``/``logp``: per-type log pmfs (normalised) over j = 0..L_t − 1 in CSR
@@ -216,10 +224,10 @@ def tilted_sum(offs, logp, mult, theta, tol):
             x = order[i]
             y = order[i + 1]
             n_add = min(arrs[x].size, arrs[y].size) + 1
-            c, s, t = _conv_trim(arrs[x], arrs[y], tol)
+            c, s, dropped = _conv_trim(arrs[x], arrs[y], tol)
             na.append(c)
             no.append(offsets[x] + offsets[y] + s)
-            nd.append(defs[x] + defs[y] + t * 1.01)
+            nd.append(defs[x] + defs[y] + dropped * 1.01)
             nr.append(rels[x] + rels[y] + n_add * _U)
         if n % 2 == 1:
             x = order[n - 1]
@@ -264,20 +272,21 @@ def _solve_theta(offs: np.ndarray, logp: np.ndarray, mult: np.ndarray, target: f
 class TailResult:
     """p-value of a tail event with its absolute error bound and log10 (which never underflows)."""
 
-    __slots__ = ("p", "error", "log10_p")
+    __slots__ = ("error", "log10_p", "p")
 
     def __init__(self, p: float, error: float, log10_p: float) -> None:
         self.p, self.error, self.log10_p = p, error, log10_p
 
 
-def _tail_sum(Q, off, s_cut, theta, upper):
+def _tail_sum(Q: np.ndarray, off: int, s_cut: float, theta: float, upper: bool) -> float:
     s = off + np.arange(Q.size, dtype=np.float64)
     mask = s >= s_cut if upper else s <= s_cut
     w = np.exp(-theta * (s[mask] - s_cut))
     return float(np.sum(Q[mask] * w))
 
 
-def _combine(S, D, rel, logm, logm_abs, theta, s_cut, n_types):
+def _combine(S: float, D: float, rel: float, logm: float, logm_abs: float, theta: float, s_cut: float,
+             n_types: int) -> TailResult:
     """p = e^{logA}·S with its error bound, where logA = Σ m log M − θ s_cut."""
     log_a = logm - theta * s_cut
     # Rounding of log A itself: each of the summed logs and the product θ·s_cut.

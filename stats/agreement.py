@@ -24,7 +24,7 @@ SPEARMAN_EXACT_MAX_N = 10
 SPEARMAN_DEFAULT_DRAWS = 20_000
 
 
-def _labels(x: ArrayLike, name: str) -> list:
+def _labels(x: ArrayLike, name: str) -> list[object]:
     values = list(np.asarray(x, dtype=object).ravel())
     for i, v in enumerate(values):
         if v is None or (isinstance(v, float) and math.isnan(v)):
@@ -34,7 +34,7 @@ def _labels(x: ArrayLike, name: str) -> list:
 
 def _kappa_from_counts(conf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Kappa, observed and expected agreement for stacked flattened confusion matrices."""
-    q = int(round(math.sqrt(conf.shape[-1])))
+    q = round(math.sqrt(conf.shape[-1]))
     m = conf.reshape(conf.shape[:-1] + (q, q))
     total = m.sum(axis=(-2, -1))
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -68,7 +68,7 @@ def cohen_kappa(
         raise ValueError(f"raters must label the same items, got {len(r1)} and {len(r2)} labels")
     cats = {v: i for i, v in enumerate(dict.fromkeys(r1 + r2))}
     q = max(len(cats), 1)
-    cell = np.array([cats[x] * q + cats[y] for x, y in zip(r1, r2)], dtype=np.int64)
+    cell = np.array([cats[x] * q + cats[y] for x, y in zip(r1, r2, strict=True)], dtype=np.int64)
     if cluster is None:
         codes = np.arange(len(r1), dtype=np.int64)
         k = len(r1)

@@ -23,7 +23,7 @@ the order statistic one place too high at both ends).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -145,7 +145,7 @@ def _analytic(statistic: float, lo: float, hi: float, se: float, key: str, what:
 def _rate_results(h: np.ndarray, n: np.ndarray, confidence_level: float, method: str) -> list[BootstrapResult]:
     """Analytic intervals of the pooled rate of each row of (columns × clusters) counts."""
     k_all = h.shape[1]
-    H, N, r, v, k = I.ratio_moments(h, n)
+    _, N, r, v, k = I.ratio_moments(h, n)
     if method == "korn-graubard":
         lo, hi = I.korn_graubard(r, v, N, k, confidence_level)
     else:
@@ -250,7 +250,7 @@ def cluster_bootstrap_ci(
 
 
 def _side(side: int | Sequence[int], d: int) -> list[int]:
-    cols = [int(side)] if np.ndim(side) == 0 else [int(j) for j in side]  # type: ignore[arg-type]
+    cols = [int(j) for j in np.atleast_1d(side)]
     if not cols or any(not 0 <= j < d for j in cols):
         raise ValueError(f"difference side {side!r} must name columns in 0..{d - 1}")
     return cols

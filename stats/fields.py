@@ -14,7 +14,7 @@ against non-empty gold 1 / 0 / 0, and any prediction against empty gold
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Hashable
+from collections.abc import Hashable, Iterable
 
 from stats.results import FieldScores
 

@@ -144,35 +144,36 @@ def wilson(p: np.ndarray, m: np.ndarray, confidence_level: float) -> tuple[np.nd
     return lo, hi
 
 
-def korn_graubard(r, v, N, k, confidence_level: float, *, cap: bool = True):
+def korn_graubard(r: np.ndarray, v: np.ndarray, N: np.ndarray, k: np.ndarray, confidence_level: float, *, cap: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Korn–Graubard (1998) interval: Clopper–Pearson at x* = r n*, n* = effective trials, df-adjusted."""
     m = effective_trials(r, v, N, k, confidence_level, cap=cap)
     lo, hi = clopper_pearson(r * m, m, confidence_level)
     return np.where(np.isnan(r), np.nan, lo), np.where(np.isnan(r), np.nan, hi)
 
 
-def jeffreys_effective(r, v, N, k, confidence_level: float, *, cap: bool = True):
+def jeffreys_effective(r: np.ndarray, v: np.ndarray, N: np.ndarray, k: np.ndarray, confidence_level: float, *,
+                       cap: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Jeffreys interval at the Korn–Graubard effective trials."""
     m = effective_trials(r, v, N, k, confidence_level, cap=cap)
     lo, hi = jeffreys(r * m, m, confidence_level)
     return np.where(np.isnan(r), np.nan, lo), np.where(np.isnan(r), np.nan, hi)
 
 
-def wilson_effective(r, v, N, k, confidence_level: float, *, cap: bool = True):
+def wilson_effective(r: np.ndarray, v: np.ndarray, N: np.ndarray, k: np.ndarray, confidence_level: float, *, cap: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval at the Korn–Graubard effective trials (same n*, Wilson shape)."""
     m = effective_trials(r, v, N, k, confidence_level, cap=cap)
     lo, hi = wilson(r, m, confidence_level)
     return np.where(np.isnan(r), np.nan, lo), np.where(np.isnan(r), np.nan, hi)
 
 
-def t_interval(estimate, variance, k, confidence_level: float):
+def t_interval(estimate: np.ndarray, variance: np.ndarray, k: np.ndarray, confidence_level: float) -> tuple[np.ndarray, np.ndarray]:
     """estimate ± t_{k−1} √variance (NaN with fewer than 2 clusters)."""
     t = t_quantiles(np.asarray(k, dtype=np.float64) - 1.0, confidence_level)
     se = np.sqrt(variance)
     return estimate - t * se, estimate + t * se
 
 
-def mover(dA, lA, uA, dB, lB, uB, corr):
+def mover(dA: np.ndarray, lA: np.ndarray, uA: np.ndarray, dB: np.ndarray, lB: np.ndarray, uB: np.ndarray, corr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """MOVER interval of θ_A − θ_B from the two arms' intervals (Zou & Donner 2008; Newcombe 1998, method 10).
 
     L = d − √[(θ̂A − lA)² + (uB − θ̂B)² − 2ρ(θ̂A − lA)(uB − θ̂B)],
@@ -188,8 +189,9 @@ def mover(dA, lA, uA, dB, lB, uB, corr):
     return np.clip(lo, -1.0, 1.0), np.clip(hi, -1.0, 1.0)
 
 
-def correlation(vA, vB, cov):
+def correlation(vA: np.ndarray, vB: np.ndarray, cov: np.ndarray) -> np.ndarray:
     """cov / √(vA vB), clipped to [−1, 1]; 0 where either variance is 0 or undefined."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        c = np.where((vA > 0) & (vB > 0), cov / np.sqrt(np.where((vA > 0) & (vB > 0), vA * vB, 1.0)), 0.0)
-    return np.clip(np.nan_to_num(c, nan=0.0), -1.0, 1.0)
+        c: np.ndarray = np.where((vA > 0) & (vB > 0), cov / np.sqrt(np.where((vA > 0) & (vB > 0), vA * vB, 1.0)), 0.0)
+    out: np.ndarray = np.clip(np.nan_to_num(c, nan=0.0), -1.0, 1.0)
+    return out

@@ -63,6 +63,7 @@ Defaults and edge cases (documented behaviour, covered by tests):
 from __future__ import annotations
 
 import math
+from typing import TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -123,7 +124,7 @@ def cluster_permutation_test(
     n_a = int(m[a == 1].sum())
     hits_b = int(h[a == 0].sum())
     n_b = int(m[a == 0].sum())
-    common = dict(level=level, n_clusters=n_clusters, hits_a=hits_a, n_a=n_a, hits_b=hits_b, n_b=n_b)
+    common = _Common(level=level, n_clusters=n_clusters, hits_a=hits_a, n_a=n_a, hits_b=hits_b, n_b=n_b)
     if n_a == 0 or n_b == 0:
         return PermutationTestResult(
             statistic=float("nan"), pvalue=1.0, attainable_floor=1.0, n_resamples=None, mc_stderr=None,
@@ -142,12 +143,24 @@ def _scheme(level: str) -> str:
     return "cluster permutation (whole cells within cluster)"
 
 
+class _Common(TypedDict):
+    """The fields every result of one test shares."""
+
+    level: str
+    n_clusters: int
+    hits_a: int
+    n_a: int
+    hits_b: int
+    n_b: int
+
+
 def _mc(count: int, draws: int) -> tuple[float, float]:
     p = (count + 1) / (draws + 1)
     return p, math.sqrt(p * (1.0 - p) / draws)
 
 
-def _trial_level(codes, k, a, h, m, statistic, n_resamples, seed, common) -> PermutationTestResult:
+def _trial_level(codes: np.ndarray, k: int, a: np.ndarray, h: np.ndarray, m: np.ndarray, statistic: float, n_resamples: int | None,
+                 seed: SeedLike, common: _Common) -> PermutationTestResult:
     total = np.bincount(codes, m, k).astype(np.int64)
     good = np.bincount(codes, h, k).astype(np.int64)
     draws = np.bincount(codes, m * a, k).astype(np.int64)
@@ -189,7 +202,8 @@ def _trial_level(codes, k, a, h, m, statistic, n_resamples, seed, common) -> Per
     )
 
 
-def _tilted_result(tail, floor, statistic, scheme, what, common) -> PermutationTestResult:
+def _tilted_result(tail: T.TailResult, floor: float, statistic: float, scheme: str, what: str,
+                   common: _Common) -> PermutationTestResult:
     """Result of the tilted, pruned convolution with its stated absolute error bound."""
     method = (f"cluster permutation ({scheme}), exact distribution by exponentially tilted, pruned convolution "
               f"of per-cluster {what} (not Monte Carlo)")
@@ -207,7 +221,7 @@ def _tilted_result(tail, floor, statistic, scheme, what, common) -> PermutationT
     )
 
 
-def _trial_floor(offs, lo, pmf, big_n, big_k, n_a) -> float:
+def _trial_floor(offs: np.ndarray, lo: np.ndarray, pmf: np.ndarray, big_n: int, big_k: int, n_a: int) -> float:
     """P(|X·N − K·N_A| ≥ the largest value any arrangement reaches).
 
     Only the all-clusters-at-their-maximum (or minimum) arrangement reaches an
@@ -227,7 +241,8 @@ def _trial_floor(offs, lo, pmf, big_n, big_k, n_a) -> float:
     return min(1.0, floor)
 
 
-def _cell_level(codes, k, a, h, m, statistic, n_resamples, seed, common) -> PermutationTestResult:
+def _cell_level(codes: np.ndarray, k: int, a: np.ndarray, h: np.ndarray, m: np.ndarray, statistic: float, n_resamples: int | None,
+                seed: SeedLike, common: _Common) -> PermutationTestResult:
     keep = m > 0
     codes, a, h, m = codes[keep], a[keep], h[keep], m[keep]
     order = np.argsort(codes, kind="stable")
@@ -301,7 +316,7 @@ def _cell_level(codes, k, a, h, m, statistic, n_resamples, seed, common) -> Perm
     )
 
 
-def _x_types(arr_offs, ax, x_min, x_max):
+def _x_types(arr_offs: np.ndarray, ax: np.ndarray, x_min: np.ndarray, x_max: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Per-cluster distributions of arm-A hits over arrangements, grouped into distinct types.
 
     Returns CSR log pmfs over x − x_min, their multiplicities, and Σ x_min (all clusters).
@@ -314,7 +329,7 @@ def _x_types(arr_offs, ax, x_min, x_max):
     base = int(x_min.sum())
     pmfs, mults = [], []
     live = width > 1
-    for w, na in set(zip(width[live].tolist(), n_arr[live].tolist())):
+    for w, na in set(zip(width[live].tolist(), n_arr[live].tolist(), strict=True)):
         idx = np.flatnonzero(live & (width == w) & (n_arr == na))
         pos = (arr_offs[idx][:, None] + np.arange(na)).ravel()
         rows = np.repeat(np.arange(idx.size), na)
@@ -329,7 +344,8 @@ def _x_types(arr_offs, ax, x_min, x_max):
     return offs, np.concatenate(pmfs), np.concatenate(mults).astype(np.int64), base
 
 
-def _cell_mc_hybrid(arr_offs, ax, at, x_min, x_max, t_min, t_max, r, seed, big_n, big_h, x_obs, t_obs, use_int):
+def _cell_mc_hybrid(arr_offs: np.ndarray, ax: np.ndarray, at: np.ndarray, x_min: np.ndarray, x_max: np.ndarray, t_min: np.ndarray, t_max: np.ndarray, r: int,
+                    seed: int, big_n: int, big_h: int, x_obs: int, t_obs: int, use_int: bool) -> int:
     """Monte Carlo over cell arrangements that samples only clusters whose arm-A trials vary.
 
     Clusters with fixed arm-A trials enter through the exact distribution of their
@@ -360,7 +376,8 @@ def _cell_mc_hybrid(arr_offs, ax, at, x_min, x_max, t_min, t_max, r, seed, big_n
                             t_base, x_obs, t_obs, use_int, FLOAT_RTOL)
 
 
-def _cell_floor_without_dp(arr_offs, ax, at, x_min, x_max, t_min, t_max, big_n, big_h, log_arrangements):
+def _cell_floor_without_dp(arr_offs: np.ndarray, ax: np.ndarray, at: np.ndarray, x_min: np.ndarray, x_max: np.ndarray, t_min: np.ndarray, t_max: np.ndarray,
+                           big_n: int, big_h: int, log_arrangements: float) -> tuple[float, bool]:
     """Floor when the DP is not run: exact if the arm-A trial total never varies.
 
     With T fixed the statistic is monotone in X, and only all-clusters-at-max

@@ -177,8 +177,8 @@ def _simulate(logit_rates: np.ndarray, cond_arm: np.ndarray, n_prompts: int, n_r
         boot.sort()
         lo_q = (1.0 - confidence) / 2.0 * (n_boot - 1)
         hi_q = (1.0 - (1.0 - confidence) / 2.0) * (n_boot - 1)
-        lo_i = int(math.floor(lo_q))
-        hi_i = int(math.floor(hi_q))
+        lo_i = math.floor(lo_q)
+        hi_i = math.floor(hi_q)
         lo = boot[lo_i] + (lo_q - lo_i) * (boot[min(lo_i + 1, n_boot - 1)] - boot[lo_i])
         hi = boot[hi_i] + (hi_q - hi_i) * (boot[min(hi_i + 1, n_boot - 1)] - boot[hi_i])
         widths[s] = hi - lo

@@ -8,9 +8,10 @@ can see how much clustering widens it.
 
 from __future__ import annotations
 
+from statistics import NormalDist
+
 import numpy as np
 from numpy.typing import ArrayLike
-from statistics import NormalDist
 
 
 def wilson_interval(hits: ArrayLike, n: ArrayLike, confidence_level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:

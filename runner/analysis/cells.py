@@ -19,9 +19,9 @@ import numpy as np
 import polars as pl
 
 import stats
-from runner.analysis.constants import CONFIDENCE, N_RESAMPLES
+from runner.core.constants import CONFIDENCE, N_RESAMPLES
 from runner.core.errors import UserError
-from runner.execution.manifest import read_manifest
+from runner.core.manifest import read_manifest
 from runner.probes import PROBES, Contrast
 
 
@@ -88,7 +88,7 @@ def _shared_bootstrap(cells: pl.DataFrame, rates: tuple[str, ...], contrasts: tu
         res = stats.cluster_bootstrap_many(sub["case_id"].rank("dense").to_numpy(), np.column_stack(hcols),
                                            np.column_stack(ncols), differences=pairs, n_resamples=N_RESAMPLES,
                                            confidence_level=CONFIDENCE, seed=seed)
-        out.update(zip(keys + pair_keys, res))
+        out.update(zip([*keys, *pair_keys], res, strict=True))
     return out
 
 
@@ -156,19 +156,19 @@ def analyze(out: Path) -> list[ProbeAnalysis]:
     if manifest is None:
         raise UserError(f"{out} has no manifest.json; is it a trialgrid output directory?")
     trials = scan_trials(out)
-    seed = int(manifest.get("seed", 0)) % (2**32)
-    model_order = {m["name"]: i for i, m in enumerate(manifest.get("sweep", {}).get("models", []))}
+    seed = manifest.seed % (2**32)
+    model_order = {m.name: i for i, m in enumerate(manifest.sweep.models)}
     results = []
-    for probe_name, info in manifest["probes"].items():
-        probe_cls = PROBES.get(info["kind"])
+    for probe_name, info in manifest.probes.items():
+        probe_cls = PROBES.get(info.kind)
         if probe_cls is not None:
             rates, all_conditions, declared = probe_cls.rates, probe_cls.all_conditions, probe_cls.contrasts
-        elif info.get("rates"):  # imported trials (``trialgrid import trials``) declare their own
-            rates = tuple(info["rates"])
-            all_conditions = tuple(info.get("conditions") or ())
-            declared = tuple(Contrast.model_validate(c) for c in info.get("contrasts") or ())
+        elif info.rates:  # imported trials (``trialgrid import trials``) declare their own
+            rates = tuple(info.rates)
+            all_conditions = tuple(info.conditions or ())
+            declared = tuple(Contrast.model_validate(c) for c in info.contrasts or ())
         else:
-            raise UserError(f"{out}: probe {probe_name!r} has kind {info['kind']!r}, unknown to this trialgrid version")
+            raise UserError(f"{out}: probe {probe_name!r} has kind {info.kind!r}, unknown to this trialgrid version")
         cells = cell_counts(trials, probe_name, rates)
         if cells.height == 0:
             continue
@@ -183,5 +183,5 @@ def analyze(out: Path) -> list[ProbeAnalysis]:
             contrasts = contrasts.with_columns(
                 pl.col("model").replace_strict(model_order, default=len(model_order), return_dtype=pl.Int64).alias("_m")
             ).sort("_m", "model", maintain_order=True).drop("_m")
-        results.append(ProbeAnalysis(probe_name, info["kind"], rates, conditions, contrasts, cells))
+        results.append(ProbeAnalysis(probe_name, info.kind, rates, conditions, contrasts, cells))
     return results

@@ -19,7 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from runner.core.errors import UserError
-from runner.execution.manifest import read_manifest
+from runner.core.manifest import Manifest, read_manifest
 from runner.probes import PROBES
 
 PASS, FAIL, UNSCORED = "pass", "fail", "unscored"
@@ -44,13 +44,13 @@ class CaseVerdict:
         return f"{self.case_id} [{self.model}, {self.probe}]"
 
 
-def _gated_probes(manifest: dict, out: Path) -> dict[str, str]:
+def _gated_probes(manifest: Manifest, out: Path) -> dict[str, str]:
     """probe name → kind, for the probes of a run that score ``passed`` per trial."""
     gated = {}
-    for name, info in manifest.get("probes", {}).items():
-        cls = PROBES.get(info.get("kind", ""))
+    for name, info in manifest.probes.items():
+        cls = PROBES.get(info.kind)
         if cls is not None and {"passed", "reasons"} <= {f.name for f in cls.outcome_fields}:
-            gated[name] = info["kind"]
+            gated[name] = info.kind
     return gated
 
 

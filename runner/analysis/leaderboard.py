@@ -23,10 +23,10 @@ import polars as pl
 
 import stats
 from runner.analysis.cells import ProbeAnalysis, analyze, scan_trials
-from runner.analysis.views import FIELD_SCHEMA, FIELDS, STAGE_SCHEMA, STAGES, ProbeView, view_of
 from runner.config.cost import ModelPrice, prices_from, usage_by_model
 from runner.core.errors import UserError
-from runner.execution.manifest import read_manifest
+from runner.core.manifest import Manifest, read_manifest
+from runner.core.views import FIELD_SCHEMA, FIELDS, STAGE_SCHEMA, STAGES, ProbeView, view_of
 from runner.probes import PROBES
 
 #: the test the leaderboard quotes: whole cells permuted within prompt, the conservative one
@@ -39,7 +39,7 @@ class RunAnalysis:
 
     out: Path
     label: str
-    manifest: dict[str, Any]
+    manifest: Manifest
     trials: pl.LazyFrame
     probes: list[ProbeAnalysis]
     prices: dict[str, ModelPrice]
@@ -79,19 +79,14 @@ def needs_run_label(frame: pl.DataFrame) -> bool:
     return pairs.height > pairs["model"].n_unique()
 
 
-def _labels(outs: Sequence[Path], manifests: Sequence[dict[str, Any]]) -> list[str]:
-    names = [m.get("sweep_name") or o.name for o, m in zip(outs, manifests)]
+def _labels(outs: Sequence[Path], manifests: Sequence[Manifest]) -> list[str]:
+    names = [m.sweep_name or o.name for o, m in zip(outs, manifests)]
     return [n if names.count(n) == 1 else f"{n} ({o})" for n, o in zip(names, outs)]
 
 
-def _remedies_by_model(manifest: dict[str, Any]) -> dict[str, list[str]]:
+def _remedies_by_model(manifest: Manifest) -> dict[str, list[str]]:
     """Remedies the run applied, per model label (matched on provider and model id)."""
-    out: dict[str, list[str]] = {}
-    for m in manifest.get("sweep", {}).get("models", []):
-        model_id = m.get("model") or m["name"]
-        out[m["name"]] = [e.get("remedy") or e.get("action", "?") for e in manifest.get("remedies", [])
-                          if e.get("provider") == m.get("provider") and e.get("model_id") == model_id]
-    return out
+    return {m.name: [e.remedy or e.action for e in manifest.remedies_of(m)] for m in manifest.sweep.models}
 
 
 def _long_conditions(a: ProbeAnalysis) -> pl.DataFrame:
@@ -210,37 +205,36 @@ def summarize(outs: Sequence[Path]) -> Summary:
     stages: list[pl.DataFrame] = []
     for out, manifest, label in zip(outs, manifests, labels):
         trials = scan_trials(out)
-        prices = prices_from(manifest.get("sweep", {}).get("prices"))
+        prices = prices_from(manifest.sweep.prices)
         probes = analyze(out)
-        seed = int(manifest.get("seed", 0)) % (2**32)
+        seed = manifest.seed % (2**32)
         views = {a.probe: tuple(PROBES[a.kind].views(out, a.probe, trials, seed=seed)) if a.kind in PROBES else ()
                  for a in probes}
         runs.append(RunAnalysis(out, label, manifest, trials, probes, prices, views))
         remedies = _remedies_by_model(manifest)
         usage = usage_by_model(trials, prices)
-        model_meta = {m["name"]: m for m in manifest.get("sweep", {}).get("models", [])}
+        providers = {m.name: m.provider for m in manifest.sweep.models}
+        model_ids = {m.name: m.model_id for m in manifest.sweep.models}
         model_frames.append(_with(usage.with_columns(
-            pl.col("model").map_elements(lambda m: model_meta.get(m, {}).get("provider"), return_dtype=pl.String)
-            .alias("provider"),
-            pl.col("model").map_elements(lambda m: model_meta.get(m, {}).get("model") or m, return_dtype=pl.String)
-            .alias("model_id"),
+            pl.col("model").map_elements(lambda m: providers.get(m), return_dtype=pl.String).alias("provider"),
+            pl.col("model").map_elements(lambda m: model_ids.get(m, m), return_dtype=pl.String).alias("model_id"),
             pl.col("model").map_elements(lambda m: remedies.get(m, []), return_dtype=pl.List(pl.String))
             .alias("remedies"),
             (pl.col("errors") / pl.col("trials")).alias("error_rate"),
         ), run=label))
         total = usage["cost_usd"]
         run_rows.append({
-            "run": label, "out": str(out), "sweep_name": manifest.get("sweep_name"),
-            "sweep_id": manifest.get("sweep_id"), "status": manifest.get("status"),
-            "trials_total": manifest.get("trials_total"), "trials": int(usage["trials"].sum()),
+            "run": label, "out": str(out), "sweep_name": manifest.sweep_name,
+            "sweep_id": manifest.sweep_id, "status": manifest.status,
+            "trials_total": manifest.trials_total, "trials": int(usage["trials"].sum()),
             "errors": int(usage["errors"].sum()),
             "input_tokens": int(usage["input_tokens"].sum()), "output_tokens": int(usage["output_tokens"].sum()),
             "cost_usd": float(total.sum()) if total.null_count() < len(total) else None,
             "priced_models": len(prices),
-            "budget_usd": (manifest.get("sweep", {}).get("budget") or {}).get("usd"),
-            "budget_tokens": (manifest.get("sweep", {}).get("budget") or {}).get("tokens"),
-            "remedies": [str(e.get("remedy", "")) for e in manifest.get("remedies", [])],
-            "imported_from": (manifest.get("imported") or {}).get("source"),
+            "budget_usd": manifest.sweep.budget.usd if manifest.sweep.budget else None,
+            "budget_tokens": manifest.sweep.budget.tokens if manifest.sweep.budget else None,
+            "remedies": [e.remedy for e in manifest.remedies],
+            "imported_from": manifest.imported.source if manifest.imported else None,
         })
         for a in probes:
             probe_usage = usage_by_model(trials.filter(pl.col("probe") == a.probe), prices)

@@ -28,9 +28,9 @@ from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary
 
 #: the probe kind a scorecard is defined for, the contrast it reads and the baseline correct-call rate
 KIND = "misselection"
-CONTRAST = "decoy"
-GROUNDED_CONDITION = "groundable_known"
-GROUNDED_OUTCOME = "expected_called"
+_CONTRAST = "decoy"
+_GROUNDED_CONDITION = "groundable_known"
+_GROUNDED_OUTCOME = "expected_called"
 
 #: significance level of the decoy test (p ≤ ALPHA is significant)
 ALPHA = 0.05
@@ -43,9 +43,9 @@ ROBUST_MIN = 0.95
 DEGRADED_MIN = 0.80
 BRITTLE_MIN = 0.50
 
-VERDICTS = ("robust", "no effect", "degraded", "brittle", "collapse", "inconclusive")
+_VERDICTS = ("robust", "no effect", "degraded", "brittle", "collapse", "inconclusive")
 
-SCORECARD_SCHEMA = {"run": pl.String, "probe": pl.String, "model": pl.String, "verdict": pl.String,
+_SCORECARD_SCHEMA = {"run": pl.String, "probe": pl.String, "model": pl.String, "verdict": pl.String,
                     "retention": pl.Float64, "reason": pl.String, "decoy_rate_a": pl.Float64,
                     "decoy_rate_b": pl.Float64, "p": pl.Float64, "floor": pl.Float64,
                     "grounded_correct": pl.Float64, "error_share": pl.Float64}
@@ -102,11 +102,11 @@ def decide(e: Evidence) -> Verdict:
     if share > MAX_ERROR_SHARE:
         return Verdict("inconclusive", None, f"{share:.0%} of trials are errors (more than {MAX_ERROR_SHARE:.0%})")
     if _missing(e.grounded_correct):
-        return Verdict("inconclusive", None, f"no {GROUNDED_CONDITION} trials to compare with")
+        return Verdict("inconclusive", None, f"no {_GROUNDED_CONDITION} trials to compare with")
     assert e.grounded_correct is not None
     if e.grounded_correct < MIN_GROUNDED_CORRECT:
         return Verdict("inconclusive", None, f"calls the expected tool in only {e.grounded_correct:.0%} of "
-                                             f"{GROUNDED_CONDITION} trials (less than {MIN_GROUNDED_CORRECT:.0%})")
+                                             f"{_GROUNDED_CONDITION} trials (less than {MIN_GROUNDED_CORRECT:.0%})")
     if _missing(e.p) or _missing(e.floor) or _missing(e.decoy_rate_a) or _missing(e.decoy_rate_b):
         return Verdict("inconclusive", None, "no decoy test: an arm of the contrast has no trials")
     assert e.p is not None and e.floor is not None and e.decoy_rate_a is not None and e.decoy_rate_b is not None
@@ -115,7 +115,7 @@ def decide(e: Evidence) -> Verdict:
                                              f"alpha {ALPHA:g}: add prompts")
     kept = retention(e.decoy_rate_a, e.decoy_rate_b)
     if kept is None:
-        return Verdict("inconclusive", None, f"calls the decoy in every {GROUNDED_CONDITION} trial")
+        return Verdict("inconclusive", None, f"calls the decoy in every {_GROUNDED_CONDITION} trial")
     if e.p > ALPHA:
         return Verdict("no effect", kept, f"decoy test not significant (p {e.p:.2g} > {ALPHA:g})")
     return Verdict(grade(kept), kept, f"keeps {kept:.0%} of decoy-free trials (p {e.p:.2g})")
@@ -124,10 +124,10 @@ def decide(e: Evidence) -> Verdict:
 def _evidence(summary: Summary, run: str, probe: str, model: str, board: dict[str, Any]) -> Evidence:
     grounded = summary.conditions.filter(
         (pl.col("run") == run) & (pl.col("probe") == probe) & (pl.col("model") == model)
-        & (pl.col("condition") == GROUNDED_CONDITION) & (pl.col("rate") == GROUNDED_OUTCOME)).to_dicts()
+        & (pl.col("condition") == _GROUNDED_CONDITION) & (pl.col("rate") == _GROUNDED_OUTCOME)).to_dicts()
     contrast = summary.contrasts.filter(
         (pl.col("run") == run) & (pl.col("probe") == probe) & (pl.col("model") == model)
-        & (pl.col("contrast") == CONTRAST)).to_dicts()
+        & (pl.col("contrast") == _CONTRAST)).to_dicts()
     c = contrast[0] if contrast else {}
     return Evidence(trials=board["trials"], errors=board["errors"],
                     grounded_correct=grounded[0]["value"] if grounded else None,
@@ -145,11 +145,11 @@ def scorecard_table(summary: Summary) -> pl.DataFrame:
                      "retention": v.retention, "reason": v.reason, "decoy_rate_a": e.decoy_rate_a,
                      "decoy_rate_b": e.decoy_rate_b, "p": e.p, "floor": e.floor,
                      "grounded_correct": e.grounded_correct, "error_share": e.errors / e.trials if e.trials else None})
-    return pl.DataFrame(rows, schema=SCORECARD_SCHEMA)
+    return pl.DataFrame(rows, schema=_SCORECARD_SCHEMA)
 
 
 def settings() -> dict[str, Any]:
     """The thresholds, as the JSON summary records them."""
-    return {"kind": KIND, "contrast": CONTRAST, "level": HEADLINE_LEVEL, "alpha": ALPHA,
+    return {"kind": KIND, "contrast": _CONTRAST, "level": HEADLINE_LEVEL, "alpha": ALPHA,
             "max_error_share": MAX_ERROR_SHARE, "min_grounded_correct": MIN_GROUNDED_CORRECT,
             "robust_min": ROBUST_MIN, "degraded_min": DEGRADED_MIN, "brittle_min": BRITTLE_MIN}

@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.text import Text
 from typer.core import TyperGroup
 
+from runner.cli.console import EXIT_GATE, EXIT_OK, err, out
+from runner.cli.console import fail as _fail
+from runner.cli.console import note as _note
+from runner.cli.console import warn as _warn
 from runner.core.errors import UserError
 from runner.core.safety import check_output_dir, one_line, term_text
 
@@ -61,10 +64,6 @@ class GuardedGroup(TyperGroup):
 # No locals in tracebacks: a provider's frames hold request headers, i.e. the API key.
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_show_locals=False,
                   cls=GuardedGroup, help="Measure how tool-calling LLM agents fail to ground what they do.")
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
-
-EXIT_OK, EXIT_GATE, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def _version(value: bool) -> None:
@@ -81,25 +80,6 @@ def _version(value: bool) -> None:
 def _main(version: bool | None = typer.Option(None, "--version", callback=_version, is_eager=True,
                                                   help="Print the version and exit.")) -> None:
     """trialgrid: grids of trials against tool-calling agents, with prompt-clustered statistics."""
-
-
-def _fail(exc: UserError, *, every: bool = False) -> typer.Exit:
-    """Print ``exc`` as one line (``every``: each of its problems on a line of its own); the exit to raise."""
-    problems = getattr(exc, "problems", None) if every else None
-    for problem in problems or [exc]:
-        # user text (labels, paths, server output) is never markup and never terminal control
-        err.print(Text.assemble(("error:", "bold red"), " ", one_line(problem)), soft_wrap=True)
-    return typer.Exit(EXIT_BAD_INPUT)
-
-
-def _note(line: str) -> None:
-    # server text may hold square brackets: never let rich read it as markup
-    err.print(Text.assemble(("note: ", "yellow"), one_line(line)), soft_wrap=True)
-
-
-def _warn(lines: list[str]) -> None:
-    for line in lines:
-        err.print(Text.assemble(("warning:", "yellow"), " ", one_line(line)), soft_wrap=True)
 
 
 @app.command()
@@ -150,7 +130,7 @@ def run(
 ) -> None:
     """Run a sweep (or resume it: trial ids already in the output are skipped)."""
     from runner.config.sweep import load_sweep
-    from runner.execution.run import run_sweep
+    from runner.execution import modes
     from runner.reporting.terminal import print_report
 
     try:
@@ -161,28 +141,9 @@ def run(
         target = out_dir or Path(loaded.sweep.output)
         check_output_dir(target)
         say = (lambda s: None) if quiet else (lambda s: err.print(s, soft_wrap=True))
-        from runner.execution.batch.ledger import has_open_batches
-
-        batch_mode = batch or any(m.mode == "batch" for m in loaded.sweep.models) or has_open_batches(target)
-        if batch_mode and (ray is not None or cache is not None or getattr(loaded.sweep, "cache", None) is not None):
-            raise UserError("batch mode runs in one process without the response cache; it is not available with "
-                            "--ray or a cache", hint="drop --ray / --cache (and the sweep's `cache` key), or run live")
-        if batch_mode:
-            from runner.execution.batch import run_batch_sweep
-
-            result = run_batch_sweep(loaded, target, all_models=batch, quiet=quiet, say=say,
-                                     strict_params=strict_params, notify=_note)
-        elif ray is None:
-            if workers is not None:
-                raise UserError("--workers only applies with --ray")
-            result = run_sweep(loaded, target, quiet=quiet, say=say, strict_params=strict_params,
-                               notify=_note, cache_dir=cache)
-        else:
-            if cache is not None or loaded.sweep.cache is not None:
-                raise UserError("the response cache runs in one process; it is not available with --ray",
-                                hint="drop --cache (and the sweep's `cache` key) for a Ray run")
-            result = backend("ray")(loaded, target, address=ray, workers=workers, quiet=quiet, say=say,
-                                    strict_params=strict_params, notify=_note)
+        # the mode and every rule about it are runner.run's (runner/execution/modes.py): --ray is an address
+        result = modes.run(loaded, target, mode=modes.BATCH if batch else None, address=ray, workers=workers,
+                           cache=cache, quiet=quiet, say=say, strict_params=strict_params, notify=_note)
     except UserError as exc:
         raise _fail(exc) from None
     except KeyboardInterrupt:
@@ -528,19 +489,10 @@ def serve(
 
 
 # Optional parts of trialgrid plug in through entry points (pyproject.toml), so that
-# ``runner`` never imports them: cluster mode registers the ``ray`` run backend and its
-# commands (submit, status, logs) there, and ``runner`` only looks names up.
-BACKENDS = "trialgrid.backends"
+# ``runner`` never imports them: cluster mode registers its commands (submit, status,
+# logs) here, and its ``ray`` run backend under ``trialgrid.backends``, which
+# ``runner.execution.backends.registry`` looks up for ``runner.run``.
 COMMANDS = "trialgrid.commands"
-
-
-def backend(name: str):  # type: ignore[no-untyped-def]
-    """The run function registered under ``name`` (same call as ``run_sweep`` plus its own options)."""
-    for entry in metadata.entry_points(group=BACKENDS):
-        if entry.name == name:
-            return entry.load()
-    raise UserError(f"the {name!r} run backend is not installed",
-                    hint="reinstall trialgrid (`pip install -e .`): its entry points register cluster mode")
 
 
 def load_plugins(target: typer.Typer) -> None:

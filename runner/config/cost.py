@@ -62,7 +62,7 @@ def prices_from(raw: Mapping[str, Any] | None) -> dict[str, ModelPrice]:
     return {name: ModelPrice.model_validate(p) for name, p in (raw or {}).items()}
 
 
-def cost_expr(prices: Mapping[str, ModelPrice]) -> pl.Expr:
+def _cost_expr(prices: Mapping[str, ModelPrice]) -> pl.Expr:
     """Per-row cost in USD; null for a model without a price (unknown, not free)."""
     if not prices:
         return pl.lit(None, dtype=pl.Float64)
@@ -83,7 +83,7 @@ def usage_by_model(trials: pl.LazyFrame, prices: Mapping[str, ModelPrice],
              (pl.col("status") != "ok").sum().cast(pl.Int64).alias("errors"),
              pl.col("input_tokens").fill_null(0).sum().cast(pl.Int64).alias("input_tokens"),
              pl.col("output_tokens").fill_null(0).sum().cast(pl.Int64).alias("output_tokens"),
-             cost_expr(prices).sum().alias("cost_usd"))
+             _cost_expr(prices).sum().alias("cost_usd"))
         .with_columns(pl.when(pl.col("model").is_in(list(prices))).then(pl.col("cost_usd"))
                       .otherwise(None).alias("cost_usd"))
         .with_columns((pl.col("cost_usd") / pl.col("trials")).alias("cost_per_trial_usd"))
@@ -99,5 +99,5 @@ def spent_in(trials_dir: Path, prices: Mapping[str, ModelPrice]) -> tuple[float,
         return 0.0, 0
     usage = usage_by_model(pl.scan_ipc([str(p) for p in parts]), prices)
     usd = float(usage["cost_usd"].fill_null(0.0).sum())
-    tokens = int(usage["input_tokens"].sum() + usage["output_tokens"].sum())
+    tokens = int(usage["input_tokens"].sum()) + int(usage["output_tokens"].sum())
     return usd, tokens

@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
@@ -27,13 +27,16 @@ from runner.config.cost import Budget, ModelPrice
 from runner.core.errors import UserError
 from runner.core.safety import check_regular_file, one_line
 from runner.core.sources import Source, load_source, register_union_tags, validate
-from runner.probes import PROBES, Probe
+from runner.probes import PROBES, Probe, ProbeConfig
 from runner.providers import CONFIGURED, check_model
 from runner.providers.callable_provider import load_function
 from runner.providers.settings import CREDENTIAL_HEADER, DEFAULT_KEY_ENV, Connection, Limits, RetryPolicy
 
 register_union_tags(PROBES)
-ProbeEntry = Annotated[Union[tuple(p.config_model for p in PROBES.values())], Field(discriminator="kind")]  # type: ignore[valid-type]  # noqa: UP007 (a runtime union of the registered probes)
+if TYPE_CHECKING:  # to a type checker an entry is its base class; pydantic validates the union of the registered probes
+    ProbeEntry = ProbeConfig
+else:
+    ProbeEntry = Annotated[Union[tuple(p.config_model for p in PROBES.values())], Field(discriminator="kind")]  # noqa: UP007 (a runtime union)
 
 
 class ModelConfig(BaseModel):
@@ -47,7 +50,7 @@ class ModelConfig(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict, description="request parameters (temperature, max_tokens, ...)")
     concurrency: int = Field(default=16, ge=1, le=100_000, description="max trials of this model in flight")
     mode: Literal["live", "batch"] = Field(default="live", description="live: one request per trial as it runs; "
-                                           "batch: the vendor's batch API (openai, anthropic; see runner/execution/batch)")
+                                           "batch: the vendor's batch API (openai, anthropic; see runner/execution/backends/batch)")
     # -- real providers (openai, anthropic, callable); see runner/providers/settings.py
     base_url: str | None = Field(default=None, description="endpoint; default the vendor's public API")
     api_key_env: str | None = Field(default=None, description="environment variable holding the API key "
@@ -138,7 +141,7 @@ class ModelConfig(BaseModel):
         if self.mode == "batch" and self.provider not in ("openai", "anthropic"):
             raise ValueError(f"mode: batch needs provider openai or anthropic (their batch APIs), not {self.provider}")
         if self.provider not in CONFIGURED:
-            used = [k for k in ("base_url", "headers", "limits", "retry", "timeout_s") if k in self.model_fields_set]
+            used: list[str] = [k for k in ("base_url", "headers", "limits", "retry", "timeout_s") if k in self.model_fields_set]
             if used or self.api_key_env is not None:
                 raise ValueError(f"{(used or ['api_key_env'])[0]} is not used by provider {self.provider} "
                                  "(it applies to openai, anthropic and callable)")
@@ -165,7 +168,7 @@ class Sweep(BaseModel):
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
     output: str = Field(default="out", description="output directory, relative to the current directory")
     models: list[ModelConfig] = Field(min_length=1)
-    probes: list[ProbeEntry] = Field(min_length=1)  # type: ignore[valid-type]
+    probes: list[ProbeEntry] = Field(min_length=1)
     engine: EngineConfig = Field(default_factory=EngineConfig)
     # what trials cost and what the sweep may spend; like engine, not part of the sweep's identity
     prices: dict[str, ModelPrice] = Field(default_factory=dict, description="per model label: USD per million tokens")

@@ -2,6 +2,22 @@
 
 Every user-input failure (sweep, case file, catalogue) becomes a ``UserError``; the
 CLI prints its one line and exits 2, never a traceback.
+
+Every error trialgrid raises to its caller derives from one root, so a notebook can
+catch them all with ``except runner.TrialgridError``::
+
+    TrialgridError                          runner.core.errors
+    ├── UserError                           bad input, located: sweep, case file, output dir, run mode
+    ├── ProviderError (.kind: ErrorKind)    runner.providers.errors: a classified model-call failure
+    └── ReplayExhausted                     runner.execution.replay: a stored row cannot be re-scored
+
+Internal control flow, never seen by a caller (deliberately *not* under the root):
+
+- ``Captured`` (runner.execution.backends.batch.capture) is a ``BaseException``: batch
+  mode raises it out of a probe to take the request the probe built, and no probe's
+  ``except Exception`` may swallow it;
+- ``BadRequest`` (runner.sim.serve.codecs) becomes the simulated server's 400 answer;
+- ``ToolFailure`` (runner.probes.toolsim.base) becomes a simulated tool's error result.
 """
 
 from __future__ import annotations
@@ -23,7 +39,11 @@ def format_key_path(path: KeyPath) -> str:
     return out or "<top level>"
 
 
-class UserError(Exception):
+class TrialgridError(Exception):
+    """The root of every error trialgrid raises to its caller (the tree is in this module's docstring)."""
+
+
+class UserError(TrialgridError):
     """Bad input, located. ``str()`` is a single line fit to print."""
 
     def __init__(self, message: str, *, file: Path | str | None = None, line: int | None = None,

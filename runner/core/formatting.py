@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 #: ``stats`` reports a p-value below this as the bound itself (``pvalue_is_bound``)
-P_BOUND = 1e-300
+_P_BOUND = 1e-300
 
 
 def _missing(x: float | None) -> bool:
@@ -31,8 +31,8 @@ def pvalue(x: float | None) -> str:
     """A p-value: three decimals, scientific below 0.001, ``<1e-300`` at the reporting bound."""
     if _missing(x):
         return "—"
-    if x <= P_BOUND:  # type: ignore[operator]
-        return f"<{P_BOUND:.0e}"
+    if x <= _P_BOUND:  # type: ignore[operator]
+        return f"<{_P_BOUND:.0e}"
     return f"{x:.3f}" if x >= 0.001 else f"{x:.1e}"  # type: ignore[operator]
 
 

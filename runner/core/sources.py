@@ -66,7 +66,7 @@ class Source:
 
     path: Path
     data: Any
-    lines: dict[tuple, int] = field(default_factory=dict)
+    lines: dict[tuple[Any, ...], int] = field(default_factory=dict)
     sha256: str = ""
 
     def line_of(self, key_path: Iterable[Any]) -> int | None:
@@ -270,7 +270,7 @@ def load_source(path: Path, *, what: str) -> Source:
     return Source(path=path, data=data, lines=lines, sha256=hashlib.sha256(raw).hexdigest())
 
 
-def _model_at(model: Any, loc: tuple, data: Any) -> type[BaseModel] | None:
+def _model_at(model: Any, loc: tuple[Any, ...], data: Any) -> type[BaseModel] | None:
     """The pydantic model that validates the mapping at ``loc`` (to list its valid keys)."""
     current: Any = model
     for part in loc:
@@ -299,7 +299,7 @@ def _unwrap(annotation: Any, data: Any) -> Any:
             models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
             kind = data.get("kind") if isinstance(data, dict) else None
             match = [m for m in models if "kind" in m.model_fields and kind in get_args(m.model_fields["kind"].annotation)]
-            annotation = (match or models or [type(None)])[0]
+            annotation = (match or models)[0] if match or models else type(None)
         else:
             break
     return annotation
@@ -333,7 +333,7 @@ def _describe(err: Mapping[str, Any], model: Any = None, data: Any = None) -> st
         if len(shown) > 60:
             shown = shown[:57] + "..."
         return f"{msg}, got {shown}"
-    return msg
+    return str(msg)
 
 
 def _expects_number(annotation: Any) -> bool:
@@ -379,7 +379,8 @@ def _missing_hint(loc: KeyTuple, errors: Sequence[Mapping[str, Any]], source: So
     return ""
 
 
-def validate(model: type[BaseModel], data: Any, source: Source, *, prefix: tuple = (), context: dict | None = None) -> Any:
+def validate(model: type[BaseModel], data: Any, source: Source, *, prefix: KeyTuple = (),
+             context: dict[str, Any] | None = None) -> Any:
     """Validate ``data`` (found at ``prefix`` inside ``source``) into ``model``.
 
     Every problem (up to ``MAX_PROBLEMS``) becomes a located ``UserError``; one is raised
@@ -415,7 +416,7 @@ def validate(model: type[BaseModel], data: Any, source: Source, *, prefix: tuple
 _TAGS: set[str] = set()
 
 
-def _strip_tags(loc: tuple) -> tuple:
+def _strip_tags(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     """Drop what pydantic inserts into error locations: tagged-union tags and validator names."""
     loc = tuple(p for p in loc if not (isinstance(p, str) and p.startswith("function-")))
     return tuple(p for i, p in enumerate(loc)

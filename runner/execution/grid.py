@@ -80,4 +80,4 @@ def skip_done(specs: Iterable[TrialSpec], done: np.ndarray, chunk: int = 4096) -
         keys = np.fromiter((int(s.trial_id, 16) for s in batch), dtype=np.uint64, count=len(batch))
         pos = np.minimum(np.searchsorted(done, keys), len(done) - 1)
         seen = done[pos] == keys
-        yield from (s for s, skip in zip(batch, seen) if not skip)
+        yield from (s for s, skip in zip(batch, seen, strict=True) if not skip)

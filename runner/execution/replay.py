@@ -23,12 +23,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from runner.core.errors import TrialgridError
 from runner.core.types import ChatResponse, Message, ToolCall, ToolSpec, parse_tool_arguments
 from runner.providers.base import Agent
 from runner.providers.errors import ErrorKind, ProviderError
 
 
-class ReplayExhausted(Exception):
+class ReplayExhausted(TrialgridError):
     """The probe asked for an answer the stored row does not hold."""
 
 

@@ -31,9 +31,10 @@ import pyarrow.ipc as ipc
 
 from runner.config.sweep import LoadedSweep, load_sweep
 from runner.core.errors import UserError
+from runner.core.manifest import Manifest, RescoredFrom, read_manifest, write_manifest
 from runner.core.schema import COMMON_FIELDS, STATUS_ERROR, STATUS_OK, trial_schema
 from runner.core.types import TrialSpec
-from runner.execution.manifest import finish_manifest, read_manifest, start_manifest, write_manifest
+from runner.execution.manifest import finish_manifest, start_manifest
 from runner.execution.replay import ReplayAgent, ReplayExhausted, stored_responses
 from runner.execution.run import count_statuses, grid_of
 from runner.execution.sink import TrialSink
@@ -55,7 +56,7 @@ class RescoreResult:
     counts: dict[str, int] = field(default_factory=dict)
 
 
-def read_rows(out: Path) -> Iterator[dict[str, Any]]:
+def _read_rows(out: Path) -> Iterator[dict[str, Any]]:
     """Every row of a finished output, as Python values."""
     trials = out / "trials"
     leftovers = sorted(p.name for p in trials.glob("*.arrows")) if trials.is_dir() else []
@@ -81,7 +82,7 @@ def rescore(source: Path, dest: Path, sweep_path: Path | None = None,
         raise UserError(f"{source} has no manifest.json: not a trialgrid output directory",
                         hint="give the directory a `trialgrid run` wrote")
     if sweep_path is None:
-        sweep_path = Path(manifest.get("sweep_file") or "")
+        sweep_path = Path(manifest.sweep_file or "")
         if not sweep_path.is_file():
             raise UserError(f"the sweep file this output was run from ({sweep_path}) is not there",
                             hint="name the sweep to score with: --sweep SWEEP")
@@ -98,7 +99,7 @@ def rescore(source: Path, dest: Path, sweep_path: Path | None = None,
 
 def _rescored_rows(source: Path, loaded: LoadedSweep, say: Callable[[str], None]) -> tuple[list[dict[str, Any]], RescoreResult]:
     stored: dict[Cell, dict[str, Any]] = {}
-    for row in read_rows(source):
+    for row in _read_rows(source):
         stored[_cell(row)] = row
     probes = {p.name: p for p in loaded.probes}
     schema_names = trial_schema(loaded.schema_fields).names
@@ -173,18 +174,18 @@ def _differs(new: Any, old: Any) -> bool:
     return new != old
 
 
-def _write(dest: Path, loaded: LoadedSweep, rows: list[dict[str, Any]], source_manifest: dict[str, Any],
+def _write(dest: Path, loaded: LoadedSweep, rows: list[dict[str, Any]], source_manifest: Manifest,
            source: Path, result: RescoreResult) -> None:
     started = time.perf_counter()
     dest.mkdir(parents=True, exist_ok=True)
     manifest = start_manifest(dest, loaded, len(grid_of(loaded)))
-    manifest["remedies"] = list(source_manifest.get("remedies") or [])  # the stored answers were shaped by them
-    manifest["rescored_from"] = {
-        "out": str(source.resolve()), "sweep_id": source_manifest.get("sweep_id"),
-        "sweep_sha256": source_manifest.get("sweep_sha256"), "sweep_file": source_manifest.get("sweep_file"),
-        "probes": source_manifest.get("probes"), "rows": result.rows, "changed": result.changed,
-        "errors_kept": result.errors_kept, "dropped": result.dropped, "missing": result.missing,
-    }
+    manifest.remedies = list(source_manifest.remedies)  # the stored answers were shaped by them
+    manifest.rescored_from = RescoredFrom(
+        out=str(source.resolve()), sweep_id=source_manifest.sweep_id,
+        sweep_sha256=source_manifest.sweep_sha256, sweep_file=source_manifest.sweep_file,
+        probes=source_manifest.probes, rows=result.rows, changed=result.changed,
+        errors_kept=result.errors_kept, dropped=result.dropped, missing=result.missing,
+    )
     write_manifest(dest, manifest)
     schema = trial_schema(loaded.schema_fields, metadata={"trialgrid.sweep_id": loaded.sweep_id})
     engine = loaded.sweep.engine

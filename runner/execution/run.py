@@ -25,12 +25,13 @@ import pyarrow.ipc as ipc
 from runner.config.cost import spent_in
 from runner.config.sweep import LoadedSweep
 from runner.core.errors import UserError
+from runner.core.manifest import CacheStats, Manifest, RemedyRecord, write_manifest
 from runner.core.schema import trial_schema
 from runner.core.types import TrialSpec
 from runner.execution.budget import CostMeter
 from runner.execution.engine import EngineStats, run_trials
 from runner.execution.grid import Grid, skip_done
-from runner.execution.manifest import finish_manifest, start_manifest, write_manifest
+from runner.execution.manifest import finish_manifest, start_manifest, sweep_snapshot
 from runner.execution.progress import RunProgress
 from runner.execution.sink import RepairNote, TrialSink, completed_trial_keys, repair_parts
 from runner.execution.trial import ModelBinding, TrialRunner
@@ -76,7 +77,7 @@ class RunOutput:
     loaded: LoadedSweep
     grid: Grid
     total: int
-    manifest: dict[str, Any]
+    manifest: Manifest
     repaired: list[RepairNote]
     done: np.ndarray  # sorted uint64 keys of the trial ids already written
     schema: pa.Schema
@@ -166,10 +167,10 @@ def build_trial_runner(loaded: LoadedSweep, *, strict_params: bool = False,
     return TrialRunner({p.name: p for p in loaded.probes}, bindings, sweep.engine.timeout_s), pool.all
 
 
-def record_cache(manifest: dict[str, Any], cache: ResponseCache) -> None:
+def record_cache(manifest: Manifest, cache: ResponseCache) -> None:
     """This session's cache counts into its manifest entry, and the run's total hits."""
-    manifest["sessions"][-1]["cache"] = cache.stats()
-    manifest["cache_hits"] = int(manifest.get("cache_hits", 0)) + cache.hits
+    manifest.sessions[-1].cache = CacheStats.model_validate(cache.stats())
+    manifest.cache_hits = (manifest.cache_hits or 0) + cache.hits
 
 
 def per_model_concurrency(loaded: LoadedSweep) -> dict[str, int]:
@@ -191,24 +192,24 @@ def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False,
         cache_dir = Path(loaded.sweep.cache)
     cache = ResponseCache(cache_dir) if cache_dir is not None else None
     output = open_output(loaded, out, say)
-    output.manifest["strict_params"] = strict_params
+    output.manifest.strict_params = strict_params
 
     def learned(entry: Learned) -> None:
-        output.manifest.setdefault("remedies", []).append(entry.as_json())
+        output.manifest.remedies.append(RemedyRecord.model_validate(entry.as_json()))
         write_manifest(out, output.manifest)
         if notify is not None:
             notify(f"remedy learned for {entry.provider} model {entry.model_id!r}: {entry.remedy.describe()} "
                    f"(the server said: {entry.message}); applied to every later request, recorded in the manifest")
 
     execute, providers = build_trial_runner(loaded, strict_params=strict_params, on_learn=learned,
-                                            known_remedies=output.manifest.get("remedies"), cache=cache)
+                                            known_remedies=[r.as_json() for r in output.manifest.remedies], cache=cache)
     started = time.perf_counter()
     status = "interrupted"
     stats = EngineStats()
     meter: CostMeter | None = None
     # prices and budget may change between sessions (they are not the sweep's identity): record the ones in force
-    output.manifest["sweep"].update(prices=loaded.sweep.model_dump(mode="json")["prices"],
-                                    budget=loaded.sweep.model_dump(mode="json")["budget"])
+    in_force = sweep_snapshot(loaded)
+    output.manifest.sweep.prices, output.manifest.sweep.budget = in_force.prices, in_force.budget
     try:
         with output.sink(worker) as sink, \
                 RunProgress(output.total, already_done=len(output.done), quiet=quiet,

@@ -29,20 +29,27 @@ import json
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
 from runner.core.errors import UserError
+from runner.core.manifest import (
+    FORMAT_VERSION,
+    ImportRecord,
+    Manifest,
+    ModelSnapshot,
+    ProbeRecord,
+    SweepSnapshot,
+    write_manifest,
+)
 from runner.core.safety import one_line
 from runner.core.schema import STATUS_OK, trial_schema
-from runner.execution.manifest import FORMAT_VERSION, write_manifest
 from runner.execution.sink import TrialSink
 from runner.importers.output import run_output
 from runner.probes.judge import JudgeProbe
 from runner.probes.propagation import PropagationProbe
 
-SOURCE = "AgentProp-Bench per-trace CSVs"
+_SOURCE = "AgentProp-Bench per-trace CSVs"
 JUDGES = ("gpt4o", "gemini_25_flash", "gpt4o_mini")
 _REQUIRED = {
     "interceptor_control_600.csv": ("session_id", "task_id", "model", "domain", "abstained", "final_correct",
@@ -56,7 +63,7 @@ _REQUIRED = {
     "ensemble_judge.csv": ("session_id", "model", "injection_type", "heuristic_correct", "candidate", "reference",
                            *(f"{j}_verdict" for j in JUDGES)),
 }
-HUMAN_GLOB = "human_labels_*.csv"
+_HUMAN_GLOB = "human_labels_*.csv"
 
 
 def _read(path: Path) -> pl.DataFrame:
@@ -162,7 +169,7 @@ def import_agentprop(source: Path, out: Path, *, force: bool = False) -> dict[st
     target = run_output(out, force=force)  # checked now, built beside --out and swapped in at the end
     frames = {name: _read(path) for name, path in present.items()}
     shas = {name: hashlib.sha256(path.read_bytes()).hexdigest() for name, path in present.items()}
-    humans = sorted(source.glob(HUMAN_GLOB))
+    humans = sorted(source.glob(_HUMAN_GLOB))
     sweep_id = hashlib.sha256(json.dumps(sorted(shas.items())).encode()).hexdigest()[:16]
 
     parts: dict[str, list[pl.DataFrame]] = {}
@@ -202,18 +209,20 @@ def import_agentprop(source: Path, out: Path, *, force: bool = False) -> dict[st
                 shutil.copyfile(path, label_dir / path.name)
                 copied.append(f"human_labels/{path.name}")
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        probes: dict[str, Any] = {
-            name: {"kind": "judge" if name == "judges" else "propagation"} for name in parts}
+        probes = {name: ProbeRecord(kind="judge" if name == "judges" else "propagation") for name in parts}
         if "judges" in probes:
-            probes["judges"].update(human_labels=copied, ensemble=list(JUDGES))
+            probes["judges"].human_labels = copied
+            probes["judges"].ensemble = list(JUDGES)
         total = sum(counts.values())
-        write_manifest(build, {
-            "format_version": FORMAT_VERSION, "sweep_name": "agentprop-import", "sweep_id": sweep_id, "sweep_sha256": None,
-            "sweep_file": None,
-            "sweep": {"name": "agentprop-import", "models": [{"name": m, "provider": "agentprop", "model": m} for m in models]},
-            "probes": probes, "seed": 42, "trials_total": total, "versions": {}, "remedies": [],
-            "imported": {"source": SOURCE, "path": str(source.resolve()), "files": shas,
-                         "caveat": "the released harness scored API exceptions as wrong answers; the CSVs do not mark them"},
-            "created_at": now, "finished_at": now, "sessions": [], "counts": {STATUS_OK: total}, "status": "complete",
-        })
+        write_manifest(build, Manifest(
+            format_version=FORMAT_VERSION, sweep_name="agentprop-import", sweep_id=sweep_id, sweep_sha256=None,
+            sweep_file=None,
+            sweep=SweepSnapshot(name="agentprop-import",
+                                models=[ModelSnapshot(name=m, provider="agentprop", model=m) for m in models]),
+            probes=probes, seed=42, trials_total=total, versions={}, remedies=[],
+            imported=ImportRecord(
+                source=_SOURCE, path=str(source.resolve()), files=shas,
+                caveat="the released harness scored API exceptions as wrong answers; the CSVs do not mark them"),
+            created_at=now, finished_at=now, sessions=[], counts={STATUS_OK: total}, status="complete",
+        ))
     return counts

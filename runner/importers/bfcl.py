@@ -40,13 +40,13 @@ from runner.core.errors import UserError
 from runner.core.jsonwalk import canonical_number, normalise, numbers_in
 from runner.core.safety import check_regular_file
 
-CATEGORIES = {
+_CATEGORIES = {
     "irrelevance": "irrelevance", "live_irrelevance": "irrelevance",
     "simple": "pinning", "simple_python": "pinning", "multiple": "pinning", "live_simple": "pinning",
     "multi_turn_miss_param": "miss_param",
 }
 _FILE_RE = re.compile(r"^BFCL_v\d+_(?P<category>[a-z_]+)\.json$")
-MULTI_TURN_DOCS = {
+_MULTI_TURN_DOCS = {
     "GorillaFileSystem": "gorilla_file_system.json", "MathAPI": "math_api.json", "MessageAPI": "message_api.json",
     "TwitterAPI": "posting_api.json", "TicketAPI": "ticket_api.json", "TradingBot": "trading_bot.json",
     "TravelAPI": "travel_booking.json", "VehicleControlAPI": "vehicle_control.json",
@@ -76,10 +76,10 @@ def tool_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", name)
 
 
-def convert_schema(schema: Any) -> Any:
+def _convert_schema(schema: Any) -> Any:
     """BFCL's parameter schema → JSON schema (types renamed, non-standard keys dropped)."""
     if isinstance(schema, list):
-        return [convert_schema(s) for s in schema]
+        return [_convert_schema(s) for s in schema]
     if not isinstance(schema, dict):
         return schema
     out: dict[str, Any] = {}
@@ -91,9 +91,9 @@ def convert_schema(schema: Any) -> Any:
                 continue
             out["type"] = _TYPES.get(value, value)
         elif key == "properties" and isinstance(value, dict):
-            out["properties"] = {k: convert_schema(v) for k, v in value.items()}
+            out["properties"] = {k: _convert_schema(v) for k, v in value.items()}
         elif key == "items":
-            out["items"] = convert_schema(value)
+            out["items"] = _convert_schema(value)
         else:
             out[key] = value
     if out.get("type") == "array" and "items" not in out:
@@ -101,8 +101,8 @@ def convert_schema(schema: Any) -> Any:
     return out
 
 
-def convert_tool(fn: dict[str, Any]) -> dict[str, Any]:
-    params = convert_schema(fn.get("parameters") or {"type": "object", "properties": {}})
+def _convert_tool(fn: dict[str, Any]) -> dict[str, Any]:
+    params = _convert_schema(fn.get("parameters") or {"type": "object", "properties": {}})
     params["type"] = "object"
     props = params.setdefault("properties", {})
     if not isinstance(props, dict):
@@ -165,7 +165,7 @@ def _answers(path: Path) -> dict[str, Any]:
     return {item["id"]: item.get("ground_truth") for _, item in _read_jsonl(answer_file)}
 
 
-def expand(paths: Iterable[Path]) -> list[tuple[Path, str]]:
+def _expand(paths: Iterable[Path]) -> list[tuple[Path, str]]:
     """(file, category) for every BFCL question file named or inside a named folder."""
     out: list[tuple[Path, str]] = []
     for p in paths:
@@ -189,14 +189,14 @@ def expand(paths: Iterable[Path]) -> list[tuple[Path, str]]:
 
 def import_bfcl(paths: Iterable[Path]) -> ImportResult:
     result = ImportResult()
-    for path, category in expand(paths):
-        kind = CATEGORIES.get(category)
+    for path, category in _expand(paths):
+        kind = _CATEGORIES.get(category)
         if kind is None:
             result.skipped_files.append(path.name)
             continue
         answers = _answers(path) if kind in ("pinning", "miss_param") else {}
         docs = _multi_turn_docs(path.parent) if kind == "miss_param" else {}
-        for number, item in _read_jsonl(path):
+        for _number, item in _read_jsonl(path):
             try:
                 if kind == "irrelevance":
                     result.negative.append(_irrelevance(item, category))
@@ -221,7 +221,7 @@ def import_bfcl(paths: Iterable[Path]) -> ImportResult:
 def _irrelevance(item: dict[str, Any], category: str) -> dict[str, Any]:
     return {
         "id": f"bfcl-{item['id']}", "origin": f"bfcl:{category}:{item['id']}",
-        "messages": _messages(item["question"][0]), "tools": [convert_tool(f) for f in item["function"]],
+        "messages": _messages(item["question"][0]), "tools": [_convert_tool(f) for f in item["function"]],
         "expect_action": "no_call",
     }
 
@@ -235,7 +235,7 @@ def _pinning(item: dict[str, Any], category: str, truth: Any) -> tuple[dict[str,
     functions = {f["name"]: f for f in item["function"]}
     if fname not in functions:
         raise _Skip("ground-truth function not in the catalogue")
-    tools = [convert_tool(f) for f in item["function"]]
+    tools = [_convert_tool(f) for f in item["function"]]
     messages = _messages(item["question"][0])
     expect: dict[str, Any] = {}
     allow_extra: list[str] = []
@@ -262,7 +262,7 @@ def _phantom(item: dict[str, Any], category: str, messages: list[dict[str, str]]
              args: dict[str, list]) -> dict[str, Any] | None:
     question = "\n".join(m["content"] for m in messages)
     seen, seen_numbers = normalise(question), numbers_in(normalise(question))
-    schema = convert_schema(fn.get("parameters") or {})
+    schema = _convert_schema(fn.get("parameters") or {})
     props = schema.get("properties") or {}
     required = set(schema.get("required") or [])
     call = {a: next(o for o in opts if o != "") for a, opts in args.items() if any(o != "" for o in opts)}
@@ -312,7 +312,7 @@ def _multi_turn_docs(data_dir: Path) -> dict[str, list[dict[str, Any]]]:
         raise UserError(f"no multi_turn_func_doc/ folder beside the multi-turn file in {data_dir}",
                         hint="import from bfcl_eval/data, which holds both")
     docs = {}
-    for cls, filename in MULTI_TURN_DOCS.items():
+    for cls, filename in _MULTI_TURN_DOCS.items():
         path = doc_dir / filename
         if path.is_file():
             docs[cls] = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -375,7 +375,7 @@ def _miss_param(item: dict[str, Any], category: str, truth: Any, docs: dict[str,
     case: dict[str, Any] = {
         "id": f"bfcl-{item['id']}", "origin": f"bfcl:{category}:{item['id']}",
         "messages": [{"role": "system", "content": system.strip()}, {"role": "user", "content": before[-1]}],
-        "tools": [convert_tool(f) for f in functions.values()],
+        "tools": [_convert_tool(f) for f in functions.values()],
         "expect_action": "ask_user",
     }
     if forbidden:

@@ -23,15 +23,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 import pyarrow as pa
 
 from runner.core.errors import UserError
+from runner.core.manifest import (
+    FORMAT_VERSION,
+    ImportRecord,
+    Manifest,
+    ModelSnapshot,
+    ProbeRecord,
+    SweepSnapshot,
+    write_manifest,
+)
 from runner.core.safety import check_regular_file, one_line
 from runner.core.schema import STATUS_ERROR, STATUS_OK, trial_schema
-from runner.execution.manifest import FORMAT_VERSION, write_manifest
 from runner.execution.sink import TrialSink
 from runner.importers.output import run_output
 from runner.probes import PROBES, Contrast
@@ -84,7 +91,7 @@ def _read(path: Path) -> pl.DataFrame:
     raise UserError(f"unsupported file type {suffix!r}", file=path, hint="give a .csv or .parquet file")
 
 
-def _bool(col: str, name: str) -> pl.Expr:
+def _bool(col: str, name: str) -> tuple[pl.Expr, pl.Expr]:
     text = pl.col(col).cast(pl.String).str.strip_chars().str.to_lowercase()
     return (pl.when(text.is_in(list(_TRUE))).then(True)
             .when(text.is_in(list(_FALSE))).then(False)
@@ -184,22 +191,23 @@ def import_trials(source: Path, out: Path, mapping: TrialsMapping, *, force: boo
         now = datetime.now(UTC).isoformat(timespec="seconds")
         models = table["model"].unique(maintain_order=True).to_list()
         conditions = table["condition"].unique(maintain_order=True).to_list()
-        probe_info: dict[str, Any] = {"kind": mapping.kind, "source_sha256": sha}
+        probe_info = ProbeRecord(kind=mapping.kind, source_sha256=sha)
         if known is None:
-            probe_info.update(rates=list(rates), conditions=conditions,
-                              contrasts=[c.model_dump(mode="json") for c in contrasts])
-        write_manifest(build, {
-            "format_version": FORMAT_VERSION, "sweep_name": out.name or "imported", "sweep_id": sweep_id,
-            "sweep_sha256": None, "sweep_file": None,
-            "sweep": {"name": out.name or "imported",
-                      "models": [{"name": m, "provider": "imported", "model": m} for m in models]},
-            "probes": {mapping.probe: probe_info}, "seed": 0, "trials_total": table.height, "versions": {},
-            "remedies": [],
-            "imported": {"source": str(source), "path": str(source.resolve()), "sha256": sha,
-                         "mapping": {k: v for k, v in mapping.__dict__.items() if k != "contrasts"}
-                         | {"contrasts": [c.model_dump(mode="json") for c in contrasts]}},
-            "created_at": now, "finished_at": now, "sessions": [], "counts": counts, "status": "complete",
-        })
+            probe_info.rates = list(rates)
+            probe_info.conditions = conditions
+            probe_info.contrasts = [c.model_dump(mode="json") for c in contrasts]
+        write_manifest(build, Manifest(
+            format_version=FORMAT_VERSION, sweep_name=out.name or "imported", sweep_id=sweep_id,
+            sweep_sha256=None, sweep_file=None,
+            sweep=SweepSnapshot(name=out.name or "imported",
+                                models=[ModelSnapshot(name=m, provider="imported", model=m) for m in models]),
+            probes={mapping.probe: probe_info}, seed=0, trials_total=table.height, versions={},
+            remedies=[],
+            imported=ImportRecord(source=str(source), path=str(source.resolve()), sha256=sha,
+                                  mapping={k: v for k, v in mapping.__dict__.items() if k != "contrasts"}
+                                  | {"contrasts": [c.model_dump(mode="json") for c in contrasts]}),
+            created_at=now, finished_at=now, sessions=[], counts=counts, status="complete",
+        ))
     return counts
 
 

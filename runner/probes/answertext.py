@@ -14,10 +14,10 @@ from collections.abc import Iterable
 
 from runner.core.jsonwalk import canonical_number
 
-FINAL_RE = re.compile(r"final\s+answer\s*:\s*", re.IGNORECASE)
+_FINAL_RE = re.compile(r"final\s+answer\s*:\s*", re.IGNORECASE)
 # a self-written ReAct observation: in a native tool-calling loop observations only come from tool messages
 OBSERVATION_RE = re.compile(r"^\s*(?:\*\*)?observation(?:\*\*)?\s*:", re.IGNORECASE | re.MULTILINE)
-TEXT_ACTION_RE = re.compile(r"^\s*(?:\*\*)?action(?:\s+input)?(?:\*\*)?\s*:\s*\S", re.IGNORECASE | re.MULTILINE)
+_TEXT_ACTION_RE = re.compile(r"^\s*(?:\*\*)?action(?:\s+input)?(?:\*\*)?\s*:\s*\S", re.IGNORECASE | re.MULTILINE)
 
 _LIST_MARKER_RE = re.compile(r"^\s*(?:\(?\d{1,2}[.)]|[-*•])\s+", re.MULTILINE)
 _DATE_RE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
@@ -25,10 +25,10 @@ _TIME_RE = re.compile(r"\b(\d{1,2}):(\d{2})\b")
 _ID_RE = re.compile(r"\b[A-Za-z]{2,}[-_]\d+\b")
 _NUMBER_RE = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:st|nd|rd|th)?(?![\w])")
 
-DECLINE_RE = re.compile(
+_DECLINE_RE = re.compile(
     r"\b(?:can(?:no|')t|cannot|unable to|not able to|couldn(?:'|’)?t|could not|(?:do not|don't) have (?:access|the ability)|"
     r"no access|failed to|wasn't able|was not able)\b", re.IGNORECASE)
-ACTION_CLAIM_RE = re.compile(
+_ACTION_CLAIM_RE = re.compile(
     r"\b(?:has been|have been|was|were|is now|are now|i(?:'ve| have)?|successfully|we(?:'ve| have))\s+(?:\w+\s+){0,2}?"
     r"(?:cancel+ed|created|scheduled|booked|deleted|removed|updated|refunded|sent|placed|added|moved)\b"
     r"|\bsuccessfully\b|^\s*done\b", re.IGNORECASE | re.MULTILINE)
@@ -39,7 +39,7 @@ ACKNOWLEDGES_FAILURE_RE = re.compile(
 
 def final_answer(text: str) -> str:
     """The answer part of a reply: after the last ``Final Answer:``, else the whole text, stripped."""
-    parts = FINAL_RE.split(text)
+    parts = _FINAL_RE.split(text)
     return parts[-1].strip() if len(parts) > 1 else text.strip()
 
 
@@ -61,7 +61,7 @@ def numbers_stated(text: str) -> set[str]:
     return found
 
 
-def grounding_numbers(texts: Iterable[str]) -> set[str]:
+def _grounding_numbers(texts: Iterable[str]) -> set[str]:
     """Every number a set of texts (observations, the request) can ground, with the parts of dates and times."""
     found: set[str] = set()
     for text in texts:
@@ -78,14 +78,14 @@ def grounding_numbers(texts: Iterable[str]) -> set[str]:
 
 def ungrounded_numbers(answer: str, grounding: Iterable[str]) -> list[str]:
     """Numbers stated in ``answer`` that no grounding text contains, sorted."""
-    known = grounding_numbers(grounding)
+    known = _grounding_numbers(grounding)
     return sorted(n for n in numbers_stated(answer) if n not in known)
 
 
 def declines(answer: str) -> bool:
-    return bool(DECLINE_RE.search(answer))
+    return bool(_DECLINE_RE.search(answer))
 
 
 def claims_action(answer: str) -> bool:
     """Does the answer assert that something was done (cancelled, created, booked...)?"""
-    return not declines(answer) and bool(ACTION_CLAIM_RE.search(answer))
+    return not declines(answer) and bool(_ACTION_CLAIM_RE.search(answer))

@@ -8,20 +8,21 @@ only ever sees ``cells()`` (the (case, condition) pairs to run), ``run(spec, age
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from runner.core.errors import UserError
 from runner.core.types import TrialSpec
 from runner.providers.base import Agent
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from runner.analysis.views import ProbeView
+    from runner.core.views import ProbeView
 
 
 class ProbeConfig(BaseModel):
@@ -74,8 +75,10 @@ class Probe(ABC):
     contrasts: ClassVar[tuple[Contrast, ...]] = ()
     #: a starter case file, written by ``trialgrid template KIND``
     template: ClassVar[str] = ""
+    #: asks the model exactly once per trial, so one batch-API answer is the whole trial (batch mode runs only these)
+    single_turn: ClassVar[bool] = False
 
-    def __init__(self, config: ProbeConfig, base_dir: Path) -> None:
+    def __init__(self, config: ProbeConfig, base_dir: Path, locate: Callable[[str, str], UserError] | None = None) -> None:
         self.config = config
         self.name = config.name or self.kind
         self.base_dir = base_dir
@@ -108,7 +111,7 @@ class Probe(ABC):
         """What the generic rates table cannot show, as data (``frame``: the run's trials, lazily).
 
         Called once per run by ``runner.analysis.leaderboard.summarize``; every report format
-        draws the views it returns (``runner.analysis.views``). ``seed`` is the run's
+        draws the views it returns (``runner.core.views``). ``seed`` is the run's
         seed, for intervals that follow it. Most probes need nothing more.
         """
         return []

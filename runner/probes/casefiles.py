@@ -18,7 +18,7 @@ from typing import Any
 from runner.core.errors import UserError
 from runner.core.sources import Source, load_source, read_text
 
-JSONL_SUFFIXES = (".jsonl", ".ndjson")
+_JSONL_SUFFIXES = (".jsonl", ".ndjson")
 
 
 @dataclass(frozen=True)
@@ -36,9 +36,10 @@ class Record:
 
 def load_records(path: Path, *, what: str, key: str) -> tuple[list[Record], str]:
     """The records in ``path`` and the file's sha256. Raises a located ``UserError``."""
-    if path.suffix.lower() in JSONL_SUFFIXES:
+    if path.suffix.lower() in _JSONL_SUFFIXES:
         return _jsonl(path, what=what)
     source = load_source(path, what=what)
+    prefix: tuple[str, ...]
     data, prefix = source.data, ()
     if isinstance(data, dict):
         if key not in data:

@@ -28,6 +28,7 @@ def _entry(item: Any, source: Source, path: tuple) -> ToolSpec:
 
     if not isinstance(item, dict):
         raise fail(f"a tool must be a mapping, got {type(item).__name__}")
+    sub: tuple[str, ...]
     if "function" in item:
         if item.get("type", "function") != "function":
             raise fail(f"unsupported tool type {item.get('type')!r} (only 'function')", ("type",))

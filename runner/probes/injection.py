@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 KINDS = ("type_mismatch", "out_of_range", "missing_required", "semantic_wrong")
-TARGETS = ("param", "result")
+_TARGETS = ("param", "result")
 MISSING: Any = object()  # sentinel: the field is removed
 
 # a fixed neighbour for every city the weather simulator knows, and a few more
@@ -60,7 +60,7 @@ def parse_condition(condition: str) -> tuple[Injection | None, bool]:
 
 
 def all_conditions() -> tuple[str, ...]:
-    bases = ("control", *(f"{t}.{k}" for t in TARGETS for k in KINDS))
+    bases = ("control", *(f"{t}.{k}" for t in _TARGETS for k in KINDS))
     return tuple(c for b in bases for c in (b, f"{b}+interceptor"))
 
 

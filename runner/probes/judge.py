@@ -39,7 +39,7 @@ from runner.providers.base import Agent
 if TYPE_CHECKING:
     import polars as pl
 
-    from runner.analysis.views import ProbeView
+    from runner.core.views import ProbeView
 
 CONDITIONS = ("llm",)
 VERDICT_RE = re.compile(r"verdict\s*:\s*\**\s*(correct|incorrect|yes|no|true|false)\b", re.IGNORECASE)
@@ -103,7 +103,9 @@ def parse_verdict(text: str) -> bool | None:
 
 class JudgeProbe(Probe):
     kind = "judge"
+    single_turn = True
     config_model = JudgeConfig
+    config: JudgeConfig
     all_conditions = CONDITIONS
     outcome_fields = (
         pa.field("verdict", pa.bool_()),             # the model's verdict (null: reply had no VERDICT line)
@@ -129,7 +131,7 @@ class JudgeProbe(Probe):
                 raise rec.error(f"duplicate trace id {trace.id!r}", "id")
             self.traces[trace.id] = trace
         self.human_labels = []
-        for i, rel in enumerate(config.human_labels):
+        for rel in config.human_labels:
             path = (base_dir / rel).resolve()
             if not path.is_file():
                 raise locate("human_labels", f"human labels file not found: {rel} (resolved to {path})")

@@ -27,11 +27,11 @@ import numpy as np
 import polars as pl
 
 import stats
-from runner.analysis.constants import CONFIDENCE, N_RESAMPLES
-from runner.analysis.constants import VIEW_SEED as SEED
-from runner.analysis.views import Format, ProbeView, ViewColumn
+from runner.core.constants import CONFIDENCE, N_RESAMPLES
+from runner.core.constants import VIEW_SEED as SEED
 from runner.core.errors import UserError
-from runner.execution.manifest import read_manifest
+from runner.core.manifest import read_manifest
+from runner.core.views import Format, ProbeView, ViewColumn
 
 _ID_COLUMNS = ("trace_id", "session_id", "case_id", "id")
 _LABELS = {"yes": True, "no": False, "correct": True, "incorrect": False, "true": True, "false": False,
@@ -149,9 +149,12 @@ def calibrated_rate(verdicts: np.ndarray, labelled_verdicts: np.ndarray, labelle
 
 
 def _labels_of(out: Path, probe: str) -> tuple[pl.DataFrame, list[str] | None]:
-    info = (read_manifest(out) or {}).get("probes", {}).get(probe, {})
-    paths = [Path(p) if Path(p).is_absolute() else out / p for p in info.get("human_labels") or []]
-    return read_human_labels(paths), info.get("ensemble")
+    manifest = read_manifest(out)
+    info = manifest.probes.get(probe) if manifest is not None else None
+    if info is None:
+        return read_human_labels([]), None
+    paths = [Path(p) if Path(p).is_absolute() else out / p for p in info.human_labels or []]
+    return read_human_labels(paths), info.ensemble
 
 
 KAPPA_COLUMNS = (ViewColumn("rater", "rater"), ViewColumn("reference", "reference"),

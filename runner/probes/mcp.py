@@ -46,12 +46,12 @@ from runner.probes.catalogue import load_catalogue, parse_catalogue
 from runner.providers.settings import CREDENTIAL_HEADER
 
 #: the revision trialgrid asks for; a server may answer with another it supports
-PROTOCOL_VERSION = "2025-06-18"
+_PROTOCOL_VERSION = "2025-06-18"
 #: a server that keeps returning cursors is looping, not paginating
-MAX_PAGES = 1000
+_MAX_PAGES = 1000
 #: after the catalogue is read: how long the server gets to exit on EOF, then on SIGTERM
-STOP_GRACE_S = 2.0
-STDERR_TAIL_LINES = 20
+_STOP_GRACE_S = 2.0
+_STDERR_TAIL_LINES = 20
 #: what the stdout reader queues when the server writes past the input cap
 _TOO_MUCH = b"\0too much"
 
@@ -88,7 +88,7 @@ class McpCatalogue:
 
 
 class _Failure(Exception):
-    """A step of the exchange failed; ``fetch_catalogue`` adds where, and the server's stderr."""
+    """A step of the exchange failed; ``_fetch_catalogue`` adds where, and the server's stderr."""
 
 
 def catalogue_sha256(tools: tuple[ToolSpec, ...]) -> str:
@@ -105,7 +105,7 @@ class _StdioClient:
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env=env, cwd=cwd)
         self.lines: queue.Queue[bytes | None] = queue.Queue()
-        self.stderr: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+        self.stderr: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
         self._next_id = 0
         # reader threads, so a deadline can interrupt a server that writes nothing
         threading.Thread(target=self._pump_stdout, daemon=True).start()
@@ -161,7 +161,7 @@ class _StdioClient:
                 raise _Failure(f"the server wrote more than the {max_input_bytes():,}-byte input cap while answering "
                                f"{method} (set TRIALGRID_MAX_INPUT_MB for a larger catalogue)")
             if line is None:
-                self.proc.wait(timeout=STOP_GRACE_S)
+                self.proc.wait(timeout=_STOP_GRACE_S)
                 raise _Failure(f"the server exited with code {self.proc.returncode} before answering {method}")
             if not line.strip():
                 continue
@@ -207,7 +207,7 @@ class _StdioClient:
             if signal_step is not None:
                 signal_step()
             try:
-                self.proc.wait(timeout=STOP_GRACE_S)
+                self.proc.wait(timeout=_STOP_GRACE_S)
                 return
             except subprocess.TimeoutExpired:
                 continue
@@ -224,7 +224,7 @@ def _list_tools(client: _StdioClient, timeout_s: float) -> tuple[list[Any], int]
     tools: list[Any] = []
     cursor: str | None = None
     seen: set[str] = set()
-    for page in range(1, MAX_PAGES + 1):
+    for page in range(1, _MAX_PAGES + 1):
         result = client.request("tools/list", {"cursor": cursor} if cursor is not None else {}, timeout_s)
         batch = result.get("tools")
         if not isinstance(batch, list):
@@ -237,10 +237,10 @@ def _list_tools(client: _StdioClient, timeout_s: float) -> tuple[list[Any], int]
             raise _Failure(f"page {page} of tools/list returned the cursor {cursor!r} "
                            + ("again: the server's pagination loops" if cursor in seen else "(a cursor must be a string)"))
         seen.add(cursor)
-    raise _Failure(f"tools/list still had more pages after {MAX_PAGES}; the server's pagination does not end")
+    raise _Failure(f"tools/list still had more pages after {_MAX_PAGES}; the server's pagination does not end")
 
 
-def fetch_catalogue(server: McpServer, base_dir: Path, fail: Callable[[str], UserError]) -> McpCatalogue:
+def _fetch_catalogue(server: McpServer, base_dir: Path, fail: Callable[[str], UserError]) -> McpCatalogue:
     """Start ``server``, list its tools, stop it. Every failure is ``fail(message)`` (a located ``UserError``)."""
     argv = [server.command, *server.args]
     shown = " ".join(argv)
@@ -255,7 +255,7 @@ def fetch_catalogue(server: McpServer, base_dir: Path, fail: Callable[[str], Use
     except OSError as exc:
         raise fail(f"cannot start the MCP server `{shown}`: {exc.strerror or exc}") from None
     try:
-        init = client.request("initialize", {"protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+        init = client.request("initialize", {"protocolVersion": _PROTOCOL_VERSION, "capabilities": {},
                                              "clientInfo": {"name": "trialgrid", "version": _client_version()}},
                               server.timeout_s)
         if not isinstance(init.get("capabilities"), dict) or "tools" not in init["capabilities"]:
@@ -274,7 +274,7 @@ def fetch_catalogue(server: McpServer, base_dir: Path, fail: Callable[[str], Use
     except UserError as exc:
         raise fail(f"MCP server `{shown}` returned a malformed tool at {exc.key_path}: {exc.message}") from None
     sha = catalogue_sha256(tools)
-    info = init.get("serverInfo") if isinstance(init.get("serverInfo"), dict) else {}
+    info = server_info if isinstance(server_info := init.get("serverInfo"), dict) else {}
     record = {
         "command": argv,
         "server": {"name": info.get("name"), "version": info.get("version")},
@@ -292,7 +292,7 @@ def probe_catalogue(catalogue: str | None, server: McpServer | None, base_dir: P
                                                                       dict[str, Any] | None]:
     """A probe's catalogue from its file or its MCP server: (tools, sha256, manifest record); Nones for neither."""
     if server is not None:
-        got = fetch_catalogue(server, base_dir, lambda message: locate("mcp_server", message))
+        got = _fetch_catalogue(server, base_dir, lambda message: locate("mcp_server", message))
         return got.tools, got.sha256, got.record
     if catalogue is not None:
         tools, sha = load_catalogue(base_dir / catalogue)

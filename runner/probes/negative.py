@@ -166,11 +166,11 @@ _TRIP_RE = re.compile(
 )
 
 
-def is_ask(text: str) -> bool:
+def _is_ask(text: str) -> bool:
     return bool(text) and _ASK_RE.search(text) is not None
 
 
-def request_text(messages: Sequence[Message]) -> str:
+def _request_text(messages: Sequence[Message]) -> str:
     return "\n".join(m.content for m in messages)
 
 
@@ -189,7 +189,7 @@ def _matches(expected: Any, got: Any) -> bool:
     if isinstance(expected, Mapping) and isinstance(got, Mapping):
         return set(expected) == set(got) and all(_matches(v, got[k]) for k, v in expected.items())
     if isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple)):
-        return len(expected) == len(got) and all(_matches(a, b) for a, b in zip(expected, got))
+        return len(expected) == len(got) and all(_matches(a, b) for a, b in zip(expected, got, strict=True))
     if isinstance(expected, bool) or isinstance(got, bool):
         return expected is got or (isinstance(got, str) and got.lower() == str(expected).lower())
     return scalar_text(expected) == scalar_text(got)
@@ -249,7 +249,7 @@ def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[s
     reasons += [f"forbidden token in {x}" for x in invented]
     reasons += [f"inferred {x}" for x in inferred]
 
-    asked = not called and is_ask(response.text)
+    asked = not called and _is_ask(response.text)
     action = ("call:" + ",".join(called)) if called else (ASK_USER if asked else NO_CALL)
     expect = case.expect_action
     if expect is None:
@@ -268,13 +268,13 @@ def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[s
     if target is not None and (case.expect_args or case.positive):
         args = target.arguments or {}
         for name, want in case.expect_args.items():
-            spec = OneOf.model_validate(want) if isinstance(want, Mapping) and "one_of" in want else None
+            one_of = OneOf.model_validate(want) if isinstance(want, Mapping) and "one_of" in want else None
             if name not in args or args[name] is None:
-                if spec is None or not spec.optional:
-                    shown = spec.one_of[0] if spec else want
+                if one_of is None or not one_of.optional:
+                    shown = one_of.one_of[0] if one_of else want
                     arg_errors.append(f"{expect}.{name} missing (expected {format_value(shown)})")
                 continue
-            options = spec.one_of if spec else [want]
+            options = one_of.one_of if one_of else [want]
             if not any(_matches(o, args[name]) for o in options):
                 arg_errors.append(f"{expect}.{name}={format_value(args[name])} (expected {format_value(options[0])})")
         if case.positive:
@@ -340,6 +340,7 @@ def load_cases(path: Path, catalogue: tuple[ToolSpec, ...] | None) -> tuple[list
 
 class NegativeProbe(Probe):
     kind = "negative"
+    single_turn = True
     config_model = NegativeConfig
     all_conditions = CONDITIONS
     outcome_fields = (
@@ -374,7 +375,7 @@ class NegativeProbe(Probe):
         self._by_id: dict[str, tuple[NegativeCase, tuple[ToolSpec, ...], tuple[Message, ...], frozenset[str], str]] = {}
         for case, tools in cases:
             messages = self._messages(case, config.system)
-            self._by_id[case.id] = (case, tools, messages, frozenset(t.name for t in tools), request_text(messages))
+            self._by_id[case.id] = (case, tools, messages, frozenset(t.name for t in tools), _request_text(messages))
         self._cells = [(c.id, c.kind) for c, _ in cases if c.kind in self.conditions]
         if not self._cells:
             raise locate("conditions", "no case of the selected kind(s) in the case file")

@@ -46,7 +46,7 @@ from runner.providers.errors import ProviderError
 if TYPE_CHECKING:
     import polars as pl
 
-    from runner.analysis.views import ProbeView
+    from runner.core.views import ProbeView
 
 CONDITIONS = ("results_visible", "results_hidden")
 ERROR_PARSE, ERROR_TRANSPORT = "parse", "transport"
@@ -194,6 +194,7 @@ def load_traces(path: Path) -> tuple[list[Trace], str]:
 
 class PhantomProbe(Probe):
     kind = "phantom"
+    single_turn = True
     config_model = PhantomConfig
     all_conditions = CONDITIONS
     outcome_fields = (

@@ -24,8 +24,8 @@ import numpy as np
 import polars as pl
 
 import stats
-from runner.analysis.constants import CONFIDENCE, N_RESAMPLES
-from runner.analysis.views import FIELD_SCHEMA, FIELDS, Format, ProbeView, ViewColumn
+from runner.core.constants import CONFIDENCE, N_RESAMPLES
+from runner.core.views import FIELD_SCHEMA, FIELDS, Format, ProbeView, ViewColumn
 
 #: the scorers whose ``<scorer>_tp/_fp/_fn`` columns a phantom trial writes
 SCORERS = ("auditor", "baseline")

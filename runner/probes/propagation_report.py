@@ -26,10 +26,10 @@ import numpy as np
 import polars as pl
 
 import stats
-from runner.analysis.constants import CONFIDENCE, N_RESAMPLES
-from runner.analysis.constants import VIEW_SEED as SEED
-from runner.analysis.views import STAGE_SCHEMA, STAGES, Format, ProbeView, ViewColumn
+from runner.core.constants import CONFIDENCE, N_RESAMPLES
+from runner.core.constants import VIEW_SEED as SEED
 from runner.core.formatting import pvalue as _p
+from runner.core.views import STAGE_SCHEMA, STAGES, Format, ProbeView, ViewColumn
 
 _COLUMNS = ("model", "case_id", "condition", "run", "reached_s1", "reached_s2", "wrong_answer", "correct",
             "hallucinated", "abstained", "fabricated", "tool_called", "fabrication_rules")

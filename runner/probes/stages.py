@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from runner.probes.trace import Step
 
-FLAG_RE = re.compile(
+_FLAG_RE = re.compile(
     r"\b(?:invalid|inconsisten(?:t|cy)|does(?:n't| not) match|mismatch(?:ed)?|(?:seems|looks|appears) (?:to be )?"
     r"(?:wrong|off|incorrect|implausible|odd)|implausible|unexpected|not (?:the (?:one|date|city|order) )?what (?:you|i) asked|"
     r"instead of the|suspicious|corrupt(?:ed)?)\b", re.IGNORECASE)
@@ -59,7 +59,7 @@ def reach(steps: list[Step], target: str) -> Reach:
         bad = (injected.args or {}).get(field, _MISSING) if field else _MISSING
         later = after[after.index(result) + 1:]
         for s in later:
-            if s.role == "call" and s.tool == injected.tool and (s.args or {}).get(field, _MISSING) != bad:
+            if s.role == "call" and s.tool == injected.tool and field is not None and (s.args or {}).get(field, _MISSING) != bad:
                 return Reach(True, False, "recalled")
     else:
         later = after
@@ -69,7 +69,7 @@ def reach(steps: list[Step], target: str) -> Reach:
     for s in later:
         if s.role == "interceptor":
             return Reach(True, False, "interceptor")
-        if s.role == "assistant" and FLAG_RE.search(s.text):
+        if s.role == "assistant" and _FLAG_RE.search(s.text):
             return Reach(True, False, "flagged")
         if s.role == "call":
             break  # a flag after the agent moved on is about something else

@@ -26,8 +26,8 @@ from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Usag
 from runner.providers.http_base import HttpProvider
 from runner.providers.secrets import Secret
 
-API_VERSION = "2023-06-01"
-DEFAULT_MAX_TOKENS = 1024
+_API_VERSION = "2023-06-01"
+_DEFAULT_MAX_TOKENS = 1024
 
 
 def _blocks(m: Message) -> list[dict[str, Any]]:
@@ -59,7 +59,7 @@ def encode_request(request: ChatRequest) -> dict[str, Any]:
         content = turn["content"]
         if len(content) == 1 and content[0]["type"] == "text":
             turn["content"] = content[0]["text"]
-    body: dict[str, Any] = {"model": request.model, "max_tokens": DEFAULT_MAX_TOKENS, "messages": turns}
+    body: dict[str, Any] = {"model": request.model, "max_tokens": _DEFAULT_MAX_TOKENS, "messages": turns}
     if system:
         body["system"] = system
     if request.tools:
@@ -108,7 +108,7 @@ class AnthropicProvider(HttpProvider):
     path = "/messages"
 
     def auth_headers(self, secret: Secret | None) -> dict[str, str]:
-        headers = {"anthropic-version": API_VERSION}
+        headers = {"anthropic-version": _API_VERSION}
         if secret is not None:
             headers["x-api-key"] = secret.reveal()
         return headers

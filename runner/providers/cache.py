@@ -33,9 +33,9 @@ from runner.core.errors import UserError
 from runner.core.types import ChatRequest, ChatResponse, ToolCall, ToolSpec, Usage, parse_tool_arguments
 from runner.providers.base import Provider
 
-CACHE_FILE = "responses.sqlite"
+_CACHE_FILE = "responses.sqlite"
 #: bump when the key or the stored value changes shape: old entries then simply miss
-KEY_VERSION = 1
+_KEY_VERSION = 1
 
 
 _TOOL_DIGESTS: dict[int, tuple[ToolSpec, str]] = {}
@@ -57,7 +57,7 @@ def _tool_digest(tool: ToolSpec) -> str:
 def request_key(provider: str, endpoint: str, request: ChatRequest) -> bytes:
     """sha256 of the canonical JSON of what was asked, where, of which model, by which trial."""
     body = {
-        "v": KEY_VERSION, "provider": provider, "endpoint": endpoint, "model": request.model,
+        "v": _KEY_VERSION, "provider": provider, "endpoint": endpoint, "model": request.model,
         "messages": [[m.role, m.content, [[c.name, c.raw_arguments, c.id] for c in m.tool_calls], m.tool_call_id,
                       m.name] for m in request.messages],
         "tools": [_tool_digest(t) for t in request.tools],
@@ -68,7 +68,7 @@ def request_key(provider: str, endpoint: str, request: ChatRequest) -> bytes:
     return hashlib.sha256(blob.encode()).digest()
 
 
-def encode_response(response: ChatResponse) -> bytes:
+def _encode_response(response: ChatResponse) -> bytes:
     return json.dumps({
         "text": response.text,
         "calls": [[c.name, c.raw_arguments, c.id, c.parse_error] for c in response.tool_calls],
@@ -95,7 +95,7 @@ class ResponseCache:
         self.directory = directory
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(directory / CACHE_FILE, isolation_level=None, check_same_thread=False)
+            self._db = sqlite3.connect(directory / _CACHE_FILE, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a process crash loses nothing committed
             self._db.execute("PRAGMA busy_timeout=30000")
@@ -117,7 +117,7 @@ class ResponseCache:
         return decode_response(row[0])
 
     def put(self, key: bytes, response: ChatResponse) -> None:
-        self._db.execute("INSERT OR IGNORE INTO responses (key, value) VALUES (?, ?)", (key, encode_response(response)))
+        self._db.execute("INSERT OR IGNORE INTO responses (key, value) VALUES (?, ?)", (key, _encode_response(response)))
         self.stored += 1
 
     def __len__(self) -> int:

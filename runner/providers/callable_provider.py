@@ -50,7 +50,7 @@ class CallableProvider:
         self._fn = load_function(connection.function)
         # an ``async def`` function, or an object whose ``__call__`` is one
         self._is_async = inspect.iscoroutinefunction(self._fn) or inspect.iscoroutinefunction(
-            getattr(type(self._fn), "__call__", None))
+            type(self._fn).__call__)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         try:

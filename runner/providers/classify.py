@@ -136,7 +136,7 @@ _NAMES_PARAM = (
 )
 
 
-def parse_value(text: str) -> Any:
+def _parse_value(text: str) -> Any:
     """A remedy value as written in a message: ``'none'`` → ``"none"``, ``1`` → ``1``."""
     text = text.strip().rstrip(".")
     if len(text) >= 2 and text[0] in "'\"`‘“" and text[-1] in "'\"`’”":
@@ -147,7 +147,7 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def param_named(message: str, param_hint: str | None = None) -> str | None:
+def _param_named(message: str, param_hint: str | None = None) -> str | None:
     """The request parameter a rejection message is about, if it names one."""
     if param_hint:
         return param_hint
@@ -169,16 +169,16 @@ def parse_remedy(message: str, param_hint: str | None = None) -> Remedy | None:
     """
     match = _SET.search(message)
     if match:
-        return Remedy("set", match.group(1), value=parse_value(match.group(2)))
+        return Remedy("set", match.group(1), value=_parse_value(match.group(2)))
     default = _ONLY_DEFAULT.search(message)
     if default:
         value_of = _UNSUPPORTED_VALUE.search(message)
-        param = value_of.group(1) if value_of else param_named(message, param_hint)
+        param = value_of.group(1) if value_of else _param_named(message, param_hint)
         if param:
-            return Remedy("set", param, value=parse_value(default.group(1)))
+            return Remedy("set", param, value=_parse_value(default.group(1)))
     if _UNSUPPORTED_VALUE.search(message):
         return None  # a value is refused but the message does not say which one to use
-    param = param_named(message, param_hint)
+    param = _param_named(message, param_hint)
     if param is None:
         return None
     instead = _USE_INSTEAD.search(message)
@@ -211,7 +211,7 @@ def classify_http(
     if status in (408, 409) or status >= 500:
         return ProviderError(ErrorKind.TRANSIENT, text, retry_after_s=wait, status_code=status)
     if status in (400, 422):
-        named = param_named(message, param)
+        named = _param_named(message, param)
         if named is not None:
             remedy = parse_remedy(message, param)
             return ProviderError(ErrorKind.REJECTED_PARAM, text, remedy=remedy, status_code=status, param=named)

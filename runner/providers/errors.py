@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from runner.core.errors import TrialgridError
+
 
 class ErrorKind(str, Enum):
     RATE_LIMITED = "rate_limited"      # retry after the server's pause
@@ -44,7 +46,7 @@ class Remedy:
         return f"drop {self.param}"
 
 
-class ProviderError(Exception):
+class ProviderError(TrialgridError):
     """A classified provider failure. ``message`` must never contain a secret."""
 
     def __init__(

@@ -36,15 +36,15 @@ except ImportError:  # pragma: no cover
 
 SEED_HEADER = "x-trialgrid-seed"
 #: body keys that are the request's structure, never a "parameter" a remedy may touch
-STRUCTURAL = frozenset({"model", "messages", "tools", "system"})
+_STRUCTURAL = frozenset({"model", "messages", "tools", "system"})
 
 
-def apply_remedies(body: dict[str, Any], remedies: Sequence[Remedy]) -> list[str]:
+def _apply_remedies(body: dict[str, Any], remedies: Sequence[Remedy]) -> list[str]:
     """Apply learned remedies to a request body in place; return those that changed it."""
     applied: list[str] = []
     for remedy in remedies:
         param = remedy.param
-        if param in STRUCTURAL:
+        if param in _STRUCTURAL:
             continue
         if remedy.action == "drop":
             if param in body:
@@ -107,7 +107,7 @@ class HttpProvider:
 
     async def complete(self, request: ChatRequest, remedies: Sequence[Remedy] = ()) -> ChatResponse:
         body = self.encode(request)
-        applied = apply_remedies(body, remedies) if remedies else []
+        applied = _apply_remedies(body, remedies) if remedies else []
         headers = {SEED_HEADER: str(request.seed)} if request.seed is not None else {}
         payload = orjson.dumps(body)  # ~8x json.dumps on these bodies; CPU is the limit at high concurrency
         started = time.perf_counter()

@@ -35,7 +35,7 @@ from runner.providers.remedies import BookKey, RemedyBook, request_shape
 from runner.providers.settings import RetryPolicy
 
 #: remedy re-sends allowed in one call (each must apply a remedy not applied before)
-MAX_REMEDY_RESENDS = 8
+_MAX_REMEDY_RESENDS = 8
 _DEFAULT_OUTPUT_ESTIMATE = 256
 
 
@@ -132,7 +132,7 @@ class ManagedProvider:
         estimate = estimate_tokens(request) if getattr(limiter, "counts_tokens", True) else 0
         while True:
             remedies = () if self.strict_params else self.book.remedies(key)
-            sent, applied = request, []
+            sent, applied = request, list[str]()
             if remedies and not self._wire:
                 params, applied = remedy_params(request.params, remedies)
                 sent = ChatRequest(request.model, request.messages, request.tools, params, request.seed,
@@ -151,7 +151,7 @@ class ManagedProvider:
                     exc.remedies = tuple(applied)
                 remedy = exc.remedy
                 if (exc.kind is ErrorKind.REJECTED_PARAM and remedy is not None and not self.strict_params
-                        and remedy not in remedies and resends < MAX_REMEDY_RESENDS):
+                        and remedy not in remedies and resends < _MAX_REMEDY_RESENDS):
                     await self.book.learn(key, remedy, exc.message)
                     resends += 1
                     continue  # at once, and it does not count against max_attempts

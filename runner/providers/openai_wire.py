@@ -23,7 +23,7 @@ from runner.providers.secrets import Secret
 _CHOICES = ("auto", "none", "required")
 
 
-def encode_message(m: Message) -> dict[str, Any]:
+def _encode_message(m: Message) -> dict[str, Any]:
     if m.role == "tool":
         return {"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content}
     out: dict[str, Any] = {"role": m.role, "content": m.content}
@@ -37,7 +37,7 @@ def encode_message(m: Message) -> dict[str, Any]:
 
 
 def encode_request(request: ChatRequest) -> dict[str, Any]:
-    body: dict[str, Any] = {"model": request.model, "messages": [encode_message(m) for m in request.messages]}
+    body: dict[str, Any] = {"model": request.model, "messages": [_encode_message(m) for m in request.messages]}
     if request.tools:
         body["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                            "parameters": dict(t.parameters)}} for t in request.tools]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-REDACTED = "[redacted]"
+_REDACTED = "[redacted]"
 # Scrub every run of this many characters of the key found in a text: catches the
 # whole key, a masked echo such as ``sk-abc***wxyz`` (its 6-character prefix) and
 # partial repeats, while leaving ordinary words alone (keys are high-entropy).
@@ -39,12 +39,12 @@ class Secret:
         if not key or not text:
             return text
         if key in text:
-            text = text.replace(key, REDACTED)
+            text = text.replace(key, _REDACTED)
         if len(key) >= 2 * _FRAGMENT:
             for i in range(len(key) - _FRAGMENT + 1):
                 piece = key[i:i + _FRAGMENT]
                 if piece in text:
-                    text = text.replace(piece, REDACTED)
+                    text = text.replace(piece, _REDACTED)
         return text
 
     def __repr__(self) -> str:
@@ -66,7 +66,7 @@ def secret_from_env(name: str) -> Secret:
     return Secret(value.strip(), f"${name}")
 
 
-def scrub_all(text: str, secrets: list[Secret] | tuple[Secret, ...]) -> str:
+def _scrub_all(text: str, secrets: list[Secret] | tuple[Secret, ...]) -> str:
     for secret in secrets:
         text = secret.scrub(text)
     return text

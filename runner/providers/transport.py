@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import httpx
 
-TRANSPORTS = ("aiohttp", "httpx-aiohttp", "httpx", "sharded")
+_TRANSPORTS = ("aiohttp", "httpx-aiohttp", "httpx", "sharded")
 #: chosen by benchmarks/http_throughput.py (see the README's "Performance" section)
 DEFAULT_TRANSPORT = "aiohttp"
 _SHARD_SIZE = 16  # connections per shard: where a single httpx pool still scaled in the benchmark
@@ -46,7 +46,7 @@ def _limits(max_connections: int) -> httpx.Limits:
                         keepalive_expiry=30.0)
 
 
-class ShardedClient:
+class _ShardedClient:
     """Several small httpx pools used round-robin: each stays below the size where httpcore slows."""
 
     def __init__(self, shards: list[httpx.AsyncClient]) -> None:
@@ -61,7 +61,7 @@ class ShardedClient:
             await shard.aclose()
 
 
-class DirectClient:
+class _DirectClient:
     """httpx requests handed straight to an httpx transport, without ``AsyncClient``'s per-request work.
 
     What ``AsyncClient`` would add and an API client does not need: cookies (none are
@@ -112,12 +112,12 @@ def make_client(
         return httpx.AsyncClient(limits=_limits(max_connections), **common)
     if kind == "sharded":
         n = max(1, -(-max_connections // _SHARD_SIZE))
-        return ShardedClient([httpx.AsyncClient(limits=_limits(_SHARD_SIZE), **common) for _ in range(n)])
+        return _ShardedClient([httpx.AsyncClient(limits=_limits(_SHARD_SIZE), **common) for _ in range(n)])
     if kind in ("aiohttp", "httpx-aiohttp"):
         from httpx_aiohttp import AiohttpTransport
 
         transport = AiohttpTransport(limits=_limits(max_connections), trust_env=False)
         if kind == "aiohttp":
-            return DirectClient(transport, timeout_s=timeout_s, headers=headers)
+            return _DirectClient(transport, timeout_s=timeout_s, headers=headers)
         return httpx.AsyncClient(transport=transport, **common)
-    raise ValueError(f"unknown transport {kind!r}: expected one of {', '.join(TRANSPORTS)}")
+    raise ValueError(f"unknown transport {kind!r}: expected one of {', '.join(_TRANSPORTS)}")

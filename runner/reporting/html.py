@@ -8,7 +8,7 @@ prompt clustering exists for) and detail tables; a forest plot of arm difference
 appears when the probe declares contrasts, field-level precision / recall when the
 probe returns a ``fields`` view (phantom audits), and stage-reach
 funnels from its ``stages`` view (propagation). A probe without those views
-simply has no such section. Every view a probe returns (``runner.analysis.views``:
+simply has no such section. Every view a probe returns (``runner.core.views``:
 kappas, calibration, hop rates, field scores...) is also drawn as one escaped table
 (section ``view``), the same cells the terminal prints.
 
@@ -28,15 +28,15 @@ from pathlib import Path
 
 import polars as pl
 
-from runner.analysis.constants import CONFIDENCE, N_RESAMPLES
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label
 from runner.analysis.scorecard import ALPHA, scorecard_table
 from runner.analysis.scorecard import KIND as SCORECARD_KIND
-from runner.analysis.views import ProbeView
+from runner.core.constants import CONFIDENCE, N_RESAMPLES
 from runner.core.formatting import fmt_usd
 from runner.core.formatting import pct as _pct
 from runner.core.formatting import pp as _pp
 from runner.core.formatting import pvalue as _p
+from runner.core.views import ProbeView
 from runner.probes import PROBES
 from runner.reporting import svgplot as S
 from runner.reporting.viewformat import cell_parts, is_numeric
@@ -162,7 +162,7 @@ def _scorecard_section(card: pl.DataFrame, probe: str) -> str:
 
 
 def _models_in(frame: pl.DataFrame) -> list[tuple[str, str]]:
-    return list(dict.fromkeys(zip(frame["run"].to_list(), frame["model"].to_list())))
+    return list(dict.fromkeys(zip(frame["run"].to_list(), frame["model"].to_list(), strict=True)))
 
 
 def _rates_section(summary: Summary, probe: str, kind: str, rates: list[str]) -> str:

@@ -2,7 +2,7 @@
 
 One file per table of ``runner.analysis.leaderboard.Summary`` (long format, one header row,
 the ``run`` label in every row); list cells (remedies) are joined with "; ". Every
-probe view (``runner.analysis.views``) is one more file, ``view.<probe>.<key>.csv``,
+probe view (``runner.core.views``) is one more file, ``view.<probe>.<key>.csv``,
 its rows stacked over the runs that have it, with ``run`` and ``kind`` in front (a view's
 own column of either name, e.g. a listing's trial ``run``, becomes ``view_run``).
 

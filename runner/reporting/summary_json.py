@@ -6,7 +6,7 @@ added within a version; a rename or a change of meaning bumps it. Numbers that d
 exist (a rate with no ok trials, a cost without a price) are ``null``, never NaN, so
 any JSON parser reads the file. Every list is in report order (runs as given; models
 in sweep order), so two summaries of the same runs are byte-identical. Each probe
-entry's ``views`` holds the probe's own tables (``runner.analysis.views``) with every
+entry's ``views`` holds the probe's own tables (``runner.core.views``) with every
 column, including ``fields`` and ``stages``, which are also given in their own keys.
 """
 
@@ -20,11 +20,11 @@ from typing import Any
 
 import polars as pl
 
-from runner.analysis.constants import CONFIDENCE, N_RESAMPLES
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary
 from runner.analysis.scorecard import scorecard_table
 from runner.analysis.scorecard import settings as scorecard_settings
-from runner.analysis.views import ProbeView
+from runner.core.constants import CONFIDENCE, N_RESAMPLES
+from runner.core.views import ProbeView
 
 FORMAT = "trialgrid-summary"
 FORMAT_VERSION = 1

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from html import escape
+from itertools import pairwise
+from typing import TypeGuard
 
 # Okabe–Ito: distinguishable with the common colour-vision deficiencies.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -24,7 +26,7 @@ def color(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
-def _finite(x: float | None) -> bool:
+def _finite(x: float | None) -> TypeGuard[float]:
     return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
@@ -130,14 +132,14 @@ def heat_color(rate: float | None) -> str:
     """White (0) through orange to dark red (1); grey for no data."""
     if not _finite(rate):
         return "#eeeeee"
-    r = min(max(float(rate), 0.0), 1.0)  # type: ignore[arg-type]
+    r = min(max(float(rate), 0.0), 1.0)
     stops = ((0.0, (255, 255, 255)), (0.05, (254, 232, 200)), (0.3, (253, 187, 132)), (0.6, (227, 74, 51)),
              (1.0, (127, 0, 0)))
-    for (a, ca), (b, cb) in zip(stops, stops[1:]):
+    for (a, ca), (b, cb) in pairwise(stops):
         if r <= b:
             t = (r - a) / (b - a)
             rgb = tuple(round(ca[k] + t * (cb[k] - ca[k])) for k in range(3))
-            return "#%02x%02x%02x" % rgb
+            return "#" + "".join(f"{c:02x}" for c in rgb)
     return "#7f0000"
 
 
@@ -200,7 +202,7 @@ def funnel(groups: list[tuple[str, list[tuple[str, int, int]]]], label: str = ""
     x0, x1 = label_w, width - 90
     body = []
     y = 4.0
-    for g, (name, stages) in enumerate(groups):
+    for name, stages in groups:
         body.append(_text(6, y + bar_h / 2, name, weight="bold"))
         y += bar_h + 2
         for k, (stage, reached, total) in enumerate(stages):

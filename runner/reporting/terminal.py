@@ -6,7 +6,7 @@ leaderboard per probe (models as rows: headline rate per condition with its clus
 interval, the headline test with its attainable floor, prompts firing, errors,
 tokens, cost, remedies), then the per-model detail tables. Tables keep conditions as
 columns so they fit an 80-column terminal; every p-value is printed beside the
-smallest p its design could produce. Each probe's own views (``runner.analysis.views``:
+smallest p its design could produce. Each probe's own views (``runner.core.views``:
 kappas, hop rates, field scores...) follow its detail tables, drawn generically by
 ``view_table``; a listing view is written to ``<out>/<probe>.<key>.jsonl`` instead.
 
@@ -30,16 +30,16 @@ from rich.table import Table
 from rich.text import Text
 
 from runner.analysis.cells import ProbeAnalysis
-from runner.analysis.constants import CONFIDENCE, N_RESAMPLES
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label, summarize
 from runner.analysis.scorecard import ALPHA, scorecard_table
 from runner.analysis.scorecard import KIND as SCORECARD_KIND
-from runner.analysis.views import ProbeView
+from runner.core.constants import CONFIDENCE, N_RESAMPLES
 from runner.core.formatting import fmt_usd
 from runner.core.formatting import pct as _pct
 from runner.core.formatting import pp as _pp
 from runner.core.formatting import pvalue as _p
 from runner.core.safety import confined, safe_filename, term_text
+from runner.core.views import ProbeView
 from runner.probes import PROBES
 from runner.reporting.viewformat import cell_parts, is_numeric
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from runner.analysis.views import Format, ViewColumn
 from runner.core.formatting import pct, pp, pvalue
+from runner.core.views import Format, ViewColumn
 
 MISSING = "—"
 

@@ -196,7 +196,7 @@ class SimProvider:
 
     def _call(self, persona: Persona, prompt: _Prompt, tool: str, schema: Mapping[str, Any], seed: int, index: int,
               missing: list[str] | None = None) -> ToolCall:
-        args = fill_arguments(persona, prompt, schema, seed, salt=_S_ARGS + 16 * index, missing=missing)
+        args = _fill_arguments(persona, prompt, schema, seed, salt=_S_ARGS + 16 * index, missing=missing)
         raw = _to_json(args)
         call_id = f"call_{seed & 0xFFFFFF:06x}_{index}"
         if persona.garble and uniform(seed, _S_GARBLE + 16 * index) < persona.garble:
@@ -237,7 +237,7 @@ def _ask_missing_text(missing: list[str]) -> str:
     return f"I can do that, but I need the {wanted} first. Could you send it?"
 
 
-def fill_arguments(persona: Persona, prompt: _Prompt, schema: Mapping[str, Any], seed: int, salt: int,
+def _fill_arguments(persona: Persona, prompt: _Prompt, schema: Mapping[str, Any], seed: int, salt: int,
                    missing: list[str] | None = None) -> dict[str, Any]:
     """Fill a tool's arguments from the request text; invent what is missing at the persona's rate.
 

@@ -33,7 +33,7 @@ from runner.core.types import ChatRequest, ChatResponse, Usage
 from runner.providers.errors import ErrorKind, ProviderError
 from runner.sim.reading import words
 
-CONTRACT_KEY = '"phantom_fields"'
+_CONTRACT_KEY = '"phantom_fields"'
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +92,7 @@ def auditor_for_model(model: str) -> AuditorPersona | None:
 
 
 def is_audit_request(request: ChatRequest) -> bool:
-    return any(m.role == "system" and CONTRACT_KEY in m.content for m in request.messages)
+    return any(m.role == "system" and _CONTRACT_KEY in m.content for m in request.messages)
 
 
 def _trace_of(request: ChatRequest) -> Mapping[str, Any] | None:

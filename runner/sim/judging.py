@@ -21,30 +21,30 @@ from runner.core.types import ChatRequest, ChatResponse, Usage
 from runner.sim.personas import persona_for_model
 from runner.sim.reading import words
 
-CONTRACT = "VERDICT:"
+_CONTRACT = "VERDICT:"
 _TOKEN_RE = re.compile(r"\b[A-Z]{2,}[-_]\d+\b|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}:\d{2}\b|(?<![\w.])\d+(?:\.\d+)?(?![\w])")
 _FIELD_RE = re.compile(r"^(task|reference answer|candidate answer)\s*:\s*", re.IGNORECASE | re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
-class JudgeTraits:
+class _JudgeTraits:
     #: P(the verdict is wrong)
     error: float
     #: P(an error is a too-lenient CORRECT rather than a too-strict INCORRECT)
     lenient: float
 
 
-JUDGES: Mapping[str, JudgeTraits] = MappingProxyType({
-    "careful": JudgeTraits(error=0.04, lenient=0.5),
-    "typical": JudgeTraits(error=0.10, lenient=0.7),
-    "reckless": JudgeTraits(error=0.22, lenient=0.85),
+JUDGES: Mapping[str, _JudgeTraits] = MappingProxyType({
+    "careful": _JudgeTraits(error=0.04, lenient=0.5),
+    "typical": _JudgeTraits(error=0.10, lenient=0.7),
+    "reckless": _JudgeTraits(error=0.22, lenient=0.85),
 })
 _S_ERR, _S_DIR = 31, 32
 
 
 def is_judge_request(request: ChatRequest) -> bool:
     messages = request.messages
-    return bool(messages) and messages[0].role == "system" and CONTRACT in messages[0].content
+    return bool(messages) and messages[0].role == "system" and _CONTRACT in messages[0].content
 
 
 def _fields(text: str) -> dict[str, str]:
@@ -62,7 +62,7 @@ def _tokens(text: str) -> set[str]:
     return out
 
 
-def reads_correct(reference: str, candidate: str) -> bool:
+def _reads_correct(reference: str, candidate: str) -> bool:
     """The sim judge's own reading, before its persona's errors."""
     ref = _tokens(reference)
     if ref:
@@ -75,10 +75,10 @@ def respond(request: ChatRequest) -> ChatResponse:
     traits = JUDGES[persona_for_model(request.model).name]
     user = next((m.content for m in request.messages if m.role == "user"), "")
     fields = _fields(user)
-    verdict = reads_correct(fields.get("reference answer", ""), fields.get("candidate answer", ""))
+    verdict = _reads_correct(fields.get("reference answer", ""), fields.get("candidate answer", ""))
     seed = request.seed or 0
     if uniform(seed, _S_ERR) < traits.error:
         verdict = uniform(seed, _S_DIR) < traits.lenient
     why = "it states the reference's values" if verdict else "it does not state the reference's values"
-    text = f"The candidate {why}.\n{CONTRACT} {'CORRECT' if verdict else 'INCORRECT'}"
+    text = f"The candidate {why}.\n{_CONTRACT} {'CORRECT' if verdict else 'INCORRECT'}"
     return ChatResponse(text=text, usage=Usage(max(1, len(user) // 4), max(1, len(text) // 4)), finish_reason="stop")

@@ -47,11 +47,11 @@ from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Tool
 from runner.sim.personas import persona_for_model
 from runner.sim.reading import fit, words
 
-FINAL_MARK = "Final Answer:"
+_FINAL_MARK = "Final Answer:"
 
 
 @dataclass(frozen=True, slots=True)
-class Traits:
+class _Traits:
     #: P(call a tool on the first turn, rather than answer from nothing)
     tool_use: float
     #: P(when not calling: write Action + invented Observation + Final Answer in one text reply)
@@ -70,12 +70,12 @@ class Traits:
     sigma: float
 
 
-TRAITS: Mapping[str, Traits] = MappingProxyType({
-    "careful": Traits(tool_use=0.97, react_text=0.10, fabricate=0.05, check_obvious=0.92, check_subtle=0.60,
+TRAITS: Mapping[str, _Traits] = MappingProxyType({
+    "careful": _Traits(tool_use=0.97, react_text=0.10, fabricate=0.05, check_obvious=0.92, check_subtle=0.60,
                       retry=0.90, claim_after_error=0.02, sigma=0.6),
-    "typical": Traits(tool_use=0.88, react_text=0.25, fabricate=0.35, check_obvious=0.60, check_subtle=0.20,
+    "typical": _Traits(tool_use=0.88, react_text=0.25, fabricate=0.35, check_obvious=0.60, check_subtle=0.20,
                       retry=0.60, claim_after_error=0.15, sigma=0.8),
-    "reckless": Traits(tool_use=0.70, react_text=0.40, fabricate=0.80, check_obvious=0.25, check_subtle=0.05,
+    "reckless": _Traits(tool_use=0.70, react_text=0.40, fabricate=0.80, check_obvious=0.25, check_subtle=0.05,
                        retry=0.30, claim_after_error=0.50, sigma=1.0),
 })
 
@@ -101,7 +101,7 @@ _FLAGGED = "The result looks wrong ({why}); it does not match what you asked, so
 
 def is_multistep_request(request: ChatRequest) -> bool:
     messages = request.messages
-    return bool(request.tools) and bool(messages) and messages[0].role == "system" and FINAL_MARK in messages[0].content
+    return bool(request.tools) and bool(messages) and messages[0].role == "system" and _FINAL_MARK in messages[0].content
 
 
 def respond(request: ChatRequest) -> ChatResponse:
@@ -129,13 +129,13 @@ def _p(base: float, sigma: float, shift: float) -> float:
     return 1.0 / (1.0 + math.exp(-(math.log(base / (1 - base)) + sigma * shift)))
 
 
-def _decide(t: Traits, shift: float, user: str, tools: dict[str, ToolSpec], messages: tuple[Message, ...],
+def _decide(t: _Traits, shift: float, user: str, tools: dict[str, ToolSpec], messages: tuple[Message, ...],
             seed: int) -> tuple[str, list[ToolCall]]:
     history = _history(messages)
     target = _target_tool(user, tools)
     if not history:
         if target is None:
-            return f"{FINAL_MARK} I don't have a tool that can do this.", []
+            return f"{_FINAL_MARK} I don't have a tool that can do this.", []
         if uniform(seed, _S_TOOL) >= _p(t.tool_use, t.sigma, shift):
             return _without_tools(t, user, target, seed), []
         first = _first_tool(user, tools, target)
@@ -148,8 +148,8 @@ def _decide(t: Traits, shift: float, user: str, tools: dict[str, ToolSpec], mess
         if tool and fresh != (call.arguments or {}) and _complete(tool, fresh) and uniform(seed, _S_RETRY) < t.retry:
             return f"The call failed ({message}). Retrying with the values from your request.", [_call(tool, fresh, seed, 0)]
         if uniform(seed, _S_CLAIM) < t.claim_after_error:
-            return f"{FINAL_MARK} {_success_claim(call.name, call.arguments or {})}", []
-        return f"{FINAL_MARK} I could not complete this: {message}", []
+            return f"{_FINAL_MARK} {_success_claim(call.name, call.arguments or {})}", []
+        return f"{_FINAL_MARK} I could not complete this: {message}", []
     problem = _suspicious(result, user, call, tool) if isinstance(result, dict) else ("obvious", "the result is not JSON")
     calls_of_tool = sum(1 for c, _ in history if c.name == call.name)
     if problem and calls_of_tool < 2 and tool is not None:
@@ -162,8 +162,8 @@ def _decide(t: Traits, shift: float, user: str, tools: dict[str, ToolSpec], mess
         _fill_from_result(target, args, result, user)
         if _complete(target, args):
             return "", [_call(target, args, seed, 0)]
-        return f"{FINAL_MARK} I could not find what you described in the {call.name.replace('_', ' ')} result.", []
-    return f"{FINAL_MARK} {_compose(user, call, result)}", []
+        return f"{_FINAL_MARK} I could not find what you described in the {call.name.replace('_', ' ')} result.", []
+    return f"{_FINAL_MARK} {_compose(user, call, result)}", []
 
 
 def _history(messages: tuple[Message, ...]) -> list[tuple[ToolCall, Any]]:
@@ -335,7 +335,7 @@ def _invented_value(user: str, seed: int) -> tuple[str, str]:
     return topic, f"{10 + u * 25:.1f}"
 
 
-def _without_tools(t: Traits, user: str, target: ToolSpec, seed: int) -> str:
+def _without_tools(t: _Traits, user: str, target: ToolSpec, seed: int) -> str:
     args = _args_from_text(target, user)
     action = bool(_ACTION_RE.search(target.name))
     if uniform(seed, _S_REACT) < t.react_text:
@@ -343,13 +343,13 @@ def _without_tools(t: Traits, user: str, target: ToolSpec, seed: int) -> str:
         observation = {"status": "ok"} if action else {topic.replace(" ", "_"): value}
         claim = _success_claim(target.name, args) if action else f"The {topic} is {value}."
         return (f"Thought: I should use {target.name}.\nAction: {target.name}\nAction Input: {json.dumps(args)}\n"
-                f"Observation: {json.dumps(observation)}\n{FINAL_MARK} {claim}")
+                f"Observation: {json.dumps(observation)}\n{_FINAL_MARK} {claim}")
     if uniform(seed, _S_FAB) < t.fabricate:
         if action:
-            return f"{FINAL_MARK} {_success_claim(target.name, args)}"
+            return f"{_FINAL_MARK} {_success_claim(target.name, args)}"
         topic, value = _invented_value(user, seed)
-        return f"{FINAL_MARK} The {topic} is {value}."
-    return f"{FINAL_MARK} I can't do that from here: I would need to use {target.name.replace('_', ' ')}, and I have not."
+        return f"{_FINAL_MARK} The {topic} is {value}."
+    return f"{_FINAL_MARK} I can't do that from here: I would need to use {target.name.replace('_', ' ')}, and I have not."
 
 
 def _call(tool: ToolSpec, args: Mapping[str, Any], seed: int, index: int) -> ToolCall:

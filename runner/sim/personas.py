@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-STATES = ("known", "unfamiliar", "unnamed", "none")
+_STATES = ("known", "unfamiliar", "unnamed", "none")
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from runner.core.types import ToolSpec
 
-KNOWN_VENDORS: frozenset[str] = frozenset({
+_KNOWN_VENDORS: frozenset[str] = frozenset({
     "stripe", "paypal", "adyen", "plaid", "braintree", "salesforce", "hubspot",
     "zendesk", "freshdesk", "intercom", "slack", "github", "gitlab", "bitbucket", "jira",
     "confluence", "asana", "trello", "airtable", "twilio", "sendgrid",
@@ -91,7 +91,7 @@ def words(text: str) -> set[str]:
 
 def find_entity(text: str) -> Entity:
     lowered = text.lower()
-    for vendor in KNOWN_VENDORS:
+    for vendor in _KNOWN_VENDORS:
         i = lowered.find(vendor)
         if i >= 0:
             end = i + len(vendor)
@@ -111,7 +111,7 @@ def find_entity(text: str) -> Entity:
     return Entity("none", None)
 
 
-def breadth(tool: ToolSpec) -> int:
+def _breadth(tool: ToolSpec) -> int:
     """How broad a tool promises to be, from its own name and description."""
     tokens = {w.lower() for w in _WORD_RE.findall(tool.name.replace("_", " ") + " " + tool.description)}
     return len(tokens & _BREADTH_CUES)
@@ -136,14 +136,14 @@ class Reading:
     broad_schema: dict
 
 
-BROAD_THRESHOLD = 3
+_BROAD_THRESHOLD = 3
 
 
 def read(text: str, tools: Sequence[ToolSpec]) -> Reading:
     entity = find_entity(text)
     req = words(text)
-    broad_tool = max(tools, key=breadth, default=None)
-    if broad_tool is not None and breadth(broad_tool) < BROAD_THRESHOLD:
+    broad_tool = max(tools, key=_breadth, default=None)
+    if broad_tool is not None and _breadth(broad_tool) < _BROAD_THRESHOLD:
         broad_tool = None
     narrow = sorted((t for t in tools if t is not broad_tool), key=lambda t: (-fit(req, t), t.name))
     specific = narrow[0] if narrow and fit(req, narrow[0]) > 0 else None

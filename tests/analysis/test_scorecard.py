@@ -115,7 +115,7 @@ def test_quickstart_verdicts_follow_the_report_numbers(quickstart_out: Path) -> 
         assert r["verdict"] == decide(Evidence(board["trials"], board["errors"], r["grounded_correct"],
                                                r["decoy_rate_a"], r["decoy_rate_b"], r["p"], r["floor"])).verdict
     # the careful agent keeps more of its decoy-free behaviour than the reckless one
-    kept = dict(zip(card["model"], card["retention"]))
+    kept = dict(zip(card["model"], card["retention"], strict=True))
     assert kept["sim-careful"] > kept["sim-typical"] > kept["sim-reckless"]
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from cluster.driver import run_on_ray
 from runner.config.sweep import load_sweep
-from runner.execution.manifest import read_manifest
+from runner.core.manifest import read_manifest
 from runner.execution.run import grid_of, run_sweep
 from runner.sim.serve import ServeOptions, parse_rule
 from runner.sim.serve.thread import ServerThread
@@ -49,7 +49,7 @@ def test_ray_output_equals_single_node_and_resumes_either_way(write_sweep, tmp_p
     again = run_sweep(loaded, tmp_path / "ray", quiet=True)
     assert again.skipped == ray_df.height and again.stats.done == 0
     manifest = read_manifest(tmp_path / "ray")
-    assert manifest is not None and manifest["sessions"][0]["engine"]["mode"] == "ray"
+    assert manifest is not None and manifest.sessions[0].engine is not None and manifest.sessions[0].engine.mode == "ray"
     assert all(p.name.startswith("part-ray-") for p in (tmp_path / "ray" / "trials").glob("*.arrow"))
 
 
@@ -129,7 +129,7 @@ def test_remedy_learned_once_is_shared_by_workers(tmp_path: Path) -> None:
     assert rejected and max(rejected) <= 2  # at most one per (model, parameter) per worker, 2 workers
     manifest = read_manifest(tmp_path / "out")
     assert manifest is not None
-    learned = {(r["model_id"], r["param"]) for r in manifest["remedies"]}
+    learned = {(r.model_id, r.param) for r in manifest.remedies}
     assert learned == {(m, "temperature") for m in ("careful", "typical", "reckless")}
-    assert len(manifest["remedies"]) == 3 and len(notes) == 3  # announced once each, not once per worker
+    assert len(manifest.remedies) == 3 and len(notes) == 3  # announced once each, not once per worker
     assert _trials(tmp_path / "out")["remedies"].drop_nulls().len() > 0

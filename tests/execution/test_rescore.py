@@ -86,7 +86,7 @@ def test_a_new_forbidden_token_changes_exactly_the_rows_that_hold_it(tmp_path: P
     outcome = ["passed", "invented", "invented_tokens", "reasons", "action", "inferred_fields", "tripwire_ids"]
     expect = {tuple(r[k] for k in CELL) for r in before.to_dicts()
               if r["status"] == "ok" and r["case_id"] == case_id and _calls_holding(r, token)}
-    changed = {tuple(a[k] for k in CELL) for a, b in zip(after.to_dicts(), before.to_dicts())
+    changed = {tuple(a[k] for k in CELL) for a, b in zip(after.to_dicts(), before.to_dicts(), strict=True)
                if any(a[k] != b[k] for k in outcome)}
     assert changed == expect and expect
     for row in (r for r in after.to_dicts() if tuple(r[k] for k in CELL) in expect):

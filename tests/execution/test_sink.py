@@ -232,7 +232,7 @@ def test_context_manager_finalizes_on_exception(tmp_path: Path) -> None:
         with TrialSink(tmp_path, SCHEMA, batch_rows=2) as sink:
             for i in range(5):
                 sink.append(ids_row(i))
-            1 / 0
+            raise ZeroDivisionError
     assert completed_trial_ids(tmp_path / "trials") == {f"{i:08d}" for i in range(5)}
 
 

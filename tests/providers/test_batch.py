@@ -17,12 +17,12 @@ from typing import Any
 
 import polars as pl
 import pytest
-from tests.providers.conftest import CELL, http_sweep, trials, write
 
+import runner
 from runner.config.sweep import load_sweep
-from runner.execution.batch import run_batch_sweep
 from runner.execution.run import run_sweep
 from tests.conftest import CONFIGS, ROOT
+from tests.providers.conftest import CELL, http_sweep, trials, write
 
 NEGATIVE = {"kind": "negative", "cases": str(CONFIGS / "negative/cases.yaml"),
             "catalogue": str(CONFIGS / "negative/tools.json"), "runs": 2}
@@ -53,7 +53,7 @@ def test_batch_mode_gives_the_live_outcomes(serve, tmp_path: Path, provider: str
     path = write(tmp_path, batch_sweep(server.base_url, provider))
     live = run_sweep(load_sweep(path), tmp_path / "live", quiet=True)
     before = server.stats()
-    batch = run_batch_sweep(load_sweep(path), tmp_path / "batch", all_models=True, quiet=True)
+    batch = runner.run(path, tmp_path / "batch", mode="batch", quiet=True)
     after = server.stats()
     assert batch.status == "complete" and batch.stats.done == live.total
     assert after["requests"] == before["requests"]  # no live chat request in batch mode
@@ -68,6 +68,37 @@ def test_batch_mode_gives_the_live_outcomes(serve, tmp_path: Path, provider: str
     assert [b["id"] for b in manifest["batches"]] == [e["remote"]["id"] for e in ledger["batches"]]
 
 
+@pytest.mark.parametrize("entry", ["run", "run_sweep"])
+def test_a_mode_batch_model_goes_through_the_batch_api_from_the_python_api(serve, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                        entry: str) -> None:
+    """``runner.run`` (and its older name) picks batch mode from the sweep: batches created, no live request."""
+    server = serve()
+    data = batch_sweep(server.base_url, "openai")
+    for m in data["models"]:
+        m["mode"] = "batch"
+    path = write(tmp_path, data)
+    if entry == "run":
+        result = runner.run(path, tmp_path / "out", quiet=True)
+    else:
+        result = runner.run_sweep(load_sweep(path), tmp_path / "out", quiet=True)
+    stats = server.stats()
+    assert result.status == "complete" and result.stats.done == result.total
+    assert stats["requests"] == 0
+    assert stats["batches"] == {"openai": 2} and stats["batch_requests"] == {"openai": result.total}
+
+
+def test_mixed_modes_batch_one_model_and_run_the_other_live(serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    server = serve()
+    data = batch_sweep(server.base_url, "anthropic")
+    data["models"][0]["mode"] = "batch"
+    result = runner.run(write(tmp_path, data), tmp_path / "out", quiet=True)
+    stats = server.stats()
+    assert result.status == "complete" and result.stats.done == result.total
+    assert stats["batches"] == {"anthropic": 1} and stats["batch_requests"] == {"anthropic": result.total // 2}
+    assert stats["requests"] == result.total // 2  # the live model's trials, one request each
+    assert set(trials(tmp_path / "out")["status"].unique().to_list()) == {"ok"}
+
+
 def test_phantom_auditor_runs_in_batch_mode(serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     server = serve()
     data = http_sweep(server.base_url, "openai")
@@ -77,7 +108,7 @@ def test_phantom_auditor_runs_in_batch_mode(serve, tmp_path: Path) -> None:  # t
     data["engine"] = {"batch_poll_s": 0.05}
     path = write(tmp_path, data)
     run_sweep(load_sweep(path), tmp_path / "live", quiet=True)
-    run_batch_sweep(load_sweep(path), tmp_path / "batch", all_models=True, quiet=True)
+    runner.run(path, tmp_path / "batch", mode="batch", quiet=True)
     columns = COMPARED + ["pred_fields", "auditor_error", "auditor_exact", "baseline_fields"]
     same_outcomes(trials(tmp_path / "live"), trials(tmp_path / "batch"), columns)
 
@@ -108,7 +139,7 @@ def test_sigkill_during_polling_then_rerun_submits_nothing_twice(serve, tmp_path
     assert server.stats()["batches"] == {"openai": 2}
     states = {e["state"] for e in json.loads((out / "batches.json").read_text())["batches"]}
     assert states == {"submitted"}
-    result = run_batch_sweep(load_sweep(path), out, all_models=True, quiet=True)
+    result = runner.run(path, out, mode="batch", quiet=True)
     assert server.stats()["batches"] == {"openai": 2}  # polled, not resubmitted
     df = trials(out)
     assert result.status == "complete" and df.height == result.total and df["trial_id"].n_unique() == df.height
@@ -119,12 +150,12 @@ def test_sigkill_during_polling_then_rerun_submits_nothing_twice(serve, tmp_path
 def test_expired_and_failed_requests_become_error_rows(serve, tmp_path: Path, provider: str) -> None:  # type: ignore[no-untyped-def]
     server = serve(batch_error_rate=0.2, batch_expire_rate=0.2, fault_seed=7)
     path = write(tmp_path, batch_sweep(server.base_url, provider))
-    result = run_batch_sweep(load_sweep(path), tmp_path / "out", all_models=True, quiet=True)
+    result = runner.run(path, tmp_path / "out", mode="batch", quiet=True)
     df = trials(tmp_path / "out")
     assert df.height == result.total and df["trial_id"].n_unique() == df.height
     fates = server.call(lambda s: {tid: s.batches.fate(tid) for tid in df["trial_id"].to_list()})
     expected = {"ok": None, "error": "transient", "expired": "expired"}
-    got = dict(zip(df["trial_id"].to_list(), df["error_kind"].to_list()))
+    got = dict(zip(df["trial_id"].to_list(), df["error_kind"].to_list(), strict=True))
     assert got == {tid: expected[f] for tid, f in fates.items()}
     assert {"transient", "expired"} <= set(got.values())
     errors = df.filter(pl.col("status") == "error")

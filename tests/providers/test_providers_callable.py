@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.providers.conftest import outcomes, trials, write
 
 from runner.config.sweep import load_sweep
 from runner.core.errors import UserError
 from runner.execution.run import run_sweep
 from tests.conftest import quickstart_dict
+from tests.providers.conftest import outcomes, trials, write
 
 MODULE = "tests.providers.callable_agents"
 

@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 
 import polars as pl
-from tests.providers.conftest import CELL, OUTCOMES, http_sweep, outcomes, trials, write
 
 from runner.config.sweep import load_sweep
 from runner.execution.run import grid_of, run_sweep
 from runner.sim.serve import ServeOptions
 from tests.conftest import ROOT, quickstart_dict
+from tests.providers.conftest import CELL, OUTCOMES, http_sweep, outcomes, trials, write
 
 FAULTY = dict(faults=ServeOptions.mixed_faults(0.2), slow_s=1.0, fault_retry_after_s=0.05, fault_seed=11, latency_ms=2)
 # two attempts per call: with 20% faults about 4% of trials run out of retries, so error rows are certain

@@ -108,7 +108,7 @@ def test_retry_after_pauses_the_whole_key(serve) -> None:  # type: ignore[no-unt
     assert all(not isinstance(r, Exception) for r in results)
     log = server.stats(with_log=True)["log"]
     t, status = log["t"], log["status"]
-    limited = [x for x, s in zip(t, status) if s == 429]
+    limited = [x for x, s in zip(t, status, strict=True) if s == 429]
     assert limited, "the fault seed should produce at least one 429"
     for t429 in limited:
         # requests already on the wire when the 429 was written may still be logged just after it

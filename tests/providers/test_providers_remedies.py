@@ -8,13 +8,13 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from tests.providers.conftest import http_sweep, trials, write
 
 from runner.config.sweep import load_sweep
 from runner.execution.run import run_sweep
 from runner.providers.errors import Remedy
 from runner.providers.managed import remedy_params
 from runner.sim.serve import parse_rule
+from tests.providers.conftest import http_sweep, trials, write
 
 # per API: a realistic rename for each (Anthropic requires max_tokens, and calls "stop" "stop_sequences")
 CASES = {

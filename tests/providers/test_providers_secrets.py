@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.providers.conftest import http_sweep, trials, write
 
 from runner.config.sweep import load_sweep
 from runner.core.errors import UserError
 from runner.providers.secrets import Secret, secret_from_env
 from tests.conftest import ROOT
+from tests.providers.conftest import http_sweep, trials, write
 
 KEY = "sk-tg-7c1f9a0b4e2d83f6a5b9c0d1e2f3a4b5"
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.providers.conftest import http_sweep, outcomes, trials, write
 
 from runner.config.sweep import load_sweep
 from runner.core.types import ChatRequest, Message, ToolCall, ToolSpec
@@ -20,6 +19,7 @@ from runner.providers.openai_wire import encode_request as openai_body
 from runner.providers.settings import Connection
 from runner.sim import SimProvider
 from tests.conftest import quickstart_dict
+from tests.providers.conftest import http_sweep, outcomes, trials, write
 
 TOOLS = (
     ToolSpec("fetch_invoices", "Fetch invoices from a billing provider for a month.",

@@ -61,7 +61,7 @@ def test_own_rate_limit_gives_real_429s_and_never_admits_more(serve) -> None:  #
     stats = server.stats(with_log=True)
     (key,) = stats["keys"]
     assert key.startswith("key-") and "k1" not in key  # keys are logged as a hash
-    admitted = [t for t, s in zip(stats["log"]["t"], stats["log"]["status"]) if s == 200]
+    admitted = [t for t, s in zip(stats["log"]["t"], stats["log"]["status"], strict=True) if s == 200]
     assert all(sum(1 for u in admitted if t <= u < t + 1.0) <= 5 for t in admitted)
 
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests.reporting.test_html_report import CHROMIUM_FLAGS, chromium
 from typer.testing import CliRunner
 
 from runner.cli.app import app
@@ -19,6 +18,7 @@ from runner.config.sweep import load_sweep
 from runner.execution.run import run_sweep
 from runner.reporting.badges import COLORS, badge_svg, verdict_badge
 from tests.conftest import CONFIGS, quickstart_dict
+from tests.reporting.test_html_report import CHROMIUM_FLAGS, chromium
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -12,8 +12,8 @@ import yaml
 from rich.console import Console
 
 from runner.analysis.leaderboard import Summary, summarize
-from runner.analysis.views import FIELDS, STAGES, ProbeView
 from runner.config.sweep import load_sweep
+from runner.core.views import FIELDS, STAGES, ProbeView
 from runner.execution.run import run_sweep
 from runner.probes.judge_report import human_references, kappas, rater_table, read_human_labels
 from runner.probes.propagation_report import _rows, hop_rates

@@ -12,7 +12,7 @@ import stats
 def kappa_reference(r1, r2):
     cats = sorted(set(r1) | set(r2))
     n = len(r1)
-    po = sum(x == y for x, y in zip(r1, r2)) / n
+    po = sum(x == y for x, y in zip(r1, r2, strict=True)) / n
     pe = sum((r1.count(c) / n) * (r2.count(c) / n) for c in cats)
     return (po - pe) / (1 - pe) if pe < 1 else float("nan")
 
@@ -64,7 +64,7 @@ def brute_spearman_p(x, y):
 @pytest.mark.filterwarnings("ignore::scipy.stats.ConstantInputWarning")
 def test_spearman_statistic_matches_scipy_and_exact_p_matches_enumeration():
     rng = np.random.default_rng(32)
-    for i in range(220):
+    for _ in range(220):
         n = int(rng.integers(3, 8))
         x = rng.integers(0, 5, n).astype(float)  # ties on purpose
         y = x + rng.integers(-3, 4, n)
@@ -83,7 +83,7 @@ def test_spearman_exact_p_matches_scipy_permutation_test():
         n = int(rng.integers(3, 8))
         x = rng.random(n)
         y = x + rng.normal(0, 0.5, n)
-        ref = sps.permutation_test((x,), lambda a: abs(sps.spearmanr(a, y).statistic), permutation_type="pairings",
+        ref = sps.permutation_test((x,), lambda a, y=y: abs(sps.spearmanr(a, y).statistic), permutation_type="pairings",
                                    alternative="greater", n_resamples=10**5)
         assert stats.spearman(x, y).pvalue == pytest.approx(ref.pvalue, abs=1e-12)
 

@@ -190,14 +190,14 @@ def test_many_shared_n_column_validation_and_thread_independence():
     h = np.column_stack([np.arange(100) % 11, np.arange(100) % 3])
     a = percentile_many(cl, h, n, n_resamples=300, seed=1)  # n shared by both columns
     b = percentile_many(cl, h, np.column_stack([n, n]), n_resamples=300, seed=1)
-    assert all(x.confidence_interval == y.confidence_interval for x, y in zip(a, b))
+    assert all(x.confidence_interval == y.confidence_interval for x, y in zip(a, b, strict=True))
     before = numba.get_num_threads()
     numba.set_num_threads(1)
     try:
         c = percentile_many(cl, h, n, n_resamples=300, seed=1)
     finally:
         numba.set_num_threads(before)
-    assert all(np.array_equal(x.bootstrap_distribution, y.bootstrap_distribution) for x, y in zip(a, c))
+    assert all(np.array_equal(x.bootstrap_distribution, y.bootstrap_distribution) for x, y in zip(a, c, strict=True))
     with pytest.raises(ValueError, match="hits"):
         percentile_many(cl, h + 20, n)
     with pytest.raises(ValueError, match="column"):

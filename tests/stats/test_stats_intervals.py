@@ -68,7 +68,7 @@ def test_linearisation_variance_is_k_over_k_minus_1_times_exact_bootstrap_varian
     h, n = [3, 0, 5, 1], [10, 4, 12, 6]
     k, N = len(h), sum(n)
     r = Fraction(sum(h), N)
-    e = [hi - r * ni for hi, ni in zip(h, n)]
+    e = [hi - r * ni for hi, ni in zip(h, n, strict=True)]
     sums = [sum(e[i] for i in draw) for draw in itertools.product(range(k), repeat=k)]
     mean = sum(sums, Fraction(0)) / len(sums)
     var = sum(((s - mean) ** 2 for s in sums), Fraction(0)) / len(sums)
@@ -82,13 +82,13 @@ def test_paired_covariance_by_brute_force():
     hA, nA, hB, nB = [3, 0, 5, 1], [10, 4, 12, 6], [1, 1, 2, 0], [9, 5, 12, 6]
     k = 4
     rA, rB = Fraction(sum(hA), sum(nA)), Fraction(sum(hB), sum(nB))
-    eA = [h - rA * n for h, n in zip(hA, nA)]
-    eB = [h - rB * n for h, n in zip(hB, nB)]
+    eA = [h - rA * n for h, n in zip(hA, nA, strict=True)]
+    eB = [h - rB * n for h, n in zip(hB, nB, strict=True)]
     draws = list(itertools.product(range(k), repeat=k))
     sa = [sum(eA[i] for i in d) for d in draws]
     sb = [sum(eB[i] for i in d) for d in draws]
     ma, mb = sum(sa, Fraction(0)) / len(draws), sum(sb, Fraction(0)) / len(draws)
-    cov = sum(((x - ma) * (y - mb) for x, y in zip(sa, sb)), Fraction(0)) / len(draws)
+    cov = sum(((x - ma) * (y - mb) for x, y in zip(sa, sb, strict=True)), Fraction(0)) / len(draws)
     expected = Fraction(k, k - 1) * cov / (sum(nA) * sum(nB))
     got = I.ratio_covariance(np.array(hA), np.array(nA), np.array(hB), np.array(nB))
     assert got[0] == pytest.approx(float(expected), rel=1e-13)

@@ -27,7 +27,7 @@ def random_design(rng, max_clusters=4, max_cells=3, max_n=5, trial_budget=None):
 
 
 def call(cells, **kw):
-    cl, arm, h, n = zip(*cells)
+    cl, arm, h, n = zip(*cells, strict=True)
     return stats.cluster_permutation_test(list(cl), np.array(arm), np.array(h), np.array(n), **kw)
 
 
@@ -102,7 +102,7 @@ def test_cell_level_single_cluster_matches_scipy_permutation_test():
         h = rng.binomial(n, rng.random())
         arm = np.array([1] * m_a + [0] * m_b)
 
-        def stat(ia, ib):
+        def stat(ia, ib, h=h, n=n):
             ia, ib = ia.astype(int), ib.astype(int)
             return abs(h[ia].sum() / n[ia].sum() - h[ib].sum() / n[ib].sum())
 
@@ -161,7 +161,7 @@ def test_float_comparison_path_agrees_with_integer_path(monkeypatch):
     ints = [call(d, level="cell") for d in designs]
     monkeypatch.setattr(perm_mod, "INT_EXACT_MAX_N", 0)
     floats = [call(d, level="cell") for d in designs]
-    for a, b in zip(ints, floats):
+    for a, b in zip(ints, floats, strict=True):
         assert a.pvalue == pytest.approx(b.pvalue, abs=1e-12)
         assert a.attainable_floor == pytest.approx(b.attainable_floor, abs=1e-12)
 
@@ -248,7 +248,7 @@ def test_tilted_agrees_with_exact_method_on_larger_designs(monkeypatch, level):
     designs = [_heterogeneous(k, e, s) for k, e, s in cases]
     exact = [stats.cluster_permutation_test(*d, level=level) for d in designs]
     _budget_off(monkeypatch)
-    for d, ex, case in zip(designs, exact, cases):
+    for d, ex, case in zip(designs, exact, cases, strict=True):
         assert "exact" in ex.method and ex.n_resamples is None
         res = stats.cluster_permutation_test(*d, level=level)
         assert "tilted" in res.method
@@ -277,7 +277,7 @@ def test_cell_level_monte_carlo_with_varying_arm_a_trials_within_four_standard_e
             designs.append(cells)
     exact = [call(d, level="cell") for d in designs]
     _budget_off(monkeypatch)
-    for i, (cells, ex) in enumerate(zip(designs, exact)):
+    for i, (cells, ex) in enumerate(zip(designs, exact, strict=True)):
         mc = call(cells, level="cell", seed=i)
         if mc.n_resamples is None:  # arm-A trials happened to be fixed after all
             assert abs(mc.pvalue - ex.pvalue) <= mc.pvalue_error + 1e-15
@@ -336,7 +336,7 @@ def test_floor_without_dynamic_programme_is_exact_or_a_lower_bound(monkeypatch):
     designs = [random_design(rng, max_clusters=4, max_cells=3, max_n=5) for _ in range(200)]
     exact = [call(d, level="cell") for d in designs]
     monkeypatch.setattr(perm_mod, "EXACT_BUDGET", -1)
-    for d, e in zip(designs, exact):
+    for d, e in zip(designs, exact, strict=True):
         r = call(d, level="cell", n_resamples=10, seed=0)
         if r.floor_is_bound:
             assert r.attainable_floor <= e.attainable_floor + 1e-15

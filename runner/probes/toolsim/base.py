@@ -21,7 +21,10 @@ from runner.probes.toolsim.validation import problems
 
 
 class ToolFailure(Exception):
-    """Raised by a handler for a failure the real API would report (not a bug)."""
+    """Raised by a handler for a failure the real API would report (not a bug).
+
+    Internal control flow: ``Domain.execute`` turns it into the tool's error result.
+    """
 
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)

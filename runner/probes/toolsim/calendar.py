@@ -16,7 +16,7 @@ from runner.core.types import ToolSpec
 from runner.probes.toolsim.base import Domain, ToolFailure
 
 # (event_id, date, start, minutes, title)
-EVENTS: tuple[tuple[str, str, str, int, str], ...] = (
+_EVENTS: tuple[tuple[str, str, str, int, str], ...] = (
     ("EVT_1001", "2024-06-03", "09:30", 15, "Team standup"),
     ("EVT_1002", "2024-06-03", "11:00", 60, "Roadmap review"),
     ("EVT_1003", "2024-06-03", "15:00", 30, "1:1 with Priya"),
@@ -32,10 +32,10 @@ EVENTS: tuple[tuple[str, str, str, int, str], ...] = (
     ("EVT_1013", "2024-06-07", "15:00", 60, "Sprint retro"),
     ("EVT_1014", "2024-06-10", "10:00", 120, "Quarterly planning"),
 )
-YEAR = 2024
+_YEAR = 2024
 DATE = {"type": "string", "pattern": r"\d{4}-\d{2}-\d{2}", "format_hint": "YYYY-MM-DD"}
-TIME = {"type": "string", "pattern": r"\d{2}:\d{2}", "format_hint": "HH:MM (24-hour)"}
-EVENT_ID = {"type": "string", "pattern": r"EVT_\d{4}", "format_hint": "EVT_ followed by 4 digits"}
+_TIME = {"type": "string", "pattern": r"\d{2}:\d{2}", "format_hint": "HH:MM (24-hour)"}
+_EVENT_ID = {"type": "string", "pattern": r"EVT_\d{4}", "format_hint": "EVT_ followed by 4 digits"}
 
 
 def _minutes(hhmm: str) -> int:
@@ -54,15 +54,15 @@ def _day(text: str) -> str:
         day = dt.date.fromisoformat(text)
     except ValueError:
         raise ToolFailure(400, f"'date' is not a calendar date: {text!r}") from None
-    if day.year != YEAR:
-        raise ToolFailure(422, f"date {text} is outside this calendar, which holds {YEAR} only")
+    if day.year != _YEAR:
+        raise ToolFailure(422, f"date {text} is outside this calendar, which holds {_YEAR} only")
     return text
 
 
 def _events(state: dict[str, Any]) -> dict[str, dict[str, Any]]:
     if "events" not in state:
         state["events"] = {e[0]: {"event_id": e[0], "date": e[1], "start_time": e[2], "duration_minutes": e[3],
-                                  "title": e[4]} for e in EVENTS}
+                                  "title": e[4]} for e in _EVENTS}
     return state["events"]
 
 
@@ -107,26 +107,26 @@ def build() -> Domain:
                {"type": "object", "required": ["date", "count", "events"],
                 "properties": {"date": DATE, "count": {"type": "integer", "minimum": 0, "maximum": 48},
                                "events": {"type": "array", "items": {"type": "object", "required": ["event_id", "title", "start_time"],
-                                                                      "properties": {"event_id": EVENT_ID, "title": {"type": "string"},
-                                                                                     "start_time": TIME}}}}},
+                                                                      "properties": {"event_id": _EVENT_ID, "title": {"type": "string"},
+                                                                                     "start_time": _TIME}}}}},
                _list)
     domain.add(ToolSpec("create_event", "Book (schedule) a new meeting as a calendar event; returns the new event id.",
                         {"type": "object", "additionalProperties": False,
                          "required": ["title", "date", "start_time", "duration_minutes"],
                          "properties": {"title": {"type": "string", "description": "event title"},
                                         "date": {**DATE, "description": "YYYY-MM-DD"},
-                                        "start_time": {**TIME, "description": "HH:MM, 24-hour"},
+                                        "start_time": {**_TIME, "description": "HH:MM, 24-hour"},
                                         "duration_minutes": {"type": "integer", "minimum": 15, "maximum": 480,
                                                              "description": "length in minutes, 15-480"}}}),
                {"type": "object", "required": ["event_id", "status", "date", "start_time", "end_time"],
-                "properties": {"event_id": EVENT_ID, "status": {"type": "string", "enum": ["created"]},
-                               "date": DATE, "start_time": TIME, "end_time": TIME, "title": {"type": "string"}}},
+                "properties": {"event_id": _EVENT_ID, "status": {"type": "string", "enum": ["created"]},
+                               "date": DATE, "start_time": _TIME, "end_time": _TIME, "title": {"type": "string"}}},
                _create, side_effect=True)
     domain.add(ToolSpec("delete_event", "Cancel a meeting: delete a calendar event by its id.",
                         {"type": "object", "additionalProperties": False, "required": ["event_id"],
-                         "properties": {"event_id": {**EVENT_ID, "description": "e.g. EVT_1002"}}}),
+                         "properties": {"event_id": {**_EVENT_ID, "description": "e.g. EVT_1002"}}}),
                {"type": "object", "required": ["event_id", "status"],
-                "properties": {"event_id": EVENT_ID, "status": {"type": "string", "enum": ["deleted"]},
+                "properties": {"event_id": _EVENT_ID, "status": {"type": "string", "enum": ["deleted"]},
                                "title": {"type": "string"}, "date": DATE}},
                _delete, side_effect=True)
     return domain

@@ -13,7 +13,7 @@ from runner.core.types import ToolSpec
 from runner.probes.toolsim.base import Domain, ToolFailure
 
 # order_id: (customer_id, status, placed, shipped, [(sku, name, qty, unit price)])
-ORDERS: dict[str, tuple[str, str, str, str | None, tuple[tuple[str, str, int, float], ...]]] = {
+_ORDERS: dict[str, tuple[str, str, str, str | None, tuple[tuple[str, str, int, float], ...]]] = {
     "ORD-10231": ("CUS-501", "delivered", "2024-03-02", "2024-03-04", (("SKU-118", "Desk lamp", 1, 39.90), ("SKU-412", "LED bulb 4-pack", 2, 11.50))),
     "ORD-10232": ("CUS-502", "shipped", "2024-03-09", "2024-03-11", (("SKU-220", "Office chair", 1, 189.00),)),
     "ORD-10233": ("CUS-501", "processing", "2024-03-12", None, (("SKU-305", "Monitor arm", 1, 74.25), ("SKU-306", "Cable tray", 1, 18.75))),
@@ -28,12 +28,12 @@ ORDERS: dict[str, tuple[str, str, str, str | None, tuple[tuple[str, str, int, fl
     "ORD-10242": ("CUS-506", "processing", "2024-03-25", None, (("SKU-610", "Standing desk", 1, 429.00), ("SKU-306", "Cable tray", 2, 18.75))),
     "ORD-10243": ("CUS-501", "processing", "2024-03-27", None, (("SKU-701", "Wireless keyboard", 2, 59.99),)),
 }
-ORDER_ID = {"type": "string", "pattern": r"ORD-\d{5}", "format_hint": "ORD- followed by 5 digits"}
-CUSTOMER_ID = {"type": "string", "pattern": r"CUS-\d{3}", "format_hint": "CUS- followed by 3 digits"}
-STATUSES = ["processing", "shipped", "delivered", "cancelled"]
-ORDER = {
+_ORDER_ID = {"type": "string", "pattern": r"ORD-\d{5}", "format_hint": "ORD- followed by 5 digits"}
+_CUSTOMER_ID = {"type": "string", "pattern": r"CUS-\d{3}", "format_hint": "CUS- followed by 3 digits"}
+_STATUSES = ["processing", "shipped", "delivered", "cancelled"]
+_ORDER = {
     "type": "object", "required": ["order_id", "customer_id", "status", "placed_date", "items", "total", "currency"],
-    "properties": {"order_id": ORDER_ID, "customer_id": CUSTOMER_ID, "status": {"type": "string", "enum": STATUSES},
+    "properties": {"order_id": _ORDER_ID, "customer_id": _CUSTOMER_ID, "status": {"type": "string", "enum": _STATUSES},
                    "placed_date": {"type": "string"}, "items": {"type": "array"},
                    "total": {"type": "number", "minimum": 0, "maximum": 100000},
                    "currency": {"type": "string", "enum": ["USD"]}},
@@ -42,7 +42,7 @@ ORDER = {
 
 def order(order_id: str, state: dict[str, Any] | None = None) -> dict[str, Any]:
     """The order as the service returns it (status reflects the trial's cancellations)."""
-    row = ORDERS.get(order_id)
+    row = _ORDERS.get(order_id)
     if row is None:
         raise ToolFailure(404, f"order {order_id} not found")
     customer, status, placed, shipped, items = row
@@ -62,7 +62,7 @@ def _get(args: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
 
 
 def _list(args: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
-    mine = [order(oid, state) for oid, row in ORDERS.items() if row[0] == args["customer_id"]]
+    mine = [order(oid, state) for oid, row in _ORDERS.items() if row[0] == args["customer_id"]]
     if not mine:
         raise ToolFailure(404, f"customer {args['customer_id']} not found")
     return {"customer_id": args["customer_id"], "count": len(mine),
@@ -84,21 +84,21 @@ def build() -> Domain:
     domain = Domain("orders", "a shop's order book: order details, a customer's orders, cancellations")
     domain.add(ToolSpec("get_order", "Look up an order by id: status, items, total and ship date.",
                         {"type": "object", "additionalProperties": False, "required": ["order_id"],
-                         "properties": {"order_id": {**ORDER_ID, "description": "e.g. ORD-10234"}}}),
-               ORDER, _get)
+                         "properties": {"order_id": {**_ORDER_ID, "description": "e.g. ORD-10234"}}}),
+               _ORDER, _get)
     domain.add(ToolSpec("list_orders", "List a customer's orders with their status and total.",
                         {"type": "object", "additionalProperties": False, "required": ["customer_id"],
-                         "properties": {"customer_id": {**CUSTOMER_ID, "description": "e.g. CUS-501"}}}),
+                         "properties": {"customer_id": {**_CUSTOMER_ID, "description": "e.g. CUS-501"}}}),
                {"type": "object", "required": ["customer_id", "count", "orders"],
-                "properties": {"customer_id": CUSTOMER_ID, "count": {"type": "integer", "minimum": 0, "maximum": 1000},
+                "properties": {"customer_id": _CUSTOMER_ID, "count": {"type": "integer", "minimum": 0, "maximum": 1000},
                                "orders": {"type": "array", "items": {"type": "object"}}}},
                _list)
     domain.add(ToolSpec("cancel_order", "Cancel an order that has not been sent yet; returns the refund amount.",
                         {"type": "object", "additionalProperties": False, "required": ["order_id", "reason"],
-                         "properties": {"order_id": {**ORDER_ID, "description": "e.g. ORD-10234"},
+                         "properties": {"order_id": {**_ORDER_ID, "description": "e.g. ORD-10234"},
                                         "reason": {"type": "string", "enum": ["customer_request", "duplicate", "fraud", "other"]}}}),
                {"type": "object", "required": ["order_id", "status", "refund_amount"],
-                "properties": {"order_id": ORDER_ID, "status": {"type": "string", "enum": ["cancelled"]},
+                "properties": {"order_id": _ORDER_ID, "status": {"type": "string", "enum": ["cancelled"]},
                                "refund_amount": {"type": "number", "minimum": 0, "maximum": 100000},
                                "currency": {"type": "string"}}},
                _cancel, side_effect=True)

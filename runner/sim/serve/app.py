@@ -213,6 +213,6 @@ async def start_server(options: ServeOptions) -> tuple[web.AppRunner, SimServer,
     site = web.TCPSite(runner, options.host, options.port, backlog=4096, reuse_address=True)
     await site.start()
     server = site._server  # the asyncio server: the only way to learn the port bound for port 0
-    assert server is not None
+    assert isinstance(server, asyncio.Server)
     port = server.sockets[0].getsockname()[1]
     return runner, state, port

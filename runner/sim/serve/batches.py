@@ -1,6 +1,6 @@
 """``trialgrid serve``'s batch APIs: OpenAI Batch (with its Files API) and Anthropic Message Batches.
 
-They exist so batch mode (``runner/execution/batch``) — submission, polling, result files,
+They exist so batch mode (``runner/execution/backends/batch``) — submission, polling, result files,
 partial failures, expiry, resuming a killed run — is tested offline against the
 same wire shapes the vendors use. Every request of a batch is answered by the
 server's ``SimProvider`` through the same codecs and parameter rules as a live
@@ -19,7 +19,7 @@ then ends ``expired``), ``batch_error_rate`` get a 500 server error result.
 
 The Messages API has no seed field and a batch has no per-request headers, so the
 trial seed of an Anthropic batch request travels in ``metadata.user_id`` as
-``trialgrid-seed-N`` (see ``runner/execution/batch/vendors.py``).
+``trialgrid-seed-N`` (see ``runner/execution/backends/batch/vendors.py``).
 """
 
 from __future__ import annotations

@@ -23,7 +23,10 @@ SEED_HEADER = "x-trialgrid-seed"
 
 
 class BadRequest(Exception):
-    """The request itself is malformed (not a parameter rule): a 400 naming what is wrong."""
+    """The request itself is malformed (not a parameter rule): a 400 naming what is wrong.
+
+    Internal control flow: the server turns it into its 400 answer; it never reaches a caller.
+    """
 
 
 def _text(content: Any) -> str:
@@ -52,7 +55,7 @@ def _call(raw_id: str, name: str, raw: str, args: Any) -> ToolCall:
                     parse_error=None if ok else "not a JSON object")
 
 
-class OpenAICodec:
+class _OpenAICodec:
     api = "openai"
 
     @staticmethod
@@ -122,20 +125,20 @@ class OpenAICodec:
         p = rule.param
         if rule.action == "drop":
             msg = f"Unsupported parameter: '{p}' is not supported with this model."
-            return OpenAICodec.error(400, msg, param=p, code="unsupported_parameter")
+            return _OpenAICodec.error(400, msg, param=p, code="unsupported_parameter")
         if rule.action == "rename":
             msg = f"Unsupported parameter: '{p}' is not supported with this model. Use '{rule.new_name}' instead."
-            return OpenAICodec.error(400, msg, param=p, code="unsupported_parameter")
+            return _OpenAICodec.error(400, msg, param=p, code="unsupported_parameter")
         when = " when tools are present" if rule.when_tools else ""
         msg = (f"Unsupported value: '{p}' does not support {json.dumps(body.get(p))} with this model{when}. "
                f"Set {p} to {_shown(rule.value)}.")
-        return OpenAICodec.error(400, msg, param=p, code="unsupported_value")
+        return _OpenAICodec.error(400, msg, param=p, code="unsupported_value")
 
     @staticmethod
     def auth_error(key: str | None) -> dict[str, Any]:
         # Like the real API this echoes what it was given — in full, to be hostile on
         # purpose: the client must scrub it before it reaches a row or a terminal.
-        return OpenAICodec.error(401, f"Incorrect API key provided: {key or '(none)'}. You can find your API key "
+        return _OpenAICodec.error(401, f"Incorrect API key provided: {key or '(none)'}. You can find your API key "
                                       "in your account settings.", code="invalid_api_key")
 
     @staticmethod
@@ -143,7 +146,7 @@ class OpenAICodec:
         return {429: "rate_limit_error", 500: "server_error", 503: "server_error"}.get(status, "invalid_request_error")
 
 
-class AnthropicCodec:
+class _AnthropicCodec:
     api = "anthropic"
 
     @staticmethod
@@ -151,7 +154,7 @@ class AnthropicCodec:
         key = headers.get("x-api-key")
         if key:
             return key.strip()
-        return OpenAICodec.key_of(headers)
+        return _OpenAICodec.key_of(headers)
 
     @staticmethod
     def decode(body: Any, headers: Mapping[str, str]) -> ChatRequest:
@@ -204,7 +207,7 @@ class AnthropicCodec:
             tools.append(ToolSpec(t["name"], t.get("description", ""), t.get("input_schema") or {"type": "object", "properties": {}}))
         choice = body.get("tool_choice")
         if isinstance(choice, dict):
-            choice = {"auto": "auto", "none": "none", "any": "required"}.get(choice.get("type"), choice.get("name"))
+            choice = {"auto": "auto", "none": "none", "any": "required"}.get(str(choice.get("type")), choice.get("name"))
         return ChatRequest(model, tuple(messages), tuple(tools), {}, _seed(body, headers), choice)
 
     @staticmethod
@@ -230,15 +233,15 @@ class AnthropicCodec:
     def rule_error(rule: Rule, body: Mapping[str, Any], has_tools: bool) -> dict[str, Any]:
         p = rule.param
         if rule.action == "drop":
-            return AnthropicCodec.error(400, f"{p}: Extra inputs are not permitted")
+            return _AnthropicCodec.error(400, f"{p}: Extra inputs are not permitted")
         if rule.action == "rename":
-            return AnthropicCodec.error(400, f"{p}: Extra inputs are not permitted. Use '{rule.new_name}' instead.")
+            return _AnthropicCodec.error(400, f"{p}: Extra inputs are not permitted. Use '{rule.new_name}' instead.")
         when = " when tools are present" if rule.when_tools else ""
-        return AnthropicCodec.error(400, f"{p}: Input should be {_shown(rule.value)}{when}. Set {p} to {_shown(rule.value)}.")
+        return _AnthropicCodec.error(400, f"{p}: Input should be {_shown(rule.value)}{when}. Set {p} to {_shown(rule.value)}.")
 
     @staticmethod
     def auth_error(key: str | None) -> dict[str, Any]:
-        return AnthropicCodec.error(401, f"invalid x-api-key: {key or '(none)'}", kind="authentication_error")
+        return _AnthropicCodec.error(401, f"invalid x-api-key: {key or '(none)'}", kind="authentication_error")
 
     @staticmethod
     def kind_for(status: int) -> str:
@@ -249,4 +252,4 @@ def _shown(value: Any) -> str:
     return f"'{value}'" if isinstance(value, str) else json.dumps(value)
 
 
-CODECS = {"openai": OpenAICodec, "anthropic": AnthropicCodec}
+CODECS: dict[str, type[_OpenAICodec] | type[_AnthropicCodec]] = {"openai": _OpenAICodec, "anthropic": _AnthropicCodec}

@@ -15,7 +15,7 @@ from typing import Any
 
 #: fault kinds, each injected at its own rate (``--fault KIND=RATE``)
 FAULTS = ("429", "500", "503", "slow", "reset", "malformed", "truncated")
-LATENCY_DISTS = ("fixed", "uniform", "exponential", "lognormal")
+_LATENCY_DISTS = ("fixed", "uniform", "exponential", "lognormal")
 
 
 @dataclass(frozen=True)
@@ -116,8 +116,8 @@ class ServeOptions:
     batch_expire_rate: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.latency_dist not in LATENCY_DISTS:
-            raise ValueError(f"unknown latency distribution {self.latency_dist!r}: expected one of {', '.join(LATENCY_DISTS)}")
+        if self.latency_dist not in _LATENCY_DISTS:
+            raise ValueError(f"unknown latency distribution {self.latency_dist!r}: expected one of {', '.join(_LATENCY_DISTS)}")
         bad = [k for k in self.faults if k not in FAULTS]
         if bad:
             raise ValueError(f"unknown fault {bad[0]!r}: expected one of {', '.join(FAULTS)}")

@@ -6,9 +6,9 @@ are built by the probes themselves (recorded, ``capture``), encoded by the live 
 formats (``vendors``), tracked in ``OUT/batches.json`` so a killed run resumes by
 polling (``ledger``), and their answers are scored by replaying the probe through
 the ordinary trial runner into the ordinary sink (``run``). The engine and the
-probes know nothing of it.
+probes know nothing of it; which models go this way is decided by ``runner.execution.modes``.
 """
 
-from runner.execution.batch.run import SINGLE_TURN, batch_model_names, run_batch_sweep
+from runner.execution.backends.batch.run import BATCH, run_batch_sweep
 
-__all__ = ["SINGLE_TURN", "batch_model_names", "run_batch_sweep"]
+__all__ = ["BATCH", "run_batch_sweep"]

@@ -31,7 +31,7 @@ import httpx
 import orjson
 
 from runner.core.types import ChatRequest
-from runner.execution.batch.capture import Answer
+from runner.execution.backends.batch.capture import Answer
 from runner.providers import ErrorKind, ProviderError, make_provider
 from runner.providers.classify import classify_http
 from runner.providers.settings import DEFAULT_BASE_URL, Connection, RetryPolicy

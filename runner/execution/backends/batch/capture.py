@@ -37,7 +37,11 @@ CURRENT_TRIAL: contextvars.ContextVar[str] = contextvars.ContextVar("trialgrid_b
 
 
 class Captured(BaseException):
-    """The request a probe asked for, raised out of the probe by ``RecordingProvider``."""
+    """The request a probe asked for, raised out of the probe by ``RecordingProvider``.
+
+    Internal control flow, deliberately a ``BaseException`` and outside ``TrialgridError``:
+    a probe's own ``except Exception`` must not swallow it (``capture_request`` catches it).
+    """
 
     def __init__(self, request: ChatRequest) -> None:
         super().__init__("request captured for batch mode")

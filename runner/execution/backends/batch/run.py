@@ -18,54 +18,33 @@ A failed, expired or missing per-request result is an error row with its kind
 (``expired``, ``transient``, ``rejected_param``, ``fatal``...), never dropped and
 never scored. Learned parameter remedies are not applied to batch requests: a
 rejected parameter is a ``rejected_param`` error row. Only single-turn probes can
-run this way; a multi-turn probe (``propagation``) is refused before anything is sent.
+run this way (``Probe.single_turn``); a multi-turn probe (``propagation``) is refused
+before anything is sent, by ``runner.execution.modes``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
 from runner.config.sweep import LoadedSweep, ModelConfig
 from runner.core.errors import UserError
+from runner.core.manifest import BatchRecord, RemedyRecord, write_manifest
 from runner.core.types import TrialSpec
-from runner.execution.batch.capture import CURRENT_TRIAL, ReplayProvider, body_hash, capture_request
-from runner.execution.batch.ledger import COLLECTED, ENDED, BatchEntry, BatchLedger
-from runner.execution.batch.vendors import VENDORS, VendorBatches
+from runner.execution.backends.base import RunOptions
+from runner.execution.backends.batch.capture import CURRENT_TRIAL, ReplayProvider, body_hash, capture_request
+from runner.execution.backends.batch.ledger import COLLECTED, ENDED, BatchEntry, BatchLedger
+from runner.execution.backends.batch.vendors import VENDORS, VendorBatches
 from runner.execution.engine import EngineStats, run_trials
-from runner.execution.manifest import write_manifest
 from runner.execution.progress import RunProgress
 from runner.execution.run import RunOutput, RunResult, build_trial_runner, open_output, per_model_concurrency
 from runner.execution.sink import TrialSink
 from runner.execution.trial import ModelBinding, TrialRunner
 from runner.providers import ProviderError
 from runner.providers.remedies import Learned
-
-#: probe kinds that ask the model exactly once per trial, so a batch answer is the whole trial
-SINGLE_TURN = frozenset({"misselection", "negative", "phantom", "judge"})
-
-
-def batch_model_names(loaded: LoadedSweep, all_models: bool) -> set[str]:
-    """The models this run sends through batch APIs. ``UserError`` if the sweep cannot run that way."""
-    chosen = {m.name for m in loaded.sweep.models if all_models or m.mode == "batch"}
-    if not chosen:
-        return chosen
-    for i, m in enumerate(loaded.sweep.models):
-        if m.name in chosen and m.provider not in VENDORS:
-            raise UserError(f"--batch: model {m.name!r} uses provider {m.provider}, which has no batch API",
-                            file=loaded.path, key_path=("models", i, "provider"),
-                            hint="batch mode needs provider openai or anthropic; set `mode: batch` on those models "
-                                 "only, instead of --batch")
-    multi = [p for p in loaded.probes if p.kind not in SINGLE_TURN]
-    if multi:
-        raise UserError(f"probe {multi[0].name!r} ({multi[0].kind}) is multi-turn: each of its model calls depends on "
-                        "the previous answer, so it cannot run through a batch API",
-                        file=loaded.path, hint=f"batch mode runs single-turn probes ({', '.join(sorted(SINGLE_TURN))}); "
-                                               "run this sweep live, or move that probe to a sweep without batch mode")
-    return chosen
 
 
 class _Session:
@@ -178,11 +157,15 @@ class _Session:
                 await asyncio.sleep(poll_s)
 
 
-def run_batch_sweep(loaded: LoadedSweep, out: Path, *, all_models: bool = False, quiet: bool = False,
+def run_batch_sweep(loaded: LoadedSweep, out: Path, *, models: Collection[str], quiet: bool = False,
                     say: Callable[[str], None] = lambda s: None, worker: str = "local", strict_params: bool = False,
                     notify: Callable[[str], None] | None = None) -> RunResult:
-    """Run (or resume) ``loaded`` into ``out`` with its batch-mode models (all of them with ``all_models``)."""
-    submitting = batch_model_names(loaded, all_models)
+    """Run (or resume) ``loaded`` into ``out``, sending ``models`` through batch APIs and the others live.
+
+    ``models`` comes checked from ``runner.execution.modes.batch_models`` (``runner.run``
+    calls this through ``BATCH``): each has a batch API and every probe is single-turn.
+    """
+    submitting = set(models)
     output = open_output(loaded, out, say)
     ledger = BatchLedger(output.out)
     covered = ledger.covered()
@@ -191,17 +174,18 @@ def run_batch_sweep(loaded: LoadedSweep, out: Path, *, all_models: bool = False,
     if not chosen:
         raise UserError("no model of this sweep runs in batch mode", file=loaded.path,
                         hint="set `mode: batch` on an openai or anthropic model, or pass --batch")
-    output.manifest.update(strict_params=strict_params, batch_models=sorted(chosen))
+    output.manifest.strict_params = strict_params
+    output.manifest.batch_models = sorted(chosen)
 
     def learned(entry: Learned) -> None:
-        output.manifest.setdefault("remedies", []).append(entry.as_json())
+        output.manifest.remedies.append(RemedyRecord.model_validate(entry.as_json()))
         write_manifest(output.out, output.manifest)
         if notify is not None:
             notify(f"remedy learned for {entry.provider} model {entry.model_id!r}: {entry.remedy.describe()} "
                    f"(the server said: {entry.message}); applied to every later live request, recorded in the manifest")
 
     live, providers = build_trial_runner(loaded, strict_params=strict_params, on_learn=learned,
-                                         known_remedies=output.manifest.get("remedies"))
+                                         known_remedies=[r.as_json() for r in output.manifest.remedies])
     pending = {s.trial_id: s for s in output.pending() if s.model in submitting or s.trial_id in covered}
     started = time.perf_counter()
     status = "interrupted"
@@ -241,8 +225,21 @@ def run_batch_sweep(loaded: LoadedSweep, out: Path, *, all_models: bool = False,
         status = "complete"
     finally:
         elapsed = time.perf_counter() - started
-        output.manifest["batches"] = ledger.summary()
+        output.manifest.batches = [BatchRecord.model_validate(b) for b in ledger.summary()]
         if session is not None and stats.done == 0:
             stats = session.stats
         counts = output.finish(status, stats.done, elapsed)
     return RunResult(output.out, output.total, len(output.done), stats, counts, elapsed, output.repaired, status)
+
+
+class BatchBackend:
+    """The ``batch`` backend: ``options.batch_models`` through the vendors' batch APIs, the rest live."""
+
+    name = "batch"
+
+    def run(self, loaded: LoadedSweep, out: Path, options: RunOptions) -> RunResult:
+        return run_batch_sweep(loaded, out, models=options.batch_models, quiet=options.quiet, say=options.say,
+                               strict_params=options.strict_params, notify=options.notify)
+
+
+BATCH = BatchBackend()

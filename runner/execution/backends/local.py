@@ -1,0 +1,20 @@
+"""The ``local`` backend: every trial in this process through the engine, live (``run.run_sweep``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runner.config.sweep import LoadedSweep
+from runner.execution.backends.base import RunOptions
+from runner.execution.run import RunResult, run_sweep
+
+
+class LocalBackend:
+    name = "local"
+
+    def run(self, loaded: LoadedSweep, out: Path, options: RunOptions) -> RunResult:
+        return run_sweep(loaded, out, quiet=options.quiet, say=options.say, strict_params=options.strict_params,
+                         notify=options.notify, cache_dir=options.cache_dir)
+
+
+LOCAL = LocalBackend()

@@ -1,0 +1,140 @@
+"""``runner.run``: which backend runs a sweep, and every rule about what cannot run together.
+
+There are three ways to run a sweep — ``local`` (this process, the engine, live),
+``batch`` (the vendors' batch APIs for the models that ask for it, the others live)
+and plug-ins such as ``ray`` (cluster mode, ``trialgrid.backends`` entry points). The
+CLI, cluster mode's job entrypoint and a notebook all come through ``run`` here, so a
+sweep whose model says ``mode: batch`` goes through the batch API whoever runs it,
+and a combination that cannot work (batch with Ray, the response cache or a budget
+with Ray, a multi-turn probe in batch mode...) is refused with the same one line
+everywhere, before anything is sent. ``plan`` holds the rules; the backends
+(``runner.execution.backends``) only execute.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.config.sweep import LoadedSweep, load_sweep
+from runner.core.errors import UserError
+from runner.execution.backends import RunOptions, backend, backend_names
+from runner.execution.backends.batch.ledger import has_open_batches
+from runner.execution.backends.batch.vendors import VENDORS
+from runner.execution.run import RunResult
+from runner.probes import PROBES
+
+LOCAL, BATCH, RAY = "local", "batch", "ray"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What ``plan`` decided: the backend, and the models it sends through batch APIs (batch only)."""
+
+    backend: str
+    batch_models: frozenset[str] = frozenset()
+
+
+def plan(loaded: LoadedSweep, out: Path | None, *, mode: str | None = None, address: str | None = None,
+         workers: int | None = None, cache: Path | None = None) -> Plan:
+    """The backend that runs ``loaded`` into ``out``; ``UserError`` if the combination cannot run.
+
+    ``mode`` ``None`` picks: ``batch`` when a model has ``mode: batch`` or ``out`` holds
+    batches not yet collected, else ``ray`` when an ``address`` is given, else ``local``.
+    ``mode="batch"`` sends *every* model through its batch API (``--batch``). ``out``
+    ``None`` skips the rules about the output's state (a job submitted elsewhere).
+    """
+    if mode is not None and mode not in backend_names():
+        raise UserError(f"unknown run mode {mode!r}: expected one of {', '.join(backend_names())}",
+                        hint="or leave the mode out: it is picked from the sweep")
+    if address is not None and mode not in (None, RAY, BATCH):
+        raise UserError(f"an address only applies to a Ray run, not to mode {mode!r}",
+                        hint="drop the address, or run with mode 'ray' (--ray)")
+    on_ray = mode == RAY or address is not None
+    if workers is not None and not on_ray:
+        raise UserError("--workers only applies with --ray")
+    batch_declared = [m.name for m in loaded.sweep.models if m.mode == "batch"]
+    open_batches = out is not None and has_open_batches(out)
+    if mode == LOCAL and (batch_declared or open_batches):
+        why = (f"model {batch_declared[0]!r} has `mode: batch`" if batch_declared
+               else f"{out} holds batches submitted and not yet collected")
+        raise UserError(f"{why}; a local run would send those requests live, at live prices",
+                        file=loaded.path, hint="leave the mode out (batch mode is picked for it), or set `mode: live` "
+                                               "on the model")
+    cache_on = cache is not None or loaded.sweep.cache is not None
+    if mode == BATCH or batch_declared or open_batches:
+        if on_ray or cache_on:
+            raise UserError("batch mode runs in one process without the response cache; it is not available with "
+                            "--ray or a cache", hint="drop --ray / --cache (and the sweep's `cache` key), or run live")
+        return Plan(BATCH, frozenset(batch_models(loaded, all_models=mode == BATCH)))
+    if on_ray:
+        if cache_on:
+            raise UserError("the response cache runs in one process; it is not available with --ray",
+                            hint="drop --cache (and the sweep's `cache` key) for a Ray run")
+        if loaded.sweep.budget is not None:
+            raise UserError("a sweep with `budget` cannot run with --ray yet: the spend meter is single-node",
+                            file=loaded.path, hint="run it without --ray, or remove `budget`")
+        return Plan(RAY)
+    return Plan(mode or LOCAL)
+
+
+def batch_models(loaded: LoadedSweep, all_models: bool) -> set[str]:
+    """The models this run sends through batch APIs. ``UserError`` if the sweep cannot run that way."""
+    chosen = {m.name for m in loaded.sweep.models if all_models or m.mode == "batch"}
+    if not chosen:
+        return chosen
+    for i, m in enumerate(loaded.sweep.models):
+        if m.name in chosen and m.provider not in VENDORS:
+            raise UserError(f"--batch: model {m.name!r} uses provider {m.provider}, which has no batch API",
+                            file=loaded.path, key_path=("models", i, "provider"),
+                            hint="batch mode needs provider openai or anthropic; set `mode: batch` on those models "
+                                 "only, instead of --batch")
+    multi = [p for p in loaded.probes if not p.single_turn]
+    if multi:
+        single = ", ".join(sorted(kind for kind, probe in PROBES.items() if probe.single_turn))
+        raise UserError(f"probe {multi[0].name!r} ({multi[0].kind}) is multi-turn: each of its model calls depends on "
+                        "the previous answer, so it cannot run through a batch API",
+                        file=loaded.path, hint=f"batch mode runs single-turn probes ({single}); "
+                                               "run this sweep live, or move that probe to a sweep without batch mode")
+    return chosen
+
+
+def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
+        mode: str | None = None, address: str | None = None, workers: int | None = None,
+        cache: str | os.PathLike[str] | None = None, strict_params: bool = False, quiet: bool = False,
+        say: Callable[[str], None] | None = None, notify: Callable[[str], None] | None = None) -> RunResult:
+    """Run (or resume) a sweep — a file or a ``load_sweep`` result — into ``out`` (default: the sweep's ``output``).
+
+    The backend is picked from the sweep (``plan``): a model with ``mode: batch`` goes
+    through its vendor's batch API; ``mode`` forces one (``local``, ``batch`` for every
+    model, ``ray``, or another installed backend). ``address``/``workers``: the Ray
+    cluster and its worker count (an address alone means ``ray``). ``cache``: the
+    response cache directory (else the sweep's ``cache``). ``strict_params``: no
+    remedies, a rejected parameter fails the trial. ``say`` hears progress lines,
+    ``notify`` each newly learned remedy. Trials already in ``out`` are skipped.
+
+    Raises ``UserError`` (one printable line) for a sweep, output or combination that
+    cannot run, before anything is sent.
+    """
+    tell = say or (lambda line: None)
+    if isinstance(sweep, LoadedSweep):
+        loaded = sweep
+    else:
+        loaded = load_sweep(Path(sweep))
+        for warning in loaded.warnings:
+            tell(f"warning: {warning}")
+    target = Path(out) if out is not None else Path(loaded.sweep.output)
+    cache_dir = Path(cache) if cache is not None else None
+    chosen = plan(loaded, target, mode=mode, address=address, workers=workers, cache=cache_dir)
+    options = RunOptions(quiet=quiet, say=tell, notify=notify, strict_params=strict_params, cache_dir=cache_dir,
+                         address=address, workers=workers, batch_models=chosen.batch_models)
+    return backend(chosen.backend).run(loaded, target, options)
+
+
+def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False, say: Callable[[str], None] | None = None,
+              strict_params: bool = False, notify: Callable[[str], None] | None = None,
+              cache_dir: Path | None = None) -> RunResult:
+    """``run`` under its earlier name and keywords (``runner.run_sweep``): the backend is picked the same way."""
+    return run(loaded, out, quiet=quiet, say=say, strict_params=strict_params, notify=notify, cache=cache_dir)

@@ -1,0 +1,107 @@
+"""``runner.run`` picks the backend and refuses what cannot run — from Python, not only from the CLI.
+
+Every rule is raised before anything is sent, so these sweeps point at a closed port
+(127.0.0.1:9) and no test here starts a server or Ray.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import runner
+from runner.cli.app import app
+from runner.config.sweep import load_sweep
+from runner.execution.backends import Backend, backend
+from runner.execution.backends.batch.ledger import BatchEntry, BatchLedger
+from runner.execution.modes import plan
+from tests.conftest import CONFIGS, quickstart_dict
+
+NOWHERE = "http://127.0.0.1:9/v1"
+
+
+def _sweep(tmp_path: Path, *, mode: str = "live", provider: str = "openai", **top: Any) -> Path:
+    data = quickstart_dict()
+    for m in data["models"]:
+        if provider != "sim":
+            m.update(provider=provider, base_url=NOWHERE, api_key_env=None)
+        m["mode"] = mode
+    data.update(top)
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+PROPAGATION = [{"kind": "propagation", "tasks": [str(CONFIGS / "propagation/weather.yaml")], "runs": 1}]
+
+#: (sweep keys, runner.run keywords, a piece of the one-line message)
+RULES = [
+    ({"mode": "batch"}, {"address": "local"}, "batch mode runs in one process without the response cache"),
+    ({"mode": "batch"}, {"cache": "cache-dir"}, "not available with --ray or a cache"),
+    ({"mode": "batch", "cache": "c"}, {}, "not available with --ray or a cache"),
+    ({}, {"mode": "batch", "address": "local"}, "not available with --ray or a cache"),
+    ({"mode": "batch", "probes": PROPAGATION}, {}, "is multi-turn"),
+    ({}, {"mode": "batch", "probes": PROPAGATION}, "is multi-turn"),
+    ({"provider": "sim"}, {"mode": "batch"}, "which has no batch API"),
+    ({}, {"workers": 2}, "--workers only applies with --ray"),
+    ({}, {"address": "local", "cache": "c"}, "the response cache runs in one process; it is not available with --ray"),
+    ({"cache": "c"}, {"address": "local"}, "the response cache runs in one process"),
+    ({"budget": {"tokens": 1000}}, {"address": "local"}, "a sweep with `budget` cannot run with --ray yet"),
+    ({"mode": "batch"}, {"mode": "local"}, "a local run would send those requests live, at live prices"),
+    ({}, {"mode": "nonsense"}, "unknown run mode 'nonsense'"),
+    ({}, {"mode": "local", "address": "local"}, "an address only applies to a Ray run"),
+]
+
+
+@pytest.mark.parametrize(("sweep", "keywords", "message"), RULES)
+def test_every_rule_is_raised_by_runner_run(tmp_path: Path, sweep: dict[str, Any], keywords: dict[str, Any],
+                                            message: str) -> None:
+    sweep = dict(sweep)
+    if "probes" in keywords:
+        sweep["probes"] = keywords.pop("probes")
+    path = _sweep(tmp_path, **sweep)
+    with pytest.raises(runner.UserError) as caught:
+        runner.run(path, tmp_path / "out", quiet=True, **keywords)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+    assert not (tmp_path / "out").exists()  # refused before the output was opened
+
+
+def test_the_cli_prints_the_same_rule_and_exits_2(tmp_path: Path) -> None:
+    path = _sweep(tmp_path, mode="batch")
+    result = CliRunner().invoke(app, ["run", str(path), "--ray", "local", "--out", str(tmp_path / "out"), "-q"])
+    assert result.exit_code == 2
+    assert "batch mode runs in one process without the response cache" in result.output
+
+
+def test_open_batches_in_the_output_pick_batch_mode(tmp_path: Path) -> None:
+    loaded = load_sweep(_sweep(tmp_path))
+    out = tmp_path / "out"
+    out.mkdir()
+    assert plan(loaded, out).backend == "local"
+    BatchLedger(out).add(BatchEntry("b0001", loaded.sweep.models[0].name, "openai", NOWHERE, {"id": "x"}, {}))
+    assert plan(loaded, out).backend == "batch"
+    with pytest.raises(runner.UserError, match="holds batches submitted and not yet collected"):
+        plan(loaded, out, mode="local")
+
+
+def test_the_mode_is_picked_from_the_sweep(tmp_path: Path) -> None:
+    live = load_sweep(_sweep(tmp_path))
+    assert plan(live, None) == plan(live, None, mode="local")
+    assert plan(live, None).backend == "local" and plan(live, None, address="auto").backend == "ray"
+    everything = plan(live, None, mode="batch")
+    assert everything.backend == "batch" and everything.batch_models == {m.name for m in live.sweep.models}
+    data = yaml.safe_load(_sweep(tmp_path).read_text())
+    data["models"][1]["mode"] = "batch"
+    (tmp_path / "mixed.yaml").write_text(yaml.safe_dump(data))
+    mixed = plan(load_sweep(tmp_path / "mixed.yaml"), None)
+    assert mixed.backend == "batch" and mixed.batch_models == {data["models"][1]["name"]}
+
+
+@pytest.mark.parametrize("name", ["local", "batch"])
+def test_built_in_backends_are_backends(name: str) -> None:
+    found = backend(name)
+    assert isinstance(found, Backend) and found.name == name
