@@ -370,23 +370,25 @@ def test_fuzzed_bad_input_is_a_clean_exit_2(tmp_path: Path) -> None:
 SUBPROCESS_LIMIT_AS = 4 << 30  # virtual memory: the imports alone reserve far more than they touch
 
 
-def run_bounded(args: list[str], env: dict[str, str]) -> tuple[int, str, float, float]:
-    """Run ``python -m runner ARGS`` with RLIMIT_AS and a timeout: (exit, stderr, seconds, peak RSS MB)."""
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (SUBPROCESS_LIMIT_AS, SUBPROCESS_LIMIT_AS))
+_MEASURE = """import resource, subprocess, sys
+limit = int(sys.argv[1])
+def cap():
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+proc = subprocess.run(sys.argv[2:], preexec_fn=cap, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
+sys.stderr.buffer.write(proc.stderr)
+print(proc.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
 
+
+def run_bounded(args: list[str], env: dict[str, str]) -> tuple[int, str, float, float]:
+    """Run ``python -m runner ARGS`` under RLIMIT_AS, measured by a fresh parent whose only child it is:
+    (exit, stderr, seconds, peak RSS MB)."""
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "runner", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            cwd=ROOT, env=env, preexec_fn=limit)
-    try:
-        _, stderr = proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        raise
+    done = subprocess.run([sys.executable, "-c", _MEASURE, str(SUBPROCESS_LIMIT_AS), sys.executable, "-m", "runner",
+                           *args], capture_output=True, cwd=ROOT, env=env, timeout=90)
     elapsed = time.monotonic() - start
-    # the largest RSS of any child this process has waited for: an upper bound for this one
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return proc.returncode, stderr.decode("utf-8", "replace"), elapsed, rss
+    code, rss_kb = done.stdout.decode().split()
+    return int(code), done.stderr.decode("utf-8", "replace"), elapsed, int(rss_kb) / 1024
 
 
 @pytest.mark.slow
