@@ -7,23 +7,63 @@ located line on stderr, never a traceback.
 
 from __future__ import annotations
 
+import errno
 import sys
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.text import Text
+from typer.core import TyperGroup
 
 from runner.cli.console import EXIT_GATE, EXIT_OK, err, fail, note, out, warn
 from runner.core.errors import UserError
+from runner.core.safety import check_output_dir, one_line, term_text
+
+
+def _os_error(exc: OSError) -> UserError:
+    """An operating-system failure (disk full, no permission, a file where a folder goes) as one located line."""
+    where = exc.filename if exc.filename is not None else None
+    reason = exc.strerror or type(exc).__name__
+    if exc.errno == errno.ENOSPC:
+        return UserError("no space left on the device", file=where,
+                         hint="free some space (or choose another --out) and rerun the same command; "
+                              "finished trials are kept")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return UserError(f"cannot write or read here: {reason}", file=where, hint="choose a path you may write")
+    return UserError(reason[0].lower() + reason[1:] if reason else "operating-system error", file=where)
+
+
+class GuardedGroup(TyperGroup):
+    """Every command: bad input, an OS failure or Ctrl-C end in one line on stderr, never a traceback."""
+
+    def invoke(self, ctx: Any) -> Any:  # typer's (vendored) click.Context
+        try:
+            return super().invoke(ctx)
+        except UserError as exc:
+            raise fail(exc) from None
+        except OSError as exc:
+            raise fail(_os_error(exc)) from None
+        except KeyboardInterrupt:
+            err.print("interrupted; nothing is lost that was finished: rerun the same command to resume", soft_wrap=True)
+            raise typer.Exit(130) from None
+        except Exception as exc:
+            # unreadable run data (a truncated or foreign Arrow part) surfaces as the data library's error
+            if type(exc).__module__.split(".")[0] in ("pyarrow", "polars"):
+                text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise fail(UserError(f"run data does not read: {text[:300]}",
+                                      hint="a trials part is truncated or not trialgrid's; move it aside "
+                                           "and rerun to redo its trials")) from None
+            raise
+
 
 if TYPE_CHECKING:
     from runner.config.sweep import LoadedSweep
 
 # No locals in tracebacks: a provider's frames hold request headers, i.e. the API key.
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_show_locals=False,
-                  help="Measure how tool-calling LLM agents fail to ground what they do.")
+                  cls=GuardedGroup, help="Measure how tool-calling LLM agents fail to ground what they do.")
 
 
 def _version(value: bool) -> None:
@@ -43,19 +83,27 @@ def _main(version: bool | None = typer.Option(None, "--version", callback=_versi
 
 
 @app.command()
-def validate(sweep: Path = typer.Argument(..., help="Sweep file (YAML).")) -> None:
-    """Check a sweep file and every file it names, without running anything."""
+def validate(
+    sweep: Path = typer.Argument(..., help="Sweep file (YAML)."),
+    start_servers: bool = typer.Option(False, "--start-servers",
+                                       help="Start the MCP servers the sweep names (mcp_server.command) to check "
+                                            "their catalogues. A sweep file that names a server is code: trust it "
+                                            "as you would a script."),
+) -> None:
+    """Check a sweep file and every file it names, without running anything (every problem, up to 20)."""
     from runner.config.sweep import load_sweep
     from runner.execution.run import grid_of
 
     try:
-        loaded = load_sweep(sweep)
+        loaded = load_sweep(sweep, start_servers=start_servers, announce=note)
     except UserError as exc:
-        raise fail(exc) from None
-    warn(loaded.warnings)
+        raise fail(exc, every=True) from None
+    warn(loaded.warnings + loaded.unstarted)
     grid = grid_of(loaded)
-    out.print(f"{sweep}: ok — sweep {loaded.sweep.name!r} (id {loaded.sweep_id}), "
-              f"{len(loaded.sweep.models)} model(s), {len(loaded.probes)} probe(s), {len(grid):,} trials")
+    out.print(Text(one_line(f"{sweep}: ok — sweep {loaded.sweep.name!r} (id {loaded.sweep_id}), "
+                            f"{len(loaded.sweep.models)} model(s), {len(loaded.probes)} probe(s), {len(grid):,} trials"
+                            + (f"; {len(loaded.unstarted)} probe(s) with an MCP server not checked"
+                               if loaded.unstarted else ""))))
 
 
 @app.command()
@@ -86,11 +134,12 @@ def run(
     from runner.reporting.terminal import print_report
 
     try:
-        loaded = load_sweep(sweep)
+        loaded = load_sweep(sweep, announce=note)  # a sweep that names an MCP server starts it: say so
         if fail_on:
             _check_fail_on(loaded, fail_on)
         warn(loaded.warnings)
         target = out_dir or Path(loaded.sweep.output)
+        check_output_dir(target)
         say = (lambda s: None) if quiet else (lambda s: err.print(s, soft_wrap=True))
         # the mode and every rule about it are runner.run's (runner/execution/modes.py): --ray is an address
         result = modes.run(loaded, target, mode=modes.BATCH if batch else None, address=ray, workers=workers,
@@ -138,7 +187,7 @@ def _gate(target: Path, names: list[str]) -> None:
         raise fail(exc) from None
     lines = gate_lines(verdicts)
     for line in lines:
-        err.print(Text(line), soft_wrap=True)
+        err.print(Text(term_text(line)), soft_wrap=True)
     passed = sum(1 for v in verdicts if v.verdict == "pass")
     err.print(f"--fail-on {', '.join(names)}: {passed} of {len(verdicts)} case verdicts pass"
               + (f"; {len(lines)} do not" if lines else ""))
@@ -161,7 +210,7 @@ def diff(
     except UserError as exc:
         raise fail(exc) from None
     for line in result.lines():
-        out.print(Text(line), soft_wrap=True)
+        out.print(Text(term_text(line)), soft_wrap=True)
     if result.regressions:
         raise typer.Exit(EXIT_GATE)
 
@@ -311,22 +360,22 @@ def report(
             from runner.reporting.summary_json import write_json
 
             write_json(summary, json_file)
-            err.print(f"wrote {json_file}")
+            err.print(Text(one_line(f"wrote {json_file}")))
         if csv_dir is not None:
             from runner.reporting.summary_csv import write_csv
 
             write_csv(summary, csv_dir)
-            err.print(f"wrote {csv_dir}/*.csv")
+            err.print(Text(one_line(f"wrote {csv_dir}/*.csv")))
         if html_file is not None:
             from runner.reporting.html import write_html
 
             write_html(summary, html_file)
-            err.print(f"wrote {html_file}")
+            err.print(Text(one_line(f"wrote {html_file}")))
         if badge_dir is not None:
             from runner.reporting.badges import write_badges
 
             badges = write_badges(summary, badge_dir)
-            err.print(f"wrote {len(badges)} badge(s) into {badge_dir}")
+            err.print(Text(one_line(f"wrote {len(set(badges))} badge(s) into {badge_dir}")))
     except UserError as exc:
         raise fail(exc) from None
 
@@ -461,12 +510,16 @@ def load_plugins(target: typer.Typer) -> None:
         try:
             entry.load()(target)
         except Exception as exc:
-            err.print(f"[yellow]warning:[/yellow] commands from {entry.value} not loaded: {exc}", soft_wrap=True)
+            warn([f"commands from {entry.value} not loaded: {exc}"])
 
 
 def main() -> None:
-    load_plugins(app)
-    app()
+    try:
+        load_plugins(app)  # may import cluster mode (Ray): Ctrl-C here is still a clean exit
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.text import Text
 
 from runner.core.errors import UserError
+from runner.core.safety import one_line
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
@@ -18,17 +19,21 @@ out = Console(highlight=False)
 EXIT_OK, EXIT_GATE, EXIT_BAD_INPUT = 0, 1, 2
 
 
-def fail(exc: UserError) -> typer.Exit:
-    """Print ``exc``'s one line on stderr; return the exit (code 2) to raise: ``raise fail(exc) from None``."""
-    err.print(f"[bold red]error:[/bold red] {exc}", markup=True, soft_wrap=True)
+def fail(exc: UserError, *, every: bool = False) -> typer.Exit:
+    """Print ``exc``'s one line on stderr (``every``: each of its problems on a line of its own); return the
+    exit (code 2) to raise: ``raise fail(exc) from None``."""
+    problems = getattr(exc, "problems", None) if every else None
+    for problem in problems or [exc]:
+        # user text (labels, paths, server output) is never markup and never terminal control
+        err.print(Text.assemble(("error:", "bold red"), " ", one_line(problem)), soft_wrap=True)
     return typer.Exit(EXIT_BAD_INPUT)
 
 
 def note(line: str) -> None:
-    # server text may hold square brackets: never let rich read it as markup
-    err.print(Text.assemble(("note: ", "yellow"), line), soft_wrap=True)
+    # server text may hold square brackets: never let rich read it as markup, nor a terminal as control
+    err.print(Text.assemble(("note: ", "yellow"), one_line(line)), soft_wrap=True)
 
 
 def warn(lines: list[str]) -> None:
     for line in lines:
-        err.print(f"[yellow]warning:[/yellow] {line}", soft_wrap=True)
+        err.print(Text.assemble(("warning:", "yellow"), " ", one_line(line)), soft_wrap=True)

@@ -12,15 +12,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
+import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 import runner.sim  # noqa: F401  (registers the built-in "sim" provider)
 from runner.config.cost import Budget, ModelPrice
 from runner.core.errors import UserError
+from runner.core.safety import check_regular_file, one_line
 from runner.core.sources import Source, load_source, register_union_tags, validate
 from runner.probes import PROBES, Probe, ProbeConfig
 from runner.providers import CONFIGURED, check_model
@@ -69,16 +74,34 @@ class ModelConfig(BaseModel):
     @classmethod
     def _default_key_env(cls, data: Any) -> Any:
         # a missing api_key_env means the vendor's usual variable; an explicit null means none
-        if isinstance(data, dict) and "api_key_env" not in data and data.get("provider") in DEFAULT_KEY_ENV:
+        if (isinstance(data, dict) and "api_key_env" not in data and isinstance(data.get("provider"), str)
+                and data["provider"] in DEFAULT_KEY_ENV):
             data = {**data, "api_key_env": DEFAULT_KEY_ENV[data["provider"]]}
         return data
 
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
+        if value is None:
+            return value
+        if not value.startswith(("http://", "https://")):
             raise ValueError("base_url must start with http:// or https://")
+        parts = urlsplit(value)
+        try:
+            port = parts.port
+        except ValueError:
+            raise ValueError(f"base_url {value!r} has an invalid port (expected 1-65535)") from None
+        if not parts.hostname:
+            raise ValueError(f"base_url {value!r} names no host")
+        if port == 0 or (port is None and parts.netloc.endswith(":")):
+            raise ValueError(f"base_url {value!r} has an empty or zero port; write the port, or drop the ':' for "
+                             "the scheme's default")
         return value
+
+    @field_validator("name")
+    @classmethod
+    def _printable_name(cls, value: str) -> str:
+        return printable_label(value, "model name")
 
     @field_validator("api_key_env")
     @classmethod
@@ -180,10 +203,27 @@ class Sweep(BaseModel):
     @classmethod
     def _unique_probes(cls, probes: list[Any]) -> list[Any]:
         names = [p.name or p.kind for p in probes]
+        for n in names:
+            printable_label(n, "probe name")
         dup = next((n for n in names if names.count(n) > 1), None)
         if dup:
             raise ValueError(f"probe name {dup!r} is used twice; give each probe entry a distinct 'name'")
         return probes
+
+
+#: longest model or probe label; labels become table rows and (hashed when unsafe) file names
+MAX_LABEL = 200
+
+
+def printable_label(value: str, what: str) -> str:
+    """A label shown in terminals, CSV and file names: no control characters, at most ``MAX_LABEL`` long."""
+    bad = next((ch for ch in value if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")), None)
+    if bad is not None:
+        raise ValueError(f"{what} {one_line(value)!r} holds the control character U+{ord(bad):04X}; "
+                         "labels are printed and become file names")
+    if len(value) > MAX_LABEL:
+        raise ValueError(f"{what} is {len(value)} characters long; at most {MAX_LABEL}")
+    return value
 
 
 @dataclass
@@ -196,6 +236,8 @@ class LoadedSweep:
     sweep_id: str
     sweep_sha256: str
     warnings: list[str] = field(default_factory=list)
+    #: probe entries not loaded because they name an MCP server and servers were not to be started
+    unstarted: list[str] = field(default_factory=list)
 
     @property
     def schema_fields(self) -> list:
@@ -244,8 +286,22 @@ def _check_shared_limits(sweep: Sweep, source: Source) -> None:
                             hint="give both the same limits, or set them on one and copy them to the other")
 
 
-def load_sweep(path: Path | str) -> LoadedSweep:
-    """Read and check a sweep file and everything it names. Raises ``UserError``."""
+def server_command(entry: Any) -> str | None:
+    """The shell-quoted command line of a probe entry's MCP server, or None."""
+    server = getattr(entry, "mcp_server", None)
+    if server is None:
+        return None
+    return " ".join(shlex.quote(a) for a in [server.command, *server.args])
+
+
+def load_sweep(path: Path | str, *, start_servers: bool = True,
+               announce: Callable[[str], None] | None = None) -> LoadedSweep:
+    """Read and check a sweep file and everything it names. Raises ``UserError``.
+
+    A sweep file that names an MCP server is code: loading it starts that command. With
+    ``start_servers=False`` such probe entries are checked as configuration only and
+    listed in ``unstarted``; ``announce`` hears every command before it starts.
+    """
     path = Path(path)
     source: Source = load_source(path, what="sweep file")
     if not isinstance(source.data, dict):
@@ -254,6 +310,7 @@ def load_sweep(path: Path | str) -> LoadedSweep:
     _check_shared_limits(sweep, source)
     base = path.parent
     probes: list[Probe] = []
+    unstarted: list[str] = []
     for i, entry in enumerate(sweep.probes):
         def locate(key: str, message: str, _i: int = i) -> UserError:
             loc = ("probes", _i, key)
@@ -261,10 +318,22 @@ def load_sweep(path: Path | str) -> LoadedSweep:
 
         for key in ("cases", "catalogue"):
             value = getattr(entry, key, None)
-            if value is not None and not (base / value).is_file():
-                raise locate(key, f"file not found: {value} (resolved to {base / value})")
+            if value is not None:
+                try:
+                    check_regular_file(base / value, what=f"{key} file")
+                except UserError as exc:
+                    raise locate(key, f"{value}: {exc.message} (resolved to {base / value})") from None
+        command = server_command(entry)
+        if command is not None:
+            if not start_servers:
+                unstarted.append(f"probes[{i}] ({entry.name or entry.kind}) names the MCP server `{command}`; "
+                                 "not started, so its catalogue and cases are unchecked "
+                                 "(--start-servers runs it: a sweep file that names a server is code)")
+                continue
+            if announce is not None:
+                announce(f"starting the MCP server of probes[{i}] ({entry.name or entry.kind}): {command}")
         probes.append(PROBES[entry.kind](entry, base, locate))
     warnings = [w for p in probes for w in p.warnings]
-    loaded = LoadedSweep(sweep, path, probes, _sweep_identity(sweep, probes), source.sha256, warnings)
+    loaded = LoadedSweep(sweep, path, probes, _sweep_identity(sweep, probes), source.sha256, warnings, unstarted)
     loaded.schema_fields  # noqa: B018 — surface column type conflicts at load time
     return loaded

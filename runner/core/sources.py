@@ -3,15 +3,25 @@
 Validation errors must name the file, the line and the key path. PyYAML's composed
 node tree carries line marks; we walk it once to build ``{key path: line}`` beside
 the plain Python data, so pydantic's error locations can be mapped back to lines.
-JSON is parsed by the same loader (YAML 1.1 accepts it), so catalogues and case
-files in JSON get line numbers too.
+``.json`` files are parsed as JSON (YAML 1.1 mangles some of it, e.g. escaped
+surrogate pairs) and composed as YAML only for their line numbers.
+
+Every file is hostile until read: it must be a regular file within the size cap
+(``runner.core.safety``), its nesting at most ``MAX_DEPTH`` levels (deeper input
+crashes the C composer) and its aliases may add at most ``MAX_ALIAS_NODES`` nodes
+(an alias "billion laughs" otherwise expands exponentially in every walk of the
+data). YAML 1.1 surprises are errors: a duplicate key (naming both lines), an
+octal-looking or sexagesimal integer (``010`` is 8, ``1:30`` is 90), and a
+boolean-looking value (``true``, ``yes``, ``on``) where a number is expected.
 """
 
 from __future__ import annotations
 
 import difflib
 import hashlib
-from collections.abc import Iterable, Mapping
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import UnionType
@@ -21,11 +31,33 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from runner.core.errors import UserError
+from runner.core.safety import decode_utf8, read_capped
 
 try:  # the C loader is ~10x faster; fall back where libyaml is absent
     _Loader: type = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover
     _Loader = yaml.SafeLoader
+
+KeyTuple = tuple[Any, ...]
+
+#: deepest nesting of mappings and lists a user file may have
+MAX_DEPTH = 64
+#: how many nodes alias references may add to a file beyond the nodes written in it
+MAX_ALIAS_NODES = 100_000
+#: problems ``validate`` collects before it stops (the CLI's ``validate`` prints them all)
+MAX_PROBLEMS = 20
+
+
+class Problems(UserError):
+    """Several located problems at once; ``str()`` is the first with a count of the rest."""
+
+    def __init__(self, problems: list[UserError]) -> None:
+        self.problems = problems
+        first = problems[0]
+        rest = len(problems) - 1
+        more = (f"+{rest} more problem{'s' if rest > 1 else ''}; `trialgrid validate` lists them all")
+        super().__init__(first.message, file=first.file, line=first.line, hint=more if rest else first.hint)
+        self.key_path = first.key_path
 
 
 @dataclass
@@ -46,47 +78,195 @@ class Source:
         return self.lines.get((), None)
 
 
-def _walk(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> None:
+_INT_TAG = "tag:yaml.org,2002:int"
+_OCTAL = re.compile(r"[-+]?(0[0-9_]+|0o[0-7_]+)")
+_SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+")
+
+
+def _walk(node: yaml.Node, path: KeyTuple, lines: dict[KeyTuple, int], file: Path) -> None:
+    """Record the line of every key path; refuse duplicate keys and YAML 1.1 integers."""
     lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
+        seen: dict[Any, int] = {}
         for key_node, value_node in node.value:
             key = key_node.value
-            lines[path + (key,)] = key_node.start_mark.line + 1
-            _walk(value_node, path + (key,), lines)
+            line = key_node.start_mark.line + 1
+            if isinstance(key, str) and key in seen and key_node.tag != "tag:yaml.org,2002:merge":
+                raise UserError(f"duplicate key {key!r} (first on line {seen[key]}, again on line {line}); "
+                                "YAML would silently keep the last one", file=file, line=line, key_path=(*path, key),
+                                hint="remove or rename one of them")
+            if isinstance(key, str):
+                seen[key] = line
+            lines[(*path, key)] = line
+            _walk(value_node, (*path, key), lines, file)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _walk(item, path + (i,), lines)
+            _walk(item, (*path, i), lines, file)
+    elif node.tag == _INT_TAG and not node.style:  # plain (the C loader says "", the Python one None)
+        text = str(node.value)
+        if _OCTAL.fullmatch(text) or _SEXAGESIMAL.fullmatch(text):
+            what = "an octal number" if _OCTAL.fullmatch(text) else "a base-60 number"
+            raise UserError(f"{text} reads as {what} in YAML 1.1, not as it looks", file=file,
+                            line=node.start_mark.line + 1, key_path=path or None,
+                            hint=f"write the number without leading zeros or colons, or quote it ('{text}') if it is a label")
+
+
+def _prescan(text: str, file: Path, what: str) -> None:
+    """Refuse nesting deeper than ``MAX_DEPTH`` before the (recursive, C) composer sees it."""
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise UserError(f"{what} nests deeper than {MAX_DEPTH} levels", file=file,
+                                    line=event.start_mark.line + 1, hint="flatten it; no trialgrid file needs this")
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    except yaml.YAMLError:
+        return  # the composer reports it, with its line
+
+
+def _check_expansion(root: yaml.Node, file: Path, what: str) -> None:
+    """Refuse a node graph whose aliases add more than ``MAX_ALIAS_NODES`` nodes (or refer to themselves)."""
+    size: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    open_: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            children = _children(node)
+            size[key] = 1 + sum(size[id(c)] for c in children)
+            open_.discard(key)
+            continue
+        if key in size:
+            continue
+        if key in open_:
+            raise UserError(f"{what} has an alias that refers to itself", file=file, line=node.start_mark.line + 1)
+        open_.add(key)
+        stack.append((node, True))
+        for child in _children(node):
+            if id(child) in open_:
+                raise UserError(f"{what} has an alias that refers to itself", file=file,
+                                line=child.start_mark.line + 1)
+            if id(child) not in size:
+                stack.append((child, False))
+    expanded = size[id(root)]
+    if expanded > len(size) + MAX_ALIAS_NODES:
+        raise UserError(f"{what}'s aliases expand it to {expanded:,} nodes from {len(size):,} written "
+                        f"(at most {MAX_ALIAS_NODES:,} more are allowed)", file=file,
+                        hint="write the repeated parts out, or use fewer nested aliases")
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
 
 
 def read_text(path: Path, *, what: str) -> tuple[str, bytes]:
-    """The file's text and raw bytes; a missing, unreadable or non-UTF-8 file is a located ``UserError``."""
+    """The file's text and raw bytes: a regular file within the size cap, UTF-8; else a located ``UserError``."""
+    raw = read_capped(path, what=what)
+    return decode_utf8(raw, path, what=what), raw
+
+
+def _parse_error(exc: yaml.YAMLError, path: Path, what: str) -> UserError:
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        return UserError(f"{what} does not parse: {exc.problem or exc.context}", file=path, line=line)
+    return UserError(f"{what} does not parse: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=path)
+
+
+def _load_yaml(text: str, path: Path, what: str) -> tuple[Any, dict[KeyTuple, int]]:
+    _prescan(text, path, what)
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise UserError(f"{what} not found", file=path, hint="check the path; relative paths are resolved against the sweep file's folder") from None
-    except OSError as exc:
-        raise UserError(f"cannot read {what}: {exc.strerror}", file=path) from None
+        loader = _Loader(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None, {}
+            _check_expansion(node, path, what)
+            lines: dict[KeyTuple, int] = {}
+            _walk(node, (), lines, path)
+            data = loader.construct_document(node)
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as exc:
+        raise _parse_error(exc, path, what) from None
+    except (RecursionError, ValueError, OverflowError) as exc:  # e.g. a float or date out of range
+        raise UserError(f"{what} does not parse: {type(exc).__name__}: {str(exc)[:120]}", file=path) from None
+    return data, lines
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _json_depth_ok(data: Any) -> bool:
+    stack = [(data, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return False
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return True
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _load_json(text: str, path: Path, what: str) -> tuple[Any, dict[KeyTuple, int]]:
     try:
-        return raw.decode("utf-8"), raw
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{what} is not UTF-8 text (byte {exc.start})", file=path) from None
+        data = json.loads(text, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey as exc:
+        raise UserError(f"duplicate key {exc.args[0]!r}; JSON readers disagree on which one counts",
+                        file=path, hint="remove or rename one of them") from None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{what} is not valid JSON: {exc.msg} (column {exc.colno})", file=path, line=exc.lineno) from None
+    except RecursionError:
+        raise UserError(f"{what} nests deeper than {MAX_DEPTH} levels", file=path) from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise UserError(f"{what} does not parse: {str(exc).split(';')[0]}", file=path) from None
+    if not _json_depth_ok(data):
+        raise UserError(f"{what} nests deeper than {MAX_DEPTH} levels", file=path,
+                        hint="flatten it; no trialgrid file needs this")
+    lines: dict[KeyTuple, int] = {}
+    try:  # line numbers only: YAML's flow syntax reads most JSON; escaped surrogates become spaces
+        loader = _Loader(_SURROGATE_ESCAPE.sub(r"\\u0020", text))
+        try:
+            node = loader.get_single_node()
+            if node is not None:
+                _walk(node, (), lines, path)
+        finally:
+            loader.dispose()
+    except (yaml.YAMLError, UserError, RecursionError):
+        lines = {(): 1}
+    return data, lines
 
 
 def load_source(path: Path, *, what: str) -> Source:
     """Read and parse ``path``; every failure is a located ``UserError``."""
     text, raw = read_text(path, what=what)
-    try:
-        node = yaml.compose(text, Loader=_Loader)
-        data = yaml.load(text, Loader=_Loader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else None
-        raise UserError(f"{what} does not parse: {exc.problem or exc.context}", file=path, line=line) from None
-    except yaml.YAMLError as exc:
-        raise UserError(f"{what} does not parse: {exc}", file=path) from None
-    lines: dict[tuple[Any, ...], int] = {}
-    if node is not None:
-        _walk(node, (), lines)
+    if path.suffix.lower() == ".json":
+        data, lines = _load_json(text, path, what)
+    else:
+        data, lines = _load_yaml(text, path, what)
     return Source(path=path, data=data, lines=lines, sha256=hashlib.sha256(raw).hexdigest())
 
 
@@ -125,6 +305,9 @@ def _unwrap(annotation: Any, data: Any) -> Any:
     return annotation
 
 
+_LIBRARY_PREFIXES = ("Value error, ", "Assertion failed, ")
+
+
 def _describe(err: Mapping[str, Any], model: Any = None, data: Any = None) -> str:
     kind = err.get("type", "")
     if kind == "union_tag_invalid":
@@ -141,7 +324,9 @@ def _describe(err: Mapping[str, Any], model: Any = None, data: Any = None) -> st
         return f"unknown key ({hint}valid keys: {', '.join(valid)})"
     if kind == "missing":
         return "required key is missing"
-    msg = err.get("msg", "invalid value")
+    msg = str(err.get("msg", "invalid value"))
+    for prefix in _LIBRARY_PREFIXES:
+        msg = msg.removeprefix(prefix)
     value = err.get("input")
     if kind not in ("model_type",) and isinstance(value, (str, int, float, bool)):
         shown = repr(value)
@@ -151,21 +336,81 @@ def _describe(err: Mapping[str, Any], model: Any = None, data: Any = None) -> st
     return str(msg)
 
 
-def validate(model: type[BaseModel], data: Any, source: Source, *, prefix: tuple[Any, ...] = (),
+def _expects_number(annotation: Any) -> bool:
+    """Is ``annotation`` an int or float (optionally Optional / Annotated), with no bool in it?"""
+    for _ in range(4):
+        if get_origin(annotation) is Annotated:
+            annotation = get_args(annotation)[0]
+    if get_origin(annotation) in (Union, UnionType):
+        members = [a for a in get_args(annotation) if a is not type(None)]
+    else:
+        members = [annotation]
+    members = [get_args(a)[0] if get_origin(a) is Annotated else a for a in members]
+    return bool(members) and all(a in (int, float) for a in members)
+
+
+def _booleans_as_numbers(model: Any, data: Any, loc: KeyTuple, found: list[tuple[KeyTuple, bool]]) -> None:
+    """Key paths where a number is expected but YAML read a boolean (``true``, ``yes``, ``on``): pydantic takes them as 1/0."""
+    if not (isinstance(model, type) and issubclass(model, BaseModel)) or not isinstance(data, dict):
+        return
+    for key, value in data.items():
+        spec = model.model_fields.get(key) if isinstance(key, str) else None
+        if spec is None:
+            continue
+        if isinstance(value, bool):
+            if _expects_number(spec.annotation):
+                found.append(((*loc, key), value))
+        elif isinstance(value, dict):
+            _booleans_as_numbers(_unwrap(spec.annotation, value), value, (*loc, key), found)
+        elif isinstance(value, list):
+            for i, item in enumerate(value[:1000]):
+                _booleans_as_numbers(_unwrap(spec.annotation, [item]), item, (*loc, key, i), found)
+
+
+def _missing_hint(loc: KeyTuple, errors: Sequence[Mapping[str, Any]], source: Source, prefix: KeyTuple) -> str:
+    """For a missing key: the unknown sibling key that looks like a misspelling of it, if any."""
+    for other in errors:
+        if other.get("type") != "extra_forbidden":
+            continue
+        oloc = _strip_tags(tuple(other["loc"]))
+        if oloc[:-1] == loc[:-1] and difflib.get_close_matches(str(loc[-1]), [str(oloc[-1])], n=1):
+            line = source.line_of(prefix + oloc)
+            return f" (is {oloc[-1]!r}{f' on line {line}' if line else ''} a misspelling of it?)"
+    return ""
+
+
+def validate(model: type[BaseModel], data: Any, source: Source, *, prefix: KeyTuple = (),
              context: dict[str, Any] | None = None) -> Any:
     """Validate ``data`` (found at ``prefix`` inside ``source``) into ``model``.
 
-    The first error becomes a ``UserError`` with file, line and key path; further
-    errors are counted in the message so the user knows there is more to fix.
+    Every problem (up to ``MAX_PROBLEMS``) becomes a located ``UserError``; one is raised
+    as is, several as ``Problems`` (its ``str()`` is the first with a count of the rest).
     """
+    flagged: list[tuple[KeyTuple, bool]] = []
+    _booleans_as_numbers(model, data, (), flagged)
+    problems = [UserError(f"expected a number, got the boolean {str(value).lower()} (YAML reads true/yes/on as "
+                          "booleans)", file=source.path, line=source.line_of(prefix + loc), key_path=prefix + loc)
+                for loc, value in flagged]
     try:
-        return model.model_validate(data, context=context)
+        result = model.model_validate(data, context=context)
     except ValidationError as exc:
         errors = exc.errors()
-        first = errors[0]
-        loc = prefix + _strip_tags(tuple(first["loc"]))
-        more = f" (+{len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-        raise UserError(_describe(first, model, data) + more, file=source.path, line=source.line_of(loc), key_path=loc) from None
+        for err in errors:
+            loc = _strip_tags(tuple(err["loc"]))
+            message = _describe(err, model, data)
+            if err.get("type") == "missing":
+                message += _missing_hint(loc, errors, source, prefix)
+            full = prefix + loc
+            if any(p.key_path == UserError("", key_path=full).key_path for p in problems):
+                continue
+            problems.append(UserError(message, file=source.path, line=source.line_of(full), key_path=full))
+    else:
+        if not problems:
+            return result
+    problems = problems[:MAX_PROBLEMS]
+    if len(problems) == 1:
+        raise problems[0]
+    raise Problems(problems)
 
 
 _TAGS: set[str] = set()

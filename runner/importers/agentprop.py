@@ -42,8 +42,10 @@ from runner.core.manifest import (
     SweepSnapshot,
     write_manifest,
 )
+from runner.core.safety import one_line
 from runner.core.schema import STATUS_OK, trial_schema
 from runner.execution.sink import TrialSink
+from runner.importers.output import run_output
 from runner.probes.judge import JudgeProbe
 from runner.probes.propagation import PropagationProbe
 
@@ -67,8 +69,9 @@ _HUMAN_GLOB = "human_labels_*.csv"
 def _read(path: Path) -> pl.DataFrame:
     try:
         frame = pl.read_csv(path, infer_schema_length=0)  # every column as text; typed below, explicitly
-    except (pl.exceptions.ComputeError, OSError) as exc:
-        raise UserError(f"cannot read CSV: {str(exc).splitlines()[0]}", file=path) from None
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise UserError(f"cannot read CSV: {one_line(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)[:200]}",
+                        file=path) from None
     missing = [c for c in _REQUIRED[path.name] if c not in frame.columns]
     if missing:
         raise UserError(f"missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}", file=path, line=1,
@@ -163,11 +166,7 @@ def import_agentprop(source: Path, out: Path, *, force: bool = False) -> dict[st
     present = {name: source / name for name in _REQUIRED if (source / name).is_file()}
     if not present:
         raise UserError(f"no AgentProp-Bench CSV found (expected some of {', '.join(_REQUIRED)})", file=source)
-    if (out / "manifest.json").exists() or any((out / "trials").glob("*.arrow*")):
-        if not force:
-            raise UserError(f"{out} already holds a run", hint="pass --force to replace it, or choose another --out")
-        for part in (out / "trials").glob("*.arrow*"):
-            part.unlink()
+    target = run_output(out, force=force)  # checked now, built beside --out and swapped in at the end
     frames = {name: _read(path) for name, path in present.items()}
     shas = {name: hashlib.sha256(path.read_bytes()).hexdigest() for name, path in present.items()}
     humans = sorted(source.glob(_HUMAN_GLOB))
@@ -190,40 +189,40 @@ def import_agentprop(source: Path, out: Path, *, force: bool = False) -> dict[st
     schema = trial_schema([*PropagationProbe.outcome_fields,
                            *(f for f in JudgeProbe.outcome_fields if f.name not in {p.name for p in PropagationProbe.outcome_fields})],
                           metadata={"trialgrid.sweep_id": sweep_id})
-    out.mkdir(parents=True, exist_ok=True)
-    counts: dict[str, int] = {}
-    models: dict[str, None] = {}
-    with TrialSink(out, schema, worker="import") as sink:
-        for probe, frames_of in parts.items():
-            for frame in frames_of:
-                # the CSVs' own `steps` is a count (kept as `turns`); trialgrid's `steps` holds step records
-                keep = [c for c in frame.columns if c in schema.names and c != "steps"]
-                for row in frame.select(keep).iter_rows(named=True):
-                    sink.append(row)
-                    models.setdefault(row["model"], None)
-                counts[probe] = counts.get(probe, 0) + frame.height
-    label_dir = out / "human_labels"
-    copied = []
-    if humans and "judges" in parts:
-        label_dir.mkdir(exist_ok=True)
-        for path in humans:
-            shutil.copyfile(path, label_dir / path.name)
-            copied.append(f"human_labels/{path.name}")
-    now = datetime.now(UTC).isoformat(timespec="seconds")
-    probes = {name: ProbeRecord(kind="judge" if name == "judges" else "propagation") for name in parts}
-    if "judges" in probes:
-        probes["judges"].human_labels = copied
-        probes["judges"].ensemble = list(JUDGES)
-    total = sum(counts.values())
-    write_manifest(out, Manifest(
-        format_version=FORMAT_VERSION, sweep_name="agentprop-import", sweep_id=sweep_id, sweep_sha256=None,
-        sweep_file=None,
-        sweep=SweepSnapshot(name="agentprop-import",
-                            models=[ModelSnapshot(name=m, provider="agentprop", model=m) for m in models]),
-        probes=probes, seed=42, trials_total=total, versions={}, remedies=[],
-        imported=ImportRecord(
-            source=_SOURCE, path=str(source.resolve()), files=shas,
-            caveat="the released harness scored API exceptions as wrong answers; the CSVs do not mark them"),
-        created_at=now, finished_at=now, sessions=[], counts={STATUS_OK: total}, status="complete",
-    ))
+    with target as build:
+        counts: dict[str, int] = {}
+        models: dict[str, None] = {}
+        with TrialSink(build, schema, worker="import") as sink:
+            for probe, frames_of in parts.items():
+                for frame in frames_of:
+                    # the CSVs' own `steps` is a count (kept as `turns`); trialgrid's `steps` holds step records
+                    keep = [c for c in frame.columns if c in schema.names and c != "steps"]
+                    for row in frame.select(keep).iter_rows(named=True):
+                        sink.append(row)
+                        models.setdefault(row["model"], None)
+                    counts[probe] = counts.get(probe, 0) + frame.height
+        label_dir = build / "human_labels"
+        copied = []
+        if humans and "judges" in parts:
+            label_dir.mkdir(exist_ok=True)
+            for path in humans:
+                shutil.copyfile(path, label_dir / path.name)
+                copied.append(f"human_labels/{path.name}")
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        probes = {name: ProbeRecord(kind="judge" if name == "judges" else "propagation") for name in parts}
+        if "judges" in probes:
+            probes["judges"].human_labels = copied
+            probes["judges"].ensemble = list(JUDGES)
+        total = sum(counts.values())
+        write_manifest(build, Manifest(
+            format_version=FORMAT_VERSION, sweep_name="agentprop-import", sweep_id=sweep_id, sweep_sha256=None,
+            sweep_file=None,
+            sweep=SweepSnapshot(name="agentprop-import",
+                                models=[ModelSnapshot(name=m, provider="agentprop", model=m) for m in models]),
+            probes=probes, seed=42, trials_total=total, versions={}, remedies=[],
+            imported=ImportRecord(
+                source=_SOURCE, path=str(source.resolve()), files=shas,
+                caveat="the released harness scored API exceptions as wrong answers; the CSVs do not mark them"),
+            created_at=now, finished_at=now, sessions=[], counts={STATUS_OK: total}, status="complete",
+        ))
     return counts

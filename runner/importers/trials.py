@@ -37,8 +37,10 @@ from runner.core.manifest import (
     SweepSnapshot,
     write_manifest,
 )
+from runner.core.safety import check_regular_file, one_line
 from runner.core.schema import STATUS_ERROR, STATUS_OK, trial_schema
 from runner.execution.sink import TrialSink
+from runner.importers.output import run_output
 from runner.probes import PROBES, Contrast
 
 _TRUE = {"1", "true", "t", "yes", "y", "1.0"}
@@ -76,8 +78,7 @@ def parse_contrast(spec: str) -> Contrast:
 
 
 def _read(path: Path) -> pl.DataFrame:
-    if not path.is_file():
-        raise UserError("file not found", file=path)
+    check_regular_file(path, what="trials file", cap=False)
     suffix = path.suffix.lower()
     try:
         if suffix == ".csv":
@@ -85,7 +86,8 @@ def _read(path: Path) -> pl.DataFrame:
         if suffix in (".parquet", ".pq"):
             return pl.read_parquet(path)
     except (pl.exceptions.PolarsError, OSError) as exc:
-        raise UserError(f"cannot read: {str(exc).splitlines()[0]}", file=path) from None
+        raise UserError(f"cannot read: {one_line(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)[:200]}",
+                        file=path) from None
     raise UserError(f"unsupported file type {suffix!r}", file=path, hint="give a .csv or .parquet file")
 
 
@@ -100,6 +102,8 @@ def _bool(col: str, name: str) -> tuple[pl.Expr, pl.Expr]:
 def import_trials(source: Path, out: Path, mapping: TrialsMapping, *, force: bool = False) -> dict[str, int]:
     """Write ``source``'s rows as a trialgrid run at ``out``; return counts by status."""
     frame = _read(source)
+    if frame.height == 0:
+        raise UserError("the file has no rows", file=source, hint="nothing to import: check the file")
     if (mapping.model is None) == (mapping.model_name is None):
         raise UserError("give exactly one of --model COLUMN or --model-name NAME")
     if not mapping.outcomes:
@@ -120,11 +124,15 @@ def import_trials(source: Path, out: Path, mapping: TrialsMapping, *, force: boo
     for c in contrasts:
         if c.outcome not in mapping.outcomes:
             raise UserError(f"contrast {c.label!r} tests {c.outcome!r}, which is not a mapped outcome")
-    if (out / "manifest.json").exists() or any((out / "trials").glob("*.arrow*")):
-        if not force:
-            raise UserError(f"{out} already holds a run", hint="pass --force to replace it, or choose another --out")
-        for part in (out / "trials").glob("*.arrow*"):
-            part.unlink()
+    if known is None and contrasts:
+        present = frame[mapping.condition].cast(pl.String).drop_nulls().unique().to_list()
+        for c in contrasts:
+            unknown = [x for x in (*c.arm_a, *c.arm_b) if x not in present]
+            if unknown:
+                raise UserError(f"contrast {c.label!r} names the condition {unknown[0]!r}, which no row has",
+                                file=source, hint=f"conditions in column {mapping.condition!r}: "
+                                                  f"{', '.join(sorted(present)[:20])}")
+    target = run_output(out, force=force)  # checked now, built beside --out and swapped in at the end
 
     sha = hashlib.sha256(source.read_bytes()).hexdigest()
     sweep_id = hashlib.sha256(f"{sha}:{mapping.probe}:{mapping.kind}".encode()).hexdigest()[:16]
@@ -175,31 +183,31 @@ def import_trials(source: Path, out: Path, mapping: TrialsMapping, *, force: boo
     )
     fields = [pa.field(n, pa.bool_()) for n in mapping.outcomes]
     schema = trial_schema(fields, metadata={"trialgrid.sweep_id": sweep_id})
-    out.mkdir(parents=True, exist_ok=True)
-    with TrialSink(out, schema, worker="import") as sink:
-        for row in table.iter_rows(named=True):
-            sink.append(row)
-    counts = {k: int(v) for k, v in table["status"].value_counts().iter_rows()}
-    now = datetime.now(UTC).isoformat(timespec="seconds")
-    models = table["model"].unique(maintain_order=True).to_list()
-    conditions = table["condition"].unique(maintain_order=True).to_list()
-    probe_info = ProbeRecord(kind=mapping.kind, source_sha256=sha)
-    if known is None:
-        probe_info.rates = list(rates)
-        probe_info.conditions = conditions
-        probe_info.contrasts = [c.model_dump(mode="json") for c in contrasts]
-    write_manifest(out, Manifest(
-        format_version=FORMAT_VERSION, sweep_name=out.name or "imported", sweep_id=sweep_id,
-        sweep_sha256=None, sweep_file=None,
-        sweep=SweepSnapshot(name=out.name or "imported",
-                            models=[ModelSnapshot(name=m, provider="imported", model=m) for m in models]),
-        probes={mapping.probe: probe_info}, seed=0, trials_total=table.height, versions={},
-        remedies=[],
-        imported=ImportRecord(source=str(source), path=str(source.resolve()), sha256=sha,
-                              mapping={k: v for k, v in mapping.__dict__.items() if k != "contrasts"}
-                              | {"contrasts": [c.model_dump(mode="json") for c in contrasts]}),
-        created_at=now, finished_at=now, sessions=[], counts=counts, status="complete",
-    ))
+    with target as build:
+        with TrialSink(build, schema, worker="import") as sink:
+            for row in table.iter_rows(named=True):
+                sink.append(row)
+        counts = {k: int(v) for k, v in table["status"].value_counts().iter_rows()}
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        models = table["model"].unique(maintain_order=True).to_list()
+        conditions = table["condition"].unique(maintain_order=True).to_list()
+        probe_info = ProbeRecord(kind=mapping.kind, source_sha256=sha)
+        if known is None:
+            probe_info.rates = list(rates)
+            probe_info.conditions = conditions
+            probe_info.contrasts = [c.model_dump(mode="json") for c in contrasts]
+        write_manifest(build, Manifest(
+            format_version=FORMAT_VERSION, sweep_name=out.name or "imported", sweep_id=sweep_id,
+            sweep_sha256=None, sweep_file=None,
+            sweep=SweepSnapshot(name=out.name or "imported",
+                                models=[ModelSnapshot(name=m, provider="imported", model=m) for m in models]),
+            probes={mapping.probe: probe_info}, seed=0, trials_total=table.height, versions={},
+            remedies=[],
+            imported=ImportRecord(source=str(source), path=str(source.resolve()), sha256=sha,
+                                  mapping={k: v for k, v in mapping.__dict__.items() if k != "contrasts"}
+                                  | {"contrasts": [c.model_dump(mode="json") for c in contrasts]}),
+            created_at=now, finished_at=now, sessions=[], counts=counts, status="complete",
+        ))
     return counts
 
 

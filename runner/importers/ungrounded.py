@@ -17,17 +17,25 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.errors import UserError
+from runner.core.safety import read_user_text
 
 
 def _literal_raw(stimuli_py: Path) -> list[tuple[str, str, str]]:
     """The ``_RAW`` list of (ungroundable, known, unknown) in the package's stimuli.py."""
-    tree = ast.parse(stimuli_py.read_text(encoding="utf-8"), filename=str(stimuli_py))
+    try:
+        tree = ast.parse(read_user_text(stimuli_py, what="stimuli.py"), filename=str(stimuli_py))
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise UserError(f"stimuli.py does not parse as Python: {type(exc).__name__}", file=stimuli_py) from None
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_RAW" for t in node.targets):
             try:
-                return ast.literal_eval(node.value)
-            except ValueError:
+                raw = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
                 break
+            if (isinstance(raw, list) and raw and all(isinstance(t, tuple) and len(t) == 3
+                                                     and all(isinstance(x, str) for x in t) for t in raw)):
+                return raw
+            break
     raise UserError("no literal _RAW list of triples found", file=stimuli_py,
                     hint="this ungrounded version stores its stimuli differently; export them with "
                          "`ungrounded template --full > stimuli.json` and import that file")
@@ -42,11 +50,19 @@ def _from_package(folder: Path, expected_tool: str | None) -> tuple[list[dict[st
     return triples, catalogue if catalogue.is_file() else None
 
 
-def _from_file(path: Path, expected_tool: str | None) -> list[dict[str, Any]]:
+def _json(path: Path, what: str) -> Any:
+    """A regular, size-capped UTF-8 JSON file; anything else is a located ``UserError``."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_user_text(path, what=what))
     except json.JSONDecodeError as exc:
-        raise UserError(f"stimuli file is not JSON: {exc.msg}", file=path, line=exc.lineno) from None
+        raise UserError(f"{what} is not JSON: {exc.msg}", file=path, line=exc.lineno) from None
+    except (RecursionError, ValueError) as exc:  # too deep, or an integer too long to convert
+        raise UserError(f"{what} does not read: {type(exc).__name__}: {str(exc).split(';')[0][:100]}",
+                        file=path) from None
+
+
+def _from_file(path: Path, expected_tool: str | None) -> list[dict[str, Any]]:
+    data = _json(path, "stimuli file")
     if not isinstance(data, list) or not data:
         raise UserError("expected a non-empty JSON list of triples (what `ungrounded template` writes)", file=path, line=1)
     triples = []
@@ -60,6 +76,11 @@ def _from_file(path: Path, expected_tool: str | None) -> list[dict[str, Any]]:
         if not tool:
             raise UserError("no expected_tool (trialgrid needs the tool that completes the request)", file=path,
                             key_path=(i, "expected_tool"), hint="add it to the triple, or pass --expected-tool NAME")
+        if not isinstance(tool, str):
+            raise UserError(f"expected_tool must be a string, got {type(tool).__name__}", file=path,
+                            key_path=(i, "expected_tool"))
+        if d.get("groundable_unknown") is not None and not isinstance(d["groundable_unknown"], str):
+            raise UserError("groundable_unknown must be a string", file=path, key_path=(i, "groundable_unknown"))
         triple = {"id": str(d.get("id") or f"T{i:02d}"), "expected_tool": tool,
                   "ungroundable": d["ungroundable"], "groundable_known": d["groundable_known"]}
         if d.get("groundable_unknown"):
@@ -77,18 +98,13 @@ def import_ungrounded(path: Path, tools: Path | None, expected_tool: str | None)
             raise UserError(f"{path} is neither a stimuli JSON file nor the ungrounded package folder (no stimuli.py)")
         triples, bundled = _from_package(folder, expected_tool)
         catalogue_path = catalogue_path or bundled
-    elif path.is_file():
-        triples = _from_file(path, expected_tool)
+    elif path.exists():
+        triples = _from_file(path, expected_tool)  # a device or FIFO is refused there, by name
     else:
         raise UserError("no such file or folder", file=path)
     if catalogue_path is None:
         raise UserError("no tool catalogue: pass --tools tools.json (ungrounded's catalogue JSON)")
-    try:
-        catalogue = json.loads(catalogue_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError("tool catalogue not found", file=catalogue_path) from None
-    except json.JSONDecodeError as exc:
-        raise UserError(f"tool catalogue is not JSON: {exc.msg}", file=catalogue_path, line=exc.lineno) from None
+    catalogue = _json(catalogue_path, "tool catalogue")
     seen: set[str] = set()
     for t in triples:
         if t["id"] in seen:

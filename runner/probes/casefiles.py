@@ -65,6 +65,9 @@ def _jsonl(path: Path, *, what: str) -> tuple[list[Record], str]:
         except json.JSONDecodeError as exc:
             raise UserError(f"line is not valid JSON: {exc.msg} (column {exc.colno})", file=path, line=number,
                             hint="JSON lines files hold one complete JSON object per line") from None
+        except (RecursionError, ValueError) as exc:  # too deep, or an integer too long to convert
+            raise UserError(f"line does not read: {type(exc).__name__}: {str(exc).split(';')[0][:100]}", file=path,
+                            line=number) from None
         if not isinstance(item, dict):
             raise UserError(f"each line must be a JSON object, got {type(item).__name__}", file=path, line=number)
         # every key of a one-line record lives on that line

@@ -39,6 +39,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from runner.core.errors import UserError
+from runner.core.safety import max_input_bytes
 from runner.core.sources import Source
 from runner.core.types import ToolSpec
 from runner.probes.catalogue import load_catalogue, parse_catalogue
@@ -51,6 +52,8 @@ _MAX_PAGES = 1000
 #: after the catalogue is read: how long the server gets to exit on EOF, then on SIGTERM
 _STOP_GRACE_S = 2.0
 _STDERR_TAIL_LINES = 20
+#: what the stdout reader queues when the server writes past the input cap
+_TOO_MUCH = b"\0too much"
 
 
 class McpServer(BaseModel):
@@ -109,8 +112,17 @@ class _StdioClient:
         threading.Thread(target=self._pump_stderr, daemon=True).start()
 
     def _pump_stdout(self) -> None:
+        # a hostile server may write one endless line, or endless lines: both are bounded
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
+        cap, total = max_input_bytes(), 0
+        while True:
+            line = self.proc.stdout.readline(cap + 1)
+            if not line:
+                break
+            total += len(line)
+            if len(line) > cap or total > 4 * cap:
+                self.lines.put(_TOO_MUCH)
+                return
             self.lines.put(line)
         self.lines.put(None)
 
@@ -145,6 +157,9 @@ class _StdioClient:
                 line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 raise _Failure(f"timed out after {timeout_s:g} s waiting for the answer to {method}") from None
+            if line is _TOO_MUCH:
+                raise _Failure(f"the server wrote more than the {max_input_bytes():,}-byte input cap while answering "
+                               f"{method} (set TRIALGRID_MAX_INPUT_MB for a larger catalogue)")
             if line is None:
                 self.proc.wait(timeout=_STOP_GRACE_S)
                 raise _Failure(f"the server exited with code {self.proc.returncode} before answering {method}")
@@ -152,6 +167,8 @@ class _StdioClient:
                 continue
             try:
                 msg = json.loads(line)
+            except RecursionError:
+                raise _Failure(f"the server's answer to {method} nests too deeply to read") from None
             except ValueError:
                 text = line.decode("utf-8", "replace").strip()
                 raise _Failure(f"the server wrote a line that is not JSON-RPC to stdout while answering {method}: "

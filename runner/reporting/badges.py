@@ -11,7 +11,6 @@ the model, the retention and the reason, for screen readers and hover text.
 from __future__ import annotations
 
 import hashlib
-import re
 from html import escape
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import polars as pl
 from runner.analysis.leaderboard import Summary
 from runner.analysis.scorecard import KIND, scorecard_table
 from runner.core.errors import UserError
+from runner.core.safety import confined, safe_filename
 
 COLORS = {"robust": "#2e7d32", "no effect": "#558b2f", "degraded": "#b58900", "brittle": "#d9631e",
           "collapse": "#c62828", "inconclusive": "#6e6e6e"}
@@ -63,12 +63,12 @@ def verdict_badge(model: str, verdict: str, retention: float | None, reason: str
     return badge_svg("misselection", message, COLORS[verdict], f"{model}: misselection {verdict} — {reason}")
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "model"
-
-
 def write_badges(summary: Summary, directory: Path) -> list[Path]:
-    """One ``<model>.svg`` per model (prefixed by run and probe when a model label repeats). Raises ``UserError``."""
+    """One ``<model>.svg`` per model (prefixed by run and probe when a model label repeats). Raises ``UserError``.
+
+    File names come from labels through ``safe_filename``: a plain label is kept, any
+    other is slugged and hashed, so ``team/model`` and ``team-model`` get two files.
+    """
     card = scorecard_table(summary)
     if card.height == 0:
         raise UserError(f"no {KIND} probe in these runs: the scorecard, and so the badges, are defined for {KIND}",
@@ -77,8 +77,8 @@ def write_badges(summary: Summary, directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for r in card.iter_rows(named=True):
-        stem = _slug(r["model"] if r["model"] not in repeated else f"{r['run']}-{r['probe']}-{r['model']}")
-        path = directory / f"{stem}.svg"
+        stem = safe_filename(r["model"] if r["model"] not in repeated else f"{r['run']}-{r['probe']}-{r['model']}")
+        path = confined(directory, f"{stem}.svg")
         path.write_text(verdict_badge(r["model"], r["verdict"], r["retention"], r["reason"]), encoding="utf-8")
         written.append(path)
     return written

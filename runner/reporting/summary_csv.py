@@ -5,16 +5,21 @@ the ``run`` label in every row); list cells (remedies) are joined with "; ". Eve
 probe view (``runner.core.views``) is one more file, ``view.<probe>.<key>.csv``,
 its rows stacked over the runs that have it, with ``run`` and ``kind`` in front (a view's
 own column of either name, e.g. a listing's trial ``run``, becomes ``view_run``).
+
+Labels come from the runs (a manifest someone else wrote, a model named like a
+formula): every text cell goes through ``runner.core.safety.csv_cell`` so a
+spreadsheet never evaluates it, and a probe or view name becomes part of a file name
+only through ``safe_filename``, inside ``directory``.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import polars as pl
 
 from runner.analysis.leaderboard import Summary
+from runner.core.safety import confined, csv_cell, safe_filename
 
 TABLES = ("runs", "models", "leaderboard", "conditions", "contrasts", "cells", "fields", "stages")
 
@@ -26,9 +31,9 @@ def write_csv(summary: Summary, directory: Path) -> list[Path]:
               "fields": summary.fields, "stages": summary.stages}
     written = []
     for name in TABLES:
-        written.append(_write(frames[name], directory / f"{name}.csv"))
+        written.append(_write(frames[name], confined(directory, f"{name}.csv")))
     for (probe, key), frame in view_frames(summary).items():
-        written.append(_write(frame, directory / f"view.{_safe(probe)}.{_safe(key)}.csv"))
+        written.append(_write(frame, confined(directory, f"view.{safe_filename(probe)}.{safe_filename(key)}.csv")))
     return written
 
 
@@ -44,12 +49,12 @@ def view_frames(summary: Summary) -> dict[tuple[str, str], pl.DataFrame]:
     return {k: pl.concat(v, how="diagonal_relaxed") for k, v in parts.items()}
 
 
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
-
-
 def _write(frame: pl.DataFrame, path: Path) -> Path:
     lists = [c for c, t in frame.schema.items() if isinstance(t, pl.List)]
     frame = frame.with_columns([pl.col(c).cast(pl.List(pl.String)).list.join("; ") for c in lists])
+    texts = [c for c, t in frame.schema.items() if t in (pl.String, pl.Categorical) or isinstance(t, pl.Enum)]
+    frame = frame.with_columns([pl.col(c).cast(pl.String).map_elements(csv_cell, return_dtype=pl.String,
+                                                                     skip_nulls=True) for c in texts])
+    frame = frame.rename({c: str(csv_cell(c)) for c in frame.columns if csv_cell(c) != c})
     frame.write_csv(path)
     return path

@@ -11,6 +11,10 @@ Every table is drawn by ``runner.reporting.textgrid.emit``: never cut, full widt
 when piped, split into parts on a narrow terminal. Each probe's own views (``runner.core.views``:
 kappas, hop rates, field scores...) follow its detail tables, drawn generically by
 ``view_table``; a listing view is written to ``<out>/<probe>.<key>.jsonl`` instead.
+
+Every label here comes from a run directory, possibly someone else's: it is printed
+through ``_t`` (control characters escaped, rich markup inert) and becomes part of a
+file name only through ``safe_filename``, confined to the run directory.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from runner.core.formatting import fmt_usd
 from runner.core.formatting import pct as _pct
 from runner.core.formatting import pp as _pp
 from runner.core.formatting import pvalue as _p
+from runner.core.safety import confined, safe_filename, term_text
 from runner.core.views import Format, ProbeView
 from runner.probes import PROBES
 from runner.reporting.textgrid import Col, Grid, cell, emit, fit_width, say
@@ -89,7 +94,7 @@ def print_views(views: Sequence[ProbeView], out: Path, probe: str, console: Cons
     """Every view of one probe's run: tables, then notes; listings go to a JSONL file beside the run."""
     for view in views:
         if view.listing:
-            path = write_listing(view, out / f"{probe}.{view.key}.jsonl")
+            path = write_listing(view, confined(out, f"{safe_filename(probe)}.{safe_filename(view.key)}.jsonl"))
             say(console, f"{view.table.height} {view.caption}: {path}", width, "dim")
         elif view.table.height:
             emit(console, view_grid(view), width)
@@ -187,8 +192,8 @@ def leaderboard_grids(summary: Summary, probe: str, kind: str) -> list[Grid]:
     previous_run = None
     for r in rows:
         if many_runs and r["run"] != previous_run:
-            rates.add_row(Text(r["run"], style="bold"))
-            tests.add_row(Text(r["run"], style="bold"))
+            rates.add_row(Text(term_text(r["run"]), style="bold"))
+            tests.add_row(Text(term_text(r["run"]), style="bold"))
             previous_run = r["run"]
         name = ("  " if many_runs else "") + r["model"]
         sub = {c["condition"]: c for c in conds.filter((pl.col("run") == r["run"]) & (pl.col("model") == r["model"]))

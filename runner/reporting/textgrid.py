@@ -36,6 +36,8 @@ from rich.segment import Segments
 from rich.table import Table
 from rich.text import Text
 
+from runner.core.safety import term_text
+
 #: wide enough for any table a report draws; only used to measure a natural width
 UNBOUNDED = 100_000
 
@@ -73,16 +75,16 @@ class Grid:
 
     def add_row(self, *cells: str | Text, style: str | None = None) -> None:
         """A row; plain strings are taken literally (never as markup); missing cells are empty."""
-        texts = [c if isinstance(c, Text) else Text(c) for c in cells]
+        texts = [c if isinstance(c, Text) else Text(term_text(c)) for c in cells]
         texts += [Text("")] * (len(self.cols) - len(texts))
         self.rows.append((texts, style))
 
 
 def cell(value: str, interval: str | None = None, *, dim_second: bool = True) -> Text:
     """A value with an optional second line (an interval, a floor) in dim."""
-    text = Text(value)
+    text = Text(term_text(value))
     if interval is not None:
-        text.append(("\n" if value else "") + interval, style="dim" if dim_second else "")
+        text.append(("\n" if value else "") + term_text(interval), style="dim" if dim_second else "")
     return text
 
 
@@ -123,8 +125,9 @@ def _header(col: Col, cells: Sequence[Text]) -> str:
 
 
 def _table(grid: Grid, idx: Sequence[int], title: str, caption: bool = True) -> Table:
-    table = Table(title=title, title_justify="left", header_style="bold",
-                  caption=(grid.caption or None) if caption else None,
+    # titles, captions and headers hold user labels: Text, so rich reads no markup in them, controls escaped
+    table = Table(title=Text(term_text(title)), title_justify="left", header_style="bold",
+                  caption=Text(term_text(grid.caption)) if caption and grid.caption else None,
                   caption_justify="left", box=box.HEAVY_HEAD if grid.boxed else box.SIMPLE_HEAD,
                   pad_edge=grid.boxed)
     for i in idx:
@@ -132,10 +135,10 @@ def _table(grid: Grid, idx: Sequence[int], title: str, caption: bool = True) -> 
         cells = [r[0][i] for r in grid.rows]
         header = _header(col, cells)
         if col.wrap:
-            table.add_column(header, justify=col.justify, overflow="fold")
+            table.add_column(Text(term_text(header)), justify=col.justify, overflow="fold")
         else:
             width = max(_body_width(cells), cell_len(max(header.split("\n"), key=cell_len)))
-            table.add_column(header, justify=col.justify, no_wrap=True, overflow="fold", min_width=width)
+            table.add_column(Text(term_text(header)), justify=col.justify, no_wrap=True, overflow="fold", min_width=width)
     for cells, style in grid.rows:
         table.add_row(*(cells[i] for i in idx), style=style)
     return table
@@ -177,7 +180,7 @@ def _parts(console: Console, grid: Grid, width: int) -> list[list[int]] | None:
 
 def _print_stacked(console: Console, grid: Grid) -> None:
     """Each row as a block: its keys, then one ``header: value`` line per column."""
-    console.print(Text(grid.title, style="bold"))
+    console.print(Text(term_text(grid.title), style="bold"))
     for cells, _ in grid.rows:
         keys = " · ".join(c.plain for c in cells[:grid.keys] if c.plain)
         console.print(Text(keys, style="bold"))
@@ -185,7 +188,7 @@ def _print_stacked(console: Console, grid: Grid) -> None:
             if c.plain:
                 console.print(Text("  " + col.header.replace("\n", " ") + ": ") + Text(c.plain.replace("\n", " ")))
     if grid.caption:
-        console.print(Text(grid.caption))
+        console.print(Text(term_text(grid.caption)))
 
 
 def emit(console: Console, grid: Grid, width: int | None) -> None:
@@ -209,7 +212,7 @@ def emit(console: Console, grid: Grid, width: int | None) -> None:
 
 def say(console: Console, text: str | Text, width: int | None, style: str | None = None) -> None:
     """A line of prose: wrapped at a fixed width, one unbroken line otherwise (a log keeps it whole)."""
-    t = text if isinstance(text, Text) else Text(text)
+    t = text if isinstance(text, Text) else Text(term_text(text))
     if style:
         t.stylize(style)
     console.print(t, soft_wrap=width is None)

@@ -53,7 +53,7 @@ def mcp_sweep(tmp_path: Path, server: dict[str, Any] | None, runs: int = 4, name
 
 
 def cli_error(path: Path) -> str:
-    result = CliRunner().invoke(app, ["validate", str(path)])
+    result = CliRunner().invoke(app, ["validate", "--start-servers", str(path)])  # validate starts no server by default
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
     return " ".join(result.output.split())

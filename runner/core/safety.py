@@ -1,0 +1,223 @@
+"""Defences against hostile or broken input, kept in one place so every edge uses the same rules.
+
+trialgrid reads files other people wrote (sweeps, case files, catalogues, another
+harness's CSVs, an output directory with its manifest) and writes files whose names
+come from labels in them. So:
+
+- **bounds**: a user file is read only when it is a regular file no larger than
+  ``max_input_bytes()`` (``TRIALGRID_MAX_INPUT_MB``; default 16 MiB for YAML, 128 MiB for
+  JSON and JSON lines, which parse into far less memory per byte), never a device,
+  FIFO or directory, and never more than the cap plus one byte;
+- **confinement**: a label that becomes part of a file name goes through
+  ``safe_filename`` (injective: two labels never share a file), and every such write
+  goes through ``confined``, which refuses a path that resolves outside its directory;
+- **escaping**: ``csv_cell`` neutralises spreadsheet formulas (OWASP: a leading ``'``
+  before ``= + - @`` tab and CR, numbers excepted); ``term_text`` shows control
+  characters as escapes so a label cannot move the cursor, retitle or clear a terminal;
+- **safe replace**: ``replacing`` builds a new output beside the old one and swaps it
+  in only when the build succeeded, so ``--force`` with bad input destroys nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from runner.core.errors import UserError
+
+#: environment variable raising (or lowering) the size cap of every user file trialgrid reads
+MAX_INPUT_ENV = "TRIALGRID_MAX_INPUT_MB"
+DEFAULT_MAX_INPUT_MB = 16
+#: JSON (and JSON lines: BFCL's full import is a 20 MB case file) has no aliases and no line map to build
+DEFAULT_MAX_JSON_INPUT_MB = 128
+_JSON_SUFFIXES = (".json", ".jsonl")
+
+
+def max_input_bytes(path: Path | None = None) -> int:
+    """The size cap of sweeps, case files, catalogues and importer inputs, in bytes (``path`` picks JSON's)."""
+    raw = os.environ.get(MAX_INPUT_ENV, "").strip()
+    if not raw:
+        json_like = path is not None and path.suffix.lower() in _JSON_SUFFIXES
+        return (DEFAULT_MAX_JSON_INPUT_MB if json_like else DEFAULT_MAX_INPUT_MB) << 20
+    try:
+        mb = float(raw)
+    except ValueError:
+        raise UserError(f"{MAX_INPUT_ENV}={raw!r} is not a number of megabytes") from None
+    if not mb > 0:
+        raise UserError(f"{MAX_INPUT_ENV}={raw!r} must be a positive number of megabytes")
+    return int(mb * (1 << 20))
+
+
+def _kind_of(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def check_regular_file(path: Path, *, what: str, cap: bool = True) -> int:
+    """The size of ``path`` if it is a regular file (within the cap, unless ``cap`` is false: bulk data
+    an importer streams); otherwise a located ``UserError``."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise UserError(f"{what} not found", file=path,
+                        hint="check the path; relative paths are resolved against the sweep file's folder") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {what}: {exc.strerror or exc}", file=path) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise UserError(f"{what} is {_kind_of(st.st_mode)}, not a regular file", file=path,
+                        hint="name a file with the content itself")
+    limit = max_input_bytes(path)
+    if cap and st.st_size > limit:
+        raise UserError(f"{what} is {st.st_size:,} bytes, over the {limit:,}-byte input cap", file=path,
+                        hint=f"set {MAX_INPUT_ENV} to a larger number of megabytes if the file is meant to be this big")
+    return st.st_size
+
+
+def read_capped(path: Path, *, what: str) -> bytes:
+    """The bytes of a regular file within the size cap (read at most cap + 1 bytes, whatever stat said)."""
+    check_regular_file(path, what=what)
+    cap = max_input_bytes(path)
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(cap + 1)
+    except OSError as exc:
+        raise UserError(f"cannot read {what}: {exc.strerror or exc}", file=path) from None
+    if len(raw) > cap:
+        raise UserError(f"{what} grew past the {cap:,}-byte input cap while being read", file=path,
+                        hint=f"set {MAX_INPUT_ENV} to a larger number of megabytes if the file is meant to be this big")
+    return raw
+
+
+def decode_utf8(raw: bytes, path: Path, *, what: str) -> str:
+    """``raw`` as text; a binary or mis-encoded file is a located ``UserError`` (line of the first bad byte)."""
+    try:
+        return raw.decode("utf-8-sig" if raw.startswith(b"\xef\xbb\xbf") else "utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise UserError(f"{what} is not UTF-8 text (byte {exc.start} is 0x{raw[exc.start]:02x}); "
+                        "is it a binary file?", file=path, line=line) from None
+
+
+def read_user_text(path: Path, *, what: str) -> str:
+    """Read a small user text file: regular, capped, UTF-8. Raises a located ``UserError``."""
+    return decode_utf8(read_capped(path, what=what), path, what=what)
+
+
+# -- file names from labels ----------------------------------------------------------------------------------------
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}")
+_HASHED_TAIL = re.compile(r"-[0-9a-f]{8}$")
+_WINDOWS_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?", re.IGNORECASE)
+
+
+def safe_filename(label: str) -> str:
+    """A file-name component for ``label``: the label itself when it is plainly safe, else a slug and a hash.
+
+    Injective: a label kept as is never ends in ``-`` and 8 hex digits (those are hashed
+    too), and a hashed one always does, with the hash of the whole label, so ``team/model``
+    and ``team-model`` get different files. The result never contains a separator, never
+    starts with a dot and is at most 100 characters.
+    """
+    text = str(label)
+    if (_SAFE_NAME.fullmatch(text) and not _HASHED_TAIL.search(text) and ".." not in text
+            and not text.endswith(".") and not _WINDOWS_RESERVED.fullmatch(text)):
+        return text
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).replace("..", "-").strip("-.")[:80] or "x"
+    return f"{slug}-{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
+def confined(directory: Path, name: str) -> Path:
+    """``directory / name``, refused unless it resolves inside ``directory`` (symlinks followed)."""
+    root = directory.resolve()
+    target = (directory / name).resolve()
+    if target == root or root not in target.parents:
+        raise UserError(f"refusing to write {name!r}: it resolves outside {directory} (to {target})",
+                        hint="a label that names a file must not hold path separators or '..'")
+    return directory / name
+
+
+# -- escaping ------------------------------------------------------------------------------------------------------
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?%?")
+
+
+def csv_cell(value: object) -> object:
+    """A CSV cell a spreadsheet will not evaluate: text starting with = + - @ tab or CR gets a leading '."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def term_text(text: object, *, keep_newlines: bool = True) -> str:
+    """``text`` with control characters shown as escapes (``\\x1b``), so it prints as what it is.
+
+    Covers C0 and C1 controls, DEL and the bidirectional overrides that reorder what a
+    terminal shows; tabs and (unless ``keep_newlines`` is false) newlines are kept.
+    """
+    s = str(text)
+    if not keep_newlines:
+        s = s.replace("\n", "\\n")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", s)
+
+
+def one_line(text: object) -> str:
+    """``text`` on a single terminal line: controls (newlines too) escaped."""
+    return term_text(text, keep_newlines=False)
+
+
+# -- output directories ----------------------------------------------------------------------------------------------
+
+def check_output_dir(out: Path, *, what: str = "output directory") -> None:
+    """``out`` must be a directory or not exist yet (its parent then a directory we may create into)."""
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{what} exists and is not a directory", file=out,
+                        hint="choose another --out, or remove the file")
+    parent = next((p for p in [out, *out.parents] if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise UserError(f"cannot create {what}: {parent} is not a directory", file=out)
+
+
+@contextlib.contextmanager
+def replacing(target: Path) -> Iterator[Path]:
+    """Build a new ``target`` directory in a temporary sibling; swap it in only if the block succeeds.
+
+    The old ``target`` (if any) is kept until the new one is complete, then moved aside
+    and removed; a failure inside the block removes the half-built sibling and leaves
+    ``target`` as it was.
+    """
+    check_output_dir(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    build.chmod(0o777 & ~umask)  # mkdtemp makes it private; the output is an ordinary directory
+    try:
+        yield build
+    except BaseException:
+        shutil.rmtree(build, ignore_errors=True)
+        raise
+    old = None
+    if target.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+        os.replace(target, old / "previous")
+    os.replace(build, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

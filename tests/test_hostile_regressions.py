@@ -1,0 +1,401 @@
+"""Issue 13, case by case: every bad or hostile input seen is bounded, confined, escaped, one line.
+
+Each test is named after what was seen; the fuzz test (tests/test_hostile_input.py)
+covers the same ground with generated input.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+import yaml
+from typer.testing import CliRunner, Result
+
+from runner.cli.app import app
+from runner.core.safety import csv_cell, safe_filename, term_text
+from tests.conftest import CONFIGS, quickstart_dict
+
+cli = CliRunner()
+
+
+def one_line_error(result: Result, *, code: int = 2) -> str:
+    """The run ended with ``code`` and a single ``error:`` line on stderr, no traceback."""
+    assert result.exit_code == code, (result.exit_code, result.output, result.exception)
+    assert "Traceback" not in result.output
+    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), result.exception
+    lines = [line for line in result.stderr.splitlines()
+             if line.strip() and not line.startswith(("warning: ", "note: "))]
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    return lines[0]
+
+
+def write(path: Path, data: Any) -> Path:
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def quickstart(tmp_path: Path, **changes: Any) -> dict[str, Any]:
+    data = quickstart_dict()
+    data["probes"][0]["runs"] = 2
+    data.update(changes)
+    return data
+
+
+# -- unbounded input ----------------------------------------------------------------------------------------------
+
+def alias_bomb(levels: int = 9, width: int = 9) -> str:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, levels):
+        lines.append(f"a{i}: &a{i} [{', '.join(f'*a{i - 1}' for _ in range(width))}]")
+    return "\n".join(lines) + "\n"
+
+
+def test_alias_bomb_sweep_is_refused_fast(tmp_path: Path) -> None:
+    path = write(tmp_path / "bomb.yaml", "name: b\n" + alias_bomb())
+    start = time.monotonic()
+    line = one_line_error(cli.invoke(app, ["validate", str(path)]))
+    assert time.monotonic() - start < 5 and "aliases expand" in line and "bomb.yaml" in line
+
+
+def test_alias_bomb_under_params_is_refused(tmp_path: Path) -> None:
+    bomb = alias_bomb().replace("\n", "\n    ")
+    text = ("name: b\nmodels:\n  - name: m\n    provider: sim\n    model: typical\n    params:\n    " + bomb
+            + "\nprobes:\n  - kind: misselection\n")
+    line = one_line_error(cli.invoke(app, ["validate", str(write(tmp_path / "p.yaml", text))]))
+    assert "aliases expand" in line
+
+
+def test_dev_zero_is_not_read() -> None:
+    line = one_line_error(cli.invoke(app, ["validate", "/dev/zero"]))
+    assert "device" in line
+
+
+def test_oversized_sweep_names_the_cap_and_the_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRIALGRID_MAX_INPUT_MB", "0.001")
+    line = one_line_error(cli.invoke(app, ["validate", str(write(tmp_path / "s.yaml", "name: x\n" + "#" * 2000))]))
+    assert "input cap" in line and "TRIALGRID_MAX_INPUT_MB" in line
+
+
+def test_deep_nesting_is_refused_not_a_crash(tmp_path: Path) -> None:
+    line = one_line_error(cli.invoke(app, ["validate", str(write(tmp_path / "d.yaml", "[" * 200_000))]))
+    assert "nests deeper" in line
+
+
+# -- path escape on write -----------------------------------------------------------------------------------------
+
+def phantom_sweep(tmp_path: Path, probe_name: str, model: str = "sim-typical") -> Path:
+    return write(tmp_path / "ph.yaml", {
+        "name": "ph", "seed": 1,
+        "models": [{"name": model, "provider": "sim", "model": "typical"},
+                   {"name": "auditor-balanced", "provider": "sim", "model": "auditor-balanced"}],
+        "probes": [{"kind": "phantom", "name": probe_name, "traces": str(CONFIGS / "phantom" / "traces.yaml"),
+                    "runs": 1}]})
+
+
+@pytest.mark.parametrize("probe_name", ["../../../x", "/tmp/trialgrid-abs/x", "nosuchdir/x"])
+def test_probe_name_never_writes_outside_the_output(tmp_path: Path, probe_name: str) -> None:
+    work = tmp_path / "a" / "b" / "c"
+    work.mkdir(parents=True)
+    out = work / "out"
+    result = cli.invoke(app, ["run", str(phantom_sweep(work, probe_name)), "--out", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    report = cli.invoke(app, ["report", str(out), "--csv", str(work / "csv")])
+    assert report.exit_code == 0, report.output
+    outside = [p for p in tmp_path.rglob("*") if p.is_file() and out not in p.parents and work / "csv" not in p.parents
+               and p.parent != work]
+    assert outside == [] and not Path("/tmp/trialgrid-abs").exists()
+    assert len(list(out.glob("*.disagreements.jsonl"))) == 1
+    assert all("/" not in p.name for p in (work / "csv").iterdir())
+
+
+# -- spreadsheet and terminal injection ---------------------------------------------------------------------------
+
+FORMULA = '=HYPERLINK("http://example.invalid/"&A1,"click")'
+
+
+def test_formula_model_names_are_neutralised_in_every_csv(tmp_path: Path) -> None:
+    data = quickstart(tmp_path)
+    data["models"][0]["name"] = FORMULA
+    out = tmp_path / "out"
+    assert cli.invoke(app, ["run", str(write(tmp_path / "s.yaml", data)), "--out", str(out), "-q"]).exit_code == 0
+    assert cli.invoke(app, ["report", str(out), "-q", "--csv", str(tmp_path / "csv")]).exit_code == 0
+    for name in ("models.csv", "leaderboard.csv", "cells.csv"):
+        frame = pl.read_csv(tmp_path / "csv" / name, infer_schema_length=0)
+        cells = [v for col in frame.columns for v in frame[col].drop_nulls().to_list()]
+        assert "'" + FORMULA in cells, name
+        assert not any(v.startswith(("=", "+", "@")) for v in cells), name
+
+
+@pytest.mark.parametrize(("value", "shown"), [("=1+1", "'=1+1"), ("+cmd", "'+cmd"), ("-2+3", "'-2+3"),
+                                              ("@SUM(A1)", "'@SUM(A1)"), ("\tx", "'\tx"), ("\rx", "'\rx"),
+                                              ("-1.5", "-1.5"), ("+3e4", "+3e4"), ("plain", "plain"), (3, 3)])
+def test_csv_cell(value: object, shown: object) -> None:
+    assert csv_cell(value) == shown
+
+
+def test_terminal_controls_in_a_model_name_are_shown_escaped(tmp_path: Path) -> None:
+    data = quickstart(tmp_path)
+    data["models"][0]["name"] = "evil[bold]x[/]"  # markup must stay text, and not crash rich
+    out = tmp_path / "out"
+    assert cli.invoke(app, ["run", str(write(tmp_path / "s.yaml", data)), "--out", str(out), "-q"]).exit_code == 0
+    report = cli.invoke(app, ["report", str(out)])
+    assert report.exit_code == 0 and "evil[bold]x[/]" in report.output
+    # a manifest someone else wrote can hold any label: controls must never reach the terminal raw
+    manifest = json.loads((out / "manifest.json").read_text())
+    text = json.dumps(manifest).replace("sim-typical", "\\u001b]0;TITLE\\u0007\\u001b[2J")
+    (out / "manifest.json").write_text(text)
+    assert "\x1b" not in term_text("\x1b]0;TITLE\x07\x1b[2J") and "\\x1b" in term_text("\x1b")
+    report = cli.invoke(app, ["report", str(out)])
+    assert "\x1b]0;" not in report.output and "\x07" not in report.output
+
+
+def test_a_control_character_in_a_label_is_refused_at_validation(tmp_path: Path) -> None:
+    data = quickstart(tmp_path)
+    data["models"][0]["name"] = "x\x1b[2Jy"
+    line = one_line_error(cli.invoke(app, ["validate", str(write(tmp_path / "s.yaml", data))]))
+    assert "control character" in line and "\x1b" not in line
+
+
+# -- data loss ----------------------------------------------------------------------------------------------------
+
+def trials_csv(path: Path, rows: int = 12) -> Path:
+    pl.DataFrame({"case": [f"c{i % 4}" for i in range(rows)], "cond": ["a", "b"] * (rows // 2),
+                  "hit": [i % 2 for i in range(rows)]}).write_csv(path)
+    return path
+
+
+TRIALS_ARGS = ["--model-name", "m", "--cluster", "case", "--condition", "cond", "--outcome", "hit"]
+
+
+def test_import_trials_force_with_bad_input_keeps_the_existing_run(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    good = cli.invoke(app, ["import", "trials", str(trials_csv(tmp_path / "t.csv")), "--out", str(out), *TRIALS_ARGS])
+    assert good.exit_code == 0, good.output
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    bad = tmp_path / "bad.csv"
+    bad.write_text("case,cond,hit\nc1,a,maybe\n")
+    one_line_error(cli.invoke(app, ["import", "trials", str(bad), "--out", str(out), "--force", *TRIALS_ARGS]))
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".run.")] == []  # no half-built sibling left
+    again = cli.invoke(app, ["import", "trials", str(trials_csv(tmp_path / "t2.csv", 20)), "--out", str(out),
+                             "--force", *TRIALS_ARGS])
+    assert again.exit_code == 0 and "20 trials" in again.output
+    assert cli.invoke(app, ["report", str(out), "-q"]).exit_code == 0
+
+
+def test_import_agentprop_force_with_bad_input_keeps_the_existing_run(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "manifest.json").write_text("{}")
+    (out / "trials").mkdir()
+    (out / "trials" / "part.arrow").write_bytes(b"precious")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "p2_all_rejudged.csv").write_text("nothing,useful\n1,2\n")
+    one_line_error(cli.invoke(app, ["import", "agentprop", str(src), "--out", str(out), "--force"]))
+    assert (out / "trials" / "part.arrow").read_bytes() == b"precious"
+
+
+# -- one line where a traceback was ----------------------------------------------------------------------------------
+
+def test_run_out_at_an_existing_file(tmp_path: Path) -> None:
+    target = tmp_path / "file"
+    target.write_text("x")
+    line = one_line_error(cli.invoke(app, ["run", str(write(tmp_path / "s.yaml", quickstart(tmp_path))),
+                                           "--out", str(target), "-q"]))
+    assert "not a directory" in line
+
+
+def test_run_out_under_proc(tmp_path: Path) -> None:
+    one_line_error(cli.invoke(app, ["run", str(write(tmp_path / "s.yaml", quickstart(tmp_path))),
+                                    "--out", "/proc/trialgrid-out", "-q"]))
+
+
+def test_import_trials_out_at_an_existing_file(tmp_path: Path) -> None:
+    target = tmp_path / "file"
+    target.write_text("x")
+    line = one_line_error(cli.invoke(app, ["import", "trials", str(trials_csv(tmp_path / "t.csv")), "--out",
+                                           str(target), *TRIALS_ARGS]))
+    assert "not a directory" in line and target.read_text() == "x"
+
+
+def test_bfcl_entry_whose_question_is_not_a_list(tmp_path: Path) -> None:
+    path = tmp_path / "BFCL_v4_irrelevance.json"
+    path.write_text(json.dumps({"id": "irrelevance_0", "question": "what?", "function": []}) + "\n")
+    line = one_line_error(cli.invoke(app, ["import", "bfcl", str(path), "--out", str(tmp_path / "o")]))
+    assert "question" in line and ":1" in line
+
+
+@pytest.mark.parametrize("which", ["stimuli", "tools"])
+def test_ungrounded_binary_input(tmp_path: Path, which: str) -> None:
+    stimuli = tmp_path / "stimuli.json"
+    stimuli.write_text(json.dumps([{"ungroundable": "a", "groundable_known": "b", "expected_tool": "t"}]))
+    tools = tmp_path / "tools.json"
+    tools.write_text("[]")
+    (stimuli if which == "stimuli" else tools).write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00")
+    line = one_line_error(cli.invoke(app, ["import", "ungrounded", str(stimuli), "--tools", str(tools),
+                                           "--out", str(tmp_path / "o")]))
+    assert "UTF-8" in line
+
+
+def test_enospc_is_one_line(tmp_path: Path, quickstart_out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import runner.reporting.summary_csv as summary_csv
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "csv" / "runs.csv"))
+
+    monkeypatch.setattr(summary_csv, "write_csv", full)
+    line = one_line_error(cli.invoke(app, ["report", str(quickstart_out), "-q", "--csv", str(tmp_path / "csv")]))
+    assert "no space left" in line and "runs.csv" in line
+
+
+def test_sigint_during_start_up_is_a_clean_exit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import runner.config.sweep as sweep_module
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep_module, "load_sweep", interrupted)
+    result = cli.invoke(app, ["validate", str(write(tmp_path / "s.yaml", quickstart(tmp_path)))])
+    assert result.exit_code == 130 and "Traceback" not in result.output and "interrupted" in result.stderr
+
+
+def test_a_finished_part_that_does_not_read(tmp_path: Path, quickstart_out: Path) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(quickstart_out, out)
+    part = next((out / "trials").glob("*.arrow"))
+    part.write_bytes(part.read_bytes()[:200])
+    line = one_line_error(cli.invoke(app, ["report", str(out), "-q"]))
+    assert "does not read" in line or "manifest" in line
+
+
+# -- surprises ----------------------------------------------------------------------------------------------------
+
+def test_json_catalogue_with_an_escaped_emoji(tmp_path: Path) -> None:
+    tools = json.loads((CONFIGS / "misselection" / "tools.json").read_text())
+    tools[0]["function"]["description"] += " 😀"
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps(tools))  # ensure_ascii: the emoji is an escaped surrogate pair
+    assert "\\ud83d" in path.read_text()
+    data = quickstart(tmp_path)
+    data["probes"][0]["catalogue"] = str(path)
+    result = cli.invoke(app, ["validate", str(write(tmp_path / "s.yaml", data))])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(("text", "needle"), [("seed: 010", "octal"), ("seed: true", "boolean"),
+                                              ("seed: yes", "boolean"), ("seed: 1:30", "base-60")])
+def test_yaml_1_1_numbers_are_refused(tmp_path: Path, text: str, needle: str) -> None:
+    body = yaml.safe_dump({k: v for k, v in quickstart(tmp_path).items() if k != "seed"}, sort_keys=False)
+    line = one_line_error(cli.invoke(app, ["validate", str(write(tmp_path / "s.yaml", text + "\n" + body))]))
+    assert needle in line and "s.yaml:1" in line
+
+
+def test_a_duplicate_key_names_both_lines(tmp_path: Path) -> None:
+    data = quickstart(tmp_path)
+    body = yaml.safe_dump(data, sort_keys=False).replace("  runs: 2\n", "  runs: 2\n  runs: 50\n")
+    line = one_line_error(cli.invoke(app, ["validate", str(write(tmp_path / "s.yaml", body))]))
+    assert "duplicate key 'runs'" in line
+    first = body.splitlines().index("  runs: 2") + 1
+    assert f"first on line {first}, again on line {first + 1}" in line
+
+
+def quickstart_misselection_run(tmp_path: Path, names: list[str]) -> Path:
+    data = quickstart(tmp_path)
+    data["models"] = [{"name": n, "provider": "sim", "model": "typical"} for n in names]
+    out = tmp_path / "out"
+    assert cli.invoke(app, ["run", str(write(tmp_path / "s.yaml", data)), "--out", str(out), "-q"]).exit_code == 0
+    return out
+
+
+def test_badges_of_team_slash_model_and_team_dash_model_are_two_files(tmp_path: Path) -> None:
+    out = quickstart_misselection_run(tmp_path, ["team/model", "team-model", "../up"])
+    result = cli.invoke(app, ["report", str(out), "-q", "--badge", str(tmp_path / "badges")])
+    assert result.exit_code == 0 and "wrote 3 badge(s)" in result.stderr
+    assert len(list((tmp_path / "badges").glob("*.svg"))) == 3
+    assert not (tmp_path / "up.svg").exists()
+
+
+def mcp_sweep(tmp_path: Path, marker: Path) -> Path:
+    data = quickstart(tmp_path)
+    probe = data["probes"][0]
+    del probe["catalogue"]
+    probe["mcp_server"] = {"command": "sh", "args": ["-c", f"touch {marker}"], "timeout_s": 2}
+    return write(tmp_path / "s.yaml", data)
+
+
+def test_validate_does_not_start_the_server_a_sweep_names(tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    sweep = mcp_sweep(tmp_path, marker)
+    result = cli.invoke(app, ["validate", str(sweep)])
+    assert result.exit_code == 0 and not marker.exists()
+    assert "not started" in result.stderr and "--start-servers" in result.stderr
+    started = cli.invoke(app, ["validate", str(sweep), "--start-servers"])
+    assert marker.exists() and started.exit_code == 2  # `touch` is no MCP server: a located error
+    assert "starting the MCP server" in started.stderr
+
+
+def test_run_prints_the_server_command_it_starts(tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    result = cli.invoke(app, ["run", str(mcp_sweep(tmp_path, marker)), "--out", str(tmp_path / "o"), "-q"])
+    assert "starting the MCP server" in result.stderr and "touch" in result.stderr
+
+
+@pytest.mark.parametrize(("path", "kind"), [("/dev/null", "device"), ("fifo", "FIFO")])
+def test_device_and_fifo_case_paths_say_what_they_are(tmp_path: Path, path: str, kind: str) -> None:
+    if path == "fifo":
+        path = str(tmp_path / "fifo")
+        os.mkfifo(path)
+    data = quickstart(tmp_path)
+    data["probes"][0]["cases"] = path
+    line = one_line_error(cli.invoke(app, ["validate", str(write(tmp_path / "s.yaml", data))]))
+    assert kind in line and "not found" not in line
+
+
+def test_a_contrast_naming_a_missing_condition_is_an_error(tmp_path: Path) -> None:
+    line = one_line_error(cli.invoke(app, ["import", "trials", str(trials_csv(tmp_path / "t.csv")), "--out",
+                                           str(tmp_path / "o"), *TRIALS_ARGS, "--contrast", "x:hit:a:nosuch"]))
+    assert "'nosuch'" in line
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:/v1", "http://127.0.0.1:0/v1", "http://127.0.0.1:99999/v1",
+                                 "http://:8000/v1"])
+def test_base_url_with_an_empty_or_invalid_port(tmp_path: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    data = quickstart(tmp_path)
+    data["models"] = [{"name": "m", "provider": "openai", "model": "gpt-x", "base_url": url}]
+    line = one_line_error(cli.invoke(app, ["validate", str(write(tmp_path / "s.yaml", data))]))
+    assert "base_url" in line and "Value error" not in line
+
+
+def test_validate_lists_every_problem_and_a_misspelt_required_key(tmp_path: Path) -> None:
+    data = quickstart(tmp_path)
+    data["modles"] = data.pop("models")
+    data["probes"][0]["runs"] = 0
+    data["seed"] = -1
+    result = cli.invoke(app, ["validate", str(write(tmp_path / "s.yaml", data))])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) >= 4 and all(line.startswith("error: ") and "s.yaml:" in line for line in lines)
+    text = "\n".join(lines)
+    assert "did you mean 'models'" in text and "a misspelling of it" in text
+    assert "probes[0].runs" in text and "seed" in text
+    run = cli.invoke(app, ["run", str(tmp_path / "s.yaml"), "-q"])  # run: the first, and how many more
+    assert "more problems" in one_line_error(run)
+
+
+def test_safe_filename_is_injective_and_plain() -> None:
+    labels = ["team/model", "team-model", "team_model", "..", ".", "", "a" * 300, "CON", "x-0123abcd", "/etc/passwd",
+              "model", "Model", "é", "a\x00b"]
+    names = [safe_filename(x) for x in labels]
+    assert len(set(names)) == len(labels)
+    assert safe_filename("team-model") == "team-model" and safe_filename("sim-typical") == "sim-typical"
+    assert all("/" not in n and "\x00" not in n and not n.startswith(".") and len(n) <= 100 for n in names)
