@@ -23,10 +23,15 @@ CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
 #: sha256 of the sorted outcome columns, per bundled sweep (computed before the structural move)
 DIGESTS = {
-    "quickstart": "acf37d39466bbf0b10189f1278d6c803d521a2280491be7c5d3083add00611b6",
+    # issue 19: + empty_reply / unparsable_call / unknown_tool / calls_from_text; with them dropped the digest is
+    # the earlier acf37d39…611b6: no existing count changed (the sim never sends an empty reply, and every one of
+    # its questions still asks under the shared rule of runner/probes/replies.py); 50 garbled calls now counted
+    "quickstart": "97337ca18bdc17af5bd212a1756a4d0db7ef22a296fddb48a3e5a9e4506a10ab",
     # issue 14: + the bfcl_passed / bfcl_category / bfcl_error columns, all null here (no BFCL case);
     # with them dropped the digest is the earlier c1f85eef…ab409, so no existing outcome changed
-    "negatives": "3541df0f8ced06bc6519bbef54155dbe8384ce85359b0aa931575c491eafc316",
+    # issue 19: + empty_reply / calls_from_text (all false here); with them dropped the digest is the earlier
+    # 3541df0f…c316: no action, asked or passed count changed under the new asking rule
+    "negatives": "55602fa0c8369a45d21e27071abc70895a2d137b703175a64825141fed9a2201",
     "phantom": "351615f3b15984330928cb88b357d7d9dd1415ac3a1ddabbb015511d7b0c1130",
     "propagation": "fca510d4cdd9f8add0e464f874b79e65c58b91cbeeb6a94e985ab7876ac5b64a",
 }

@@ -23,6 +23,7 @@ import polars as pl
 
 import stats
 from runner.analysis.cells import ProbeAnalysis, analyze, scan_trials
+from runner.analysis.replies import replies_view
 from runner.config.cost import ModelPrice, prices_from, usage_by_model
 from runner.core.errors import UserError
 from runner.core.manifest import Manifest, read_manifest
@@ -245,8 +246,8 @@ def summarize(outs: Sequence[Path]) -> Summary:
         prices = prices_from(manifest.sweep.prices)
         probes = analyze(out)
         seed = manifest.seed % (2**32)
-        views = {a.probe: tuple(PROBES[a.kind].views(out, a.probe, trials, seed=seed)) if a.kind in PROBES else ()
-                 for a in probes}
+        views = {a.probe: (tuple(PROBES[a.kind].views(out, a.probe, trials, seed=seed)) if a.kind in PROBES else ())
+                 + tuple(replies_view(trials, a.probe)) for a in probes}
         runs.append(RunAnalysis(out, label, manifest, trials, probes, prices, views))
         remedies = _remedies_by_model(manifest)
         usage = usage_by_model(trials, prices)

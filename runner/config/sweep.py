@@ -31,6 +31,7 @@ from runner.probes import PROBES, Probe, ProbeConfig
 from runner.providers import CONFIGURED, check_model
 from runner.providers.callable_provider import load_function
 from runner.providers.settings import CREDENTIAL_HEADER, DEFAULT_KEY_ENV, Connection, Limits, RetryPolicy
+from runner.providers.textcalls import ToolCallParser
 
 register_union_tags(PROBES)
 if TYPE_CHECKING:  # to a type checker an entry is its base class; pydantic validates the union of the registered probes
@@ -60,6 +61,9 @@ class ModelConfig(BaseModel):
     timeout_s: float = Field(default=60.0, gt=0, description="per-request timeout")
     limits: Limits = Field(default_factory=Limits, description="per provider key: max_concurrent, rpm, tpm")
     retry: RetryPolicy = Field(default_factory=RetryPolicy, description="max_attempts, backoff_base_s, backoff_max_s")
+    tool_call_parser: ToolCallParser | None = Field(
+        default=None, description="read tool calls the model writes in its text: json, hermes or functions-prefix "
+                                  "(off: only native tool calls count; see docs/local-models.md)")
 
     @property
     def model_id(self) -> str:
@@ -258,7 +262,7 @@ def _sweep_identity(sweep: Sweep, probes: list[Probe]) -> str:
         m.pop("mode", None)  # how the requests travel, not what they ask: batch and live share trial ids
         for key in ("api_key_env", "timeout_s", "limits", "retry"):  # which account and how fast, not what
             m.pop(key, None)
-        for key in ("base_url", "headers", "function"):  # unset: leave the identity of older sweeps as it was
+        for key in ("base_url", "headers", "function", "tool_call_parser"):  # unset: leave the identity of older sweeps as it was
             if not m.get(key):
                 m.pop(key, None)
     for p in what["probes"]:

@@ -52,7 +52,9 @@ def parse_tool_arguments(raw: str) -> tuple[Mapping[str, Any] | None, str | None
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
-        return None, f"{exc.msg} at column {exc.colno}"
+        # json's own message may end in "at" ("Invalid control character at"): say it once
+        msg = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg
+        return None, f"{msg} at line {exc.lineno} column {exc.colno}" if exc.lineno > 1 else f"{msg} at column {exc.colno}"
     except ValueError as exc:
         return None, str(exc)
     if not isinstance(value, dict):
@@ -103,6 +105,8 @@ class ChatResponse:
     parameter changes applied to the request that got it (``Remedy.describe()``), so
     a row measured with a changed parameter says so. ``cached`` marks an answer the
     response cache served (``attempts`` is then 0: no request was sent).
+    ``calls_from_text`` counts the ``tool_calls`` read from the reply's text by a
+    model's opt-in ``tool_call_parser`` rather than sent as native tool calls.
     """
 
     text: str = ""
@@ -113,6 +117,7 @@ class ChatResponse:
     attempts: int = 1
     remedies: tuple[str, ...] = ()
     cached: bool = False
+    calls_from_text: int = 0
 
 
 @dataclass(frozen=True, slots=True)

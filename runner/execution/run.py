@@ -163,7 +163,7 @@ def build_trial_runner(loaded: LoadedSweep, *, strict_params: bool = False,
                                      max_connections=max(m.concurrency, m.limits.max_concurrent or 0))
         except (KeyError, ValueError) as exc:  # the key's variable vanished, or the callable broke, since loading
             raise UserError(str(exc).strip("'\""), file=loaded.path, key_path=("models", i)) from None
-        bindings[m.name] = ModelBinding(m.name, m.provider, provider, m.model_id, dict(m.params))
+        bindings[m.name] = ModelBinding(m.name, m.provider, provider, m.model_id, dict(m.params), m.tool_call_parser)
     return TrialRunner({p.name: p for p in loaded.probes}, bindings, sweep.engine.timeout_s), pool.all
 
 

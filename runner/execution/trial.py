@@ -30,6 +30,7 @@ class ModelBinding:
     provider: Provider
     model_id: str
     params: Mapping[str, Any]
+    tool_call_parser: str | None = None  # read tool calls written in the reply's text (opt-in)
 
 
 class TrialRunner:
@@ -46,7 +47,7 @@ class TrialRunner:
 
     async def __call__(self, spec: TrialSpec) -> dict[str, Any]:
         binding = self._models[spec.model]
-        agent = Agent(binding.provider, binding.model_id, binding.params, spec.seed)
+        agent = Agent(binding.provider, binding.model_id, binding.params, spec.seed, binding.tool_call_parser)
         row: dict[str, Any] = {
             "sweep_id": spec.sweep_id, "trial_id": spec.trial_id, "model": spec.model,
             "provider": binding.provider_name, "model_id": binding.model_id, "probe": spec.probe,

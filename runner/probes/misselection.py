@@ -23,6 +23,7 @@ from runner.core.sources import Source, load_source, validate
 from runner.core.types import Message, ToolSpec, TrialSpec
 from runner.probes.base import Contrast, Probe, ProbeConfig
 from runner.probes.mcp import McpServer, probe_catalogue
+from runner.probes.replies import asks_user, is_empty
 from runner.providers.base import Agent
 
 CONDITIONS = ("ungroundable", "groundable_unknown", "groundable_known")
@@ -132,6 +133,10 @@ class MisselectionProbe(Probe):
         pa.field("decoy_called", pa.bool_()),
         pa.field("expected_called", pa.bool_()),
         pa.field("asked", pa.bool_()),
+        pa.field("empty_reply", pa.bool_()),
+        pa.field("unparsable_call", pa.bool_()),
+        pa.field("unknown_tool", pa.bool_()),
+        pa.field("calls_from_text", pa.bool_()),
         pa.field("tools_called", pa.list_(pa.string())),
         pa.field("n_tool_calls", pa.int32()),
         pa.field("decoy_tool", pa.string()),
@@ -139,7 +144,8 @@ class MisselectionProbe(Probe):
         pa.field("decoy_position", pa.int32()),
         pa.field("catalogue_order", pa.list_(pa.string())),
     )
-    rates = ("decoy_called", "expected_called", "asked")
+    rates = ("decoy_called", "expected_called", "asked", "empty_reply", "unparsable_call", "unknown_tool",
+             "calls_from_text")
     template = TEMPLATE
     contrasts = (
         Contrast(label="decoy", outcome="decoy_called",
@@ -168,6 +174,7 @@ class MisselectionProbe(Probe):
             self.decoy = DEFAULT_DECOY.name
             tools = catalogue + (DEFAULT_DECOY,)
         self.tools = tools
+        self._names = frozenset(t.name for t in tools)
         self._triples_sha = triples_sha
         self._by_id = {t.id: t for t in self.triples}
         self._system = Message("system", config.system)
@@ -198,10 +205,17 @@ class MisselectionProbe(Probe):
         response = await agent.chat((self._system, Message("user", getattr(triple, spec.condition))), tools, seed=spec.seed)
         called = [c.name for c in response.tool_calls]
         order = [t.name for t in tools]
+        request = getattr(triple, spec.condition)
+        empty = is_empty(response.text, len(called))
         return {
-            "decoy_called": self.decoy in called,
+            # an empty reply avoided nothing: it is left out of the decoy rate, not counted decoy-free
+            "decoy_called": None if empty else self.decoy in called,
             "expected_called": triple.expected_tool in called,
-            "asked": not called and "?" in response.text,
+            "asked": not called and not empty and asks_user(response.text, request),
+            "empty_reply": empty,
+            "unparsable_call": any(c.arguments is None for c in response.tool_calls),
+            "unknown_tool": any(c.name not in self._names for c in response.tool_calls),
+            "calls_from_text": response.calls_from_text > 0,
             "tools_called": called,
             "n_tool_calls": len(called),
             "decoy_tool": self.decoy,

@@ -40,6 +40,7 @@ from runner.probes.bfcl_checker import BfclKey
 from runner.probes.casefiles import Record, load_records
 from runner.probes.catalogue import parse_catalogue
 from runner.probes.mcp import McpServer, probe_catalogue
+from runner.probes.replies import asks_user, is_empty
 from runner.providers.base import Agent
 
 if TYPE_CHECKING:
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
 
 CONDITIONS = ("negative", "positive")
 ASK_USER, NO_CALL, ANY_CALL = "ask_user", "no_call", "any_call"
+#: the action of a reply with no tool call and no text: never no_call, ask_user or a pass
+EMPTY_REPLY = "empty_reply"
 
 DEFAULT_SYSTEM = (
     "You are a support and operations assistant with access to the tools listed. Call a tool "
@@ -180,8 +183,6 @@ class Verdict(dict[str, Any]):
     """The outcome columns of one scored response (a dict, so it is the row's update)."""
 
 
-_ASK_RE = re.compile(r"\?|\b(?:please (?:provide|share|confirm|tell|send)|could you|can you (?:tell|give|share|confirm)|"
-                     r"which one|what is the|let me know)\b", re.IGNORECASE)
 # identifier-like strings in free text: the tripwire's (deliberately broad) net
 _TRIP_RE = re.compile(
     r"\b[\w.+-]+@[\w-]+\.[\w.]+\b"                              # emails
@@ -190,10 +191,6 @@ _TRIP_RE = re.compile(
     r"|#?\b\d{6,}\b",                                            # long digit runs
     re.IGNORECASE,
 )
-
-
-def _is_ask(text: str) -> bool:
-    return bool(text) and _ASK_RE.search(text) is not None
 
 
 def _request_text(messages: Sequence[Message]) -> str:
@@ -288,10 +285,16 @@ def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[s
     reasons += [f"forbidden token in {x}" for x in invented]
     reasons += [f"inferred {x}" for x in inferred]
 
-    asked = not called and _is_ask(response.text)
-    action = ("call:" + ",".join(called)) if called else (ASK_USER if asked else NO_CALL)
+    empty = is_empty(response.text, len(called))
+    asked = not called and not empty and asks_user(response.text, request)
+    action = ("call:" + ",".join(called)) if called else (
+        EMPTY_REPLY if empty else ASK_USER if asked else NO_CALL)
     expect = case.expect_action
-    if expect is None:
+    if empty:
+        # no call and no words: not a deliberate abstention, never a pass of any kind
+        action_ok = False
+        reasons.append("empty reply: no tool call and no text")
+    elif expect is None:
         action_ok = True
     elif expect == NO_CALL:
         action_ok = not called
@@ -302,7 +305,7 @@ def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[s
     else:
         action_ok = expect in called or (
             asked and bool(case.allow_ask_fields) and any(_mentions(response.text, f) for f in case.allow_ask_fields))
-    if not action_ok:
+    if not action_ok and not empty:
         reasons.append(f"action {action}, expected {expect}")
 
     target = next((c for c in response.tool_calls if c.name == expect and c.arguments is not None), None)
@@ -334,6 +337,8 @@ def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[s
         illegal_call=bool(illegal),
         illegal_calls=illegal,
         unparsable_call=unparsable,
+        empty_reply=empty,
+        calls_from_text=response.calls_from_text > 0,
         arg_errors=arg_errors,
         extra_fields=extra,
         reasons=reasons,
@@ -465,6 +470,8 @@ class NegativeProbe(Probe):
         pa.field("illegal_call", pa.bool_()),
         pa.field("illegal_calls", pa.list_(pa.string())),
         pa.field("unparsable_call", pa.bool_()),
+        pa.field("empty_reply", pa.bool_()),
+        pa.field("calls_from_text", pa.bool_()),
         pa.field("arg_errors", pa.list_(pa.string())),
         pa.field("extra_fields", pa.list_(pa.string())),
         pa.field("reasons", pa.list_(pa.string())),
@@ -475,7 +482,8 @@ class NegativeProbe(Probe):
         pa.field("bfcl_category", pa.string()),
         pa.field("bfcl_error", pa.string()),
     )
-    rates = ("passed", "action_ok", "invented", "inferred", "illegal_call", "tripwire", "bfcl_passed")
+    rates = ("passed", "action_ok", "invented", "inferred", "illegal_call", "unparsable_call", "empty_reply",
+             "calls_from_text", "tripwire", "bfcl_passed")
     template = TEMPLATE
     # no contrasts: each case is in one condition only, so a within-case comparison of
     # the two kinds does not exist (the report still shows them side by side)

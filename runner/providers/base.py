@@ -10,10 +10,14 @@ columns of the result row without knowing what the probe did.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
 
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolSpec
+from runner.providers import inflight
 from runner.providers.errors import ProviderError
+from runner.providers.inflight import SendLog
+from runner.providers.textcalls import parse_text_calls
 from runner.providers.toolchoice import split_tool_choice
 
 
@@ -43,13 +47,16 @@ class Agent:
         "output_tokens",
         "params",
         "remedies",
+        "tool_call_parser",
         "tool_choice",
         "trial_seed",
     )
 
     def __init__(self, provider: Provider, model: str, params: Mapping[str, Any],
-                 trial_seed: int | None = None) -> None:
+                 trial_seed: int | None = None, tool_call_parser: str | None = None) -> None:
         self._provider = provider
+        #: read tool calls written in the reply's text (``runner.providers.textcalls``); None: native calls only
+        self.tool_call_parser = tool_call_parser
         self.trial_seed = trial_seed
         self.model = model
         # a tool_choice in the model's params is the default choice of every request with tools
@@ -78,13 +85,27 @@ class Agent:
         request = ChatRequest(self.model, tuple(messages), tuple(tools), self.params, seed, tool_choice,
                               self.trial_seed)
         self.calls += 1
+        log = SendLog()
+        token = inflight.CURRENT.set(log)
         try:
             response = await self._provider.complete(request)
         except ProviderError as exc:
-            self.attempts += exc.attempts
+            self.attempts += max(exc.attempts, log.sent)
+            self.latency_s += log.elapsed_s()
             if exc.remedies:
                 self._note(exc.remedies)
             raise
+        except BaseException:
+            # cancelled by the trial's deadline (or any other abort): count what was sent all the same
+            self.attempts += log.sent
+            self.latency_s += log.elapsed_s()
+            raise
+        finally:
+            inflight.CURRENT.reset(token)
+        if self.tool_call_parser is not None and not response.tool_calls and response.text:
+            found = parse_text_calls(self.tool_call_parser, response.text)
+            if found:
+                response = replace(response, tool_calls=found, calls_from_text=len(found))
         self.attempts += response.attempts
         if response.cached:
             self.cache_hits += 1

@@ -8,7 +8,9 @@ keeps the message and the parameter name.
 Kinds (see ``errors.ErrorKind``): 429 is rate-limited (unless the body says the
 quota is exhausted, which waiting does not fix); 408, 409 and 5xx (including
 Anthropic's 529 "overloaded") are transient; a 400/422 whose body names a parameter
-is a rejected parameter, with the remedy parsed from the message when it says one;
+is a rejected parameter, with the remedy parsed from the message when it says one —
+unless it says the input is over the model's context (``context_length_exceeded``,
+even with ``"param": "messages"``): that is ``context_length``, fatal for the trial;
 every other 4xx (auth, not found, ...) is fatal.
 """
 
@@ -192,6 +194,17 @@ def parse_remedy(message: str, param_hint: str | None = None) -> Remedy | None:
 # ---------------------------------------------------------------- status → kind
 
 
+#: what servers say when the input is over the context window: OpenAI's code, llama.cpp's, vLLM's and Ollama's words
+_CONTEXT_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error", "string_above_max_length"})
+_CONTEXT_RE = re.compile(r"context[_ ]length|context window|maximum context|exceeds? (?:the )?(?:available )?context"
+                         r"|n_ctx|too many tokens|prompt is too long|input is too long", re.IGNORECASE)
+
+
+def is_context_overflow(message: str, code: str | None) -> bool:
+    """The error says the input does not fit the model's context (a size problem, not a bad parameter)."""
+    return (code or "") in _CONTEXT_CODES or _CONTEXT_RE.search(message or "") is not None
+
+
 def classify_http(
     status: int,
     headers: Mapping[str, str],
@@ -210,6 +223,9 @@ def classify_http(
         return ProviderError(ErrorKind.RATE_LIMITED, text, retry_after_s=wait, status_code=status)
     if status in (408, 409) or status >= 500:
         return ProviderError(ErrorKind.TRANSIENT, text, retry_after_s=wait, status_code=status)
+    if status in (400, 413, 422) and is_context_overflow(message, code):
+        return ProviderError(ErrorKind.CONTEXT_LENGTH, text + " (the request is longer than the model's context: "
+                             "shorten the case or raise the server's context size)", status_code=status, param=param)
     if status in (400, 422):
         named = _param_named(message, param)
         if named is not None:

@@ -22,6 +22,7 @@ class ErrorKind(str, Enum):
     TIMEOUT = "timeout"                # the trial exceeded its own deadline (engine)
     INTERNAL = "internal"              # a bug or unexpected exception in trialgrid/probe
     EXPIRED = "expired"                # batch mode: the batch's window closed before this request ran
+    CONTEXT_LENGTH = "context_length"  # the request is longer than the model's context: not retried, not a parameter
 
     @property
     def retryable(self) -> bool:

@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from runner.core.types import ChatRequest, ChatResponse
+from runner.providers import inflight
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
 from runner.providers.limiter import Limiter
 from runner.providers.remedies import BookKey, RemedyBook, request_shape
@@ -139,12 +140,14 @@ class ManagedProvider:
                                    request.tool_choice)
             permit = await limiter.acquire(estimate)
             attempts += 1
+            inflight.sending()  # counted even if a deadline cancels the call in flight
             try:
                 if self._wire:
                     response = await self.inner.complete(sent, remedies)
                 else:
                     response = await self.inner.complete(sent)
             except ProviderError as exc:
+                inflight.returned()
                 await limiter.release(permit, None)
                 exc.attempts = attempts
                 if not self._wire:
@@ -170,8 +173,10 @@ class ManagedProvider:
                     exc.message = f"{exc.message} (--strict-params: not applying '{remedy.describe()}')"
                 raise
             except BaseException:
+                inflight.returned()
                 await limiter.release(permit, None)
                 raise
+            inflight.returned()
             usage = response.usage
             await limiter.release(permit, usage.input_tokens + usage.output_tokens)
             return ChatResponse(response.text, response.tool_calls, usage, response.latency_s, response.finish_reason,

@@ -78,7 +78,7 @@ def views_of(summary: Summary, kind: str) -> dict[str, ProbeView]:
 
 def test_views_are_the_probe_computations(summary: Summary, outs: dict[str, Path]) -> None:
     judge = views_of(summary, "judge")
-    assert set(judge) == {"kappas", "calibration"}
+    assert set(judge) == {"kappas", "calibration", "replies"}  # replies: every probe (runner.analysis.replies)
     trials = pl.scan_ipc(str(outs["judge"] / "trials" / "*.arrow"))
     raters = rater_table(trials, "judge", None)
     humans = human_references(read_human_labels([outs["judge"].parent / "labels.csv"]))

@@ -122,6 +122,8 @@ def test_bundled_sweeps_all_report_together(tmp_path: Path) -> None:
     outs = []
     for sweep in sorted(CONFIGS.glob("*.yaml")):
         data = yaml.safe_load(sweep.read_text())
+        if any(m.get("provider") != "sim" for m in data["models"]):
+            continue  # a starter sweep for a real server (local-model.yaml): nothing listens here
         for p in data["probes"]:
             p["runs"] = 1
             for key in ("cases", "catalogue", "traces", "tasks", "labels"):

@@ -61,7 +61,7 @@ class _Session:
         for name, m in self.models.items():
             vendor = self.vendors[name] = VENDORS[m.provider](m.connection, m.retry)
             replay = self.replays[name] = ReplayProvider(vendor.encode, f" to {m.provider} at {vendor.base}")
-            bindings[name] = ModelBinding(name, m.provider, replay, m.model_id, dict(m.params))
+            bindings[name] = ModelBinding(name, m.provider, replay, m.model_id, dict(m.params), m.tool_call_parser)
         self.runner = TrialRunner(self.probes, bindings, loaded.sweep.engine.timeout_s)
         self.stats = EngineStats()
 

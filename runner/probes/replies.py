@@ -1,0 +1,142 @@
+"""What a reply without a tool call is: empty, a question to the user, or something else.
+
+Real models served without their tool template reply in ways a plain ``"?" in text``
+test misreads (issue 19): an empty reply from a function-calling server is no
+deliberate abstention, a small base model that repeats the user's own question
+("Can you check the status of my order?") asks nothing, and chat-template debris
+(``<<SYS>> I have a question…``, ``<start_of_turn>user …``) is the model writing
+someone else's turn, not addressing the user. One deterministic rule, shared by every
+probe that scores asking (``misselection``, ``negative``), so they cannot disagree:
+
+1. **Template tokens** (``<start_of_turn>``, ``<|im_end|>``, ``[INST]``, ``<<SYS>>``,
+   ``<s>``, ``<USER>`` …) are removed. A reply with no tool call and nothing left
+   but whitespace is **empty** (``is_empty``): never a pass, an abstention, a
+   decoy-free trial or a question.
+2. The reply is cut into **turns** at role markers. Text before the first marker and
+   after an assistant marker (``<start_of_turn>model``, ``<|im_start|>assistant``,
+   ``[/INST]``, ``Assistant:``) is the model speaking; text after a user or system
+   marker (``<USER>``, ``[INST]``, ``<<SYS>>``, ``<start_of_turn>user``, ``User:``,
+   ``System:``) is debris and is never read as asking.
+3. In the model's own text, a **question** is a sentence ending in ``?`` or a request
+   phrase ("please provide", "could you send", "let me know" …). It **asks** when it is
+   addressed to the user and is not
+   - an **echo**: the same sentence (ratio ≥ 0.8 after normalising case, spacing and
+     punctuation) as one of the request's sentences, or contained in them;
+   - written in the **user's voice**: first person ("my", "I") with no "you"/"your";
+   - a **stock offer** that requests nothing ("How can I help you?", "anything else?").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from difflib import SequenceMatcher
+
+#: template tokens that carry no words: removed before anything is read
+_TOKEN_RE = re.compile(
+    r"<\|[^|<>\n]{1,40}\|>"                                  # <|im_start|>, <|eot_id|>, <|endoftext|>
+    r"|</?(?:s|bos|eos|pad|unk|start_of_turn|end_of_turn|start_of_image|end_of_image)>"
+    r"|\[/?INST\]|<</?SYS>>|</?(?:USER|ASSISTANT|SYSTEM|HUMAN|BOT|user|assistant|system|human|bot)>",
+)
+#: role markers that open someone else's turn (the model is writing debris from here on)
+_OTHER_TURN_RE = re.compile(
+    r"<start_of_turn>\s*(?:user|system)\b|<\|im_start\|>\s*(?:user|system)\b|<\|start_header_id\|>\s*(?:user|system)"
+    r"|\[INST\]|<<SYS>>|<(?:USER|SYSTEM|HUMAN|user|system|human)>"
+    r"|(?:^|\n)\s*(?:#{1,3}\s*)?(?:User|Human|System|Question)\s*:",
+)
+#: role markers that open the assistant's own turn again
+_OWN_TURN_RE = re.compile(
+    r"<start_of_turn>\s*model\b|<\|im_start\|>\s*assistant\b|<\|start_header_id\|>\s*assistant|\[/INST\]|<</SYS>>"
+    r"|<(?:ASSISTANT|BOT|assistant|bot)>|(?:^|\n)\s*(?:#{1,3}\s*)?(?:Assistant|AI|Answer)\s*:",
+)
+_SENTENCE_RE = re.compile(r"[^.!?\n]*[?]+|[^.!?\n]+[.!]*")
+_REQUEST_PHRASE_RE = re.compile(
+    r"\b(?:please (?:provide|share|confirm|tell|send|give|specify|clarify)|could you (?:provide|share|confirm|tell|"
+    r"send|give|specify|clarify)|can you (?:tell|give|share|confirm|provide|send|specify|clarify)|let me know|"
+    r"i (?:need|will need|would need) (?:your|the|to know)|which one)\b", re.IGNORECASE)
+_YOU_RE = re.compile(r"\b(?:you|your|yours)\b", re.IGNORECASE)
+_FIRST_PERSON_RE = re.compile(r"\b(?:my|mine|i|i'm|i've|me)\b", re.IGNORECASE)
+_WH_RE = re.compile(r"^\s*(?:which|what|who|where|when|how|do|does|did|is|are|should|shall|would|could|can|may)\b",
+                    re.IGNORECASE)
+_OFFER_RE = re.compile(
+    r"\b(?:anything else|how (?:can|may) i (?:help|assist)|can i (?:help|assist)|is there anything|"
+    r"what can i do for you|would you like (?:me to )?(?:help|anything))\b", re.IGNORECASE)
+_WORDS_RE = re.compile(r"[a-z0-9]+")
+
+ECHO_RATIO = 0.8
+
+
+def strip_tokens(text: str) -> str:
+    """``text`` without template tokens (``<start_of_turn>``, ``<|im_end|>``, ``[INST]`` …), trimmed."""
+    return _TOKEN_RE.sub(" ", text or "").strip()
+
+
+def is_empty(text: str, n_tool_calls: int) -> bool:
+    """No tool call and no words: nothing but whitespace and template tokens."""
+    return n_tool_calls == 0 and not strip_tokens(text)
+
+
+def own_text(text: str) -> str:
+    """The parts of a reply the model says itself: debris after user/system role markers removed."""
+    text = text or ""
+    out: list[str] = []
+    pos, own = 0, True
+    while pos < len(text):
+        pattern = _OTHER_TURN_RE if own else _OWN_TURN_RE
+        m = pattern.search(text, pos)
+        end = m.start() if m else len(text)
+        if own:
+            out.append(text[pos:end])
+        if m is None:
+            break
+        pos, own = max(m.end(), pos + 1), not own
+    return strip_tokens(" ".join(out))
+
+
+def _norm(text: str) -> str:
+    return " ".join(_WORDS_RE.findall(text.lower()))
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_RE.findall(text) if s.strip()]
+
+
+def is_echo(sentence: str, request_sentences: Iterable[str]) -> bool:
+    """The sentence repeats one of the request's (contained in it, or ≥ ``ECHO_RATIO`` alike)."""
+    own = _norm(sentence)
+    if not own:
+        return True
+    for other in request_sentences:
+        theirs = _norm(other)
+        if not theirs:
+            continue
+        if (len(own.split()) >= 3 and own in theirs) or SequenceMatcher(None, own, theirs).ratio() >= ECHO_RATIO:
+            return True
+    return False
+
+
+def questions(text: str, request: str) -> list[str]:
+    """The model's own sentences that ask the user for something (see the module docstring)."""
+    request_sentences = _sentences(request or "")
+    out: list[str] = []
+    for sentence in _sentences(own_text(text)):
+        question = sentence.endswith("?")
+        phrase = _REQUEST_PHRASE_RE.search(sentence) is not None
+        if not (question or phrase):
+            continue
+        if is_echo(sentence, request_sentences):
+            continue
+        addressed = _YOU_RE.search(sentence) is not None
+        if _FIRST_PERSON_RE.search(sentence) and not addressed and not phrase:
+            continue  # the user's voice ("Can I check my order?"), not a question to the user
+        if _OFFER_RE.search(sentence) and not phrase:
+            continue  # "Is there anything else I can help with?" requests nothing
+        if not (addressed or phrase or (question and _WH_RE.search(sentence))):
+            continue
+        out.append(sentence)
+    return out
+
+
+def asks_user(text: str, request: str) -> bool:
+    """The reply asks the user for something the request did not already say (the shared rule)."""
+    return bool(text) and bool(questions(text, request))

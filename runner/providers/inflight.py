@@ -1,0 +1,46 @@
+"""What a model call had sent when it ended without an answer (a deadline's cancellation).
+
+A trial's deadline cancels the task mid-call; the retry loop then never returns, so
+the ``attempts`` and latency it would have reported are lost and the row read
+``attempts = 0, latency_ms = 0`` although requests went out (issue 19). The loop
+ticks a per-call ``SendLog`` here as it sends, and ``Agent.chat`` reads it when a
+call ends by cancellation: the row counts every request sent, the one cut off
+included, and the time they were out.
+"""
+
+from __future__ import annotations
+
+import time
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class SendLog:
+    """Requests sent for one call so far, and the time they spent out (the open one from ``since``)."""
+
+    sent: int = 0
+    busy_s: float = 0.0
+    since: float | None = None
+
+    def elapsed_s(self) -> float:
+        return self.busy_s + (time.monotonic() - self.since if self.since is not None else 0.0)
+
+
+CURRENT: ContextVar[SendLog | None] = ContextVar("trialgrid_send_log", default=None)
+
+
+def sending() -> None:
+    """A request of the current call goes out now."""
+    log = CURRENT.get()
+    if log is not None:
+        log.sent += 1
+        log.since = time.monotonic()
+
+
+def returned() -> None:
+    """The request sent last has answered (or failed)."""
+    log = CURRENT.get()
+    if log is not None and log.since is not None:
+        log.busy_s += time.monotonic() - log.since
+        log.since = None
