@@ -275,6 +275,23 @@ def _sweep_identity(sweep: Sweep, probes: list[Probe]) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
+_LOOPBACK = ("127.", "localhost", "[::1]", "0.0.0.0")
+
+
+def local_server_warnings(sweep: Sweep) -> list[str]:
+    """A model on a local server with several requests in flight or retries: they queue behind each other."""
+    out = []
+    for m in sweep.models:
+        host = urlsplit(m.base_url).netloc if m.base_url else ""
+        if not host.startswith(_LOOPBACK) or (m.concurrency == 1 and m.retry.max_attempts == 1):
+            continue
+        out.append(f"model {m.name!r} is served on this machine ({m.base_url}) with concurrency {m.concurrency} and "
+                   f"retry.max_attempts {m.retry.max_attempts}: a server that runs one request at a time (llama.cpp, "
+                   "Ollama) queues the rest, trials time out while they wait and retries re-send to a busy server; "
+                   "set concurrency: 1 and retry: {max_attempts: 1} unless it batches (see docs/local-models.md)")
+    return out
+
+
 def _check_shared_limits(sweep: Sweep, source: Source) -> None:
     """Limits belong to a provider key, so models on one key must not disagree about them."""
     first: dict[tuple[str, str, str], int] = {}
@@ -337,7 +354,7 @@ def load_sweep(path: Path | str, *, start_servers: bool = True,
             if announce is not None:
                 announce(f"starting the MCP server of probes[{i}] ({entry.name or entry.kind}): {command}")
         probes.append(PROBES[entry.kind](entry, base, locate))
-    warnings = [w for p in probes for w in p.warnings]
+    warnings = [w for p in probes for w in p.warnings] + local_server_warnings(sweep)
     loaded = LoadedSweep(sweep, path, probes, _sweep_identity(sweep, probes), source.sha256, warnings, unstarted)
     loaded.schema_fields  # noqa: B018 — surface column type conflicts at load time
     return loaded

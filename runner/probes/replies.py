@@ -34,7 +34,9 @@ from difflib import SequenceMatcher
 
 #: template tokens that carry no words: removed before anything is read
 _TOKEN_RE = re.compile(
-    r"<\|[^|<>\n]{1,40}\|>"                                  # <|im_start|>, <|eot_id|>, <|endoftext|>
+    r"<start_of_turn>\s*(?:user|model|system)?\b|<\|im_start\|>\s*(?:user|assistant|system)?\b"
+    r"|<\|start_header_id\|>\s*\w*\s*<\|end_header_id\|>"
+    r"|<\|[^|<>\n]{1,40}\|>"                                  # <|im_start|>, <|eot_id|>, <|endoftext|>
     r"|</?(?:s|bos|eos|pad|unk|start_of_turn|end_of_turn|start_of_image|end_of_image)>"
     r"|\[/?INST\]|<</?SYS>>|</?(?:USER|ASSISTANT|SYSTEM|HUMAN|BOT|user|assistant|system|human|bot)>",
 )

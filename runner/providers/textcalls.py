@@ -38,11 +38,12 @@ def _call_of(obj: Any, index: int) -> ToolCall | None:
     """A ``{"name", "arguments"}``-shaped object as a call; None when it is not one."""
     if not isinstance(obj, Mapping):
         return None
-    fn = obj.get("function") if isinstance(obj.get("function"), Mapping) else obj
+    inner = obj.get("function")
+    fn: Mapping[str, Any] = inner if isinstance(inner, Mapping) else obj
     name = fn.get("name", fn.get("tool"))
     if not isinstance(name, str) or not name:
         return None
-    args = next((fn[k] for k in ("arguments", "parameters", "args", "input") if k in fn), {})
+    args: Any = next((fn[k] for k in ("arguments", "parameters", "args", "input") if k in fn), {})
     raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
     parsed, error = parse_tool_arguments(raw)
     return ToolCall(name=name, raw_arguments=raw, arguments=parsed, id=f"text_call_{index}", parse_error=error)

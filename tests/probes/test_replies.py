@@ -1,0 +1,95 @@
+"""The shared reply rule: empty replies, asking, echoes and template debris (runner/probes/replies.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.core.types import ChatResponse, ToolCall
+from runner.probes.negative import NegativeCase, score_response
+from runner.probes.replies import asks_user, is_empty, own_text, strip_tokens
+
+REQUEST = "You are a support assistant.\nCan you check the status of my order?"
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t", "<end_of_turn>", "<|im_end|>\n", "<start_of_turn>model\n<end_of_turn>",
+                                  "</s>", "[INST] [/INST]"])
+def test_nothing_but_whitespace_and_template_tokens_is_empty(text: str) -> None:
+    assert is_empty(text, 0)
+    assert not asks_user(text, REQUEST)
+
+
+def test_a_reply_with_a_call_is_never_empty() -> None:
+    assert not is_empty("", 1)
+    assert strip_tokens("<start_of_turn>Hi<end_of_turn>") == "Hi"
+
+
+@pytest.mark.parametrize("text", [
+    "Can you check the status of my order?",                    # the user's own words
+    "can you check the status of my order ?",                   # the same, re-spaced
+    "Sure. Can you check the status of my order",               # no question mark, still an echo
+])
+def test_echoed_questions_do_not_ask(text: str) -> None:
+    assert not asks_user(text, REQUEST)
+
+
+@pytest.mark.parametrize("text", [
+    "<<SYS>> I have a question about my order. What is my order status?",
+    "<USER> What is the status of order 5512?",
+    "[INST] Where is my parcel? [/INST]",
+    "<start_of_turn>user\nWhat's the weather in Paris?<end_of_turn>",
+    "Okay.\nUser: which carrier did you use?",
+])
+def test_questions_in_template_debris_do_not_ask(text: str) -> None:
+    assert not asks_user(text, REQUEST)
+
+
+def test_debris_is_cut_and_the_assistant_turn_read_again() -> None:
+    text = "[INST] What is my order id? [/INST] Could you give me your order number?"
+    assert own_text(text) == "Could you give me your order number?"
+    assert asks_user(text, REQUEST)
+
+
+@pytest.mark.parametrize("text", [
+    "Which order do you mean? Please give me the order number.",
+    "I can do that, but I need the tracking number first. Could you send it?",
+    "Which carrier is it?",
+    "Please provide the order ID.",
+])
+def test_real_questions_ask(text: str) -> None:
+    assert asks_user(text, REQUEST)
+
+
+@pytest.mark.parametrize("text", [
+    "Is there anything else I can help you with?",
+    "How can I help you today?",
+    "Can I check my order?",                                     # the user's voice
+    "The order shipped. Thanks!",
+])
+def test_offers_user_voice_and_statements_do_not_ask(text: str) -> None:
+    assert not asks_user(text, REQUEST)
+
+
+def _case(**kw: object) -> NegativeCase:
+    return NegativeCase.model_validate({"id": "c", "user": "Can you check the status of my order?", **kw})
+
+
+@pytest.mark.parametrize("expect", ["no_call", "ask_user", None])
+def test_negative_empty_reply_is_never_a_pass_or_no_call(expect: str | None) -> None:
+    case = _case(expect_action=expect, must_not_infer=["order_id"])
+    v = score_response(case, ChatResponse(text="  <end_of_turn> "), {"get_order"}, REQUEST)
+    assert v["action"] == "empty_reply" and v["empty_reply"] is True
+    assert v["passed"] is False and v["action_ok"] is False and v["asked"] is False
+    assert "empty reply: no tool call and no text" in v["reasons"]
+
+
+def test_negative_echo_is_no_call_not_ask_user() -> None:
+    case = _case(expect_action="ask_user")
+    v = score_response(case, ChatResponse(text="Can you check the status of my order?"), {"get_order"}, REQUEST)
+    assert v["action"] == "no_call" and not v["passed"] and not v["asked"] and not v["empty_reply"]
+
+
+def test_negative_text_calls_flagged() -> None:
+    case = _case(expect_action="get_order", positive=True)
+    call = ToolCall("get_order", "{}", {}, "t0")
+    v = score_response(case, ChatResponse(tool_calls=(call,), calls_from_text=1), {"get_order"}, REQUEST)
+    assert v["calls_from_text"] is True and v["action"] == "call:get_order"
