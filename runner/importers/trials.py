@@ -110,7 +110,8 @@ def import_trials(source: Path, out: Path, mapping: TrialsMapping, *, force: boo
         raise UserError("map at least one outcome column (--outcome COLUMN or NAME=COLUMN)")
     known = PROBES.get(mapping.kind)
     rates = tuple(known.rates) if known is not None else tuple(mapping.outcomes)
-    missing_rates = [r for r in rates if r not in mapping.outcomes]
+    unmapped = [r for r in (known.reply_rates if known is not None else ()) if r not in mapping.outcomes]
+    missing_rates = [r for r in rates if r not in mapping.outcomes and r not in unmapped]
     if missing_rates:
         raise UserError(f"probe kind {mapping.kind!r} reports the rates {', '.join(rates)}; "
                         f"map {', '.join(missing_rates)} with --outcome NAME=COLUMN")
@@ -179,9 +180,9 @@ def import_trials(source: Path, out: Path, mapping: TrialsMapping, *, force: boo
         pl.when("_ok").then(pl.lit(STATUS_OK)).otherwise(pl.lit(STATUS_ERROR)).alias("status"),
         pl.when("_ok").then(None).otherwise(pl.lit("imported")).alias("error_kind"),
         pl.when("_ok").then(None).otherwise(error_text).alias("error"),
-        *tokens, *mapping.outcomes,
+        *tokens, *mapping.outcomes, *(pl.lit(None, pl.Boolean).alias(r) for r in unmapped),
     )
-    fields = [pa.field(n, pa.bool_()) for n in mapping.outcomes]
+    fields = [pa.field(n, pa.bool_()) for n in (*mapping.outcomes, *unmapped)]
     schema = trial_schema(fields, metadata={"trialgrid.sweep_id": sweep_id})
     with target as build:
         with TrialSink(build, schema, worker="import") as sink:

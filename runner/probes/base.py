@@ -73,6 +73,9 @@ class Probe(ABC):
     rates: ClassVar[tuple[str, ...]]
     #: the comparisons the report tests, cluster by cluster
     contrasts: ClassVar[tuple[Contrast, ...]] = ()
+    #: rates about what the model sent (empty replies, broken calls, calls read from text): reported like any
+    #: rate, but another harness's data may lack them, so ``import trials`` leaves them null when unmapped
+    reply_rates: ClassVar[tuple[str, ...]] = ()
     #: a starter case file, written by ``trialgrid template KIND``
     template: ClassVar[str] = ""
     #: asks the model exactly once per trial, so one batch-API answer is the whole trial (batch mode runs only these)

@@ -146,6 +146,7 @@ class MisselectionProbe(Probe):
     )
     rates = ("decoy_called", "expected_called", "asked", "empty_reply", "unparsable_call", "unknown_tool",
              "calls_from_text")
+    reply_rates = ("empty_reply", "unparsable_call", "unknown_tool", "calls_from_text")
     template = TEMPLATE
     contrasts = (
         Contrast(label="decoy", outcome="decoy_called",

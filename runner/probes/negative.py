@@ -484,6 +484,7 @@ class NegativeProbe(Probe):
     )
     rates = ("passed", "action_ok", "invented", "inferred", "illegal_call", "unparsable_call", "empty_reply",
              "calls_from_text", "tripwire", "bfcl_passed")
+    reply_rates = ("unparsable_call", "empty_reply", "calls_from_text")
     template = TEMPLATE
     # no contrasts: each case is in one condition only, so a within-case comparison of
     # the two kinds does not exist (the report still shows them side by side)
