@@ -15,7 +15,8 @@ probe that scores asking (``misselection``, ``negative``), so they cannot disagr
 2. The reply is cut into **turns** at role markers. Text before the first marker and
    after an assistant marker (``<start_of_turn>model``, ``<|im_start|>assistant``,
    ``[/INST]``, ``Assistant:``) is the model speaking; text after a user or system
-   marker (``<USER>``, ``[INST]``, ``<<SYS>>``, ``<start_of_turn>user``, ``User:``,
+   marker (``<USER>``, ``[INST]``, ``<<SYS>>``, ``<SYS>`` (``<</SYS>>`` is followed by
+   the user's text, so it gives nothing back), ``<start_of_turn>user``, ``User:``,
    ``System:``) is debris and is never read as asking.
 3. In the model's own text, a **question** is a sentence ending in ``?`` or a request
    phrase ("please provide", "could you send", "let me know" …). It **asks** when it is
@@ -24,10 +25,14 @@ probe that scores asking (``misselection``, ``negative``), so they cannot disagr
      punctuation) as one of the request's sentences, or contained in them;
    - written in the **user's voice**: first person ("my", "I") with no "you"/"your";
    - a **stock offer** that requests nothing ("How can I help you?", "anything else?").
+   A reply whose own text speaks as the user ("I have a question about…", "I need
+   help", "I'm having trouble") is the model writing the user's turn: none of its
+   questions ask. HTML entities (``&quot;``) are decoded first.
 """
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterable
 from difflib import SequenceMatcher
@@ -38,17 +43,17 @@ _TOKEN_RE = re.compile(
     r"|<\|start_header_id\|>\s*\w*\s*<\|end_header_id\|>"
     r"|<\|[^|<>\n]{1,40}\|>"                                  # <|im_start|>, <|eot_id|>, <|endoftext|>
     r"|</?(?:s|bos|eos|pad|unk|start_of_turn|end_of_turn|start_of_image|end_of_image)>"
-    r"|\[/?INST\]|<</?SYS>>|</?(?:USER|ASSISTANT|SYSTEM|HUMAN|BOT|user|assistant|system|human|bot)>",
+    r"|\[/?INST\]|<</?SYS>>|</?SYS>|</?(?:USER|ASSISTANT|SYSTEM|HUMAN|BOT|user|assistant|system|human|bot)>",
 )
 #: role markers that open someone else's turn (the model is writing debris from here on)
 _OTHER_TURN_RE = re.compile(
     r"<start_of_turn>\s*(?:user|system)\b|<\|im_start\|>\s*(?:user|system)\b|<\|start_header_id\|>\s*(?:user|system)"
-    r"|\[INST\]|<<SYS>>|<(?:USER|SYSTEM|HUMAN|user|system|human)>"
+    r"|\[INST\]|<<SYS>>|<SYS>|<(?:USER|SYSTEM|HUMAN|user|system|human)>"
     r"|(?:^|\n)\s*(?:#{1,3}\s*)?(?:User|Human|System|Question)\s*:",
 )
 #: role markers that open the assistant's own turn again
 _OWN_TURN_RE = re.compile(
-    r"<start_of_turn>\s*model\b|<\|im_start\|>\s*assistant\b|<\|start_header_id\|>\s*assistant|\[/INST\]|<</SYS>>"
+    r"<start_of_turn>\s*model\b|<\|im_start\|>\s*assistant\b|<\|start_header_id\|>\s*assistant|\[/INST\]"
     r"|<(?:ASSISTANT|BOT|assistant|bot)>|(?:^|\n)\s*(?:#{1,3}\s*)?(?:Assistant|AI|Answer)\s*:",
 )
 _SENTENCE_RE = re.compile(r"[^.!?\n]*[?]+|[^.!?\n]+[.!]*")
@@ -63,6 +68,11 @@ _WH_RE = re.compile(r"^\s*(?:which|what|who|where|when|how|do|does|did|is|are|sh
 _OFFER_RE = re.compile(
     r"\b(?:anything else|how (?:can|may) i (?:help|assist)|can i (?:help|assist)|is there anything|"
     r"what can i do for you|would you like (?:me to )?(?:help|anything))\b", re.IGNORECASE)
+#: the reply opens the user's side of a conversation ("I have a question about…"): a model role-playing the user
+_USER_VOICE_RE = re.compile(
+    r"\bI\W{0,3}have\s+(?:a\s+|some\s+|a\s+few\s+|few\s+|two\s+|several\s+)?(?:quick\s+)?questions?\b"
+    r"|\bmy question is\b|\bI\W{0,3}(?:need|want)\s+(?:some\s+)?help\b|\bI(?:'m|\s+am)\s+having\s+(?:trouble|a problem)",
+    re.IGNORECASE)
 _WORDS_RE = re.compile(r"[a-z0-9]+")
 
 ECHO_RATIO = 0.8
@@ -120,8 +130,11 @@ def is_echo(sentence: str, request_sentences: Iterable[str]) -> bool:
 def questions(text: str, request: str) -> list[str]:
     """The model's own sentences that ask the user for something (see the module docstring)."""
     request_sentences = _sentences(request or "")
+    own = html.unescape(own_text(text))
+    if _USER_VOICE_RE.search(own):
+        return []  # the model is writing the user's turn: its questions are the user's
     out: list[str] = []
-    for sentence in _sentences(own_text(text)):
+    for sentence in _sentences(own):
         question = sentence.endswith("?")
         phrase = _REQUEST_PHRASE_RE.search(sentence) is not None
         if not (question or phrase):

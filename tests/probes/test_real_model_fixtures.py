@@ -62,7 +62,7 @@ def _run(probe: Any, fx: dict[str, Any]) -> dict[str, Any]:
 def test_there_are_recorded_responses_of_every_kind() -> None:
     kinds = {(json.loads(p.read_text())["mode"], json.loads(p.read_text())["kind"]) for p in FIXTURES}
     assert ("function-calling", "empty") in kinds
-    assert {k for m, k in kinds if m == "plain"} & {"echo", "debris"}
+    assert {"echo", "debris", "user-voice", "empty"} <= {k for m, k in kinds if m == "plain"}
     assert {("hand-written", "text-call")} <= kinds
 
 
@@ -70,8 +70,7 @@ def test_there_are_recorded_responses_of_every_kind() -> None:
 def test_recorded_response_scores_as_the_rules_say(path: Path, probes: dict[str, Any]) -> None:
     fx = json.loads(path.read_text())
     row = _run(probes[fx["probe"]], fx)
-    text, n_calls = fx["response_text"], len(row.get("tools_called") or []) or (
-        0 if row.get("action", "").startswith(("no_call", "ask_user", "empty_reply")) else 1)
+    text = fx["response_text"]
     assert row["empty_reply"] is fx["expect"]["empty_reply"]
     assert row["asked"] is fx["expect"]["asked"]
     if fx["kind"] == "empty":
@@ -81,11 +80,11 @@ def test_recorded_response_scores_as_the_rules_say(path: Path, probes: dict[str,
             assert row["passed"] is False and row["action"] == "empty_reply"
         else:
             assert row["decoy_called"] is None and row["expected_called"] is False
-    if fx["kind"] in ("echo", "debris"):
+    if fx["kind"] in ("echo", "debris", "user-voice"):
         assert _OLD_ASK.search(text) or fx["probe"] == "negative"  # the old rule called it asking
         assert not asks_user(text, fx["request"]) and row["asked"] is False
     if fx["kind"] == "asks":
-        assert asks_user(text, fx["request"]) and n_calls == 0
+        assert asks_user(text, fx["request"])
     if fx["kind"] == "text-call":
         assert row["calls_from_text"] is True
         assert row["action"] == "call:" + ",".join(fx["expect_calls"])
