@@ -45,7 +45,7 @@ class RayBackend:
 
         return run_on_ray(loaded, out, address=options.address or "auto", workers=options.workers,
                           quiet=options.quiet, say=options.say, strict_params=options.strict_params,
-                          notify=options.notify)
+                          notify=options.notify, retry_kinds=options.retry_kinds, wait=options.wait)
 
 
 #: what the ``trialgrid.backends`` entry point ``ray`` names

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cluster.scheduler import Dispatcher, DispatchStats, chunked
-from cluster.session import ray_session
+from cluster.session import check_reachable, ray_session
 from cluster.shares import engine_share
 from cluster.worker import TrialWorker
 from runner.config.sweep import LoadedSweep
@@ -50,7 +50,8 @@ def run_on_ray(loaded: LoadedSweep, out: Path, *, address: str = "auto", workers
                say: Callable[[str], None] = lambda s: None, strict_params: bool = False,
                notify: Callable[[str], None] | None = None, num_cpus: int | None = None,
                temp_dir: str | None = None, ship_code: bool | None = None,
-               limiter_window_s: float = 60.0) -> RunResult:
+               limiter_window_s: float = 60.0, retry_kinds: tuple[str, ...] | None = None,
+               wait: bool = False) -> RunResult:
     """Run (or resume) ``loaded`` into ``out`` on Ray. Raises ``UserError`` for a mismatched ``out``.
 
     ``address``: ``auto``, ``local`` or a cluster address (see ``cluster.session``);
@@ -64,7 +65,9 @@ def run_on_ray(loaded: LoadedSweep, out: Path, *, address: str = "auto", workers
 
     from cluster.shared import SharedServices
 
-    output = open_output(loaded, out, say)  # a wrong --out fails before any cluster work
+    check_reachable(address)  # a dead address fails in one line, before the output is touched
+    # a wrong --out fails before any cluster work; the output's lock is held from here to finish
+    output = open_output(loaded, out, say, retry_kinds=retry_kinds, wait=wait)
     output.manifest.strict_params = strict_params
     output.manifest.sessions[-1].engine = EngineRecord(mode="ray", address=address)
 

@@ -26,6 +26,7 @@ A change of shape bumps ``FORMAT_VERSION`` and converts older files in
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -178,8 +179,10 @@ class SessionRecord(ManifestRecord):
     finished_at: str | None = Field(default=None, description="when it ended; null while running or after a crash")
     pid: int = Field(description="process id")
     host: str = Field(description="host name")
-    status: str = Field(description="running, complete, partial, interrupted or stopped_budget")
-    trials_run: int = Field(default=0, description="trials this session wrote")
+    status: str = Field(description="running, complete, partial, interrupted, stopped_budget, failed, or crashed "
+                                    "(a session a kill left running, as the next session found it)")
+    trials_run: int = Field(default=0, description="trial rows this session wrote")
+    retry_errors: list[str] | None = Field(default=None, description="--retry-errors: the error kinds re-attempted")
     elapsed_s: float | None = Field(default=None, description="wall-clock seconds, once finished")
     cache: CacheStats | None = Field(default=None, description="response cache counts, when a cache was used")
     engine: EngineRecord | None = Field(default=None, description="the scheduler, when not the local engine")
@@ -307,5 +310,12 @@ def write_manifest(out: Path, manifest: Manifest) -> None:
     """Write ``out/manifest.json`` atomically (temp file + rename): a crash never leaves half a manifest."""
     path = out / MANIFEST
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(manifest.as_json(), indent=2, sort_keys=False) + "\n")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(manifest.as_json(), indent=2, sort_keys=False) + "\n")
+        os.replace(tmp, path)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)  # a full disk leaves the old manifest, never a 0-byte temp beside it
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            raise UserError("no space left on the device to write the run manifest", file=path,
+                            hint="free some space and rerun the same command: written trials are kept") from None
+        raise

@@ -14,7 +14,7 @@ everywhere, before anything is sent. ``plan`` holds the rules; the backends
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,8 +23,9 @@ from runner.core.errors import UserError
 from runner.execution.backends import RunOptions, backend, backend_names
 from runner.execution.backends.batch.ledger import has_open_batches
 from runner.execution.backends.batch.vendors import VENDORS
-from runner.execution.run import RunResult
+from runner.execution.run import DEFAULT_RETRY_KINDS, RunResult
 from runner.probes import PROBES
+from runner.providers import ErrorKind
 
 LOCAL, BATCH, RAY = "local", "batch", "ray"
 
@@ -80,6 +81,21 @@ def plan(loaded: LoadedSweep, out: Path | None, *, mode: str | None = None, addr
     return Plan(mode or LOCAL)
 
 
+def check_retry_kinds(kinds: Sequence[str] | None) -> tuple[str, ...] | None:
+    """``--retry-errors`` kinds, checked against the error kinds rows carry; ``UserError`` for an unknown one."""
+    if kinds is None:
+        return None
+    known = [k.value for k in ErrorKind]
+    chosen = tuple(dict.fromkeys(k.strip() for k in kinds if k.strip())) or DEFAULT_RETRY_KINDS
+    if "all" in chosen:
+        return tuple(known)
+    for kind in chosen:
+        if kind not in known:
+            raise UserError(f"--retry-errors: {kind!r} is not an error kind",
+                            hint=f"error kinds: {', '.join(known)} (or all); default: {','.join(DEFAULT_RETRY_KINDS)}")
+    return chosen
+
+
 def batch_models(loaded: LoadedSweep, all_models: bool) -> set[str]:
     """The models this run sends through batch APIs. ``UserError`` if the sweep cannot run that way."""
     chosen = {m.name for m in loaded.sweep.models if all_models or m.mode == "batch"}
@@ -104,7 +120,8 @@ def batch_models(loaded: LoadedSweep, all_models: bool) -> set[str]:
 def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
         mode: str | None = None, address: str | None = None, workers: int | None = None,
         cache: str | os.PathLike[str] | None = None, strict_params: bool = False, quiet: bool = False,
-        say: Callable[[str], None] | None = None, notify: Callable[[str], None] | None = None) -> RunResult:
+        say: Callable[[str], None] | None = None, notify: Callable[[str], None] | None = None,
+        retry_errors: Sequence[str] | None = None, wait: bool = False) -> RunResult:
     """Run (or resume) a sweep — a file or a ``load_sweep`` result — into ``out`` (default: the sweep's ``output``).
 
     The backend is picked from the sweep (``plan``): a model with ``mode: batch`` goes
@@ -113,7 +130,10 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     cluster and its worker count (an address alone means ``ray``). ``cache``: the
     response cache directory (else the sweep's ``cache``). ``strict_params``: no
     remedies, a rejected parameter fails the trial. ``say`` hears progress lines,
-    ``notify`` each newly learned remedy. Trials already in ``out`` are skipped.
+    ``notify`` each newly learned remedy. Trials already in ``out`` are skipped, except,
+    with ``retry_errors`` (error kinds, e.g. ``DEFAULT_RETRY_KINDS``), trials whose newest
+    row is an error of one of those kinds: they run again and their new row supersedes
+    the old one. ``wait``: wait for another process writing ``out`` instead of refusing.
 
     Raises ``UserError`` (one printable line) for a sweep, output or combination that
     cannot run, before anything is sent.
@@ -129,7 +149,8 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     cache_dir = Path(cache) if cache is not None else None
     chosen = plan(loaded, target, mode=mode, address=address, workers=workers, cache=cache_dir)
     options = RunOptions(quiet=quiet, say=tell, notify=notify, strict_params=strict_params, cache_dir=cache_dir,
-                         address=address, workers=workers, batch_models=chosen.batch_models)
+                         address=address, workers=workers, batch_models=chosen.batch_models,
+                         retry_kinds=check_retry_kinds(retry_errors), wait=wait)
     return backend(chosen.backend).run(loaded, target, options)
 
 
