@@ -202,7 +202,9 @@ def run(
         warn(loaded.warnings)
         target = out_dir or Path(loaded.sweep.output)
         check_output_dir(target)
-        say = (lambda s: None) if quiet else (lambda s: err.print(s, soft_wrap=True))
+        # --quiet keeps the warnings (a damaged part set aside, a damaged cache rebuilt)
+        say = (lambda s: err.print(s, soft_wrap=True) if s.startswith("warning:") else None) if quiet \
+            else (lambda s: err.print(s, soft_wrap=True))
         # the mode and every rule about it are runner.run's (runner/execution/modes.py): --ray is an address
         with sigterm_as_interrupt() as terminated:
             result = modes.run(loaded, target, mode=modes.BATCH if batch else None, address=ray, workers=workers,

@@ -183,8 +183,8 @@ def quarantine_parts(trials_dir: Path, sweep_id: str, say: Callable[[str], None]
         moved = where / issue.path.name
         if issue.problem == "foreign":
             os.replace(issue.path, moved)
-            say(f"moved {issue.path.name} to trials/{FOREIGN_DIR}/: it {issue.detail.replace('belongs', 'belongs')}; "
-                "its rows are not counted")
+            say(f"warning: moved {issue.path.name} to trials/{FOREIGN_DIR}/: it {issue.detail}; its rows are not "
+                "counted")
             continue
         size = issue.path.stat().st_size
         if _free_bytes(trials_dir) < size + (1 << 20):
@@ -194,6 +194,6 @@ def quarantine_parts(trials_dir: Path, sweep_id: str, say: Callable[[str], None]
         batches, rows, _ = salvage_part(moved, issue.path)
         if batches:
             good.append(issue.path)
-        say(f"damaged part {issue.path.name} ({issue.detail}): kept {batches} complete batches ({rows:,} rows); "
+        say(f"warning: damaged part {issue.path.name} ({issue.detail}): kept {batches} complete batches ({rows:,} rows); "
             f"the original is in trials/{DAMAGED_DIR}/; its other trials run again")
     return good
