@@ -50,6 +50,12 @@ class OutputLock:
             finally:
                 os.close(fd)
 
+    def __del__(self) -> None:  # a holder dropped without release (an error path) frees the output too
+        try:
+            self.release()
+        except OSError:
+            pass
+
     def __enter__(self) -> OutputLock:
         return self
 

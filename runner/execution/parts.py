@@ -30,7 +30,7 @@ import pyarrow.ipc as ipc
 
 from runner.core.errors import UserError
 from runner.core.manifest import read_manifest
-from runner.execution.sink import TRIALS_DIR, salvage_part, trial_keys
+from runner.execution.sink import TRIALS_DIR, completed_trial_keys, salvage_part, trial_keys
 
 __all__ = [
     "DAMAGED_DIR",
@@ -162,11 +162,11 @@ def resume_keys(parts: list[Path], retry_kinds: Collection[str] | None = None) -
         redo = newest.filter(again)
         retry = {str(k): int(n) for k, n in redo.group_by("error_kind").len().iter_rows()}
         ids = newest.filter(~again)["trial_id"]
-    else:
-        ids = frame.select("trial_id").unique().collect()["trial_id"]
-    keys = trial_keys(ids.to_arrow()) if len(ids) else np.empty(0, dtype=np.uint64)
-    keys.sort()
-    return ResumeSet(keys, retry)
+        keys = trial_keys(ids.to_arrow()) if len(ids) else np.empty(0, dtype=np.uint64)
+        keys.sort()
+        return ResumeSet(keys, retry)
+    # every id written, read a batch at a time into 8-byte keys
+    return ResumeSet(np.unique(completed_trial_keys(parts[0].parent, parts)), retry)
 
 
 def _free_bytes(path: Path) -> int:

@@ -244,8 +244,15 @@ def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False,
             notify(f"remedy learned for {entry.provider} model {entry.model_id!r}: {entry.remedy.describe()} "
                    f"(the server said: {entry.message}); applied to every later request, recorded in the manifest")
 
-    execute, providers = build_trial_runner(loaded, strict_params=strict_params, on_learn=learned,
-                                            known_remedies=[r.as_json() for r in output.manifest.remedies], cache=cache)
+    try:
+        execute, providers = build_trial_runner(loaded, strict_params=strict_params, on_learn=learned,
+                                                known_remedies=[r.as_json() for r in output.manifest.remedies],
+                                                cache=cache)
+    except BaseException:
+        if cache is not None:
+            cache.close()
+        output.finish("failed", 0, 0.0)
+        raise
     started = time.perf_counter()
     status = "interrupted"
     stats = EngineStats()

@@ -415,15 +415,15 @@ def _need_space(where: Path, size: int, why: str) -> None:
                         hint="free that much space and rerun the same command: written trials are kept")
 
 
-def _trial_id_batches(trials_dir: Path) -> Iterator[pa.Array]:
-    """The ``trial_id`` column of every finalized part, batch by batch (nothing else is read)."""
+def _trial_id_batches(trials_dir: Path, parts: Sequence[Path] | None = None) -> Iterator[pa.Array]:
+    """The ``trial_id`` column of every finalized part (or of ``parts``), batch by batch (nothing else is read)."""
     trials_dir = Path(trials_dir)
     if not trials_dir.is_dir():
         return
     streams = sorted(p.name for p in trials_dir.glob(f"part-*{_STREAM_SUFFIX}"))
     if streams:
         raise RuntimeError(f"{trials_dir} has unrepaired stream parts {streams}; run repair_parts first")
-    for part in sorted(trials_dir.glob(f"part-*{_FILE_SUFFIX}")):
+    for part in (sorted(trials_dir.glob(f"part-*{_FILE_SUFFIX}")) if parts is None else parts):
         with pa.OSFile(str(part), "rb") as source:
             schema = ipc.open_file(source).schema
             index = schema.get_field_index("trial_id")
@@ -464,13 +464,12 @@ def trial_keys(ids: pa.Array) -> np.ndarray:
     return np.array([int(x, 16) for x in ids.to_pylist()], dtype=np.uint64)
 
 
-def completed_trial_keys(trials_dir: Path) -> np.ndarray:
-    """Sorted uint64 keys of every written trial id: 8 bytes a trial, for resuming huge grids.
-
-    A Python set of 10 million id strings costs about 1 GB; this costs 80 MB.
+def completed_trial_keys(trials_dir: Path, parts: Sequence[Path] | None = None) -> np.ndarray:
+    """Sorted uint64 keys of every written trial id (of ``parts``, if given): 8 bytes a trial, for resuming huge
+    grids. A Python set of 10 million id strings costs about 1 GB; this costs 80 MB.
     """
-    parts = [trial_keys(column) for column in _trial_id_batches(trials_dir)]
-    keys = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+    columns = [trial_keys(column) for column in _trial_id_batches(trials_dir, parts)]
+    keys = np.concatenate(columns) if columns else np.empty(0, dtype=np.uint64)
     keys.sort()
     return keys
 
