@@ -110,6 +110,9 @@ def test_error_rows_exit_3_then_retry_errors_after_recovery_exits_0(tmp_path: Pa
     # every reader sees the newest row: the report, diff and rescore count each trial once
     per_rate = runner.load_summary(out).conditions.group_by("rate").agg(pl.col("trials").sum())
     assert set(per_rate["trials"]) == {df.height}
+    rescored = cli("rescore", str(out), "--out", str(tmp_path / "rescored"), "--sweep", str(sweep))
+    assert rescored.returncode == 0 and f"rescored {df.height:,} rows" in rescored.stderr, rescored.stderr
+    assert cli("diff", str(out), str(tmp_path / "rescored")).returncode == 0
 
 
 def test_max_error_rate_tolerates_and_a_dead_model_gets_its_first_error(tmp_path: Path) -> None:
@@ -180,6 +183,16 @@ def test_two_runs_on_one_output_write_every_trial_exactly_once(tmp_path: Path) -
         check_exactly_once(out, sweep)
     finally:
         server.stop()
+
+
+def test_rescore_holds_the_lock_of_its_destination(tmp_path: Path) -> None:
+    from runner.execution.rescore import rescore
+
+    sweep = sim_sweep(tmp_path, runs=1)
+    run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True)
+    with lock_output(tmp_path / "dest"), pytest.raises(UserError, match="is being written by"):
+        rescore(tmp_path / "out", tmp_path / "dest", sweep)
+    assert rescore(tmp_path / "out", tmp_path / "dest", sweep).rows == 117
 
 
 # -- 6: SIGTERM stops like SIGINT, sessions are accurate
