@@ -161,6 +161,14 @@ def test_the_lock_refuses_a_second_writer_and_frees_on_release(tmp_path: Path) -
     lock_output(tmp_path / "out").release()
 
 
+def test_wait_takes_the_lock_once_the_holder_lets_go(tmp_path: Path) -> None:
+    import threading
+
+    held = lock_output(tmp_path / "out")
+    threading.Timer(0.3, held.release).start()
+    lock_output(tmp_path / "out", wait=True, poll_s=0.05, timeout_s=30).release()
+
+
 @pytest.mark.slow
 def test_two_runs_on_one_output_write_every_trial_exactly_once(tmp_path: Path) -> None:
     server = ServerThread(ServeOptions(host="127.0.0.1", port=0, latency_ms=5)).start()
@@ -327,6 +335,19 @@ def test_a_malformed_cached_value_is_a_miss(tmp_path: Path) -> None:
     result = run_sweep(load_sweep(sweep), tmp_path / "b", quiet=True, cache_dir=cache, say=lines.append)
     assert result.counts == {"ok": 117}
     assert any("failed to read an answer" in line for line in lines)
+
+
+def test_a_cache_file_that_is_not_a_database_is_rebuilt(tmp_path: Path) -> None:
+    sweep = sim_sweep(tmp_path, runs=1)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "responses.sqlite").write_bytes(os.urandom(8192))  # corrupt pages from the first byte
+    lines: list[str] = []
+    result = run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True, cache_dir=cache, say=lines.append)
+    assert result.counts == {"ok": 117}
+    assert any("is damaged" in line and "started an empty cache" in line for line in lines)
+    again = run_sweep(load_sweep(sweep), tmp_path / "again", quiet=True, cache_dir=cache)
+    assert again.counts == {"ok": 117}  # the rebuilt cache works
 
 
 # -- 9: disk full
