@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +77,13 @@ def run_on_ray(loaded: LoadedSweep, out: Path, *, address: str = "auto", workers
             notify(f"remedy learned for {entry['provider']} model {entry['model_id']!r}: {entry['remedy']} "
                    f"(the server said: {entry['server_message']}); applied to every later request, "
                    "recorded in the manifest")
-    with ray_session(address, num_cpus=num_cpus, temp_dir=temp_dir, ship_code=ship_code):
+    connected = ExitStack()
+    try:
+        connected.enter_context(ray_session(address, num_cpus=num_cpus, temp_dir=temp_dir, ship_code=ship_code))
+    except BaseException:
+        output.finish("failed", 0, 0.0)  # the session says so, and the output's lock is free again
+        raise
+    with connected:
         n = workers or default_workers()
         size = chunk_size or default_chunk_size(loaded, n)
         cpus = float(ray.cluster_resources().get("CPU", 1))
@@ -123,7 +130,7 @@ def run_on_ray(loaded: LoadedSweep, out: Path, *, address: str = "auto", workers
                 services.drain_remedies(output.manifest, announce)
             except Exception as exc:
                 say(f"could not collect remedies learned at the end: {type(exc).__name__}")
-            counts = output.finish(status, dispatch.trials, elapsed)
+            counts = output.finish(status, sum(by_status.values()), elapsed)  # rows written, even if interrupted
             _close_workers(dispatcher.workers)
             services.stop()
     stats = EngineStats(done=dispatch.trials, errors=dispatch.errors, by_status=by_status)
