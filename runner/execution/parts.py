@@ -113,22 +113,30 @@ def readable_parts(out: Path) -> list[Path]:
     return good
 
 
+def _key(names: list[str]) -> list[str]:
+    """What identifies a trial's rows: its id, with the cell it determines in a run (probe, model, case,
+    condition, run) — so an import whose source reuses an id across cells (AgentProp's session ids) never has
+    distinct rows collapsed."""
+    return [c for c in ("probe", "model", "case_id", "condition", "run", "trial_id") if c in names]
+
+
 def latest(frame: pl.LazyFrame) -> pl.LazyFrame:
-    """Each trial id once: its newest row (latest ``finished_at``, then the later part and row)."""
+    """Each trial once: its newest row (latest ``finished_at``, then the later part and row)."""
     names = frame.collect_schema().names()
     order = [c for c in ("finished_at",) if c in names]
     return (frame.with_row_index(_ROW)
             .sort([*order, _ROW], nulls_last=False)
-            .unique(subset=["trial_id"], keep="last", maintain_order=False)
+            .unique(subset=_key(names), keep="last", maintain_order=False)
             .sort(_ROW).drop(_ROW))
 
 
 def scan_latest(parts: list[Path]) -> pl.LazyFrame:
-    """A lazy scan of ``parts`` with superseded rows removed (nothing extra to do when no id repeats)."""
+    """A lazy scan of ``parts`` with superseded rows removed (nothing extra to do when no trial repeats)."""
     frame = pl.scan_ipc([str(p) for p in parts])
-    if "trial_id" not in frame.collect_schema().names():
+    key = _key(frame.collect_schema().names())
+    if "trial_id" not in key:
         return frame
-    counts = frame.select(pl.len().alias("rows"), pl.col("trial_id").n_unique().alias("ids")).collect()
+    counts = frame.select(pl.len().alias("rows"), pl.struct(key).n_unique().alias("ids")).collect()
     if counts["rows"][0] == counts["ids"][0]:
         return frame
     return latest(frame)

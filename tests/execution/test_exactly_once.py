@@ -171,7 +171,7 @@ def test_wait_takes_the_lock_once_the_holder_lets_go(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_two_runs_on_one_output_write_every_trial_exactly_once(tmp_path: Path) -> None:
-    server = ServerThread(ServeOptions(host="127.0.0.1", port=0, latency_ms=5)).start()
+    server = ServerThread(ServeOptions(host="127.0.0.1", port=0, latency_ms=20)).start()
     try:
         sweep = write(tmp_path, http_sweep(server.base_url, "openai", runs=4, concurrency=8))
         out = tmp_path / "out"
