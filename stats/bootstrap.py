@@ -154,7 +154,7 @@ def _kg(method: str, r: np.ndarray, v: np.ndarray, N: np.ndarray, k: np.ndarray,
 
 
 _KG_WHAT = {"korn-graubard-tilted": "tilted Korn–Graubard", "korn-graubard": "Korn–Graubard"}
-_KG_TAILS = {"korn-graubard-tilted": f"tails tilted by {I.TILT:g} toward the far side from 0 or 1, ",
+_KG_TAILS = {"korn-graubard-tilted": f"α split α(½ + {I.TILT:g}(1 − 2r)) below and α(½ − {I.TILT:g}(1 − 2r)) above, ",
              "korn-graubard": ""}
 
 
