@@ -25,7 +25,7 @@ import typer
 
 from runner.config.sweep import LoadedSweep
 from runner.core.errors import UserError
-from runner.execution.backends import RunOptions
+from runner.execution.backends import RunOptions, backend
 from runner.execution.run import RunResult
 
 ADDRESS_ENV = "RAY_ADDRESS"
@@ -34,8 +34,9 @@ ADDRESS_ENV = "RAY_ADDRESS"
 class RayBackend:
     """``trialgrid run SWEEP --ray ADDRESS`` and ``runner.run(..., mode="ray")``: the same run, on Ray.
 
-    What cannot run on Ray (a budget, the response cache, batch mode) is refused before
-    this is called, by ``runner.execution.modes`` — the rules of every mode live there.
+    A budget and the response cache are shared across the workers (``cluster.spend``,
+    ``cluster.cache``); batch mode asked for with ``--ray`` never gets here — it runs on
+    the driver (``runner.execution.modes`` holds the rules of every mode).
     """
 
     name = "ray"
@@ -45,7 +46,7 @@ class RayBackend:
 
         return run_on_ray(loaded, out, address=options.address or "auto", workers=options.workers,
                           quiet=options.quiet, say=options.say, strict_params=options.strict_params,
-                          notify=options.notify)
+                          notify=options.notify, cache_dir=options.cache_dir)
 
 
 #: what the ``trialgrid.backends`` entry point ``ray`` names
@@ -156,12 +157,15 @@ def job_main(argv: list[str] | None = None) -> int:
         for warning in loaded.warnings:
             say(f"warning: {warning}")
         # the rules of every run; an address means Ray (naming mode 'ray' would need installed entry points)
-        modes.plan(loaded, out, address=args.address, workers=args.workers)
+        chosen = modes.plan(loaded, out, address=args.address, workers=args.workers)
+        if chosen.note:
+            say(chosen.note)
+        options = RunOptions(quiet=True, say=say, notify=lambda s: say(f"note: {s}"), strict_params=args.strict_params,
+                             address=args.address, workers=args.workers, batch_models=chosen.batch_models)
         with ray_session(args.address, ship_code=False):  # the job's runtime env carries the code
             # called directly, not looked up: a job's head node may run the uploaded code without installed entry points
-            result = ray_backend.run(loaded, out, RunOptions(quiet=True, say=say, notify=lambda s: say(f"note: {s}"),
-                                                             strict_params=args.strict_params, address=args.address,
-                                                             workers=args.workers))
+            chosen_backend = ray_backend if chosen.backend == modes.RAY else backend(chosen.backend)
+            result = chosen_backend.run(loaded, out, options)
             say(f"{result.stats.done:,} trials run ({result.skipped:,} already done) in {result.elapsed_s:.1f} s; "
                 f"counts: {result.counts}; output: {out}")
             try:
