@@ -106,13 +106,23 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def status(job_id: str = typer.Argument(..., help="Job id printed by submit."),
                address: str = address_option) -> None:
-        """Print a submitted job's status (PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED)."""
+        """Print a submitted job's status (PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED) and its run's summary.
+
+        The state goes to stdout; the summary (trials done, rate per worker, requests in
+        flight, limiter waits, re-queued chunks, spend) to stderr, read from the output's
+        manifest, which the driver rewrites as it goes — when the output directory is
+        readable here (on the head node, or a shared filesystem).
+        """
         from cluster import jobs
+        from cluster.watch import output_summary
 
         try:
             out.print(jobs.status(job_id, address=address))
+            where = jobs.output_dir(job_id, address=address)
         except UserError as exc:
             raise fail(exc) from None
+        if where is not None:
+            err.print(output_summary(Path(where)), markup=False, highlight=False)
 
     @app.command()
     def logs(job_id: str = typer.Argument(..., help="Job id printed by submit."),

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from cluster.scheduler import Dispatcher, DispatchStats, chunked
 from cluster.session import ray_session
 from cluster.shares import engine_share
-from cluster.watch import Watch
+from cluster.watch import Watch, detail_line
 from cluster.worker import TrialWorker
 from runner.config.cost import spent_in
 from runner.config.sweep import LoadedSweep
@@ -54,7 +54,7 @@ def run_on_ray(loaded: LoadedSweep, out: Path, *, address: str = "auto", workers
                notify: Callable[[str], None] | None = None, num_cpus: int | None = None,
                temp_dir: str | None = None, ship_code: bool | None = None,
                limiter_window_s: float = 60.0, cache_dir: Path | None = None,
-               watch_interval_s: float = 10.0) -> RunResult:
+               watch_interval_s: float = 5.0) -> RunResult:
     """Run (or resume) ``loaded`` into ``out`` on Ray. Raises ``UserError`` for a mismatched ``out``.
 
     ``address``: ``auto``, ``local`` or a cluster address (see ``cluster.session``);
@@ -122,8 +122,8 @@ def run_on_ray(loaded: LoadedSweep, out: Path, *, address: str = "auto", workers
         watch = Watch(output.total, len(output.done), interval_s=watch_interval_s)
         live = [dispatch]
 
-        def cache_hits() -> int:
-            return int((services.cache_stats() or {}).get("hits", 0))
+        def cache_hits() -> int:  # as of the last poll: asking the cache actor per chunk would queue behind workers
+            return (watch.record.cache_hits or 0) if watch.record is not None else 0
 
         def publish() -> None:
             spend = services.spend()
@@ -135,7 +135,8 @@ def run_on_ray(loaded: LoadedSweep, out: Path, *, address: str = "auto", workers
         try:
             with output.sink(SINK_NAME) as sink, \
                     RunProgress(output.total, already_done=len(output.done), quiet=quiet,
-                                cache_hits=cache_hits if cache_dir is not None else None) as progress:
+                                cache_hits=cache_hits if cache_dir is not None else None,
+                                detail=lambda: detail_line(watch.record) if watch.record else "") as progress:
                 next_drain = [time.monotonic() + 1.0]
 
                 def on_result(chunk: Any, batch: pa.RecordBatch, errors: int, result_stopped: bool) -> None:

@@ -90,6 +90,12 @@ def status(job_id: str, *, address: str) -> str:
     return str(_client(address).get_job_status(job_id).value)
 
 
+def output_dir(job_id: str, *, address: str) -> str | None:
+    """The ``--out`` a job was submitted with (a path on the head node), from its entrypoint."""
+    words = shlex.split(str(_client(address).get_job_info(job_id).entrypoint or ""))
+    return words[words.index("--out") + 1] if "--out" in words[:-1] else None
+
+
 def logs(job_id: str, *, address: str) -> str:
     return str(_client(address).get_job_logs(job_id))
 

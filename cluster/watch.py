@@ -16,9 +16,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from runner.core.manifest import Manifest, WatchRecord, WorkerWatch
+from runner.core.manifest import Manifest, WatchRecord, WorkerWatch, read_manifest
 
 
 @dataclass
@@ -55,7 +56,13 @@ class CountingLimiter:
 
 def summary_line(record: WatchRecord) -> str:
     """The one-line summary of a cluster run (the driver's log and ``trialgrid status``)."""
-    parts = [f"{record.done:,}/{record.total:,} trials", f"{record.trials_per_s:,.0f} trials/s"]
+    head = f"{record.done:,}/{record.total:,} trials; {record.trials_per_s:,.0f} trials/s"
+    return f"{head}; {detail_line(record)}"
+
+
+def detail_line(record: WatchRecord) -> str:
+    """The summary without done/total and rate (the progress bar shows those itself)."""
+    parts = []
     if record.workers:
         rates = " ".join(f"w{w.index}:{w.trials_per_s:,.0f}/s" for w in record.workers)
         parts.append(f"workers {rates}")
@@ -67,6 +74,18 @@ def summary_line(record: WatchRecord) -> str:
     if record.cache_hits is not None:
         parts.append(f"{record.cache_hits:,} cached")
     return "; ".join(parts)
+
+
+def output_summary(out: Path) -> str:
+    """What ``trialgrid status JOB`` prints below the job's state: the output's last summary, read from its manifest."""
+    manifest = read_manifest(out) if (out / "manifest.json").is_file() else None
+    if manifest is None or not manifest.sessions:
+        return f"output {out}: no manifest yet (the run has not started, or {out} is on another machine's disk)"
+    session = manifest.sessions[-1]
+    head = f"output {out}: session {len(manifest.sessions)} {session.status}"
+    if session.watch is None:
+        return f"{head}; {session.trials_run:,} trials run (no cluster summary: not a Ray run, or none written yet)"
+    return f"{head}; as of {session.watch.at}: {summary_line(session.watch)}"
 
 
 class Watch:
