@@ -80,6 +80,9 @@ def register(app: typer.Typer) -> None:
         project: Path = typer.Option(Path("."), "--project",
                                      help="Directory uploaded as the job's working directory (default: here)."),
         strict_params: bool = typer.Option(False, "--strict-params", help="No remedies: a rejected parameter fails."),
+        cache: str | None = typer.Option(None, "--cache", metavar="DIR",
+                                         help="Response cache directory on the head node (absolute path), served "
+                                              "to every worker by one actor there."),
         wait: bool = typer.Option(True, "--wait/--no-wait", help="Follow the job's log until it ends."),
     ) -> None:
         """Run a sweep on a Ray cluster through Ray Jobs (the project directory travels with it)."""
@@ -89,9 +92,9 @@ def register(app: typer.Typer) -> None:
 
         try:
             # a broken sweep, or one that cannot run on Ray, fails here, not on the cluster
-            plan(load_sweep(sweep), None, mode=RAY, workers=workers)
+            plan(load_sweep(sweep), None, mode=RAY, workers=workers, cache=Path(cache) if cache else None)
             job_id = jobs.submit(sweep, address=address, out=out_dir, project=project, workers=workers,
-                                 strict_params=strict_params)
+                                 strict_params=strict_params, cache=cache)
         except UserError as exc:
             raise fail(exc) from None
         err.print(f"submitted job {job_id} to {address}; output: {out_dir} on the head node")
@@ -157,6 +160,7 @@ def job_main(argv: list[str] | None = None) -> int:
     run.add_argument("--workers", type=int, default=None)
     run.add_argument("--address", default=os.environ.get("TRIALGRID_RAY_ADDRESS", "auto"))
     run.add_argument("--strict-params", action="store_true")
+    run.add_argument("--cache", type=Path, default=None)
     args = parser.parse_args(argv)
     say: Callable[[str], Any] = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     from cluster.session import ray_session
@@ -167,11 +171,12 @@ def job_main(argv: list[str] | None = None) -> int:
         for warning in loaded.warnings:
             say(f"warning: {warning}")
         # the rules of every run; an address means Ray (naming mode 'ray' would need installed entry points)
-        chosen = modes.plan(loaded, out, address=args.address, workers=args.workers)
+        chosen = modes.plan(loaded, out, address=args.address, workers=args.workers, cache=args.cache)
         if chosen.note:
             say(chosen.note)
         options = RunOptions(quiet=True, say=say, notify=lambda s: say(f"note: {s}"), strict_params=args.strict_params,
-                             address=args.address, workers=args.workers, batch_models=chosen.batch_models)
+                             address=args.address, workers=args.workers, batch_models=chosen.batch_models,
+                             cache_dir=args.cache)
         with ray_session(args.address, ship_code=False):  # the job's runtime env carries the code
             # called directly, not looked up: a job's head node may run the uploaded code without installed entry points
             chosen_backend = ray_backend if chosen.backend == modes.RAY else backend(chosen.backend)
