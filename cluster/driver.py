@@ -131,13 +131,17 @@ def run_on_ray(loaded: LoadedSweep, out: Path, *, address: str = "auto", workers
             watch.poll(dispatcher.workers, requeued=live[0].requeued_chunks, lost=live[0].workers_lost, spend=spend,
                        budget=budget.describe() if budget is not None else None,
                        cache_hits=None if cache is None else int(cache["hits"]))
-            watch.publish(output.manifest, lambda: write_manifest(out, output.manifest), say)
+            # on a terminal the progress bar shows it; in a log (a Ray Job's) a line every interval does
+            watch.publish(output.manifest, lambda: write_manifest(out, output.manifest),
+                          say if log_lines[0] else (lambda line: None))
+        log_lines = [True]
         try:
             with output.sink(SINK_NAME) as sink, \
                     RunProgress(output.total, already_done=len(output.done), quiet=quiet,
                                 cache_hits=cache_hits if cache_dir is not None else None,
                                 detail=lambda: detail_line(watch.record) if watch.record else "") as progress:
                 next_drain = [time.monotonic() + 1.0]
+                log_lines[0] = not progress.enabled
 
                 def on_result(chunk: Any, batch: pa.RecordBatch, errors: int, result_stopped: bool) -> None:
                     sink.write_batch(batch)
@@ -167,6 +171,7 @@ def run_on_ray(loaded: LoadedSweep, out: Path, *, address: str = "auto", workers
                     output.manifest.sessions[-1].cache = CacheStats.model_validate(
                         {k: cache[k] for k in ("dir", "hits", "misses", "stored")})
                     output.manifest.cache_hits = (output.manifest.cache_hits or 0) + int(cache["hits"])
+                log_lines[0] = True  # the last summary is logged either way
                 publish()
             except Exception as exc:
                 say(f"could not collect the shared services' counts at the end: {type(exc).__name__}")

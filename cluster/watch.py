@@ -68,7 +68,7 @@ def detail_line(record: WatchRecord) -> str:
         parts.append(f"workers {rates}")
         parts.append(f"{sum(w.in_flight for w in record.workers):,} in flight")
         parts.append(f"{sum(w.limiter_waits for w in record.workers):,} limiter waits")
-    parts.append(f"{record.requeued_chunks:,} chunks re-queued ({record.workers_lost} workers lost)")
+    parts.append(f"{record.requeued_chunks:,} chunks re-queued ({record.workers_lost} workers replaced)")
     if record.spent_usd is not None:
         parts.append(f"spent ${record.spent_usd:,.4f} / {record.spent_tokens:,} tokens of {record.budget}")
     if record.cache_hits is not None:

@@ -140,9 +140,9 @@ def test_killed_worker_loses_no_stored_answer_but_those_in_flight(tmp_path: Path
                             cache_dir=cache)
         killer.join(5)
         sent = server.stats()["requests"]
+        assert killed and any(" lost (" in line for line in said), said
         rerun = run_on_ray(loaded, tmp_path / "again", workers=2, chunk_size=40, quiet=True, cache_dir=cache)
         after = server.stats()["requests"]
-    assert killed and any("lost" in line for line in said), said
     assert result.status == rerun.status == "complete"
     stored = ResponseCache(cache)
     try:
@@ -154,3 +154,27 @@ def test_killed_worker_loses_no_stored_answer_but_those_in_flight(tmp_path: Path
     # worker's requests in flight — its share of engine.concurrency (6 of 12)
     assert sent - total <= 6
     assert after == sent  # and the rerun sends nothing
+    manifest = read_manifest(tmp_path / "out")
+    assert manifest is not None and manifest.sessions[-1].watch is not None
+    watch = manifest.sessions[-1].watch
+    assert watch.workers_lost == 1 and watch.requeued_chunks >= 1 and watch.done == total
+
+
+def test_the_driver_logs_what_each_worker_does(tmp_path: Path) -> None:
+    with ServerThread(ServeOptions(port=0, latency_ms=20.0)) as server:
+        loaded = load_sweep(write_yaml(tmp_path / "sweep.yaml", http_sweep(
+            server.base_url, runs=4, concurrency=16, models=("careful",), limits={"max_concurrent": 4})))
+        said: list[str] = []
+        result = run_on_ray(loaded, tmp_path / "out", workers=2, chunk_size=16, quiet=True, say=said.append,
+                            watch_interval_s=0.2)
+    assert result.status == "complete"
+    lines = [line for line in said if "trials/s; workers w0:" in line]
+    assert len(lines) >= 2, said  # as it goes, and once at the end
+    assert any(" 0 in flight" not in line for line in lines[:-1]), lines  # requests were out while it ran
+    manifest = read_manifest(tmp_path / "out")
+    assert manifest is not None and manifest.sessions[-1].watch is not None
+    watch = manifest.sessions[-1].watch
+    assert watch.done == watch.total == len(grid_of(loaded))
+    # 16 trials in flight, 4 sends at a time on the shared key: sends waited, and were counted
+    assert sum(w.limiter_waits for w in watch.workers) > 0
+    assert watch.spent_usd is None and watch.cache_hits is None  # no budget, no cache: not shown

@@ -79,6 +79,6 @@ def test_summary_line_and_output_summary(tmp_path) -> None:  # type: ignore[no-u
                                   WorkerWatch(index=1, trials=20, trials_per_s=5.0, in_flight=4, limiter_waits=0)])
     line = summary_line(record)
     for piece in ("50/100 trials", "12 trials/s", "w0:7/s w1:5/s", "7 in flight", "2 limiter waits",
-                  "1 chunks re-queued (1 workers lost)", "spent $0.5000 / 1,234 tokens of $1.00", "7 cached"):
+                  "1 chunks re-queued (1 workers replaced)", "spent $0.5000 / 1,234 tokens of $1.00", "7 cached"):
         assert piece in line, (piece, line)
     assert "no manifest yet" in output_summary(tmp_path)
