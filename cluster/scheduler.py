@@ -94,8 +94,11 @@ class Dispatcher:
         self._generation = [0] * workers
 
     def run(self, chunks: Iterator[Chunk], on_result: Callable[[Chunk, pa.RecordBatch, int, bool], None], *,
-            stats: DispatchStats | None = None) -> DispatchStats:
-        """Dispatch until every chunk is accepted (or ``should_stop``); ``stats`` is updated as it goes."""
+            stats: DispatchStats | None = None, on_idle: Callable[[], None] | None = None) -> DispatchStats:
+        """Dispatch until every chunk is accepted (or ``should_stop``); ``stats`` is updated as it goes.
+
+        ``on_idle`` is called each second no chunk came back (the driver's summary goes on while chunks are long).
+        """
         import ray
         from ray.exceptions import ObjectLostError, RayActorError, WorkerCrashedError
 
@@ -133,6 +136,8 @@ class Dispatcher:
         fill()
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+            if not ready and on_idle is not None:
+                on_idle()
             for ref in ready:
                 slot, generation, chunk = pending.pop(ref)
                 if generation == self._generation[slot]:
