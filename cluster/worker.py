@@ -7,6 +7,10 @@ while the last ones of the previous chunk are still waiting on the network; the
 worker's share of the sweep's concurrency is enforced across all of them by one
 set of semaphores here, not per chunk. A chunk comes back as one Arrow record batch
 (``runner.execution.sink.to_record_batch``): one actor call per chunk, never one per trial.
+With a budget, each trial first takes a slot of the worker's ``BudgetGate``
+(``cluster.spend``); once the run's spend meter says "spent", the chunk's remaining
+trials are not started and the chunk comes back ``stopped``. ``stats`` gives the
+driver's watch its counters (trials, in flight, limiter waits).
 """
 
 from __future__ import annotations
