@@ -119,7 +119,7 @@ class Watch:
                 s = ray.get(ref)
             except Exception:
                 continue
-            previous = self._last_worker.get(s.pid, s.trials)
+            previous = self._last_worker.get(s.pid, 0)  # a worker (or its replacement) starts at 0
             self._last_worker[s.pid] = s.trials
             per_worker.append(WorkerWatch(index=s.index, trials=s.trials, trials_per_s=(s.trials - previous) / span,
                                           in_flight=s.in_flight, limiter_waits=s.limiter_waits))
