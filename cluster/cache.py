@@ -59,6 +59,7 @@ class SharedCache:
         self._puts: list[tuple[bytes, bytes]] = []
         self._flush_scheduled = False
         self._answering: set[asyncio.Task[None]] = set()
+        self._stores: list[Any] = []  # put_many calls sent and not yet confirmed (``drain``)
 
     async def lookup(self, key: bytes) -> ChatResponse | None:
         future: asyncio.Future[ChatResponse | None] = asyncio.get_running_loop().create_future()
@@ -79,7 +80,7 @@ class SharedCache:
         self._flush_scheduled = False
         if self._puts:
             puts, self._puts = self._puts, []
-            self._actor.put_many.remote(puts)  # sent now; a later get of the same key is ordered after it
+            self._stores.append(self._actor.put_many.remote(puts))  # sent now: a later get is ordered after it
         if self._gets:
             gets, self._gets = self._gets, []
             task = asyncio.ensure_future(self._answer(gets))
@@ -97,3 +98,18 @@ class SharedCache:
         for (_, future), blob in zip(gets, blobs, strict=True):
             if not future.done():
                 future.set_result(None if blob is None else decode_response(blob))
+
+    async def drain(self) -> None:
+        """Wait until every store sent so far is committed; raise if the cache actor could not store one.
+
+        A worker calls it before returning a chunk, so a chunk's rows never reach the
+        output before its answers are in the cache (and a failing cache stops the run
+        instead of silently storing nothing).
+        """
+        stores, self._stores = self._stores, []
+        for ref in stores:
+            try:
+                await ref
+            except Exception as exc:
+                raise RuntimeError(f"the response cache could not store answers: {exc}") from exc
+

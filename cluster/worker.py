@@ -93,6 +93,7 @@ class TrialWorker:
         self._trials = 0
         self._in_flight = 0
         self._waits = WaitCounter()
+        self._cache: Any = None
 
     def _ensure_started(self) -> None:
         if self._runner is not None:
@@ -100,6 +101,7 @@ class TrialWorker:
         extra = self._hooks(self._index, self._workers) if self._hooks is not None else {}
         self._book = extra.get("book")
         self._waits = extra.pop("wait_counter", None) or WaitCounter()
+        self._cache = extra.get("cache")
         spend_actor = getattr(self._hooks, "spend_actor", None)
         if spend_actor is not None:
             self._gate = BudgetGate(spend_actor, self._loaded.sweep.prices, self._concurrency)
@@ -145,6 +147,8 @@ class TrialWorker:
                          stop=(lambda: gate.spent) if gate is not None else None)
         if gate is not None:
             await gate.flush()  # the driver hears of this chunk's spend no later than of its rows
+        if self._cache is not None:
+            await self._cache.drain()  # ... and its answers are in the cache before its rows are written
         written = [r for r in rows if r is not _NOT_RUN]
         errors = sum(1 for r in written if r["status"] != "ok")
         stopped = len(written) < len(trial_specs)
