@@ -31,9 +31,18 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+)
 
 from runner.core.errors import UserError
+from runner.core.safety import printable_label
 from runner.core.sources import Source, load_source, validate
 
 MANIFEST = "manifest.json"
@@ -74,6 +83,12 @@ class ModelSnapshot(_OpenRecord):
     name: str = Field(description="the model's label in the output's rows (unique within the sweep)")
     provider: str = Field(description="provider name (sim, openai, anthropic, callable; an import's source name)")
     model: str | None = Field(default=None, description="model id sent to the provider; None means the label")
+
+    @field_validator("name")
+    @classmethod
+    def _label(cls, value: str) -> str:
+        # read back from a directory anyone may have written: it becomes terminal text and file names
+        return printable_label(value, "model name")
 
     @property
     def model_id(self) -> str:
@@ -276,6 +291,14 @@ class Manifest(ManifestRecord):
     cache_hits: int | None = Field(default=None, description="requests answered from a response cache, all sessions")
     batch_models: list[str] | None = Field(default=None, description="batch mode: the models sent as batches")
     batches: list[BatchRecord] | None = Field(default=None, description="batch mode: the provider batches")
+
+    @field_validator("probes")
+    @classmethod
+    def _probe_labels(cls, value: dict[str, ProbeRecord]) -> dict[str, ProbeRecord]:
+        # read back from a directory anyone may have written: each name becomes terminal text and file names
+        for name in value:
+            printable_label(name, "probe name")
+        return value
 
     def remedies_of(self, model: ModelSnapshot) -> list[RemedyRecord]:
         """The remedies that apply to one model of the sweep (matched on provider and model id)."""
