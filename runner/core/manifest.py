@@ -186,6 +186,32 @@ class EngineRecord(ManifestRecord):
     address: str = Field(description="the Ray address asked for (auto, local or a cluster address)")
 
 
+class WorkerWatch(ManifestRecord):
+    """One Ray worker in a cluster run's live summary."""
+
+    index: int = Field(description="the worker's slot")
+    trials: int = Field(description="trials it ran (since it started)")
+    trials_per_s: float = Field(description="its rate over the last interval")
+    in_flight: int = Field(description="requests it had in flight")
+    limiter_waits: int = Field(description="sends that waited on a rate or concurrency limit")
+
+
+class WatchRecord(ManifestRecord):
+    """A cluster run's live summary (``trialgrid status JOB`` prints it while the job runs)."""
+
+    at: str = Field(description="when it was written (ISO 8601, UTC)")
+    done: int = Field(description="trials written, this session and before")
+    total: int = Field(description="trials in the grid")
+    trials_per_s: float = Field(description="the run's rate over the last interval")
+    requeued_chunks: int = Field(default=0, description="chunks re-run after a worker was lost")
+    workers_lost: int = Field(default=0, description="workers lost (and replaced)")
+    spent_usd: float | None = Field(default=None, description="spend so far, with a budget")
+    spent_tokens: int | None = Field(default=None, description="tokens so far, with a budget")
+    budget: str | None = Field(default=None, description="the budget in force")
+    cache_hits: int | None = Field(default=None, description="answers served by the response cache")
+    workers: list[WorkerWatch] = Field(default_factory=list, description="per worker")
+
+
 class SessionRecord(ManifestRecord):
     """One process's pass over the output: a run, or a resume of it."""
 
@@ -198,6 +224,7 @@ class SessionRecord(ManifestRecord):
     elapsed_s: float | None = Field(default=None, description="wall-clock seconds, once finished")
     cache: CacheStats | None = Field(default=None, description="response cache counts, when a cache was used")
     engine: EngineRecord | None = Field(default=None, description="the scheduler, when not the local engine")
+    watch: WatchRecord | None = Field(default=None, description="a cluster run's live summary, rewritten as it goes")
 
 
 class ImportRecord(ManifestRecord):
