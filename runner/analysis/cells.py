@@ -27,6 +27,8 @@ from runner.probes import PROBES, Contrast
 
 #: readable names of ``stats`` interval methods (``BootstrapResult.interval_method``), as reports print them
 INTERVAL_NAMES = {
+    "korn-graubard-tilted": "tilted Korn–Graubard cluster interval",
+    "mover-korn-graubard-tilted": "MOVER interval from the arms' tilted Korn–Graubard intervals",
     "korn-graubard": "Korn–Graubard cluster interval",
     "mover-korn-graubard": "MOVER interval from the arms' Korn–Graubard intervals",
     "t": "cluster t interval",

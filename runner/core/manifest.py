@@ -32,9 +32,18 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+)
 
 from runner.core.errors import UserError
+from runner.core.safety import printable_label
 from runner.core.sources import Source, load_source, validate
 
 MANIFEST = "manifest.json"
@@ -75,6 +84,12 @@ class ModelSnapshot(_OpenRecord):
     name: str = Field(description="the model's label in the output's rows (unique within the sweep)")
     provider: str = Field(description="provider name (sim, openai, anthropic, callable; an import's source name)")
     model: str | None = Field(default=None, description="model id sent to the provider; None means the label")
+
+    @field_validator("name")
+    @classmethod
+    def _label(cls, value: str) -> str:
+        # read back from a directory anyone may have written: it becomes terminal text and file names
+        return printable_label(value, "model name")
 
     @property
     def model_id(self) -> str:
@@ -172,6 +187,32 @@ class EngineRecord(ManifestRecord):
     address: str = Field(description="the Ray address asked for (auto, local or a cluster address)")
 
 
+class WorkerWatch(ManifestRecord):
+    """One Ray worker in a cluster run's live summary."""
+
+    index: int = Field(description="the worker's slot")
+    trials: int = Field(description="trials it ran (since it started)")
+    trials_per_s: float = Field(description="its rate over the last interval")
+    in_flight: int = Field(description="requests it had in flight")
+    limiter_waits: int = Field(description="sends that waited on a rate or concurrency limit")
+
+
+class WatchRecord(ManifestRecord):
+    """A cluster run's live summary (``trialgrid status JOB`` prints it while the job runs)."""
+
+    at: str = Field(description="when it was written (ISO 8601, UTC)")
+    done: int = Field(description="trials written, this session and before")
+    total: int = Field(description="trials in the grid")
+    trials_per_s: float = Field(description="the run's rate over the last interval")
+    requeued_chunks: int = Field(default=0, description="chunks re-run after a worker was lost")
+    workers_lost: int = Field(default=0, description="workers lost (and replaced)")
+    spent_usd: float | None = Field(default=None, description="spend so far, with a budget")
+    spent_tokens: int | None = Field(default=None, description="tokens so far, with a budget")
+    budget: str | None = Field(default=None, description="the budget in force")
+    cache_hits: int | None = Field(default=None, description="answers served by the response cache")
+    workers: list[WorkerWatch] = Field(default_factory=list, description="per worker")
+
+
 class SessionRecord(ManifestRecord):
     """One process's pass over the output: a run, or a resume of it."""
 
@@ -186,6 +227,7 @@ class SessionRecord(ManifestRecord):
     elapsed_s: float | None = Field(default=None, description="wall-clock seconds, once finished")
     cache: CacheStats | None = Field(default=None, description="response cache counts, when a cache was used")
     engine: EngineRecord | None = Field(default=None, description="the scheduler, when not the local engine")
+    watch: WatchRecord | None = Field(default=None, description="a cluster run's live summary, rewritten as it goes")
 
 
 class ImportRecord(ManifestRecord):
@@ -252,6 +294,14 @@ class Manifest(ManifestRecord):
     cache_hits: int | None = Field(default=None, description="requests answered from a response cache, all sessions")
     batch_models: list[str] | None = Field(default=None, description="batch mode: the models sent as batches")
     batches: list[BatchRecord] | None = Field(default=None, description="batch mode: the provider batches")
+
+    @field_validator("probes")
+    @classmethod
+    def _probe_labels(cls, value: dict[str, ProbeRecord]) -> dict[str, ProbeRecord]:
+        # read back from a directory anyone may have written: each name becomes terminal text and file names
+        for name in value:
+            printable_label(name, "probe name")
+        return value
 
     def remedies_of(self, model: ModelSnapshot) -> list[RemedyRecord]:
         """The remedies that apply to one model of the sweep (matched on provider and model id)."""

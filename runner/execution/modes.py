@@ -5,9 +5,10 @@ There are three ways to run a sweep — ``local`` (this process, the engine, liv
 and plug-ins such as ``ray`` (cluster mode, ``trialgrid.backends`` entry points). The
 CLI, cluster mode's job entrypoint and a notebook all come through ``run`` here, so a
 sweep whose model says ``mode: batch`` goes through the batch API whoever runs it,
-and a combination that cannot work (batch with Ray, the response cache or a budget
-with Ray, a multi-turn probe in batch mode...) is refused with the same one line
-everywhere, before anything is sent. ``plan`` holds the rules; the backends
+and a combination that cannot work (batch mode with the response cache, a multi-turn
+probe in batch mode...) is refused with the same one line everywhere, before
+anything is sent. Batch mode asked for with ``--ray`` runs on the driver: submitting
+and polling a vendor's batch is a handful of calls, there is nothing to shard. ``plan`` holds the rules; the backends
 (``runner.execution.backends``) only execute.
 """
 
@@ -36,6 +37,8 @@ class Plan:
 
     backend: str
     batch_models: frozenset[str] = frozenset()
+    #: a note for the user about how the plan differs from what was asked (printed before the run)
+    note: str | None = None
 
 
 def plan(loaded: LoadedSweep, out: Path | None, *, mode: str | None = None, address: str | None = None,
@@ -66,17 +69,13 @@ def plan(loaded: LoadedSweep, out: Path | None, *, mode: str | None = None, addr
                                                "on the model")
     cache_on = cache is not None or loaded.sweep.cache is not None
     if mode == BATCH or batch_declared or open_batches:
-        if on_ray or cache_on:
-            raise UserError("batch mode runs in one process without the response cache; it is not available with "
-                            "--ray or a cache", hint="drop --ray / --cache (and the sweep's `cache` key), or run live")
-        return Plan(BATCH, frozenset(batch_models(loaded, all_models=mode == BATCH)))
-    if on_ray:
         if cache_on:
-            raise UserError("the response cache runs in one process; it is not available with --ray",
-                            hint="drop --cache (and the sweep's `cache` key) for a Ray run")
-        if loaded.sweep.budget is not None:
-            raise UserError("a sweep with `budget` cannot run with --ray yet: the spend meter is single-node",
-                            file=loaded.path, hint="run it without --ray, or remove `budget`")
+            raise UserError("batch mode runs without the response cache; it is not available with a cache",
+                            hint="drop --cache (and the sweep's `cache` key), or run live")
+        note = ("--ray: batch mode submits and polls the vendors' batches from this process (there is nothing to "
+                "shard); no Ray workers are started") if on_ray else None
+        return Plan(BATCH, frozenset(batch_models(loaded, all_models=mode == BATCH)), note)
+    if on_ray:
         return Plan(RAY)
     return Plan(mode or LOCAL)
 
@@ -148,6 +147,8 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     target = Path(out) if out is not None else Path(loaded.sweep.output)
     cache_dir = Path(cache) if cache is not None else None
     chosen = plan(loaded, target, mode=mode, address=address, workers=workers, cache=cache_dir)
+    if chosen.note:
+        tell(chosen.note)
     options = RunOptions(quiet=quiet, say=tell, notify=notify, strict_params=strict_params, cache_dir=cache_dir,
                          address=address, workers=workers, batch_models=chosen.batch_models,
                          retry_kinds=check_retry_kinds(retry_errors), wait=wait)

@@ -37,7 +37,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from runner.core.errors import UserError
 from runner.core.types import ChatRequest, ChatResponse, ToolCall, ToolSpec, Usage, parse_tool_arguments
@@ -78,7 +78,8 @@ def request_key(provider: str, endpoint: str, request: ChatRequest) -> bytes:
     return hashlib.sha256(blob.encode()).digest()
 
 
-def _encode_response(response: ChatResponse) -> bytes:
+def encode_response(response: ChatResponse) -> bytes:
+    """A response as the cache stores it (``decode_response`` reads it back, as a hit)."""
     return json.dumps({
         "text": response.text,
         "calls": [[c.name, c.raw_arguments, c.id, c.parse_error] for c in response.tool_calls],
@@ -132,6 +133,15 @@ def _shape_problem(db: sqlite3.Connection) -> str | None:
     if columns and [(c[1], str(c[2]).upper(), c[5]) for c in columns] != _COLUMNS:
         return "its responses table has another shape"
     return None
+
+
+class AnswerStore(Protocol):
+    """Where ``CachedProvider`` looks answers up and stores them: ``ResponseCache`` here, a
+    shared one in cluster mode (``cluster.cache``: lookups batched to the process that owns the file)."""
+
+    async def lookup(self, key: bytes) -> ChatResponse | None: ...
+
+    def store(self, key: bytes, response: ChatResponse) -> None: ...
 
 
 class ResponseCache:
@@ -214,11 +224,35 @@ class ResponseCache:
     def put(self, key: bytes, response: ChatResponse) -> None:
         try:
             self._db.execute("INSERT OR IGNORE INTO responses (key, value) VALUES (?, ?)",
-                             (key, _encode_response(response)))
+                             (key, encode_response(response)))
         except sqlite3.Error as exc:
             self._failed("store an answer", exc)
             return
         self.stored += 1
+
+    async def lookup(self, key: bytes) -> ChatResponse | None:
+        return self.get(key)
+
+    def store(self, key: bytes, response: ChatResponse) -> None:
+        self.put(key, response)
+
+    def get_blobs(self, keys: list[bytes]) -> list[bytes | None]:
+        """Stored values of ``keys`` as stored (``None`` for a miss), counted as ``get`` counts them."""
+        found: list[bytes | None] = []
+        for key in keys:
+            row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+            found.append(None if row is None else row[0])
+        hits = sum(1 for f in found if f is not None)
+        self.hits += hits
+        self.misses += len(keys) - hits
+        return found
+
+    def put_blobs(self, items: list[tuple[bytes, bytes]]) -> None:
+        """Store encoded answers in one transaction (a crash keeps all of them or none)."""
+        with self._db:
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT OR IGNORE INTO responses (key, value) VALUES (?, ?)", items)
+        self.stored += len(items)
 
     def __len__(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM responses").fetchone()[0])
@@ -233,7 +267,7 @@ class ResponseCache:
 class CachedProvider:
     """A provider answered from the cache when it can; the pool wraps every provider once, when caching."""
 
-    def __init__(self, inner: Provider, cache: ResponseCache, *, endpoint: str, strict_params: bool = False) -> None:
+    def __init__(self, inner: Provider, cache: AnswerStore, *, endpoint: str, strict_params: bool = False) -> None:
         self.inner = inner
         self.name: str = inner.name
         self.endpoint = endpoint
@@ -242,12 +276,12 @@ class CachedProvider:
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         key = request_key(self.name, self.endpoint, request)
-        hit = self.cache.get(key)
+        hit = await self.cache.lookup(key)
         # a stored answer a remedy shaped is not what --strict-params asks for: ask the model again
         if hit is not None and not (self.strict_params and hit.remedies):
             return hit
         response = await self.inner.complete(request)  # a ProviderError propagates: errors are never stored
-        self.cache.put(key, response)
+        self.cache.store(key, response)
         return response
 
     async def aclose(self) -> None:

@@ -54,11 +54,17 @@ def test_ray_output_equals_single_node_and_resumes_either_way(write_sweep, tmp_p
 
 
 def _trialworker_pids() -> list[int]:
+    """Worker processes of *this* test's Ray (descendants of this process): never another run's on the machine."""
+    me = os.getpid()
     pids = []
     for proc in psutil.process_iter(["pid", "cmdline"]):
         cmd = proc.info["cmdline"] or []
         if cmd and cmd[0].startswith("ray::TrialWorker"):
-            pids.append(proc.info["pid"])
+            try:
+                if any(parent.pid == me for parent in proc.parents()):
+                    pids.append(proc.info["pid"])
+            except psutil.Error:
+                continue
     return pids
 
 
