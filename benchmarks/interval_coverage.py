@@ -1,7 +1,7 @@
 """Coverage and width of cluster intervals for a pooled rate and a paired A − B difference.
 
-Usage: PYTHONPATH=. python benchmarks/interval_coverage.py [--quick] [--designs N] [--resamples B]
-                                                          [--seed S] [--only rate|diff]
+Usage: PYTHONPATH=. python benchmarks/interval_coverage.py [--quick] [--designs N] [--analytic-designs N]
+                                                          [--resamples B] [--seed S] [--only rate|diff] [--floor]
 
 Simulation study behind the default interval method of ``stats.cluster_bootstrap_ci`` /
 ``stats.cluster_bootstrap_many`` (issue 15). Seeded: the same command prints the same table.
@@ -36,16 +36,25 @@ prompts with trials):
   kg             Korn–Graubard: Clopper–Pearson at the effective trials n* = n_eff (z/t_{k−1})²,
                  n_eff = r(1 − r)/v capped at Σn (rates; ``stats.intervals.korn_graubard``)
   kg-uncapped    the same without the cap at Σn (as R survey's svyciprop(method = "beta"))
+  jeffreys-eff   Jeffreys interval at the same n* (rates)
   wilson-eff     Wilson score interval at the same n* (rates)
+  kg-midp        mid-p Clopper–Pearson at the same n* (rates; ``stats.intervals.korn_graubard_midp``)
+  kg-tilted      the default: Korn–Graubard with the α split α(½ + 0.1(1 − 2r)) below and
+                 α(½ − 0.1(1 − 2r)) above (``stats.intervals.korn_graubard_tilted``)
   mover-kg       MOVER / Newcombe hybrid of the two arms' Korn–Graubard intervals with the
                  cluster-estimated correlation of the arms' pooled rates (differences)
-  mover-wilson   the same with Wilson-at-n* arm intervals (differences)
+  mover-jeffreys, mover-wilson, mover-kg-midp, mover-kg-tilted
+                 the same with the other arm intervals (mover-kg-tilted is the default)
 
 Each figure is the share of simulated designs whose interval contains the true value (a
 design whose interval is undefined counts as not covering), and the mean width over the
-designs where it is defined. Full mode: 2,000 designs per cell, B = 999 resamples; Monte
-Carlo SE of a coverage near 95% is 0.49 pp. --quick: 400 designs, B = 299. Full mode takes
-~3 minutes on 2 cores (the analytic methods alone, --resamples 0, a few seconds).
+designs where it is defined. Full mode: 10,000 designs per cell for the analytic methods
+(Monte Carlo SE of a coverage near 95%: 0.22 pp) and the first 2,000 of them for the
+bootstrap methods (0.49 pp), B = 999 resamples. --quick: 400 designs, B = 299. Full mode takes
+about 4 CPU-minutes (10 minutes of wall time on 2 shared cores; --resamples 0 about a minute).
+--floor adds the exact coverage floor of the rate cells with 6–30 prompts: the coverage of the
+mid-p and exact intervals for Σn independent trials, from the exact distribution of (Σhits,
+Σtrials) in the cell (quadrature over the prompt rates, FFT convolution over prompts).
 """
 
 from __future__ import annotations
@@ -81,8 +90,11 @@ COPULA = 0.8
 DROP_MAX = 0.6
 LEVEL = 0.95
 
-RATE_METHODS = ("percentile", "bca", "boot-t", "t", "kg", "kg-uncapped", "jeffreys-eff", "wilson-eff")
-DIFF_METHODS = ("percentile", "bca", "boot-t", "t", "mover-kg", "mover-jeffreys", "mover-wilson")
+RATE_METHODS = ("percentile", "bca", "boot-t", "t", "kg", "kg-uncapped", "jeffreys-eff", "wilson-eff", "kg-midp",
+                "kg-tilted")
+DIFF_METHODS = ("percentile", "bca", "boot-t", "t", "mover-kg", "mover-jeffreys", "mover-wilson", "mover-kg-midp",
+                "mover-kg-tilted")
+BOOT_METHODS = ("percentile", "bca", "boot-t")
 
 
 # ---------------------------------------------------------------- bootstrap kernels (per design, B resamples)
@@ -284,22 +296,32 @@ def bootstrap_intervals(theta, troot, accel, est, se, lo_clip, hi_clip):
     return out
 
 
-def rate_intervals(h, n, B, seed):
+def rate_intervals(h, n, B, seed, n_boot=None):
+    """Every method's intervals; the bootstrap ones for the first ``n_boot`` designs only (default: all)."""
     _, N, r, v, k = I.ratio_moments(h, n)
     out = {}
     if B:
-        theta, troot, accel = boot_rate(h, n, B, seed)
-        out.update(bootstrap_intervals(theta, troot, accel, r, np.sqrt(v), 0.0, 1.0))
+        nb_ = h.shape[0] if n_boot is None else min(n_boot, h.shape[0])
+        theta, troot, accel = boot_rate(h[:nb_], n[:nb_], B, seed)
+        out.update(bootstrap_intervals(theta, troot, accel, r[:nb_], np.sqrt(v[:nb_]), 0.0, 1.0))
     lo, hi = I.t_interval(r, v, k, LEVEL)
     out["t"] = (np.clip(lo, 0, 1), np.clip(hi, 0, 1))
     out["kg"] = I.korn_graubard(r, v, N, k, LEVEL)
     out["kg-uncapped"] = I.korn_graubard(r, v, N, k, LEVEL, cap=False)
     out["jeffreys-eff"] = I.jeffreys_effective(r, v, N, k, LEVEL)
     out["wilson-eff"] = I.wilson_effective(r, v, N, k, LEVEL)
+    out["kg-midp"] = I.korn_graubard_midp(r, v, N, k, LEVEL)
+    out["kg-tilted"] = I.korn_graubard_tilted(r, v, N, k, LEVEL)
     return out
 
 
-def diff_intervals(hA, nA, hB, nB, B, seed):
+#: the arm interval of each MOVER difference method
+MOVER_ARMS = (("mover-kg", I.korn_graubard), ("mover-jeffreys", I.jeffreys_effective),
+              ("mover-wilson", I.wilson_effective), ("mover-kg-midp", I.korn_graubard_midp),
+              ("mover-kg-tilted", I.korn_graubard_tilted))
+
+
+def diff_intervals(hA, nA, hB, nB, B, seed, n_boot=None):
     _, NA, rA, vA, kA = I.ratio_moments(hA, nA)
     _, NB, rB, vB, kB = I.ratio_moments(hB, nB)
     cov = I.ratio_covariance(hA, nA, hB, nB)
@@ -309,12 +331,13 @@ def diff_intervals(hA, nA, hB, nB, B, seed):
     se = np.sqrt(np.maximum(var, 0.0))
     out = {}
     if B:
-        theta, troot, accel = boot_diff(hA, nA, hB, nB, B, seed)
-        out.update(bootstrap_intervals(theta, troot, accel, d, se, -1.0, 1.0))
+        nb_ = hA.shape[0] if n_boot is None else min(n_boot, hA.shape[0])
+        theta, troot, accel = boot_diff(hA[:nb_], nA[:nb_], hB[:nb_], nB[:nb_], B, seed)
+        out.update(bootstrap_intervals(theta, troot, accel, d[:nb_], se[:nb_], -1.0, 1.0))
     lo, hi = I.t_interval(d, np.maximum(var, 0.0), k, LEVEL)
     out["t"] = (np.clip(lo, -1, 1), np.clip(hi, -1, 1))
     corr = I.correlation(vA, vB, cov)
-    for name, fn in (("mover-kg", I.korn_graubard), ("mover-jeffreys", I.jeffreys_effective), ("mover-wilson", I.wilson_effective)):
+    for name, fn in MOVER_ARMS:
         la, ua = fn(rA, vA, NA, kA, LEVEL)
         lb, ub = fn(rB, vB, NB, kB, LEVEL)
         out[name] = I.mover(rA, la, ua, rB, lb, ub, corr)
@@ -416,47 +439,139 @@ def print_table(title: str, methods: tuple, rows: list, unit: str) -> None:
         print(line)
 
 
+# ---------------------------------------------------------------- exact coverage floor (discreteness)
+
+def prompt_pmf(mu: float, family: str, par: float, runs: int, sizes: str) -> np.ndarray:
+    """Joint pmf of one prompt's (hits, trials) in the study's model: array [h, n] of (runs+1)².
+
+    Prompt rates by 160-node Gauss–Hermite quadrature (logit-normal) or 400-node Gauss–Legendre
+    (Beta); kept trials, for "uneq", by 200-node Gauss–Legendre over the dropped share U(0, 0.6).
+    """
+    nn = np.arange(runs + 1)
+    if family == "beta":
+        u, wu = np.polynomial.legendre.leggauss(400)
+        p = sp.betaincinv(*beta_params(mu, par), 0.5 * (u + 1))
+        w = wu / wu.sum()
+    else:
+        p, w = sp.expit(logit_location(mu, par) + par * _GH_X), _GH_W
+    if sizes == "eq":
+        pn = np.zeros(runs + 1)
+        pn[runs] = 1.0
+    else:
+        s, ws = np.polynomial.legendre.leggauss(200)
+        s, ws = 0.5 * DROP_MAX * (s + 1), ws / ws.sum()
+        pn = (ws[:, None] * sp.binom(runs, nn)[None, :] * (1 - s[:, None]) ** nn * s[:, None] ** (runs - nn)).sum(0)
+    out = np.zeros((runs + 1, runs + 1))
+    for n in nn:
+        hh = np.arange(n + 1)
+        ph = (w[:, None] * sp.binom(n, hh)[None, :] * p[:, None] ** hh * (1 - p[:, None]) ** (n - hh)).sum(0)
+        out[: n + 1, n] = pn[n] * ph
+    return out
+
+
+def total_pmf(one: np.ndarray, k: int) -> np.ndarray:
+    """pmf of (Σhits, Σtrials) over k independent prompts: the k-fold 2-D convolution, by FFT."""
+    size = k * (one.shape[0] - 1) + 1
+    return np.clip(np.fft.irfft2(np.fft.rfft2(one, s=(size, size)) ** k, s=(size, size)), 0.0, None)
+
+
+def exact_floor(k: int, mu: float, family: str, par: float, runs: int, sizes: str) -> dict:
+    """Exact coverage of binomial intervals for Σhits of Σtrials *independent* trials in a study cell.
+
+    Any cluster interval that contains the interval of independent trials (design effect at least 1, as
+    the cap n_eff <= Σn makes Korn–Graubard's) covers μ at least as often: its coverage is at least this.
+    """
+    P = total_pmf(prompt_pmf(mu, family, par, runs, sizes), k)
+    H, N = np.meshgrid(np.arange(P.shape[0]), np.arange(P.shape[1]), indexing="ij")
+    ok = (H <= N) & (P > 0)
+    h, n, pr = H[ok].astype(float), N[ok].astype(float), P[ok] / P[ok].sum()
+    out = {"P(no hit)": float(pr[h == 0].sum())}
+    for name, fn in (("mid-p", I.clopper_pearson_midp), ("exact CP", I.clopper_pearson)):
+        lo, hi = fn(h, n, LEVEL)
+        lo, hi = np.where(n > 0, lo, 0.0), np.where(n > 0, hi, 1.0)
+        out[name] = float(pr[(lo <= mu) & (mu <= hi)].sum())
+    # with the k − 1 df adjustment and design effect 1: mid-p at n* = Σn (z / t_{k−1})², the largest n* any
+    # Korn–Graubard-type interval uses (it has n_eff <= Σn and at most k prompts with trials)
+    m = n * (_norm_ppf_975() / float(I.t_quantiles(np.array([k - 1.0]), LEVEL)[0])) ** 2
+    lo, hi = I.clopper_pearson_midp(h / np.where(n > 0, n, 1.0) * m, m, LEVEL)
+    lo, hi = np.where(n > 0, lo, 0.0), np.where(n > 0, hi, 1.0)
+    out["mid-p df"] = float(pr[(lo <= mu) & (mu <= hi)].sum())
+    return out
+
+
+def _norm_ppf_975() -> float:
+    return float(sp.ndtri(0.5 + LEVEL / 2))
+
+
+def print_floor() -> None:
+    print("\n== exact coverage floor of the rate cells: binomial intervals at Σn independent trials ==")
+    print("(exact: the cell's distribution of (Σhits, Σtrials) by quadrature and convolution, no simulation. A cluster")
+    print(" interval containing the mid-p interval of Σn independent trials covers at least 'mid-p'; one containing")
+    print(" the mid-p interval at n* = Σn (z/t_{k-1})², i.e. with the k - 1 df adjustment, at least 'mid-p df')")
+    print(f"{'k':>4} {'rate':>4} {'het':>4} {'run':>3} {'size':>4} | {'P(0 hits)':>9} {'mid-p':>7} {'exact CP':>8} "
+          f"{'mid-p df':>8}")
+    for k, mu, het, family, par, runs, sizes in cells(HETEROGENEITY):
+        if k > 30:
+            continue
+        f = exact_floor(k, mu, family, par, runs, sizes)
+        flag = ("  > 97.5: unreachable" if f["mid-p"] > 0.975 else
+                "  > 97.5: unreachable with the df adjustment" if f["mid-p df"] > 0.975 else "")
+        print(f"{fmt_cell(k, mu, het, runs, sizes)} | {100 * f['P(no hit)']:9.2f} {100 * f['mid-p']:7.2f} "
+              f"{100 * f['exact CP']:8.2f} {100 * f['mid-p df']:8.2f}{flag}")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="400 designs per cell, 299 resamples")
-    ap.add_argument("--designs", type=int, default=None, help="designs per cell (default 2000; --quick 400)")
+    ap.add_argument("--designs", type=int, default=None, help="designs per cell for the bootstrap methods "
+                    "(default 2000; --quick 400)")
+    ap.add_argument("--analytic-designs", type=int, default=None, help="designs per cell for the analytic methods "
+                    "(default 10000; --quick 400; never fewer than --designs)")
+    ap.add_argument("--floor", action="store_true", help="also print the exact coverage floor of the rate cells "
+                    "with 6-30 prompts (interval of independent trials, by enumeration of the hit distribution)")
     ap.add_argument("--resamples", type=int, default=None, help="bootstrap resamples (default 999; --quick 299; "
                     "0 skips the bootstrap methods)")
     ap.add_argument("--seed", type=int, default=20261201)
-    ap.add_argument("--only", choices=("rate", "diff"), default=None)
+    ap.add_argument("--only", choices=("rate", "diff", "floor"), default=None,
+                    help="only the rate or the difference tables, or only the exact floor table (implies --floor)")
     ap.add_argument("--no-stress", action="store_true", help="skip the J-shaped stress panel")
     ap.add_argument("--prompts", type=str, default=None, help="comma-separated subset of 6,12,30,100")
     args = ap.parse_args(argv[1:])
     R = args.designs or (400 if args.quick else 2000)
+    RA = max(args.analytic_designs or (400 if args.quick else 10_000), R)
     B = args.resamples if args.resamples is not None else (299 if args.quick else 999)
     global PROMPTS
     if args.prompts:
         PROMPTS = tuple(int(x) for x in args.prompts.split(","))
     print("command: PYTHONPATH=. python benchmarks/interval_coverage.py " + " ".join(argv[1:]))
-    print(f"{R} simulated designs per cell, {B} bootstrap resamples, seed {args.seed}, "
-          f"{nb.get_num_threads()} numba threads; Monte Carlo SE of a 95% coverage: "
-          f"{100 * math.sqrt(0.95 * 0.05 / R):.2f} pp")
+    print(f"{RA} simulated designs per cell for the analytic methods (Monte Carlo SE of a 95% coverage "
+          f"{100 * math.sqrt(0.95 * 0.05 / RA):.2f} pp), the first {R} of them for the bootstrap methods "
+          f"({', '.join(BOOT_METHODS)}; SE {100 * math.sqrt(0.95 * 0.05 / R):.2f} pp), {B} bootstrap resamples, "
+          f"seed {args.seed}, {nb.get_num_threads()} numba threads")
     t0 = time.perf_counter()
     panels = [("", HETEROGENEITY)] + ([] if args.no_stress else [(" — STRESS PANEL, J-shaped Beta rates "
                                                                    "(ICC 0.25), outside the acceptance grid", STRESS)])
     for p_i, (title, levels) in enumerate(panels):
-        run_panel(args, R, B, title, levels, 1000 * p_i)
+        if args.only != "floor":
+            run_panel(args, R, RA, B, title, levels, 1000 * p_i)
+    if args.floor or args.only == "floor":
+        print_floor()
     print(f"\nwall time {time.perf_counter() - t0:.1f}s (after imports; numba kernels cached)")
     return 0
 
 
-def run_panel(args, R, B, title, levels, offset):
+def run_panel(args, R, RA, B, title, levels, offset):
     rate_rows, diff_rows = [], []
-    rate_methods = RATE_METHODS if B else tuple(m for m in RATE_METHODS if m not in ("percentile", "bca", "boot-t"))
-    diff_methods = DIFF_METHODS if B else tuple(m for m in DIFF_METHODS if m not in ("percentile", "bca", "boot-t"))
+    rate_methods = RATE_METHODS if B else tuple(m for m in RATE_METHODS if m not in BOOT_METHODS)
+    diff_methods = DIFF_METHODS if B else tuple(m for m in DIFF_METHODS if m not in BOOT_METHODS)
     for idx, (k, mu, het, family, par, runs, sizes) in enumerate(cells(levels), start=offset):
         rng = np.random.default_rng([args.seed, idx])
-        hA, nA, hB, nB = simulate(rng, R, k, mu, family, par, runs, sizes)
+        hA, nA, hB, nB = simulate(rng, RA, k, mu, family, par, runs, sizes)
         label = fmt_cell(k, mu, het, runs, sizes)
         if args.only != "diff":
-            rate_rows.append((label, score(rate_intervals(hA, nA, B, args.seed + 2 * idx), mu)))
+            rate_rows.append((label, score(rate_intervals(hA, nA, B, args.seed + 2 * idx, R), mu)))
         if args.only != "rate":
-            diff_rows.append((label, score(diff_intervals(hA, nA, hB, nB, B, args.seed + 2 * idx + 1),
+            diff_rows.append((label, score(diff_intervals(hA, nA, hB, nB, B, args.seed + 2 * idx + 1, R),
                                             (1 - B_FACTOR) * mu)))
     if rate_rows:
         print_table("pooled rate of arm A (truth: mean prompt rate μ)" + title, rate_methods, rate_rows, "pp")

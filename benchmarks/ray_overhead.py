@@ -2,6 +2,7 @@
 
 Usage: python benchmarks/ray_overhead.py [--trials 8000] [--concurrency 256] [--workers 2]
                                          [--latency-ms 50] [--limiter-seconds 130] [--rpm 1200]
+                                         [--cache] [--budget USD]
 
 Both runs send the quickstart design over HTTP (``provider: openai``) to a
 ``trialgrid serve`` simulated server started as its own process on 127.0.0.1 (so
@@ -10,6 +11,12 @@ client's GIL). Single-node is
 ``run_sweep``; Ray mode is ``run_on_ray`` on a private local Ray with ``--workers``
 workers splitting the same total concurrency. Ray start-up is excluded (the Ray
 figure is the run itself, as the single-node one is).
+
+``--cache`` gives both runs a response cache (each its own, empty: every request is a
+lookup that misses, then a store — the cache actor's cost on Ray), then reruns each on
+its filled cache: every trial a hit, no request sent, so the rerun rate is the cache's
+lookups/s through Ray against the single-node path. ``--budget USD`` adds prices and a
+budget never reached (the spend meter's cost on Ray: every worker reports its trials).
 
 The limiter part runs a sweep with ``rpm`` shared by 4 workers through the limiter
 actor for ``--limiter-seconds`` and reports, from the *server's* request log, the
@@ -44,7 +51,8 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 
 def sweep_file(tmp: Path, base_url: str, trials: int, concurrency: int, *, rpm: int | None = None,
-               models: tuple[str, ...] = ("careful", "typical", "reckless"), name: str = "sweep.yaml") -> Path:
+               models: tuple[str, ...] = ("careful", "typical", "reckless"), name: str = "sweep.yaml",
+               budget_usd: float | None = None) -> Path:
     data = yaml.safe_load(QUICKSTART.read_text())
     data["models"] = [{"name": f"sim-{m}", "provider": "openai", "model": m, "base_url": base_url,
                        "api_key_env": None, "concurrency": concurrency,
@@ -55,6 +63,9 @@ def sweep_file(tmp: Path, base_url: str, trials: int, concurrency: int, *, rpm: 
         for key in ("cases", "catalogue"):
             probe[key] = str(QUICKSTART.parent / probe[key])
     data["engine"] = {"concurrency": concurrency, "timeout_s": 120}
+    if budget_usd is not None:
+        data["prices"] = {f"sim-{m}": {"input": 1.0, "output": 5.0} for m in models}
+        data["budget"] = {"usd": budget_usd}
     path = tmp / name
     path.write_text(yaml.safe_dump(data))
     return path
@@ -104,6 +115,9 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--limiter-seconds", type=float, default=130.0, help="0 skips the limiter measurement")
     parser.add_argument("--rpm", type=int, default=1200)
+    parser.add_argument("--cache", action="store_true", help="a response cache on (then a cached rerun of each)")
+    parser.add_argument("--budget", type=float, default=None, metavar="USD",
+                        help="prices and a budget of USD (set it above the sweep's cost: metering, no stop)")
     args = parser.parse_args()
 
     import ray
@@ -114,22 +128,39 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="tgb", dir="/tmp"))
     try:
         with Server(args.latency_ms) as server:
-            loaded = load_sweep(sweep_file(tmp, server.base_url, args.trials, args.concurrency))
+            loaded = load_sweep(sweep_file(tmp, server.base_url, args.trials, args.concurrency,
+                                           budget_usd=args.budget))
+            cache_of = {"local": tmp / "cache-local", "ray": tmp / "cache-ray"} if args.cache else {}
             started = time.perf_counter()
-            local = run_sweep(loaded, tmp / "local", quiet=True)
+            local = run_sweep(loaded, tmp / "local", quiet=True, cache_dir=cache_of.get("local"))
             local_s = time.perf_counter() - started
             local_rate = local.stats.done / local_s
 
             ray.init(num_cpus=os.cpu_count() or 2, include_dashboard=False, _node_ip_address="127.0.0.1",
                      _temp_dir=str(tmp / "r"), log_to_driver=False, configure_logging=False)
             try:
-                result = run_on_ray(loaded, tmp / "ray", workers=args.workers, quiet=True)
+                result = run_on_ray(loaded, tmp / "ray", workers=args.workers, quiet=True, cache_dir=cache_of.get("ray"))
                 ray_rate = result.stats.done / result.elapsed_s
+                extras = ", ".join(x for x in ("response cache" if args.cache else "",
+                                               f"budget ${args.budget:g}" if args.budget is not None else "") if x)
                 print(f"HTTP against trialgrid serve at {args.latency_ms:g} ms, total concurrency {args.concurrency}, "
-                      f"{local.stats.done:,} trials:")
-                print(f"  single-node: {local_rate:8,.0f} trials/s ({local_s:.1f} s)")
-                print(f"  ray, {args.workers} workers: {ray_rate:8,.0f} trials/s ({result.elapsed_s:.1f} s) "
-                      f"= {ray_rate / local_rate:.1%} of single-node")
+                      f"{local.stats.done:,} trials{f' ({extras})' if extras else ''}:")
+                print(f"  single-node: {local_rate:8,.0f} trials/s ({local_s:.1f} s; {local.status})")
+                print(f"  ray, {args.workers} workers: {ray_rate:8,.0f} trials/s ({result.elapsed_s:.1f} s; "
+                      f"{result.status}) = {ray_rate / local_rate:.1%} of single-node")
+                if args.cache:
+                    before = server.stats()["requests"]
+                    started = time.perf_counter()
+                    local_again = run_sweep(loaded, tmp / "local-again", quiet=True, cache_dir=cache_of["local"])
+                    local_again_rate = local_again.stats.done / (time.perf_counter() - started)
+                    ray_again = run_on_ray(loaded, tmp / "ray-again", workers=args.workers, quiet=True,
+                                           cache_dir=cache_of["ray"])
+                    ray_again_rate = ray_again.stats.done / ray_again.elapsed_s
+                    sent = server.stats()["requests"] - before
+                    print(f"cached reruns (every trial a cache hit; requests sent by both: {sent}):")
+                    print(f"  single-node: {local_again_rate:8,.0f} lookups/s")
+                    print(f"  ray, {args.workers} workers: {ray_again_rate:8,.0f} lookups/s "
+                          f"= {ray_again_rate / local_again_rate:.1%} of single-node")
 
                 if args.limiter_seconds > 0:
                     window = 60.0

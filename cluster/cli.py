@@ -25,7 +25,7 @@ import typer
 
 from runner.config.sweep import LoadedSweep
 from runner.core.errors import UserError
-from runner.execution.backends import RunOptions
+from runner.execution.backends import RunOptions, backend
 from runner.execution.run import RunResult
 
 ADDRESS_ENV = "RAY_ADDRESS"
@@ -34,8 +34,9 @@ ADDRESS_ENV = "RAY_ADDRESS"
 class RayBackend:
     """``trialgrid run SWEEP --ray ADDRESS`` and ``runner.run(..., mode="ray")``: the same run, on Ray.
 
-    What cannot run on Ray (a budget, the response cache, batch mode) is refused before
-    this is called, by ``runner.execution.modes`` — the rules of every mode live there.
+    A budget and the response cache are shared across the workers (``cluster.spend``,
+    ``cluster.cache``); batch mode asked for with ``--ray`` never gets here — it runs on
+    the driver (``runner.execution.modes`` holds the rules of every mode).
     """
 
     name = "ray"
@@ -45,7 +46,8 @@ class RayBackend:
 
         return run_on_ray(loaded, out, address=options.address or "auto", workers=options.workers,
                           quiet=options.quiet, say=options.say, strict_params=options.strict_params,
-                          notify=options.notify)
+                          notify=options.notify, cache_dir=options.cache_dir, retry_kinds=options.retry_kinds,
+                          wait=options.wait)
 
 
 #: what the ``trialgrid.backends`` entry point ``ray`` names
@@ -79,6 +81,9 @@ def register(app: typer.Typer) -> None:
         project: Path = typer.Option(Path("."), "--project",
                                      help="Directory uploaded as the job's working directory (default: here)."),
         strict_params: bool = typer.Option(False, "--strict-params", help="No remedies: a rejected parameter fails."),
+        cache: str | None = typer.Option(None, "--cache", metavar="DIR",
+                                         help="Response cache directory on the head node (absolute path), served "
+                                              "to every worker by one actor there."),
         wait: bool = typer.Option(True, "--wait/--no-wait", help="Follow the job's log until it ends."),
     ) -> None:
         """Run a sweep on a Ray cluster through Ray Jobs (the project directory travels with it)."""
@@ -88,9 +93,9 @@ def register(app: typer.Typer) -> None:
 
         try:
             # a broken sweep, or one that cannot run on Ray, fails here, not on the cluster
-            plan(load_sweep(sweep), None, mode=RAY, workers=workers)
+            plan(load_sweep(sweep), None, mode=RAY, workers=workers, cache=Path(cache) if cache else None)
             job_id = jobs.submit(sweep, address=address, out=out_dir, project=project, workers=workers,
-                                 strict_params=strict_params)
+                                 strict_params=strict_params, cache=cache)
         except UserError as exc:
             raise fail(exc) from None
         err.print(f"submitted job {job_id} to {address}; output: {out_dir} on the head node")
@@ -105,13 +110,23 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def status(job_id: str = typer.Argument(..., help="Job id printed by submit."),
                address: str = address_option) -> None:
-        """Print a submitted job's status (PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED)."""
+        """Print a submitted job's status (PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED) and its run's summary.
+
+        The state goes to stdout; the summary (trials done, rate per worker, requests in
+        flight, limiter waits, re-queued chunks, spend) to stderr, read from the output's
+        manifest, which the driver rewrites as it goes — when the output directory is
+        readable here (on the head node, or a shared filesystem).
+        """
         from cluster import jobs
+        from cluster.watch import output_summary
 
         try:
             out.print(jobs.status(job_id, address=address))
+            where = jobs.output_dir(job_id, address=address)
         except UserError as exc:
             raise fail(exc) from None
+        if where is not None:
+            err.print(output_summary(Path(where)), markup=False, highlight=False)
 
     @app.command()
     def logs(job_id: str = typer.Argument(..., help="Job id printed by submit."),
@@ -146,6 +161,7 @@ def job_main(argv: list[str] | None = None) -> int:
     run.add_argument("--workers", type=int, default=None)
     run.add_argument("--address", default=os.environ.get("TRIALGRID_RAY_ADDRESS", "auto"))
     run.add_argument("--strict-params", action="store_true")
+    run.add_argument("--cache", type=Path, default=None)
     args = parser.parse_args(argv)
     say: Callable[[str], Any] = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     from cluster.session import ray_session
@@ -156,12 +172,16 @@ def job_main(argv: list[str] | None = None) -> int:
         for warning in loaded.warnings:
             say(f"warning: {warning}")
         # the rules of every run; an address means Ray (naming mode 'ray' would need installed entry points)
-        modes.plan(loaded, out, address=args.address, workers=args.workers)
+        chosen = modes.plan(loaded, out, address=args.address, workers=args.workers, cache=args.cache)
+        if chosen.note:
+            say(chosen.note)
+        options = RunOptions(quiet=True, say=say, notify=lambda s: say(f"note: {s}"), strict_params=args.strict_params,
+                             address=args.address, workers=args.workers, batch_models=chosen.batch_models,
+                             cache_dir=args.cache)
         with ray_session(args.address, ship_code=False):  # the job's runtime env carries the code
             # called directly, not looked up: a job's head node may run the uploaded code without installed entry points
-            result = ray_backend.run(loaded, out, RunOptions(quiet=True, say=say, notify=lambda s: say(f"note: {s}"),
-                                                             strict_params=args.strict_params, address=args.address,
-                                                             workers=args.workers))
+            chosen_backend = ray_backend if chosen.backend == modes.RAY else backend(chosen.backend)
+            result = chosen_backend.run(loaded, out, options)
             say(f"{result.stats.done:,} trials run ({result.skipped:,} already done) in {result.elapsed_s:.1f} s; "
                 f"counts: {result.counts}; output: {out}")
             try:

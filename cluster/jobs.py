@@ -50,8 +50,10 @@ def runtime_env(project: Path) -> dict[str, Any]:
     return env
 
 
-def entrypoint(sweep: str, out: str, *, workers: int | None, strict_params: bool) -> str:
+def entrypoint(sweep: str, out: str, *, workers: int | None, strict_params: bool, cache: str | None = None) -> str:
     args = ["python", "-m", "cluster", "run", sweep, "--out", out]
+    if cache is not None:
+        args += ["--cache", cache]
     if workers is not None:
         args += ["--workers", str(workers)]
     if strict_params:
@@ -60,7 +62,7 @@ def entrypoint(sweep: str, out: str, *, workers: int | None, strict_params: bool
 
 
 def submit(sweep: Path, *, address: str, out: str, project: Path, workers: int | None = None,
-           strict_params: bool = False, job_id: str | None = None) -> str:
+           strict_params: bool = False, job_id: str | None = None, cache: str | None = None) -> str:
     """Submit the sweep; return the job id. ``sweep`` must lie inside ``project``."""
     project = project.resolve()
     try:
@@ -72,8 +74,11 @@ def submit(sweep: Path, *, address: str, out: str, project: Path, workers: int |
     if not Path(out).is_absolute() and "://" not in out:
         raise UserError(f"--out {out!r} is relative: the job would write it inside its temporary working directory, "
                         "which Ray deletes", hint="give an absolute path on the head node or a shared filesystem")
+    if cache is not None and not Path(cache).is_absolute():
+        raise UserError(f"--cache {cache!r} is relative: the job would keep it inside its temporary working directory, "
+                        "which Ray deletes", hint="give an absolute path on the head node (where the cache actor runs)")
     client = _client(address)
-    command = entrypoint(relative.as_posix(), out, workers=workers, strict_params=strict_params)
+    command = entrypoint(relative.as_posix(), out, workers=workers, strict_params=strict_params, cache=cache)
     env = runtime_env(project)
     deadline = time.monotonic() + AGENT_WAIT_S
     while True:
@@ -88,6 +93,12 @@ def submit(sweep: Path, *, address: str, out: str, project: Path, workers: int |
 
 def status(job_id: str, *, address: str) -> str:
     return str(_client(address).get_job_status(job_id).value)
+
+
+def output_dir(job_id: str, *, address: str) -> str | None:
+    """The ``--out`` a job was submitted with (a path on the head node), from its entrypoint."""
+    words = shlex.split(str(_client(address).get_job_info(job_id).entrypoint or ""))
+    return words[words.index("--out") + 1] if "--out" in words[:-1] else None
 
 
 def logs(job_id: str, *, address: str) -> str:

@@ -81,22 +81,29 @@ class Dispatcher:
     """Run chunks on a pool of worker actors until the grid is done."""
 
     def __init__(self, make_worker: Callable[[int], Any], workers: int, *, in_flight: int = 2,
-                 max_replacements: int | None = None, on_lost: Callable[[str], None] = lambda s: None) -> None:
+                 max_replacements: int | None = None, on_lost: Callable[[str], None] = lambda s: None,
+                 should_stop: Callable[[], bool] = lambda: False) -> None:
         if workers < 1 or in_flight < 1:
             raise ValueError("workers and in_flight must be >= 1")
         self._make_worker = make_worker
         self._in_flight = in_flight
         self._replacements_left = max_replacements if max_replacements is not None else 2 * workers
         self._on_lost = on_lost
+        self._should_stop = should_stop  # a spent budget: hand out no new chunk, let the outstanding ones return
         self.workers: list[Any] = [make_worker(i) for i in range(workers)]
         self._generation = [0] * workers
 
-    def run(self, chunks: Iterator[Chunk], on_result: Callable[[Chunk, pa.RecordBatch, int], None]) -> DispatchStats:
+    def run(self, chunks: Iterator[Chunk], on_result: Callable[[Chunk, pa.RecordBatch, int, bool], None], *,
+            stats: DispatchStats | None = None, on_idle: Callable[[], None] | None = None) -> DispatchStats:
+        """Dispatch until every chunk is accepted (or ``should_stop``); ``stats`` is updated as it goes.
+
+        ``on_idle`` is called each second no chunk came back (the driver's summary goes on while chunks are long).
+        """
         import ray
         from ray.exceptions import ObjectLostError, RayActorError, WorkerCrashedError
 
         lost_errors = (RayActorError, ObjectLostError, WorkerCrashedError)
-        stats = DispatchStats()
+        stats = stats if stats is not None else DispatchStats()
         retry: deque[Chunk] = deque()
         accepted: set[int] = set()
         pending: dict[Any, tuple[int, int, Chunk]] = {}  # ref -> (slot, generation, chunk)
@@ -115,6 +122,8 @@ class Dispatcher:
             return chunk
 
         def fill() -> None:
+            if self._should_stop():
+                return
             for slot, worker in enumerate(self.workers):
                 while outstanding[slot] < self._in_flight:
                     chunk = next_chunk()
@@ -127,6 +136,8 @@ class Dispatcher:
         fill()
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+            if not ready and on_idle is not None:
+                on_idle()
             for ref in ready:
                 slot, generation, chunk = pending.pop(ref)
                 if generation == self._generation[slot]:
@@ -150,7 +161,7 @@ class Dispatcher:
                 stats.chunks += 1
                 stats.trials += batch.num_rows
                 stats.errors += errors
-                on_result(chunk, batch, errors)
+                on_result(chunk, batch, errors, result.stopped)
             fill()
         return stats
 

@@ -15,6 +15,7 @@ directory already carries the project to every worker.
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -55,6 +56,27 @@ def init_kwargs(address: str, *, num_cpus: int | None = None, temp_dir: str | No
     if ship_code if ship_code is not None else not in_ray_job():
         kwargs["runtime_env"] = {"py_modules": our_packages()}
     return kwargs
+
+
+def check_reachable(address: str, *, timeout_s: float = 10.0) -> None:
+    """An explicit ``HOST:PORT`` (or ``ray://HOST:PORT``) must accept a TCP connection, else ``UserError`` in one
+    line — before ``ray.init``, which would retry for minutes, print raw warnings, and leave the output running.
+    Only the address given is dialled; ``auto`` and ``local`` are Ray's to find."""
+    if address in (AUTO, LOCAL):
+        return
+    rest = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port_text = rest.rstrip("/").rpartition(":")
+    if not sep or not port_text.isdigit():
+        raise UserError(f"--ray {address!r} is not an address: expected HOST:PORT, ray://HOST:PORT, auto or local")
+    host = host.strip("[]")
+    try:
+        with socket.create_connection((host, int(port_text)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or type(exc).__name__)
+        raise UserError(f"cannot reach Ray at {address}: {reason}",
+                        hint="start the head with `ray start --head` and pass its address (HOST:6379), "
+                             "or use --ray local for a private one-node Ray") from None
 
 
 @contextmanager

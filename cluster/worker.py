@@ -7,6 +7,10 @@ while the last ones of the previous chunk are still waiting on the network; the
 worker's share of the sweep's concurrency is enforced across all of them by one
 set of semaphores here, not per chunk. A chunk comes back as one Arrow record batch
 (``runner.execution.sink.to_record_batch``): one actor call per chunk, never one per trial.
+With a budget, each trial first takes a slot of the worker's ``BudgetGate``
+(``cluster.spend``); once the run's spend meter says "spent", the chunk's remaining
+trials are not started and the chunk comes back ``stopped``. ``stats`` gives the
+driver's watch its counters (trials, in flight, limiter waits).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import pyarrow as pa
 
 from cluster.limiter import apply_pushed_pause
 from cluster.shares import engine_share
+from cluster.spend import BudgetGate
+from cluster.watch import WaitCounter
 from runner.config.sweep import LoadedSweep
 from runner.core.types import TrialSpec
 from runner.execution.engine import run_trials
@@ -41,6 +47,23 @@ class ChunkResult:
     chunk_id: int
     batch: pa.RecordBatch
     errors: int  # rows whose status is not "ok" (for the driver's progress line)
+    stopped: bool = False  # the budget was spent: some of the chunk's trials were not started (a resume runs them)
+
+
+@dataclass(frozen=True)
+class WorkerStats:
+    """A worker's counters, for the driver's progress line (cumulative since the worker started)."""
+
+    index: int
+    pid: int
+    trials: int
+    in_flight: int
+    limiter_waits: int
+    limiter_wait_s: float
+
+
+#: what ``_execute`` returns for a trial the budget did not let start (never written)
+_NOT_RUN: dict[str, Any] = {"status": "not_run", "model": ""}
 
 
 class TrialWorker:
@@ -66,12 +89,22 @@ class TrialWorker:
         self._slots: asyncio.Semaphore | None = None
         self._model_slots: dict[str, asyncio.Semaphore] = {}
         self._book: Any = None
+        self._gate: BudgetGate | None = None
+        self._trials = 0
+        self._in_flight = 0
+        self._waits = WaitCounter()
+        self._cache: Any = None
 
     def _ensure_started(self) -> None:
         if self._runner is not None:
             return
         extra = self._hooks(self._index, self._workers) if self._hooks is not None else {}
         self._book = extra.get("book")
+        self._waits = extra.pop("wait_counter", None) or WaitCounter()
+        self._cache = extra.get("cache")
+        spend_actor = getattr(self._hooks, "spend_actor", None)
+        if spend_actor is not None:
+            self._gate = BudgetGate(spend_actor, self._loaded.sweep.prices, self._concurrency)
         self._runner, self._providers = build_trial_runner(self._loaded, **extra)
         self._slots = asyncio.Semaphore(self._concurrency)
         self._model_slots = {m: asyncio.Semaphore(c) for m, c in self._model_caps.items()}
@@ -81,18 +114,50 @@ class TrialWorker:
         model_slots = self._model_slots.get(spec.model)
         if model_slots is None:
             async with self._slots:
-                return await self._runner(spec)
+                return await self._gated(spec)
         async with model_slots, self._slots:
-            return await self._runner(spec)
+            return await self._gated(spec)
+
+    async def _gated(self, spec: TrialSpec) -> dict[str, Any]:
+        gate = self._gate
+        if gate is not None and not await gate.admit():
+            return _NOT_RUN
+        self._in_flight += 1
+        try:
+            row = await self._runner(spec)
+        except BaseException:
+            if gate is not None:
+                gate.release()
+            raise
+        finally:
+            self._in_flight -= 1
+        self._trials += 1
+        if gate is not None:
+            gate.finish(row)
+        return row
 
     async def run_chunk(self, chunk_id: int, specs: Sequence[SpecTuple]) -> ChunkResult:
         self._ensure_started()
         sweep_id = self._loaded.sweep_id
         trial_specs = [TrialSpec(sweep_id, *t) for t in specs]
         rows: list[Mapping[str, Any]] = []
-        stats = await run_trials(trial_specs, self._execute, _ListSink(rows),
-                                 concurrency=min(len(trial_specs), self._concurrency))
-        return ChunkResult(chunk_id, to_record_batch(rows, self._schema), stats.errors)
+        gate = self._gate
+        await run_trials(trial_specs, self._execute, _ListSink(rows),
+                         concurrency=min(len(trial_specs), self._concurrency),
+                         stop=(lambda: gate.spent) if gate is not None else None)
+        if gate is not None:
+            await gate.flush()  # the driver hears of this chunk's spend no later than of its rows
+        if self._cache is not None:
+            await self._cache.drain()  # ... and its answers are in the cache before its rows are written
+        written = [r for r in rows if r is not _NOT_RUN]
+        errors = sum(1 for r in written if r["status"] != "ok")
+        stopped = len(written) < len(trial_specs)
+        return ChunkResult(chunk_id, to_record_batch(written, self._schema), errors, stopped)
+
+    async def stats(self) -> WorkerStats:
+        """This worker's counters (the driver polls them for its progress line)."""
+        return WorkerStats(self._index, os.getpid(), self._trials, self._in_flight, self._waits.waits,
+                           self._waits.seconds)
 
     async def ready(self) -> int:
         """Start the worker (providers, clients) and return its process id."""

@@ -222,3 +222,77 @@ def t_ppf_many(p: float, df: np.ndarray) -> np.ndarray:
     for i in range(df.shape[0]):
         out[i] = t_ppf(p, df[i])
     return out
+
+
+@nb.njit(**_JIT)
+def _midp_tail(x: float, m: float, p: float) -> float:
+    """Mid-p upper tail P(X > x) + ½ P(X = x) of Binomial(m, p), continued to real x and m by I_p.
+
+    P(X >= x) = I_p(x, m − x + 1) and P(X >= x + 1) = I_p(x + 1, m − x); the mid-p tail is their
+    mean (a term whose parameters leave (0, ∞) is its limit: 1 at x <= 0, 0 at x + 1 > m).
+    """
+    t1 = 1.0 if x <= 0.0 else betainc(x, m - x + 1.0, p)
+    t2 = 0.0 if m - x <= 0.0 else betainc(x + 1.0, m - x, p)
+    return 0.5 * (t1 + t2)
+
+
+@nb.njit(**_JIT)
+def _midp_pdf(x: float, m: float, p: float) -> float:
+    """d/dp of ``_midp_tail`` (the mean of the two Beta densities)."""
+    s = 0.0
+    if x > 0.0:
+        s += math.exp((x - 1.0) * math.log(p) + (m - x) * math.log1p(-p) - lbeta(x, m - x + 1.0))
+    if m - x > 0.0:
+        s += math.exp(x * math.log(p) + (m - x - 1.0) * math.log1p(-p) - lbeta(x + 1.0, m - x))
+    return 0.5 * s
+
+
+@nb.njit(**_JIT)
+def midp_root(x: float, m: float, target: float) -> float:
+    """The p in (0, 1) with mid-p tail ``_midp_tail(x, m, p) = target`` (increasing in p; 0 < x < m or edges).
+
+    Newton steps kept inside a shrinking bracket, bisection whenever a step would leave it.
+    """
+    lo, hi = 0.0, 1.0
+    p = min(max(x / m, 1e-12), 1.0 - 1e-12) if m > 0.0 else 0.5
+    for _ in range(400):
+        f = _midp_tail(x, m, p) - target
+        if f == 0.0:
+            return p
+        if f < 0.0:
+            lo = p
+        else:
+            hi = p
+        d = _midp_pdf(x, m, p)
+        pn = p - f / d if d > 0.0 and math.isfinite(d) else -1.0
+        if not lo < pn < hi:
+            pn = 0.5 * (lo + hi)
+        if abs(pn - p) <= 1e-15 * max(p, 1e-300) or hi - lo <= 1e-300:
+            return pn
+        p = pn
+    return p
+
+
+@nb.njit(**_JIT)
+def midp_bounds_many(x: np.ndarray, m: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Mid-p Clopper–Pearson bounds for (possibly fractional) x of m trials (0 <= x <= m; m = 0: (0, 1)).
+
+    lower: the p with P(X > x) + ½ P(X = x) = α/2 (0 at x = 0);
+    upper: the p with P(X < x) + ½ P(X = x) = α/2 (1 at x = m); NaN m gives NaN.
+    """
+    n = x.shape[0]
+    lo = np.empty(n, np.float64)
+    hi = np.empty(n, np.float64)
+    for i in range(n):
+        xi, mi = x[i], m[i]
+        if not math.isfinite(mi) or not math.isfinite(xi):
+            lo[i] = np.nan
+            hi[i] = np.nan
+            continue
+        if mi <= 0.0:
+            lo[i] = 0.0
+            hi[i] = 1.0
+            continue
+        lo[i] = 0.0 if xi <= 0.0 else midp_root(xi, mi, 0.5 * alpha)
+        hi[i] = 1.0 if xi >= mi else midp_root(xi, mi, 1.0 - 0.5 * alpha)
+    return lo, hi

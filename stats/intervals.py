@@ -119,6 +119,40 @@ def clopper_pearson(x: np.ndarray, m: np.ndarray, confidence_level: float) -> tu
     return np.where(bad, np.nan, lo), np.where(bad, np.nan, hi)
 
 
+def clopper_pearson_tails(x: np.ndarray, m: np.ndarray, tail_lo: np.ndarray,
+                          tail_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Clopper–Pearson bounds with unequal tails: P(X >= x | lower) = tail_lo, P(X <= x | upper) = tail_hi.
+
+    lower = Beta(tail_lo; x, m − x + 1) (0 at x = 0), upper = Beta(1 − tail_hi; x + 1, m − x) (1 at x = m),
+    for (possibly fractional) x of m trials; tails are per-design arrays (or scalars). With
+    tail_lo = tail_hi = α/2 this is ``clopper_pearson``.
+    """
+    x = np.atleast_1d(np.asarray(x, dtype=np.float64))
+    m = np.atleast_1d(np.asarray(m, dtype=np.float64))
+    a_lo = np.broadcast_to(np.asarray(tail_lo, dtype=np.float64), x.shape).copy()
+    a_hi = np.broadcast_to(np.asarray(tail_hi, dtype=np.float64), x.shape).copy()
+    x = np.clip(x, 0.0, m)
+    lo = np.where(x > 0, S.beta_ppf_many(a_lo, x, m - x + 1.0), 0.0)
+    hi = np.where(x < m, S.beta_ppf_many(1.0 - a_hi, x + 1.0, m - x), 1.0)
+    bad = ~np.isfinite(m)
+    return np.where(bad, np.nan, lo), np.where(bad, np.nan, hi)
+
+
+def clopper_pearson_midp(x: np.ndarray, m: np.ndarray, confidence_level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Mid-p Clopper–Pearson interval for (possibly fractional) x of m trials.
+
+    lower: P(X > x) + ½ P(X = x) = α/2 (0 at x = 0); upper: P(X < x) + ½ P(X = x) = α/2 (1 at x = m),
+    with the binomial tails continued to real x and m through the incomplete beta function
+    (``_special.midp_bounds_many``); m = 0 gives (0, 1), NaN m gives NaN.
+    """
+    _z(confidence_level)
+    x = np.atleast_1d(np.asarray(x, dtype=np.float64))
+    m = np.atleast_1d(np.asarray(m, dtype=np.float64))
+    xc = np.where(np.isfinite(m), np.clip(x, 0.0, np.where(np.isfinite(m), m, 0.0)), np.nan)
+    lo, hi = S.midp_bounds_many(np.ascontiguousarray(xc), np.ascontiguousarray(m), 1.0 - confidence_level)
+    return lo, hi
+
+
 def jeffreys(x: np.ndarray, m: np.ndarray, confidence_level: float) -> tuple[np.ndarray, np.ndarray]:
     """Jeffreys interval: Beta(x + ½, m − x + ½) quantiles, lower 0 at x = 0 and upper 1 at x = m."""
     alpha = 1.0 - confidence_level
@@ -148,6 +182,48 @@ def korn_graubard(r: np.ndarray, v: np.ndarray, N: np.ndarray, k: np.ndarray, co
     """Korn–Graubard (1998) interval: Clopper–Pearson at x* = r n*, n* = effective trials, df-adjusted."""
     m = effective_trials(r, v, N, k, confidence_level, cap=cap)
     lo, hi = clopper_pearson(r * m, m, confidence_level)
+    return np.where(np.isnan(r), np.nan, lo), np.where(np.isnan(r), np.nan, hi)
+
+
+def korn_graubard_midp(r: np.ndarray, v: np.ndarray, N: np.ndarray, k: np.ndarray, confidence_level: float, *,
+                       cap: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Mid-p Clopper–Pearson interval at the Korn–Graubard effective trials (same n* as ``korn_graubard``)."""
+    m = effective_trials(r, v, N, k, confidence_level, cap=cap)
+    lo, hi = clopper_pearson_midp(r * m, m, confidence_level)
+    return np.where(np.isnan(r), np.nan, lo), np.where(np.isnan(r), np.nan, hi)
+
+
+#: tilt of the tilted Korn–Graubard interval: the lower tail gets α (½ + TILT (1 − 2r)), the upper the rest
+TILT = 0.1
+
+
+def tilted_tails(r: np.ndarray, confidence_level: float, tilt: float = TILT) -> tuple[np.ndarray, np.ndarray]:
+    """(lower tail, upper tail) of the tilted interval: α (½ + tilt (1 − 2r)) and α (½ − tilt (1 − 2r)).
+
+    At r = ½ the tails are equal; below ½ the upper tail is the smaller one (a longer reach upward), and
+    the rule is symmetric: a rate r and the rate 1 − r of the complementary outcome get mirrored tails.
+    """
+    if not 0.0 <= tilt < 0.5:
+        raise ValueError(f"tilt must be in [0, 0.5), got {tilt}")
+    alpha = 1.0 - confidence_level
+    shift = tilt * (1.0 - 2.0 * np.clip(np.nan_to_num(np.asarray(r, dtype=np.float64), nan=0.5), 0.0, 1.0))
+    return alpha * (0.5 + shift), alpha * (0.5 - shift)
+
+
+def korn_graubard_tilted(r: np.ndarray, v: np.ndarray, N: np.ndarray, k: np.ndarray, confidence_level: float, *,
+                         tilt: float = TILT, cap: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Korn–Graubard interval with tails tilted toward the far side from the nearer boundary (the default).
+
+    Same effective trials n* and Clopper–Pearson shape as ``korn_graubard``, but the α is split
+    α (½ + tilt (1 − 2r)) below and α (½ − tilt (1 − 2r)) above (``tilted_tails``): a rate under ½
+    reaches further up. Why: a pooled rate over few heterogeneous prompts is right-skewed below ½ —
+    a sample that missed the prompts that fire often has both a low rate and a low variance — so the
+    equal-tailed interval misses above about 4–5% of the time and below only 0.5–1.5% (measured in
+    benchmarks/interval_coverage.py); tilting by 0.1 moves the misses toward balance.
+    """
+    m = effective_trials(r, v, N, k, confidence_level, cap=cap)
+    t_lo, t_hi = tilted_tails(r, confidence_level, tilt)
+    lo, hi = clopper_pearson_tails(r * m, m, t_lo, t_hi)
     return np.where(np.isnan(r), np.nan, lo), np.where(np.isnan(r), np.nan, hi)
 
 

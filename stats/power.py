@@ -20,9 +20,9 @@ arm-A totals — when that costs at most ``EXACT_BUDGET`` operations per study, 
 Monte Carlo with ``n_perm`` arrangements, p = (b + 1) / (R + 1), otherwise.
 
 Interval width: the interval of A − B the report prints — by default
-(``interval="korn-graubard"``) the MOVER combination of the arms' Korn–Graubard
-cluster intervals, computed by ``stats.bootstrap`` from each simulated study's
-per-prompt arm totals; ``"t"`` the cluster t interval; ``"percentile"`` the
+(``interval="korn-graubard-tilted"``) the MOVER combination of the arms' tilted
+Korn–Graubard cluster intervals (``"korn-graubard"``: equal-tailed arms),
+computed by ``stats.bootstrap`` from each simulated study's per-prompt arm totals; ``"t"`` the cluster t interval; ``"percentile"`` the
 cluster bootstrap percentile interval (prompts resampled once for both arms,
 numpy's linear interpolation), resampled inside the kernel. The expected width
 is its mean over studies.
@@ -267,7 +267,7 @@ def simulate_power(rates: ArrayLike, arm: ArrayLike, *, n_prompts: int, n_runs: 
         res = _difference_results(hit_a, np.full(hit_a.shape, float(a * n_runs)), hit_b,
                                   np.full(hit_b.shape, float(b * n_runs)), float(confidence), interval)
         widths = np.array([r.confidence_interval.high - r.confidence_interval.low for r in res])
-        key = res[0].interval_method  # "mover-korn-graubard" or "t": the key the report prints for A − B
+        key = res[0].interval_method  # "mover-korn-graubard-tilted", … or "t": the key the report prints for A − B
     power = rej / n_sims
     return PowerResult(n_prompts=int(n_prompts), n_runs=int(n_runs), power=power,
                        power_se=math.sqrt(max(power * (1 - power), 1e-12) / n_sims),

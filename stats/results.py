@@ -73,8 +73,9 @@ class BootstrapResult:
     """Cluster interval of a pooled rate or a difference (``cluster_bootstrap_ci`` / ``_many``).
 
     ``interval_method`` names the interval in a stable, machine-readable key:
-    ``"korn-graubard"`` (pooled rate), ``"mover-korn-graubard"`` (difference,
-    MOVER of the arms' Korn–Graubard intervals), ``"t"`` or ``"percentile"``;
+    ``"korn-graubard-tilted"`` (pooled rate, the default), ``"mover-korn-graubard-tilted"``
+    (difference, MOVER of the arms' tilted Korn–Graubard intervals), the equal-tailed
+    ``"korn-graubard"`` / ``"mover-korn-graubard"``, ``"t"`` or ``"percentile"``;
     ``method`` is the human-readable description (method, resamples, clusters).
 
     For ``"percentile"``, ``bootstrap_distribution`` holds the statistic of

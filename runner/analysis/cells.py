@@ -22,10 +22,13 @@ import stats
 from runner.core.constants import CONFIDENCE, N_RESAMPLES
 from runner.core.errors import UserError
 from runner.core.manifest import read_manifest
+from runner.execution.parts import scan_output
 from runner.probes import PROBES, Contrast
 
 #: readable names of ``stats`` interval methods (``BootstrapResult.interval_method``), as reports print them
 INTERVAL_NAMES = {
+    "korn-graubard-tilted": "tilted Korn–Graubard cluster interval",
+    "mover-korn-graubard-tilted": "MOVER interval from the arms' tilted Korn–Graubard intervals",
     "korn-graubard": "Korn–Graubard cluster interval",
     "mover-korn-graubard": "MOVER interval from the arms' Korn–Graubard intervals",
     "t": "cluster t interval",
@@ -42,11 +45,9 @@ def interval_name(keys: str | list[str] | None) -> str:
 
 
 def scan_trials(out: Path) -> pl.LazyFrame:
-    parts = sorted((out / "trials").glob("*.arrow"))
-    if not parts:
-        raise UserError(f"no finished trial files in {out / 'trials'}",
-                        hint="run a sweep into this directory first; a crashed run is repaired by rerunning it")
-    return pl.scan_ipc([str(p) for p in parts])
+    """Every trial of the output once — its newest row (a ``--retry-errors`` row supersedes the error) — from the
+    output's own parts; ``UserError`` in one line for a damaged or foreign part (``runner.execution.parts``)."""
+    return scan_output(out)
 
 
 def cell_counts(trials: pl.LazyFrame, probe: str, rates: tuple[str, ...]) -> pl.DataFrame:

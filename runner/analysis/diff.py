@@ -95,12 +95,9 @@ def case_verdicts(out: Path, select: Iterable[str] | None = None) -> list[CaseVe
         gated = {n: k for n, k in gated.items() if n in wanted or k in wanted}
     if not gated:
         return []
-    parts = sorted((out / "trials").glob("*.arrow"))
-    if not parts:
-        raise UserError(f"no finished trial files in {out / 'trials'}")
     ok = pl.col("status") == "ok"
     frame = (
-        pl.scan_ipc([str(p) for p in parts])
+        scan_trials(out)
         .filter(pl.col("probe").is_in(list(gated)))
         .group_by("probe", "model", "case_id")
         .agg(pl.len().alias("trials"),

@@ -1,8 +1,10 @@
 """The ``trialgrid`` command line.
 
-Exit codes: 0 ok; 1 the run finished but something the user asked to gate on
-failed; 2 bad input (config, case file, output directory). Bad input prints one
-located line on stderr, never a traceback.
+Exit codes: 0 ok (for ``run``: every trial ok); 1 the run finished but something the
+user asked to gate on failed; 2 bad input (config, case file, output directory, an
+output another process is writing, a full disk); 3 ``run`` finished with error rows
+(beyond ``--max-error-rate``); 130 interrupted (Ctrl-C); 143 terminated (SIGTERM).
+Bad input prints one located line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -17,7 +19,18 @@ import typer
 from rich.text import Text
 from typer.core import TyperGroup
 
-from runner.cli.console import EXIT_GATE, EXIT_OK, err, fail, note, out, warn
+from runner.cli.console import (
+    EXIT_ERRORS,
+    EXIT_GATE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    err,
+    fail,
+    note,
+    out,
+    warn,
+)
 from runner.core.errors import UserError
 from runner.core.safety import check_output_dir, one_line, term_text
 
@@ -35,8 +48,41 @@ def _os_error(exc: OSError) -> UserError:
     return UserError(reason[0].lower() + reason[1:] if reason else "operating-system error", file=where)
 
 
+RETRY_ERRORS, RETRY_KINDS = "--retry-errors", "--retry-kinds"
+
+
+def _is_kinds(token: str) -> bool:
+    from runner.providers.errors import ErrorKind
+
+    known = {k.value for k in ErrorKind} | {"all"}
+    items = [t.strip() for t in token.split(",")]
+    return bool(items) and all(items) and all(t in known for t in items)
+
+
+def expand_retry_errors(args: list[str]) -> list[str]:
+    """``--retry-errors [KINDS]``: an option whose value is optional, which click cannot say. The kinds are
+    the next token only when every comma-separated item is an error kind (``--retry-errors=KINDS`` always)."""
+    out_args: list[str] = []
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token.startswith(RETRY_ERRORS + "="):
+            out_args += [RETRY_ERRORS, RETRY_KINDS, token.split("=", 1)[1]]
+        elif token == RETRY_ERRORS and i + 1 < len(args) and _is_kinds(args[i + 1]):
+            out_args += [RETRY_ERRORS, RETRY_KINDS, args[i + 1]]
+            i += 1
+        else:
+            out_args.append(token)
+        i += 1
+    return out_args
+
+
 class GuardedGroup(TyperGroup):
     """Every command: bad input, an OS failure or Ctrl-C end in one line on stderr, never a traceback."""
+
+    def main(self, args: Any = None, *pos: Any, **kw: Any) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        return super().main(expand_retry_errors(argv), *pos, **kw)
 
     def invoke(self, ctx: Any) -> Any:  # typer's (vendored) click.Context
         try:
@@ -47,7 +93,7 @@ class GuardedGroup(TyperGroup):
             raise fail(_os_error(exc)) from None
         except KeyboardInterrupt:
             err.print("interrupted; nothing is lost that was finished: rerun the same command to resume", soft_wrap=True)
-            raise typer.Exit(130) from None
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         except Exception as exc:
             # unreadable run data (a truncated or foreign Arrow part) surfaces as the data library's error
             if type(exc).__module__.split(".")[0] in ("pyarrow", "polars"):
@@ -127,12 +173,28 @@ def run(
                                               "request is answered from disk; errors are never cached."),
     batch: bool = typer.Option(False, "--batch", help="Send every model's trials through its vendor's batch API "
                                "(openai, anthropic; single-turn probes): submit, poll, collect. Rerun to resume polling."),
+    retry_errors: bool = typer.Option(False, RETRY_ERRORS, metavar="[KINDS]",
+                                      help="Run again the trials whose row is an error of these kinds (comma-separated; "
+                                           "default rate_limited,transient,timeout; `all`); the new row supersedes "
+                                           "the old one for every reader."),
+    retry_kinds: str | None = typer.Option(None, RETRY_KINDS, hidden=True),
+    max_error_rate: float = typer.Option(0.0, "--max-error-rate", min=0.0, max=1.0, metavar="R",
+                                         help="Exit 0 (not 3) when at most this share of trials ended as error rows."),
+    wait: bool = typer.Option(False, "--wait", help="If another process is writing this output, wait for it to "
+                              "finish and then resume (default: refuse)."),
 ) -> None:
-    """Run a sweep (or resume it: trial ids already in the output are skipped)."""
+    """Run a sweep (or resume it: trial ids already in the output are skipped).
+
+    Exits 0 when every trial is ok, 3 when error rows remain (see --retry-errors, --max-error-rate)."""
+    from runner.cli.signals import sigterm_as_interrupt
     from runner.config.sweep import load_sweep
     from runner.execution import modes
     from runner.reporting.terminal import print_report
 
+    kinds = (retry_kinds.split(",") if retry_kinds else []) if retry_errors else None
+    if retry_kinds and not retry_errors:
+        raise fail(UserError(f"{RETRY_KINDS} only goes with {RETRY_ERRORS}"))
+    terminated = None
     try:
         loaded = load_sweep(sweep, announce=note)  # a sweep that names an MCP server starts it: say so
         if fail_on:
@@ -140,15 +202,22 @@ def run(
         warn(loaded.warnings)
         target = out_dir or Path(loaded.sweep.output)
         check_output_dir(target)
-        say = (lambda s: None) if quiet else (lambda s: err.print(s, soft_wrap=True))
+        # --quiet keeps the warnings (a damaged part set aside, a damaged cache rebuilt)
+        say = (lambda s: err.print(s, soft_wrap=True) if s.startswith("warning:") else None) if quiet \
+            else (lambda s: err.print(s, soft_wrap=True))
         # the mode and every rule about it are runner.run's (runner/execution/modes.py): --ray is an address
-        result = modes.run(loaded, target, mode=modes.BATCH if batch else None, address=ray, workers=workers,
-                           cache=cache, quiet=quiet, say=say, strict_params=strict_params, notify=note)
+        with sigterm_as_interrupt() as terminated:
+            result = modes.run(loaded, target, mode=modes.BATCH if batch else None, address=ray, workers=workers,
+                               cache=cache, quiet=quiet, say=say, strict_params=strict_params, notify=note,
+                               retry_errors=kinds, wait=wait)
     except UserError as exc:
         raise fail(exc) from None
     except KeyboardInterrupt:
+        if terminated is not None and terminated.received:
+            err.print("terminated (SIGTERM): finished trials are saved; rerun the same command to resume")
+            raise typer.Exit(EXIT_TERMINATED) from None
         err.print("interrupted: finished trials are saved; rerun the same command to resume")
-        raise typer.Exit(130) from None
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     if result.stopped:
         done = result.skipped + result.stats.done
         err.print(f"stopped: {result.stopped}; {done:,} of {result.total:,} trials written. "
@@ -158,8 +227,36 @@ def run(
                   f"counts: {result.counts}; output: {target}")
         if not no_report:
             print_report(target, out)
+    errors_left = _error_verdict(sweep, target, max_error_rate)
     if fail_on:
-        _gate(target, fail_on)
+        _gate(target, fail_on, exit_now=not errors_left)
+    if errors_left:
+        raise typer.Exit(EXIT_ERRORS)
+
+
+def _error_verdict(sweep: Path, target: Path, max_error_rate: float) -> bool:
+    """Print the error rows by kind, the models that never worked and the --retry-errors command; True if the
+    run should exit 3 (error rows beyond ``max_error_rate``)."""
+    from runner.execution.run import DEFAULT_RETRY_KINDS
+    from runner.execution.verdict import retry_command, run_verdict
+
+    verdict = run_verdict(target)
+    for dead in verdict.dead_models:
+        err.print(Text(one_line(f"model {dead.model}: all {dead.trials:,} trials failed fatally; first error: "
+                                f"{dead.first_error[:300]}")), soft_wrap=True)
+        err.print(Text(one_line(f"  hint: {dead.hint()}")), soft_wrap=True)
+    if not verdict.errors:
+        return False
+    tolerated = verdict.error_rate <= max_error_rate
+    err.print(Text(one_line(f"{verdict.errors:,} of {verdict.rows:,} trials ({verdict.error_rate:.1%}) ended as error "
+                            f"rows: {verdict.kinds_line()}"
+                            + (f" (within --max-error-rate {max_error_rate:g})" if tolerated else ""))),
+              soft_wrap=True)
+    retryable = verdict.retryable()
+    if retryable:
+        err.print(Text(one_line(f"retry the {retryable:,} {'/'.join(DEFAULT_RETRY_KINDS)} rows into the same output: "
+                                + retry_command(sweep, target))), soft_wrap=True)
+    return not tolerated
 
 
 def _print_line(line: str) -> None:
@@ -178,7 +275,7 @@ def _check_fail_on(loaded: LoadedSweep, names: list[str]) -> None:
                             hint=f"pass/fail probes here: {', '.join(sorted(gated)) or 'none'}")
 
 
-def _gate(target: Path, names: list[str]) -> None:
+def _gate(target: Path, names: list[str], exit_now: bool = True) -> None:
     from runner.analysis.diff import case_verdicts, gate_lines
 
     try:
@@ -191,7 +288,7 @@ def _gate(target: Path, names: list[str]) -> None:
     passed = sum(1 for v in verdicts if v.verdict == "pass")
     err.print(f"--fail-on {', '.join(names)}: {passed} of {len(verdicts)} case verdicts pass"
               + (f"; {len(lines)} do not" if lines else ""))
-    if lines:
+    if lines and exit_now:
         raise typer.Exit(EXIT_GATE)
 
 

@@ -17,6 +17,10 @@ err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
 
 EXIT_OK, EXIT_GATE, EXIT_BAD_INPUT = 0, 1, 2
+#: the run finished but error rows remain (beyond --max-error-rate)
+EXIT_ERRORS = 3
+#: stopped by Ctrl-C (SIGINT) / by SIGTERM: finished trials are kept, rerun to resume
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 
 def fail(exc: UserError, *, every: bool = False) -> typer.Exit:

@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import shlex
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 import runner.sim  # noqa: F401  (registers the built-in "sim" provider)
 from runner.config.cost import Budget, ModelPrice
 from runner.core.errors import UserError
-from runner.core.safety import check_regular_file, one_line
+from runner.core.safety import check_regular_file, printable_label
 from runner.core.sources import Source, load_source, register_union_tags, validate
 from runner.probes import PROBES, Probe, ProbeConfig
 from runner.providers import CONFIGURED, check_model
@@ -216,20 +215,6 @@ class Sweep(BaseModel):
 
 
 #: longest model or probe label; labels become table rows and (hashed when unsafe) file names
-MAX_LABEL = 200
-
-
-def printable_label(value: str, what: str) -> str:
-    """A label shown in terminals, CSV and file names: no control characters, at most ``MAX_LABEL`` long."""
-    bad = next((ch for ch in value if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")), None)
-    if bad is not None:
-        raise ValueError(f"{what} {one_line(value)!r} holds the control character U+{ord(bad):04X}; "
-                         "labels are printed and become file names")
-    if len(value) > MAX_LABEL:
-        raise ValueError(f"{what} is {len(value)} characters long; at most {MAX_LABEL}")
-    return value
-
-
 @dataclass
 class LoadedSweep:
     """A validated sweep with its probes' case files loaded."""

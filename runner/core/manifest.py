@@ -26,14 +26,24 @@ A change of shape bumps ``FORMAT_VERSION`` and converts older files in
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+)
 
 from runner.core.errors import UserError
+from runner.core.safety import printable_label
 from runner.core.sources import Source, load_source, validate
 
 MANIFEST = "manifest.json"
@@ -74,6 +84,12 @@ class ModelSnapshot(_OpenRecord):
     name: str = Field(description="the model's label in the output's rows (unique within the sweep)")
     provider: str = Field(description="provider name (sim, openai, anthropic, callable; an import's source name)")
     model: str | None = Field(default=None, description="model id sent to the provider; None means the label")
+
+    @field_validator("name")
+    @classmethod
+    def _label(cls, value: str) -> str:
+        # read back from a directory anyone may have written: it becomes terminal text and file names
+        return printable_label(value, "model name")
 
     @property
     def model_id(self) -> str:
@@ -171,6 +187,32 @@ class EngineRecord(ManifestRecord):
     address: str = Field(description="the Ray address asked for (auto, local or a cluster address)")
 
 
+class WorkerWatch(ManifestRecord):
+    """One Ray worker in a cluster run's live summary."""
+
+    index: int = Field(description="the worker's slot")
+    trials: int = Field(description="trials it ran (since it started)")
+    trials_per_s: float = Field(description="its rate over the last interval")
+    in_flight: int = Field(description="requests it had in flight")
+    limiter_waits: int = Field(description="sends that waited on a rate or concurrency limit")
+
+
+class WatchRecord(ManifestRecord):
+    """A cluster run's live summary (``trialgrid status JOB`` prints it while the job runs)."""
+
+    at: str = Field(description="when it was written (ISO 8601, UTC)")
+    done: int = Field(description="trials written, this session and before")
+    total: int = Field(description="trials in the grid")
+    trials_per_s: float = Field(description="the run's rate over the last interval")
+    requeued_chunks: int = Field(default=0, description="chunks re-run after a worker was lost")
+    workers_lost: int = Field(default=0, description="workers lost (and replaced)")
+    spent_usd: float | None = Field(default=None, description="spend so far, with a budget")
+    spent_tokens: int | None = Field(default=None, description="tokens so far, with a budget")
+    budget: str | None = Field(default=None, description="the budget in force")
+    cache_hits: int | None = Field(default=None, description="answers served by the response cache")
+    workers: list[WorkerWatch] = Field(default_factory=list, description="per worker")
+
+
 class SessionRecord(ManifestRecord):
     """One process's pass over the output: a run, or a resume of it."""
 
@@ -178,11 +220,14 @@ class SessionRecord(ManifestRecord):
     finished_at: str | None = Field(default=None, description="when it ended; null while running or after a crash")
     pid: int = Field(description="process id")
     host: str = Field(description="host name")
-    status: str = Field(description="running, complete, partial, interrupted or stopped_budget")
-    trials_run: int = Field(default=0, description="trials this session wrote")
+    status: str = Field(description="running, complete, partial, interrupted, stopped_budget, failed, or crashed "
+                                    "(a session a kill left running, as the next session found it)")
+    trials_run: int = Field(default=0, description="trial rows this session wrote")
+    retry_errors: list[str] | None = Field(default=None, description="--retry-errors: the error kinds re-attempted")
     elapsed_s: float | None = Field(default=None, description="wall-clock seconds, once finished")
     cache: CacheStats | None = Field(default=None, description="response cache counts, when a cache was used")
     engine: EngineRecord | None = Field(default=None, description="the scheduler, when not the local engine")
+    watch: WatchRecord | None = Field(default=None, description="a cluster run's live summary, rewritten as it goes")
 
 
 class ImportRecord(ManifestRecord):
@@ -250,6 +295,14 @@ class Manifest(ManifestRecord):
     batch_models: list[str] | None = Field(default=None, description="batch mode: the models sent as batches")
     batches: list[BatchRecord] | None = Field(default=None, description="batch mode: the provider batches")
 
+    @field_validator("probes")
+    @classmethod
+    def _probe_labels(cls, value: dict[str, ProbeRecord]) -> dict[str, ProbeRecord]:
+        # read back from a directory anyone may have written: each name becomes terminal text and file names
+        for name in value:
+            printable_label(name, "probe name")
+        return value
+
     def remedies_of(self, model: ModelSnapshot) -> list[RemedyRecord]:
         """The remedies that apply to one model of the sweep (matched on provider and model id)."""
         return [r for r in self.remedies if r.provider == model.provider and r.model_id == model.model_id]
@@ -307,5 +360,12 @@ def write_manifest(out: Path, manifest: Manifest) -> None:
     """Write ``out/manifest.json`` atomically (temp file + rename): a crash never leaves half a manifest."""
     path = out / MANIFEST
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(manifest.as_json(), indent=2, sort_keys=False) + "\n")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(manifest.as_json(), indent=2, sort_keys=False) + "\n")
+        os.replace(tmp, path)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)  # a full disk leaves the old manifest, never a 0-byte temp beside it
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            raise UserError("no space left on the device to write the run manifest", file=path,
+                            hint="free some space and rerun the same command: written trials are kept") from None
+        raise

@@ -27,6 +27,7 @@ import re
 import shutil
 import stat
 import tempfile
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -122,6 +123,24 @@ def read_user_text(path: Path, *, what: str) -> str:
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}")
 _HASHED_TAIL = re.compile(r"-[0-9a-f]{8}$")
 _WINDOWS_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?", re.IGNORECASE)
+
+
+#: the longest label (model, probe, run name) a sweep may use
+MAX_LABEL = 200
+
+
+def printable_label(value: str, what: str) -> str:
+    """A label shown in terminals, CSV and file names: no control characters, at most ``MAX_LABEL`` long.
+
+    Raises ``ValueError`` (pydantic validators turn it into a located error).
+    """
+    bad = next((ch for ch in value if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")), None)
+    if bad is not None:
+        raise ValueError(f"{what} {one_line(value)!r} holds the control character U+{ord(bad):04X}; "
+                         "labels are printed and become file names")
+    if len(value) > MAX_LABEL:
+        raise ValueError(f"{what} is {len(value)} characters long; at most {MAX_LABEL}")
+    return value
 
 
 def safe_filename(label: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import platform
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -55,11 +56,18 @@ def sweep_snapshot(loaded: LoadedSweep) -> SweepSnapshot:
     return SweepSnapshot.model_validate(loaded.sweep.model_dump(mode="json"))
 
 
-def start_manifest(out: Path, loaded: LoadedSweep, trials_total: int) -> Manifest:
-    """Create the manifest, or check and extend the one a previous run left."""
+def start_manifest(out: Path, loaded: LoadedSweep, trials_total: int, *,
+                   retry_kinds: Sequence[str] | None = None) -> Manifest:
+    """Create the manifest, or check and extend the one a previous run left.
+
+    Called with the output's lock held: a session an earlier process left ``running``
+    was killed (it would still hold the lock otherwise) and is marked ``crashed``.
+    """
     existing = read_manifest(out)
     session = SessionRecord(started_at=_now(), finished_at=None, pid=os.getpid(), host=platform.node(),
                             status="running", trials_run=0)
+    if retry_kinds is not None:
+        session.retry_errors = list(retry_kinds)
     if existing is None:
         if (out / "trials").exists() and any((out / "trials").iterdir()):
             raise UserError(f"{out} has trial files but no {MANIFEST}; refusing to mix them with a new sweep",
@@ -89,6 +97,9 @@ def start_manifest(out: Path, loaded: LoadedSweep, trials_total: int) -> Manifes
                 f"this sweep's id is {loaded.sweep_id}",
                 hint="resume only reruns the same sweep; use another --out directory for a changed sweep")
         manifest = existing
+        for earlier in manifest.sessions:
+            if earlier.status == "running":
+                earlier.status = "crashed"
         manifest.sessions.append(session)
         manifest.versions = _versions()
         manifest.status = "running"

@@ -5,16 +5,17 @@ There are three ways to run a sweep — ``local`` (this process, the engine, liv
 and plug-ins such as ``ray`` (cluster mode, ``trialgrid.backends`` entry points). The
 CLI, cluster mode's job entrypoint and a notebook all come through ``run`` here, so a
 sweep whose model says ``mode: batch`` goes through the batch API whoever runs it,
-and a combination that cannot work (batch with Ray, the response cache or a budget
-with Ray, a multi-turn probe in batch mode...) is refused with the same one line
-everywhere, before anything is sent. ``plan`` holds the rules; the backends
+and a combination that cannot work (batch mode with the response cache, a multi-turn
+probe in batch mode...) is refused with the same one line everywhere, before
+anything is sent. Batch mode asked for with ``--ray`` runs on the driver: submitting
+and polling a vendor's batch is a handful of calls, there is nothing to shard. ``plan`` holds the rules; the backends
 (``runner.execution.backends``) only execute.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,8 +24,9 @@ from runner.core.errors import UserError
 from runner.execution.backends import RunOptions, backend, backend_names
 from runner.execution.backends.batch.ledger import has_open_batches
 from runner.execution.backends.batch.vendors import VENDORS
-from runner.execution.run import RunResult
+from runner.execution.run import DEFAULT_RETRY_KINDS, RunResult
 from runner.probes import PROBES
+from runner.providers import ErrorKind
 
 LOCAL, BATCH, RAY = "local", "batch", "ray"
 
@@ -35,6 +37,8 @@ class Plan:
 
     backend: str
     batch_models: frozenset[str] = frozenset()
+    #: a note for the user about how the plan differs from what was asked (printed before the run)
+    note: str | None = None
 
 
 def plan(loaded: LoadedSweep, out: Path | None, *, mode: str | None = None, address: str | None = None,
@@ -65,19 +69,30 @@ def plan(loaded: LoadedSweep, out: Path | None, *, mode: str | None = None, addr
                                                "on the model")
     cache_on = cache is not None or loaded.sweep.cache is not None
     if mode == BATCH or batch_declared or open_batches:
-        if on_ray or cache_on:
-            raise UserError("batch mode runs in one process without the response cache; it is not available with "
-                            "--ray or a cache", hint="drop --ray / --cache (and the sweep's `cache` key), or run live")
-        return Plan(BATCH, frozenset(batch_models(loaded, all_models=mode == BATCH)))
-    if on_ray:
         if cache_on:
-            raise UserError("the response cache runs in one process; it is not available with --ray",
-                            hint="drop --cache (and the sweep's `cache` key) for a Ray run")
-        if loaded.sweep.budget is not None:
-            raise UserError("a sweep with `budget` cannot run with --ray yet: the spend meter is single-node",
-                            file=loaded.path, hint="run it without --ray, or remove `budget`")
+            raise UserError("batch mode runs without the response cache; it is not available with a cache",
+                            hint="drop --cache (and the sweep's `cache` key), or run live")
+        note = ("--ray: batch mode submits and polls the vendors' batches from this process (there is nothing to "
+                "shard); no Ray workers are started") if on_ray else None
+        return Plan(BATCH, frozenset(batch_models(loaded, all_models=mode == BATCH)), note)
+    if on_ray:
         return Plan(RAY)
     return Plan(mode or LOCAL)
+
+
+def check_retry_kinds(kinds: Sequence[str] | None) -> tuple[str, ...] | None:
+    """``--retry-errors`` kinds, checked against the error kinds rows carry; ``UserError`` for an unknown one."""
+    if kinds is None:
+        return None
+    known = [k.value for k in ErrorKind]
+    chosen = tuple(dict.fromkeys(k.strip() for k in kinds if k.strip())) or DEFAULT_RETRY_KINDS
+    if "all" in chosen:
+        return tuple(known)
+    for kind in chosen:
+        if kind not in known:
+            raise UserError(f"--retry-errors: {kind!r} is not an error kind",
+                            hint=f"error kinds: {', '.join(known)} (or all); default: {','.join(DEFAULT_RETRY_KINDS)}")
+    return chosen
 
 
 def batch_models(loaded: LoadedSweep, all_models: bool) -> set[str]:
@@ -104,7 +119,8 @@ def batch_models(loaded: LoadedSweep, all_models: bool) -> set[str]:
 def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
         mode: str | None = None, address: str | None = None, workers: int | None = None,
         cache: str | os.PathLike[str] | None = None, strict_params: bool = False, quiet: bool = False,
-        say: Callable[[str], None] | None = None, notify: Callable[[str], None] | None = None) -> RunResult:
+        say: Callable[[str], None] | None = None, notify: Callable[[str], None] | None = None,
+        retry_errors: Sequence[str] | None = None, wait: bool = False) -> RunResult:
     """Run (or resume) a sweep — a file or a ``load_sweep`` result — into ``out`` (default: the sweep's ``output``).
 
     The backend is picked from the sweep (``plan``): a model with ``mode: batch`` goes
@@ -113,7 +129,10 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     cluster and its worker count (an address alone means ``ray``). ``cache``: the
     response cache directory (else the sweep's ``cache``). ``strict_params``: no
     remedies, a rejected parameter fails the trial. ``say`` hears progress lines,
-    ``notify`` each newly learned remedy. Trials already in ``out`` are skipped.
+    ``notify`` each newly learned remedy. Trials already in ``out`` are skipped, except,
+    with ``retry_errors`` (error kinds, e.g. ``DEFAULT_RETRY_KINDS``), trials whose newest
+    row is an error of one of those kinds: they run again and their new row supersedes
+    the old one. ``wait``: wait for another process writing ``out`` instead of refusing.
 
     Raises ``UserError`` (one printable line) for a sweep, output or combination that
     cannot run, before anything is sent.
@@ -128,8 +147,11 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     target = Path(out) if out is not None else Path(loaded.sweep.output)
     cache_dir = Path(cache) if cache is not None else None
     chosen = plan(loaded, target, mode=mode, address=address, workers=workers, cache=cache_dir)
+    if chosen.note:
+        tell(chosen.note)
     options = RunOptions(quiet=quiet, say=tell, notify=notify, strict_params=strict_params, cache_dir=cache_dir,
-                         address=address, workers=workers, batch_models=chosen.batch_models)
+                         address=address, workers=workers, batch_models=chosen.batch_models,
+                         retry_kinds=check_retry_kinds(retry_errors), wait=wait)
     return backend(chosen.backend).run(loaded, target, options)
 
 

@@ -42,11 +42,16 @@ class _CacheHits(ProgressColumn):
         return Text("" if n is None else f"{n:,} cached", style="green" if n else "dim")
 
 
+class _Detail(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        return Text(task.fields.get("detail") or "", style="dim")
+
+
 class RunProgress:
     """Context manager implementing the engine's ``Progress`` protocol."""
 
     def __init__(self, total: int, *, already_done: int = 0, quiet: bool = False, console: Console | None = None,
-                 cache_hits: Callable[[], int] | None = None) -> None:
+                 cache_hits: Callable[[], int] | None = None, detail: Callable[[], str] | None = None) -> None:
         self.console = console or Console(stderr=True)
         self.enabled = not quiet and self.console.is_terminal and sys.stderr.isatty()
         self._errors = 0
@@ -55,12 +60,13 @@ class RunProgress:
         self._total = total
         self._done = already_done
         self._cache_hits = cache_hits  # read at each advance: the cache counts, the engine does not know it
+        self._detail = detail  # a backend's own summary (cluster mode: per-worker rates, spend), read at each advance
 
     def __enter__(self) -> RunProgress:
         if self.enabled:
             self._bar = RichProgress(
                 TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(), _Rate(), TimeElapsedColumn(),
-                TextColumn("ETA"), TimeRemainingColumn(), _Errors(), _CacheHits(), console=self.console,
+                TextColumn("ETA"), TimeRemainingColumn(), _Errors(), _CacheHits(), _Detail(), console=self.console,
                 transient=False,
                 refresh_per_second=4,
             )
@@ -73,7 +79,8 @@ class RunProgress:
         self._errors += errors
         if self._bar is not None:
             hits = self._cache_hits() if self._cache_hits else None
-            self._bar.update(self._task, advance=done, errors=self._errors, cache_hits=hits)
+            detail = self._detail() if self._detail else None
+            self._bar.update(self._task, advance=done, errors=self._errors, cache_hits=hits, detail=detail)
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:

@@ -34,7 +34,9 @@ from runner.core.errors import UserError
 from runner.core.manifest import Manifest, RescoredFrom, read_manifest, write_manifest
 from runner.core.schema import COMMON_FIELDS, STATUS_ERROR, STATUS_OK, trial_schema
 from runner.core.types import TrialSpec
+from runner.execution.lock import LOCK_FILE, lock_output
 from runner.execution.manifest import finish_manifest, start_manifest
+from runner.execution.parts import readable_parts
 from runner.execution.replay import ReplayAgent, ReplayExhausted, stored_responses
 from runner.execution.run import count_statuses, grid_of
 from runner.execution.sink import TrialSink
@@ -63,11 +65,24 @@ def _read_rows(out: Path) -> Iterator[dict[str, Any]]:
     if leftovers:
         raise UserError(f"{out} has unfinished trial streams ({', '.join(leftovers[:3])}); a run was interrupted",
                         hint=f"finish or resume it first (`trialgrid run SWEEP --out {out}` repairs them)")
-    for path in sorted(trials.glob("*.arrow")):
+    for path in readable_parts(out):  # oldest first: a later row of a trial supersedes an earlier one
         with pa.memory_map(str(path)) as source:
             reader = ipc.open_file(source)
             for i in range(reader.num_record_batches):
                 yield from reader.get_batch(i).to_pylist()
+
+
+def _newer(row: Mapping[str, Any], than: Mapping[str, Any] | None) -> bool:
+    """Whether ``row`` supersedes ``than`` (the same trial read earlier): a later or equal ``finished_at``."""
+    if than is None:
+        return True
+    new, old = row.get("finished_at"), than.get("finished_at")
+    return new is None or old is None or new >= old
+
+
+def _check_empty(dest: Path) -> None:
+    if dest.exists() and any(p.name != LOCK_FILE for p in dest.iterdir()):
+        raise UserError(f"{dest} is not empty; rescore writes a new output", hint="choose an empty --out directory")
 
 
 def _cell(row: Mapping[str, Any]) -> Cell:
@@ -88,11 +103,12 @@ def rescore(source: Path, dest: Path, sweep_path: Path | None = None,
                             hint="name the sweep to score with: --sweep SWEEP")
     if dest.resolve() == source.resolve():
         raise UserError("--out must be a new directory, not the source output", hint="e.g. --out OUT-rescored")
-    if dest.exists() and any(dest.iterdir()):
-        raise UserError(f"{dest} is not empty; rescore writes a new output", hint="choose an empty --out directory")
+    _check_empty(dest)
     loaded = load_sweep(sweep_path)
     rows, result = _rescored_rows(source, loaded, say)
-    _write(dest, loaded, rows, manifest, source, result)
+    with lock_output(dest, what="rescore"):  # one writer per output, as for a run
+        _check_empty(dest)
+        _write(dest, loaded, rows, manifest, source, result)
     result.counts = count_statuses(dest / "trials")
     return result
 
@@ -100,7 +116,9 @@ def rescore(source: Path, dest: Path, sweep_path: Path | None = None,
 def _rescored_rows(source: Path, loaded: LoadedSweep, say: Callable[[str], None]) -> tuple[list[dict[str, Any]], RescoreResult]:
     stored: dict[Cell, dict[str, Any]] = {}
     for row in _read_rows(source):
-        stored[_cell(row)] = row
+        cell = _cell(row)
+        if _newer(row, stored.get(cell)):
+            stored[cell] = row
     probes = {p.name: p for p in loaded.probes}
     schema_names = trial_schema(loaded.schema_fields).names
     common = {f.name for f in COMMON_FIELDS} - set(_IDS)

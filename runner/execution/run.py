@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
@@ -31,9 +30,11 @@ from runner.core.types import TrialSpec
 from runner.execution.budget import CostMeter
 from runner.execution.engine import EngineStats, run_trials
 from runner.execution.grid import Grid, skip_done
+from runner.execution.lock import OutputLock, lock_output
 from runner.execution.manifest import finish_manifest, start_manifest, sweep_snapshot
+from runner.execution.parts import inspect_parts, quarantine_parts, resume_keys, scan_latest
 from runner.execution.progress import RunProgress
-from runner.execution.sink import RepairNote, TrialSink, completed_trial_keys, repair_parts
+from runner.execution.sink import RepairNote, TrialSink, repair_parts
 from runner.execution.trial import ModelBinding, TrialRunner
 from runner.providers import Provider
 from runner.providers.cache import ResponseCache
@@ -58,10 +59,16 @@ def grid_of(loaded: LoadedSweep) -> Grid:
     return Grid(loaded.sweep_id, loaded.sweep.seed, [m.name for m in loaded.sweep.models], loaded.probes)
 
 
+#: the error kinds ``--retry-errors`` re-attempts when none are named: the ones a later attempt may pass
+DEFAULT_RETRY_KINDS = ("rate_limited", "transient", "timeout")
+
+
 def count_statuses(trials_dir: Path) -> dict[str, int]:
-    if not any(trials_dir.glob("*.arrow")):
+    """Rows by status, each trial once (its newest row), over the parts that count."""
+    parts, _ = inspect_parts(trials_dir, None)
+    if not parts:
         return {}
-    frame = pl.scan_ipc(str(trials_dir / "*.arrow")).group_by("status").len().collect()
+    frame = scan_latest(parts).group_by("status").len().collect()
     return {row["status"]: int(row["len"]) for row in frame.iter_rows(named=True)}
 
 
@@ -79,8 +86,10 @@ class RunOutput:
     total: int
     manifest: Manifest
     repaired: list[RepairNote]
-    done: np.ndarray  # sorted uint64 keys of the trial ids already written
+    done: np.ndarray  # sorted uint64 keys of the trial ids already written (minus the errors retried)
     schema: pa.Schema
+    lock: OutputLock | None = None  # held from open_output until finish
+    retrying: dict[str, int] = field(default_factory=dict)  # error rows re-attempted this session, by kind
 
     @property
     def trials_dir(self) -> Path:
@@ -96,35 +105,62 @@ class RunOutput:
                          flush_seconds=engine.flush_seconds)
 
     def finish(self, status: str, trials_run: int, elapsed_s: float) -> dict[str, int]:
-        """Record how this session ended in the manifest; return the output's counts by status."""
-        counts = count_statuses(self.trials_dir)
-        finish_manifest(self.out, self.manifest, status=status, trials_run=trials_run, counts=counts,
-                        elapsed_s=elapsed_s)
-        return counts
+        """Record how this session ended in the manifest; return the output's counts by status.
+
+        ``trials_run`` is the rows this session wrote. Releases the output's lock, even if
+        the manifest cannot be written (a full disk: the next run marks the session crashed).
+        """
+        try:
+            counts = count_statuses(self.trials_dir)
+            finish_manifest(self.out, self.manifest, status=status, trials_run=trials_run, counts=counts,
+                            elapsed_s=elapsed_s)
+            return counts
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        """Let another process write this output (``finish`` does it)."""
+        if self.lock is not None:
+            self.lock.release()
 
 
-def open_output(loaded: LoadedSweep, out: Path, say: Callable[[str], None] = lambda s: None) -> RunOutput:
-    """Start (or resume) ``loaded`` in ``out``. Raises ``UserError`` for a mismatched ``out``."""
+def open_output(loaded: LoadedSweep, out: Path, say: Callable[[str], None] = lambda s: None, *,
+                retry_kinds: Sequence[str] | None = None, wait: bool = False) -> RunOutput:
+    """Start (or resume) ``loaded`` in ``out``, holding its lock. Raises ``UserError`` for a mismatched ``out``
+    or one another process is writing (``wait``: wait for it instead).
+
+    ``retry_kinds``: error rows of these kinds are run again (``--retry-errors``); their
+    new rows supersede the old ones for every reader.
+    """
     grid = grid_of(loaded)
     total = len(grid)
-    out.mkdir(parents=True, exist_ok=True)
-    manifest = start_manifest(out, loaded, total)
-    trials_dir = out / "trials"
-    trials_dir.mkdir(exist_ok=True)
-    repaired = repair_parts(trials_dir)
-    for note in repaired:
-        say(f"repaired {note}")
-    schema = trial_schema(loaded.schema_fields, metadata={"trialgrid.sweep_id": loaded.sweep_id})
-    _check_written_schema(trials_dir, schema)
-    done = completed_trial_keys(trials_dir)
+    lock = lock_output(out, wait=wait)
+    try:
+        manifest = start_manifest(out, loaded, total, retry_kinds=retry_kinds)
+        trials_dir = out / "trials"
+        trials_dir.mkdir(exist_ok=True)
+        repaired = repair_parts(trials_dir)
+        for note in repaired:
+            say(f"repaired {note}")
+        parts = quarantine_parts(trials_dir, loaded.sweep_id, say)
+        schema = trial_schema(loaded.schema_fields, metadata={"trialgrid.sweep_id": loaded.sweep_id})
+        _check_written_schema(parts, trials_dir, schema)
+        resume = resume_keys(parts, retry_kinds)
+    except BaseException:
+        lock.release()
+        raise
+    done = resume.done
+    if retry_kinds is not None:
+        what = ", ".join(f"{n:,} {k}" for k, n in sorted(resume.retry.items())) or "none"
+        say(f"retrying error rows of kind {', '.join(retry_kinds)}: {what}")
     if len(done):
         say(f"resuming: {len(done):,} of {total:,} trials already written, running the rest")
-    return RunOutput(out, loaded, grid, total, manifest, repaired, done, schema)
+    return RunOutput(out, loaded, grid, total, manifest, repaired, done, schema, lock, resume.retry)
 
 
-def _check_written_schema(trials_dir: Path, schema: pa.Schema) -> None:
+def _check_written_schema(parts: list[Path], trials_dir: Path, schema: pa.Schema) -> None:
     """Refuse to resume into parts of another shape: one glob must scan as one table."""
-    part = next(iter(sorted(trials_dir.glob("*.arrow"))), None)
+    part = parts[0] if parts else None
     if part is None:
         return
     written = ipc.open_file(str(part)).schema
@@ -180,18 +216,25 @@ def per_model_concurrency(loaded: LoadedSweep) -> dict[str, int]:
 def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False,
               say: Callable[[str], None] = lambda s: None, worker: str = "local",
               strict_params: bool = False, notify: Callable[[str], None] | None = None,
-              cache_dir: Path | None = None) -> RunResult:
+              cache_dir: Path | None = None, retry_kinds: Sequence[str] | None = None,
+              wait: bool = False) -> RunResult:
     """Run (or resume) ``loaded`` into ``out``. Raises ``UserError`` for a mismatched ``out``.
 
     ``notify`` prints the one line announcing each newly learned parameter remedy
     (it is also written into the manifest at once, so a crash keeps it);
     ``strict_params`` turns remedies off: a rejected parameter fails the trial;
-    ``cache_dir`` (else the sweep's ``cache``) answers repeated requests from disk.
+    ``cache_dir`` (else the sweep's ``cache``) answers repeated requests from disk;
+    ``retry_kinds`` re-attempts error rows of those kinds; ``wait`` waits for another
+    process writing ``out`` instead of refusing.
     """
     if cache_dir is None and loaded.sweep.cache is not None:
         cache_dir = Path(loaded.sweep.cache)
-    cache = ResponseCache(cache_dir) if cache_dir is not None else None
-    output = open_output(loaded, out, say)
+    output = open_output(loaded, out, say, retry_kinds=retry_kinds, wait=wait)
+    try:
+        cache = ResponseCache(cache_dir, say=say) if cache_dir is not None else None
+    except BaseException:
+        output.finish("failed", 0, 0.0)
+        raise
     output.manifest.strict_params = strict_params
 
     def learned(entry: Learned) -> None:
@@ -201,12 +244,20 @@ def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False,
             notify(f"remedy learned for {entry.provider} model {entry.model_id!r}: {entry.remedy.describe()} "
                    f"(the server said: {entry.message}); applied to every later request, recorded in the manifest")
 
-    execute, providers = build_trial_runner(loaded, strict_params=strict_params, on_learn=learned,
-                                            known_remedies=[r.as_json() for r in output.manifest.remedies], cache=cache)
+    try:
+        execute, providers = build_trial_runner(loaded, strict_params=strict_params, on_learn=learned,
+                                                known_remedies=[r.as_json() for r in output.manifest.remedies],
+                                                cache=cache)
+    except BaseException:
+        if cache is not None:
+            cache.close()
+        output.finish("failed", 0, 0.0)
+        raise
     started = time.perf_counter()
     status = "interrupted"
     stats = EngineStats()
     meter: CostMeter | None = None
+    sink: TrialSink | None = None
     # prices and budget may change between sessions (they are not the sweep's identity): record the ones in force
     in_force = sweep_snapshot(loaded)
     output.manifest.sweep.prices, output.manifest.sweep.budget = in_force.prices, in_force.budget
@@ -226,9 +277,25 @@ def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False,
         if cache is not None:
             record_cache(output.manifest, cache)
             cache.close()
-        counts = output.finish(status, stats.done, elapsed)
+        written = sink.rows_written if sink is not None else 0
+        counts = finish_quietly(output, status, written, elapsed, say)
     return RunResult(out, output.total, len(output.done), stats, counts, elapsed, output.repaired, status,
                      meter.reason() if meter is not None and stats.stopped else None)
+
+
+def finish_quietly(output: RunOutput, status: str, written: int, elapsed_s: float,
+                   say: Callable[[str], None]) -> dict[str, int]:
+    """``output.finish``, except that while another error is on its way out (a full disk), a manifest that
+    cannot be written is said in a line instead of replacing that error."""
+    import sys
+
+    if sys.exc_info()[1] is None:
+        return output.finish(status, written, elapsed_s)
+    try:
+        return output.finish(status, written, elapsed_s)
+    except (OSError, UserError) as exc:
+        say(f"could not record the end of this session in the manifest: {exc}")
+        return {}
 
 
 async def _run(specs, execute, sink, concurrency, per_model, progress, providers, stop=None) -> EngineStats:

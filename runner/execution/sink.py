@@ -1,29 +1,38 @@
 """Crash-safe trial writer: rows in, Arrow IPC parts out.
 
-A run may be killed at any moment (SIGKILL, OOM, a lost Ray node) and must resume
-without losing or duplicating trials. Measured on this project's machines: an Arrow
-IPC *stream* cut off mid-write keeps every complete record batch readable, while
-``polars.scan_ipc`` needs the IPC *file* format (footer at the end) and a Parquet
-file cut off mid-write is unreadable. So each worker's ``TrialSink`` appends record
-batches to an IPC stream (``part-W-NNNNN.arrows``) while it runs, and finalizes it
-into an IPC file (``part-W-NNNNN.arrow``) when the part is closed cleanly. Only
-finalized files match ``trials/*.arrow``, so a glob scan never sees a half-written
-part. After a crash, ``repair_parts`` turns leftover streams into files, keeping the
-complete batches and dropping a torn tail; ``completed_trial_ids`` then tells the
-engine which trials to skip.
+A run may be killed at any moment (SIGKILL, OOM, a lost Ray node, a full disk) and
+must resume without losing or duplicating trials. Measured on this project's
+machines: the body of an Arrow IPC *file* is an IPC *stream* after an 8-byte magic,
+and a stream cut off mid-write keeps every complete record batch readable, while
+``polars.scan_ipc`` needs the file's footer and a Parquet file cut off mid-write is
+unreadable. So each worker's ``TrialSink`` writes an IPC file under the name
+``part-W-NNNNN.arrows`` while it runs (unbuffered: each batch reaches the OS as it
+is written), and finalizing a part is writing the footer and renaming it to
+``part-W-NNNNN.arrow`` — no second copy, so a part needs its own size free, never
+twice. Only finalized files match ``trials/*.arrow``, so a glob scan never sees a
+half-written part. After a crash, ``repair_parts`` turns leftover parts into files,
+keeping the complete batches and dropping a torn tail (older trialgrid versions wrote
+plain streams; they are repaired the same way).
 
 Rows are converted column by column with ``pa.array(values, type=field.type)``:
 Arrow's C++ converter walks nested Python values (lists, dicts for structs) faster
 than any per-type flattening written in Python (see ``benchmarks/sink_throughput.py``).
 
+A write the disk refuses (ENOSPC) raises ``UserError`` naming the part and the space
+the batch needed; the sink then writes nothing more (its open part keeps every
+complete batch for the next resume's repair).
+
 Concurrency contract: one ``TrialSink`` per worker name per directory at a time;
-``repair_parts`` only while no sink writes to the directory (i.e. before a resume).
+``repair_parts`` only while no sink writes to the directory — the output's lock
+(``runner.execution.lock``) guarantees both for a run.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +46,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from runner.core.errors import UserError
+
 __all__ = [
     "TRIALS_DIR",
     "RepairNote",
@@ -45,6 +56,7 @@ __all__ = [
     "completed_trial_keys",
     "read_trials",
     "repair_parts",
+    "salvage_part",
     "to_record_batch",
     "trial_keys",
 ]
@@ -159,6 +171,7 @@ class TrialSink:
         self._writer: ipc.RecordBatchStreamWriter | None = None
         self._finalized: list[Path] = []
         self._closed = False
+        self._broken: UserError | None = None
 
     @property
     def rows_written(self) -> int:
@@ -203,14 +216,22 @@ class TrialSink:
         self._write(to_record_batch(rows, self.schema))
 
     def _write(self, batch: pa.RecordBatch) -> None:
-        if self._writer is None:
-            self._open_part()
-        assert self._writer is not None
-        self._writer.write_batch(batch)
+        if self._broken is not None:
+            raise self._broken
+        try:
+            if self._writer is None:
+                self._open_part()
+            assert self._writer is not None
+            self._writer.write_batch(batch)
+        except OSError as exc:
+            raise self._break(exc, batch.nbytes) from None
         self._rows_written += batch.num_rows
         self._part_written += batch.num_rows
         if self._part_written >= self._part_rows:
-            self._finalize_part()
+            try:
+                self._finalize_part()
+            except OSError as exc:
+                raise self._break(exc, 1 << 16) from None
         self._flush_at = min(self._batch_rows, self._part_rows - self._part_written)
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
@@ -240,8 +261,34 @@ class TrialSink:
             # Even if the last batch failed to convert, the batches already on disk are
             # complete and get finalized.
             self._closed = True
-            if self._writer is not None:
-                self._finalize_part()
+            if self._writer is not None and self._broken is None:
+                try:
+                    self._finalize_part()
+                except OSError as exc:
+                    raise self._break(exc, 1 << 16) from None
+
+    def _break(self, exc: OSError, needed: int) -> Exception:
+        """After a refused write nothing more is written: the open part keeps its complete batches for the
+        next resume to repair. Returns the exception to raise (``UserError`` for a full disk)."""
+        where = self._stream_path or self.trials_dir
+        for handle in (self._file,):
+            try:
+                if handle is not None and not handle.closed:
+                    handle.close()
+            except OSError:
+                pass
+        self._writer = self._file = None
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            free = shutil.disk_usage(self.trials_dir).free if self.trials_dir.exists() else 0
+            self._broken = UserError(
+                f"no space left on the device writing {where}: the batch needed about "
+                f"{_mib(needed)} MiB, {_mib(free)} MiB are free",
+                hint="free some space (or move the output) and rerun the same command: written trials are kept "
+                     "and the rest run again")
+            return self._broken
+        self._broken = UserError(f"cannot write {where}: {exc.strerror or exc}",
+                                 hint="fix the cause and rerun the same command: written trials are kept")
+        return self._broken
 
     def __enter__(self) -> TrialSink:
         return self
@@ -270,18 +317,22 @@ class TrialSink:
             break
         self._stream_path = stream_path
         self._file = pa.OSFile(fd, mode="wb")
-        self._writer = ipc.new_stream(self._file, self.schema)
+        # an IPC *file* under the stream's name: its body reads as a stream if the footer never comes
+        self._writer = ipc.new_file(self._file, self.schema)
         self._part_written = 0
 
     def _finalize_part(self) -> None:
+        """Write the footer and rename the part into place: no copy, so no extra space is needed."""
         assert self._writer is not None and self._file is not None and self._stream_path is not None
         self._writer.close()
         self._file.close()
         stream_path = self._stream_path
-        self._writer = self._file = self._stream_path = None
+        self._writer = self._file = None
         final = _final_path(stream_path)
-        _stream_to_file(stream_path, final, tolerate_torn_tail=False)
-        os.unlink(stream_path)
+        _fsync(stream_path)
+        os.rename(stream_path, final)
+        _fsync(final.parent)
+        self._stream_path = None
         self._finalized.append(final)
         self._part_written = 0
 
@@ -307,12 +358,15 @@ class RepairNote:
 
 
 def repair_parts(trials_dir: Path) -> list[RepairNote]:
-    """Finalize the streams a crash left behind in ``trials_dir``; one note per stream.
+    """Finalize the parts a crash left behind in ``trials_dir``; one note per leftover part.
 
-    Leftover ``.arrow.tmp`` files (a crash during finalize) are deleted first; their
-    stream is still there and is finalized again. Never raises on damaged streams: a
-    stream that cannot even yield its schema is treated as having no complete batch.
-    Must not run while a sink is writing to the directory.
+    Leftover ``.arrow.tmp`` files (a crash during a repair) are deleted first; their
+    source is still there and is repaired again. A part whose footer was written (a
+    crash between closing and renaming it) is renamed as is; any other keeps its
+    complete batches in a new file. Never raises on damaged parts: one that cannot even
+    yield its schema is treated as having no complete batch. Refuses (``UserError``)
+    when the disk lacks the space for the copy. Must not run while a sink is writing to
+    the directory (the output's lock guarantees it).
     """
     trials_dir = Path(trials_dir)
     if not trials_dir.is_dir():
@@ -326,7 +380,13 @@ def repair_parts(trials_dir: Path) -> list[RepairNote]:
             stream.unlink()
             notes.append(RepairNote(stream, final, 0, 0, False, already_finalized=True))
             continue
-        batches, rows, torn = _stream_to_file(stream, final, tolerate_torn_tail=True)
+        complete = _complete_file(stream)
+        if complete is not None:
+            os.rename(stream, final)
+            notes.append(RepairNote(stream, final, *complete, False))
+            continue
+        _need_space(trials_dir, stream.stat().st_size, f"to repair {stream}")
+        batches, rows, torn = salvage_part(stream, final)
         stream.unlink()
         notes.append(RepairNote(stream, final if batches else None, batches, rows, torn))
     if notes:
@@ -334,15 +394,36 @@ def repair_parts(trials_dir: Path) -> list[RepairNote]:
     return notes
 
 
-def _trial_id_batches(trials_dir: Path) -> Iterator[pa.Array]:
-    """The ``trial_id`` column of every finalized part, batch by batch (nothing else is read)."""
+def _complete_file(path: Path) -> tuple[int, int] | None:
+    """(batches, rows) when ``path`` reads as a whole IPC file (footer included), else None."""
+    try:
+        reader = ipc.open_file(str(path))
+        return reader.num_record_batches, sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+    except _TORN:
+        return None
+
+
+def _mib(n: int) -> int:
+    return max(1, -(-n // (1 << 20)))
+
+
+def _need_space(where: Path, size: int, why: str) -> None:
+    free = shutil.disk_usage(where).free
+    if free < size + (1 << 20):
+        raise UserError(f"no space left on the device {why}: about {_mib(size + (1 << 20))} MiB are needed, "
+                        f"{_mib(free)} MiB are free", file=where,
+                        hint="free that much space and rerun the same command: written trials are kept")
+
+
+def _trial_id_batches(trials_dir: Path, parts: Sequence[Path] | None = None) -> Iterator[pa.Array]:
+    """The ``trial_id`` column of every finalized part (or of ``parts``), batch by batch (nothing else is read)."""
     trials_dir = Path(trials_dir)
     if not trials_dir.is_dir():
         return
     streams = sorted(p.name for p in trials_dir.glob(f"part-*{_STREAM_SUFFIX}"))
     if streams:
         raise RuntimeError(f"{trials_dir} has unrepaired stream parts {streams}; run repair_parts first")
-    for part in sorted(trials_dir.glob(f"part-*{_FILE_SUFFIX}")):
+    for part in (sorted(trials_dir.glob(f"part-*{_FILE_SUFFIX}")) if parts is None else parts):
         with pa.OSFile(str(part), "rb") as source:
             schema = ipc.open_file(source).schema
             index = schema.get_field_index("trial_id")
@@ -383,13 +464,12 @@ def trial_keys(ids: pa.Array) -> np.ndarray:
     return np.array([int(x, 16) for x in ids.to_pylist()], dtype=np.uint64)
 
 
-def completed_trial_keys(trials_dir: Path) -> np.ndarray:
-    """Sorted uint64 keys of every written trial id: 8 bytes a trial, for resuming huge grids.
-
-    A Python set of 10 million id strings costs about 1 GB; this costs 80 MB.
+def completed_trial_keys(trials_dir: Path, parts: Sequence[Path] | None = None) -> np.ndarray:
+    """Sorted uint64 keys of every written trial id (of ``parts``, if given): 8 bytes a trial, for resuming huge
+    grids. A Python set of 10 million id strings costs about 1 GB; this costs 80 MB.
     """
-    parts = [trial_keys(column) for column in _trial_id_batches(trials_dir)]
-    keys = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+    columns = [trial_keys(column) for column in _trial_id_batches(trials_dir, parts)]
+    keys = np.concatenate(columns) if columns else np.empty(0, dtype=np.uint64)
     keys.sort()
     return keys
 
@@ -419,12 +499,17 @@ def _next_free_seq(trials_dir: Path, worker: str) -> int:
     return max(seqs, default=-1) + 1
 
 
-def _stream_to_file(stream: Path, final: Path, *, tolerate_torn_tail: bool) -> tuple[int, int, bool]:
-    """Copy a stream's batches into ``final`` (IPC file) via fsynced tmp + atomic rename.
+_FILE_MAGIC = b"ARROW1"
 
-    Batch by batch, read from a plain file rather than a memory map, so memory stays
-    at one batch. Returns (batches, rows, torn tail dropped). With zero complete
-    batches nothing is written.
+
+def salvage_part(source_path: Path, final: Path) -> tuple[int, int, bool]:
+    """Copy the complete record batches of ``source_path`` into ``final`` (IPC file, fsynced tmp + rename).
+
+    The source may be an unfinished part (an IPC file without its footer), a finished
+    part cut short, or a plain IPC stream (what older versions wrote while running):
+    its body is read as a stream until the first incomplete batch. Batch by batch from
+    a plain file, so memory stays at one batch. Returns (batches, rows, torn tail
+    dropped); with zero complete batches nothing is written.
     """
     tmp = final.with_name(final.name + ".tmp")
     batches = rows = 0
@@ -432,23 +517,20 @@ def _stream_to_file(stream: Path, final: Path, *, tolerate_torn_tail: bool) -> t
     writer: ipc.RecordBatchFileWriter | None = None
     sink: pa.NativeFile | None = None
     try:
-        with pa.OSFile(str(stream), "rb") as source:
+        with pa.OSFile(str(source_path), "rb") as source:
+            head = source.read(8)
+            source.seek(8 if head.startswith(_FILE_MAGIC) else 0)
             try:
                 reader = ipc.open_stream(source)
             except _TORN:
-                if not tolerate_torn_tail:
-                    raise
-                return 0, 0, stream.stat().st_size > 0
+                return 0, 0, source_path.stat().st_size > 0
             while True:
                 try:
                     batch = reader.read_next_batch()
-                    if tolerate_torn_tail:
-                        batch.validate()
+                    batch.validate()
                 except StopIteration:
                     break
                 except _TORN:
-                    if not tolerate_torn_tail:
-                        raise
                     torn = True
                     break
                 if writer is None:

@@ -19,15 +19,25 @@ own transaction, so a crash loses at most the answer in flight and never corrupt
 file; readers never block the writer; several processes may share one directory. On
 this project's benchmark box it takes ~28k puts/s and ~160k gets/s — far above any
 live provider, and a cached sweep runs at the engine's own speed.
+
+A cache is a convenience, never a reason for a trial to fail: a database that is not
+one, has another shape, or fails its integrity check is moved aside
+(``responses.sqlite.damaged-TIME``) and rebuilt empty with a warning; a stored value
+that does not decode into a well-formed answer is a miss; a read or write that fails
+mid-run is a miss (or a skipped store) with one warning. Only a directory that
+cannot hold a database at all is refused, in one line.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from runner.core.errors import UserError
 from runner.core.types import ChatRequest, ChatResponse, ToolCall, ToolSpec, Usage, parse_tool_arguments
@@ -68,7 +78,8 @@ def request_key(provider: str, endpoint: str, request: ChatRequest) -> bytes:
     return hashlib.sha256(blob.encode()).digest()
 
 
-def _encode_response(response: ChatResponse) -> bytes:
+def encode_response(response: ChatResponse) -> bytes:
+    """A response as the cache stores it (``decode_response`` reads it back, as a hit)."""
     return json.dumps({
         "text": response.text,
         "calls": [[c.name, c.raw_arguments, c.id, c.parse_error] for c in response.tool_calls],
@@ -77,48 +88,171 @@ def _encode_response(response: ChatResponse) -> bytes:
     }, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+def _str_or_none(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _int_or_none(value: Any) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool))
+
+
 def decode_response(blob: bytes) -> ChatResponse:
-    data = json.loads(blob)
-    calls = []
-    for name, raw, call_id, error in data["calls"]:
-        arguments = None if error is not None else parse_tool_arguments(raw)[0]
-        calls.append(ToolCall(name, raw, arguments, call_id, error))
-    usage = Usage(*data["usage"])
+    """A stored answer; ``ValueError`` when the value is not a well-formed one (then it is not used)."""
+    try:
+        data = json.loads(blob)
+        ok = (isinstance(data, dict) and _str_or_none(data["text"]) and isinstance(data["calls"], list)
+              and isinstance(data["usage"], list) and len(data["usage"]) == 2 and all(map(_int_or_none, data["usage"]))
+              and isinstance(data["latency_s"], int | float) and _str_or_none(data["finish_reason"])
+              and isinstance(data["remedies"], list) and all(isinstance(r, str) for r in data["remedies"]))
+        if not ok:
+            raise ValueError("a field has the wrong type")
+        calls = []
+        for call in data["calls"]:
+            if not (isinstance(call, list) and len(call) == 4 and all(map(_str_or_none, call))
+                    and isinstance(call[0], str) and isinstance(call[1], str)):
+                raise ValueError("a tool call is malformed")
+            name, raw, call_id, error = call
+            arguments = None if error is not None else parse_tool_arguments(raw)[0]
+            calls.append(ToolCall(name, raw, arguments, call_id, error))
+        usage = Usage(*data["usage"])
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"malformed cached answer: {exc}") from None
     return ChatResponse(data["text"], tuple(calls), usage, data["latency_s"], data["finish_reason"], 0,
                         tuple(data["remedies"]), cached=True)
+
+
+_COLUMNS = [("key", "BLOB", 1), ("value", "BLOB", 0)]  # name, type, primary-key position
+
+
+def _shape_problem(db: sqlite3.Connection) -> str | None:
+    """Why an existing database is not a response cache (None: it is one, or it is new)."""
+    rows = db.execute("PRAGMA quick_check").fetchall()
+    if [tuple(r) for r in rows] != [("ok",)]:
+        return f"integrity check failed ({str(rows[0][0])[:120]})"
+    columns = db.execute("PRAGMA table_info(responses)").fetchall()
+    if columns and [(c[1], str(c[2]).upper(), c[5]) for c in columns] != _COLUMNS:
+        return "its responses table has another shape"
+    return None
+
+
+class AnswerStore(Protocol):
+    """Where ``CachedProvider`` looks answers up and stores them: ``ResponseCache`` here, a
+    shared one in cluster mode (``cluster.cache``: lookups batched to the process that owns the file)."""
+
+    async def lookup(self, key: bytes) -> ChatResponse | None: ...
+
+    def store(self, key: bytes, response: ChatResponse) -> None: ...
 
 
 class ResponseCache:
     """``DIR/responses.sqlite`` and the hit / miss / store counts of this process."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, say: Callable[[str], None] = lambda line: None) -> None:
         self.directory = directory
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(directory / _CACHE_FILE, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a process crash loses nothing committed
-            self._db.execute("PRAGMA busy_timeout=30000")
-            self._db.execute("CREATE TABLE IF NOT EXISTS responses (key BLOB PRIMARY KEY, value BLOB NOT NULL) "
-                             "WITHOUT ROWID")
-        except (OSError, sqlite3.Error) as exc:
-            raise UserError(f"cannot open the response cache in {directory}: {exc}",
-                            hint="choose a writable --cache directory (or remove the sweep's `cache` key)") from None
+        self._say = say
+        self._warned = False
         self.hits = 0
         self.misses = 0
         self.stored = 0
+        self.failures = 0  # reads, writes or stored values that failed: misses, never failed trials
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"cannot create the response cache directory {directory}: {exc.strerror or exc}",
+                            hint="choose a writable --cache directory (or remove the sweep's `cache` key)") from None
+        path = directory / _CACHE_FILE
+        problem = None
+        try:
+            self._db = self._connect(path)
+            problem = _shape_problem(self._db)
+        except sqlite3.DatabaseError as exc:  # "file is not a database", a torn page
+            problem = f"it does not read as a database ({exc})"
+        except (OSError, sqlite3.Error) as exc:
+            raise UserError(f"cannot open the response cache {path}: {exc}",
+                            hint="choose a writable --cache directory (or remove the sweep's `cache` key)") from None
+        if problem is not None:
+            aside = self._move_aside(path)
+            say(f"warning: the response cache {path} is damaged: {problem}; moved it to {aside.name} and started "
+                "an empty cache (answers are asked of the models again)")
+            try:
+                self._db = self._connect(path)
+            except (OSError, sqlite3.Error) as exc:
+                raise UserError(f"cannot rebuild the response cache {path}: {exc}",
+                                hint="choose another --cache directory") from None
+
+    @staticmethod
+    def _connect(path: Path) -> sqlite3.Connection:
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA busy_timeout=30000")
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a process crash loses nothing committed
+        db.execute("CREATE TABLE IF NOT EXISTS responses (key BLOB PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID")
+        return db
+
+    def _move_aside(self, path: Path) -> Path:
+        try:
+            self._db.close()
+        except (AttributeError, sqlite3.Error):
+            pass
+        aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}")
+        for suffix in ("", "-wal", "-shm"):
+            source = Path(f"{path}{suffix}")
+            if source.exists():
+                os.replace(source, Path(f"{aside}{suffix}"))
+        return aside
+
+    def _failed(self, what: str, exc: Exception) -> None:
+        self.failures += 1
+        if not self._warned:
+            self._warned = True
+            self._say(f"warning: the response cache in {self.directory} failed to {what} ({exc}); such requests "
+                      "go to the model instead (said once)")
 
     def get(self, key: bytes) -> ChatResponse | None:
-        row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
-        if row is None:
+        try:
+            row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+            hit = decode_response(row[0]) if row is not None else None
+        except (sqlite3.Error, ValueError) as exc:
+            self._failed("read an answer", exc)
+            hit = None
+        if hit is None:
             self.misses += 1
             return None
         self.hits += 1
-        return decode_response(row[0])
+        return hit
 
     def put(self, key: bytes, response: ChatResponse) -> None:
-        self._db.execute("INSERT OR IGNORE INTO responses (key, value) VALUES (?, ?)", (key, _encode_response(response)))
+        try:
+            self._db.execute("INSERT OR IGNORE INTO responses (key, value) VALUES (?, ?)",
+                             (key, encode_response(response)))
+        except sqlite3.Error as exc:
+            self._failed("store an answer", exc)
+            return
         self.stored += 1
+
+    async def lookup(self, key: bytes) -> ChatResponse | None:
+        return self.get(key)
+
+    def store(self, key: bytes, response: ChatResponse) -> None:
+        self.put(key, response)
+
+    def get_blobs(self, keys: list[bytes]) -> list[bytes | None]:
+        """Stored values of ``keys`` as stored (``None`` for a miss), counted as ``get`` counts them."""
+        found: list[bytes | None] = []
+        for key in keys:
+            row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+            found.append(None if row is None else row[0])
+        hits = sum(1 for f in found if f is not None)
+        self.hits += hits
+        self.misses += len(keys) - hits
+        return found
+
+    def put_blobs(self, items: list[tuple[bytes, bytes]]) -> None:
+        """Store encoded answers in one transaction (a crash keeps all of them or none)."""
+        with self._db:
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT OR IGNORE INTO responses (key, value) VALUES (?, ?)", items)
+        self.stored += len(items)
 
     def __len__(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM responses").fetchone()[0])
@@ -133,7 +267,7 @@ class ResponseCache:
 class CachedProvider:
     """A provider answered from the cache when it can; the pool wraps every provider once, when caching."""
 
-    def __init__(self, inner: Provider, cache: ResponseCache, *, endpoint: str, strict_params: bool = False) -> None:
+    def __init__(self, inner: Provider, cache: AnswerStore, *, endpoint: str, strict_params: bool = False) -> None:
         self.inner = inner
         self.name: str = inner.name
         self.endpoint = endpoint
@@ -142,12 +276,12 @@ class CachedProvider:
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         key = request_key(self.name, self.endpoint, request)
-        hit = self.cache.get(key)
+        hit = await self.cache.lookup(key)
         # a stored answer a remedy shaped is not what --strict-params asks for: ask the model again
         if hit is not None and not (self.strict_params and hit.remedies):
             return hit
         response = await self.inner.complete(request)  # a ProviderError propagates: errors are never stored
-        self.cache.put(key, response)
+        self.cache.store(key, response)
         return response
 
     async def aclose(self) -> None:

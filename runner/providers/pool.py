@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from runner.providers.base import Provider
-from runner.providers.cache import CachedProvider, ResponseCache
+from runner.providers.cache import AnswerStore, CachedProvider
 from runner.providers.limiter import Limiter, make_limiter
 from runner.providers.managed import ManagedProvider
 from runner.providers.remedies import Learned, RemedyBook
@@ -28,7 +28,7 @@ class ProviderPool:
     def __init__(self, *, strict_params: bool = False, on_learn: Callable[[Learned], None] | None = None,
                  transport: str = DEFAULT_TRANSPORT, book: RemedyBook | None = None,
                  limiter_factory: Callable[[tuple[str, str, str], Limits | None], Limiter] | None = None,
-                 cache: ResponseCache | None = None) -> None:
+                 cache: AnswerStore | None = None) -> None:
         # ``book`` and ``limiter_factory`` let cluster mode share both across worker processes
         # (cluster.remedies / cluster.limiter); by default each is local to this process.
         self.strict_params = strict_params

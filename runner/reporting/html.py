@@ -202,7 +202,7 @@ def _scorecard_section(card: pl.DataFrame, probe: str) -> str:
             for r in sub.iter_rows(named=True)]
     head = (["run"] if many else []) + ["model", "verdict", "kept", "why"]
     note = ('<p class="note">kept: retention of decoy-free trials, (1 − decoy A) / (1 − decoy B), graded when the '
-            f"decoy test's p {HEADLINE_LEVEL} ≤ {ALPHA:g}; the rules are in the README (Scorecard).</p>")
+            f"decoy test's p {HEADLINE_LEVEL} ≤ {ALPHA:g}; the rules are in docs/reports.md (Scorecard).</p>")
     return _section("scorecard", probe, f"{probe} · scorecard", _table(head, rows, left=len(head) - 2) + note)
 
 

@@ -45,7 +45,8 @@ from runner.reporting.textgrid import Col, Grid, cell, emit, fit_width, say
 from runner.reporting.viewformat import cell_parts, is_numeric
 
 #: short names of interval methods for a row label of the detail tables
-INTERVAL_SHORT = {"korn-graubard": "Korn–Graubard", "mover-korn-graubard": "MOVER–KG", "t": "cluster t",
+INTERVAL_SHORT = {"korn-graubard-tilted": "Korn–Graubard", "mover-korn-graubard-tilted": "MOVER–KG",
+                  "korn-graubard": "Korn–Graubard", "mover-korn-graubard": "MOVER–KG", "t": "cluster t",
                   "percentile": "bootstrap"}
 
 
@@ -55,11 +56,11 @@ def arms_text(arms: Sequence[str] | None) -> str:
 
 
 def scorecard_grid(card: pl.DataFrame, probe: str, many_runs: bool) -> Grid:
-    """The verdict per model (rules: runner/analysis/scorecard.py and the README's Scorecard section)."""
+    """The verdict per model (rules: runner/analysis/scorecard.py and docs/reports.md, Scorecard)."""
     grid = Grid(f"{probe} · scorecard", [Col("run · model" if many_runs else "model", "left"),
                                          Col("verdict", "left"), Col("kept"), Col("why", "left", wrap=True)],
                 caption=("kept: retention of decoy-free trials, (1 − decoy A) / (1 − decoy B), graded when the decoy "
-                         f"test's p {HEADLINE_LEVEL} ≤ {ALPHA:g}; rules in the README (Scorecard)."))
+                         f"test's p {HEADLINE_LEVEL} ≤ {ALPHA:g}; rules in docs/reports.md (Scorecard)."))
     for r in card.filter(pl.col("probe") == probe).iter_rows(named=True):
         name = f"{r['run']} · {r['model']}" if many_runs else r["model"]
         grid.add_row(name, r["verdict"], _pct(r["retention"]), r["reason"])

@@ -51,9 +51,9 @@ def test_condition_intervals_are_the_stats_default_korn_graubard_and_determinist
     ci = stats.cluster_bootstrap_ci(sub["case_id"].to_numpy(), sub["decoy_called"].to_numpy(), sub["n"].to_numpy(),
                                     n_resamples=N_RESAMPLES, seed=20261129 % 2**32).confidence_interval
     assert (row["decoy_called_cluster_lo"], row["decoy_called_cluster_hi"]) == (ci.low, ci.high)
-    assert row["decoy_called_interval_method"] == "korn-graubard"
+    assert row["decoy_called_interval_method"] == "korn-graubard-tilted"
     contrast = first.contrasts.row(0, named=True)
-    assert contrast["interval_method"] == "mover-korn-graubard" and contrast["arm_a"] == ["ungroundable",
+    assert contrast["interval_method"] == "mover-korn-graubard-tilted" and contrast["arm_a"] == ["ungroundable",
                                                                                          "groundable_unknown"]
     lo, _hi = stats.wilson_interval(row["decoy_called_hits"], row["ok"])
     assert row["decoy_called_wilson_lo"] == pytest.approx(float(lo))

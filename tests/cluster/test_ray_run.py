@@ -13,6 +13,7 @@ import polars as pl
 import psutil
 import pytest
 
+import runner
 from cluster.driver import run_on_ray
 from runner.config.sweep import load_sweep
 from runner.core.manifest import read_manifest
@@ -54,11 +55,17 @@ def test_ray_output_equals_single_node_and_resumes_either_way(write_sweep, tmp_p
 
 
 def _trialworker_pids() -> list[int]:
+    """Worker processes of *this* test's Ray (descendants of this process): never another run's on the machine."""
+    me = os.getpid()
     pids = []
     for proc in psutil.process_iter(["pid", "cmdline"]):
         cmd = proc.info["cmdline"] or []
         if cmd and cmd[0].startswith("ray::TrialWorker"):
-            pids.append(proc.info["pid"])
+            try:
+                if any(parent.pid == me for parent in proc.parents()):
+                    pids.append(proc.info["pid"])
+            except psutil.Error:
+                continue
     return pids
 
 
@@ -133,3 +140,32 @@ def test_remedy_learned_once_is_shared_by_workers(tmp_path: Path) -> None:
     assert learned == {(m, "temperature") for m in ("careful", "typical", "reckless")}
     assert len(manifest.remedies) == 3 and len(notes) == 3  # announced once each, not once per worker
     assert _trials(tmp_path / "out")["remedies"].drop_nulls().len() > 0
+
+
+def test_retry_errors_through_ray_repairs_error_rows_as_single_node_does(tmp_path: Path) -> None:
+    """Issue 20: ``--retry-errors --ray``: error rows re-run into the same output, the newest row wins."""
+    faulty = ServerThread(ServeOptions(host="127.0.0.1", port=0, faults={"500": 0.4}, fault_seed=3)).start()
+    port = faulty.port
+    data = http_sweep(faulty.base_url, runs=2, concurrency=8)
+    for model in data["models"]:
+        model["retry"] = {"max_attempts": 1}
+    loaded = load_sweep(write_yaml(tmp_path / "sweep.yaml", data))
+    out = tmp_path / "out"
+    try:
+        first = run_on_ray(loaded, out, workers=2, chunk_size=20, quiet=True, say=lambda line: None)
+    finally:
+        faulty.stop()
+    errors = first.counts.get("error", 0)
+    assert errors > 0
+    healthy = ServerThread(ServeOptions(host="127.0.0.1", port=port)).start()  # recovered, same address
+    try:
+        second = run_on_ray(loaded, out, workers=2, chunk_size=20, quiet=True, say=lambda line: None,
+                            retry_kinds=("rate_limited", "transient", "timeout"))
+    finally:
+        healthy.stop()
+    assert second.counts == {"ok": len(grid_of(loaded))}
+    df = runner.load(out).collect()
+    assert df.height == df["trial_id"].n_unique() == len(grid_of(loaded)) and (df["status"] == "ok").all()
+    manifest = read_manifest(out)
+    assert manifest is not None and manifest.sessions[-1].retry_errors == ["rate_limited", "transient", "timeout"]
+    assert manifest.sessions[-1].trials_run == errors

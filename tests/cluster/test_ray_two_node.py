@@ -32,6 +32,7 @@ import psutil
 import pytest
 
 from runner.config.sweep import load_sweep
+from runner.core.manifest import read_manifest
 from runner.execution.run import grid_of, run_sweep
 from runner.sim.serve import ServeOptions
 from runner.sim.serve.thread import ServerThread
@@ -238,6 +239,42 @@ def test_two_node_run_equals_single_node(cluster: Cluster, server: ServerThread,
     assert ray_df.equals(_outcomes(tmp_path / "local"))
 
 
+def test_two_node_cache_and_budget_cached_rerun_sends_nothing(cluster: Cluster, server: ServerThread,
+                                                              tmp_path: Path) -> None:
+    """The cache actor on the driver's node serves the worker on the other node; the spend meter counts both."""
+    data = http_sweep(server.base_url, runs=2, concurrency=32)
+    data["prices"] = {m["name"]: {"input": 1.0, "output": 5.0} for m in data["models"]}
+    data["budget"] = {"usd": 1000.0}  # metered on both nodes, never reached
+    sweep = write_yaml(tmp_path / "sweep.yaml", data)
+    total = len(grid_of(load_sweep(sweep)))
+    cache = tmp_path / "cache"
+    before = server.stats()["requests"]
+    runs = []
+    for out in ("first", "again"):
+        runs.append(_trialgrid("run", str(sweep), "--ray", cluster.address, "--workers", "2", "--cache", str(cache),
+                               "--out", str(tmp_path / out), "--no-report"))
+        assert runs[-1].returncode == 0, runs[-1].stderr[-3000:]
+        if out == "first":
+            assert server.stats()["requests"] - before == total
+    assert server.stats()["requests"] - before == total  # the cached rerun sent nothing
+    assert "2 workers on 2 node(s)" in " ".join(runs[0].stderr.split())
+    assert _outcomes(tmp_path / "first").equals(_outcomes(tmp_path / "again"))
+    manifest = read_manifest(tmp_path / "again")
+    assert manifest is not None and manifest.sessions[-1].cache is not None
+    assert manifest.sessions[-1].cache.hits == total
+    first = read_manifest(tmp_path / "first")
+    assert first is not None and first.sessions[-1].watch is not None
+    spent = first.sessions[-1].watch.spent_usd
+    assert spent is not None and spent == pytest.approx(_spent(tmp_path / "first", data["prices"]), rel=1e-9)
+    assert {w.index for w in first.sessions[-1].watch.workers} == {0, 1}
+
+
+def _spent(out: Path, prices: dict[str, dict[str, float]]) -> float:
+    df = pl.scan_ipc(str(out / "trials" / "*.arrow")).collect()
+    return sum((r["input_tokens"] * prices[r["model"]]["input"] + r["output_tokens"] * prices[r["model"]]["output"])
+               / 1e6 for r in df.select("model", "input_tokens", "output_tokens").iter_rows(named=True))
+
+
 def test_killed_driver_leaves_output_that_resumes_single_node(cluster: Cluster, server: ServerThread,
                                                               tmp_path: Path) -> None:
     sweep = write_yaml(tmp_path / "sweep.yaml", http_sweep(server.base_url, runs=12, concurrency=16, batch_rows=64))
@@ -278,6 +315,9 @@ def test_submit_through_ray_jobs(jobs_api: Cluster, server: ServerThread, tmp_pa
     job_id = done.stdout.strip().splitlines()[-1]
     status = _trialgrid("status", job_id, "--address", cluster.jobs_address)
     assert status.stdout.strip() == "SUCCEEDED"
+    # the run's summary, from the output's manifest (this machine sees the head's disk)
+    summary = " ".join(status.stderr.split())
+    assert f"output {out}: session 1 complete" in summary and "trials/s" in summary, status.stderr
     df = pl.scan_ipc(str(out / "trials" / "*.arrow")).collect()
     assert df.height == len(grid_of(load_sweep(sweep))) == df["trial_id"].n_unique()
     logs = _trialgrid("logs", job_id, "--address", cluster.jobs_address)

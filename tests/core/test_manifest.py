@@ -192,3 +192,12 @@ def test_the_record_imports_nothing_above_core() -> None:
                             check=True).stdout.split()
     outside = [m for m in loaded if m != "runner" and not m.startswith("runner.core")]
     assert "runner.core.manifest" in loaded and outside == []
+
+
+def test_names_read_back_are_labels_again(tmp_path: Path) -> None:
+    """A manifest someone else wrote cannot smuggle a terminal escape or an over-long name into a report."""
+    data = json.loads((FIXTURES / "manifest-v1-run.json").read_text())
+    data["probes"]["evil\x1b]0;t\x07"] = next(iter(data["probes"].values()))
+    (tmp_path / "manifest.json").write_text(json.dumps(data))
+    with pytest.raises(UserError, match="control character"):
+        read_manifest(tmp_path)

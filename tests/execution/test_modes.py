@@ -40,17 +40,13 @@ PROPAGATION = [{"kind": "propagation", "tasks": [str(CONFIGS / "propagation/weat
 
 #: (sweep keys, runner.run keywords, a piece of the one-line message)
 RULES = [
-    ({"mode": "batch"}, {"address": "local"}, "batch mode runs in one process without the response cache"),
-    ({"mode": "batch"}, {"cache": "cache-dir"}, "not available with --ray or a cache"),
-    ({"mode": "batch", "cache": "c"}, {}, "not available with --ray or a cache"),
-    ({}, {"mode": "batch", "address": "local"}, "not available with --ray or a cache"),
+    ({"mode": "batch"}, {"cache": "cache-dir"}, "batch mode runs without the response cache"),
+    ({"mode": "batch", "cache": "c"}, {}, "not available with a cache"),
+    ({}, {"mode": "batch", "address": "local", "cache": "c"}, "not available with a cache"),
     ({"mode": "batch", "probes": PROPAGATION}, {}, "is multi-turn"),
     ({}, {"mode": "batch", "probes": PROPAGATION}, "is multi-turn"),
     ({"provider": "sim"}, {"mode": "batch"}, "which has no batch API"),
     ({}, {"workers": 2}, "--workers only applies with --ray"),
-    ({}, {"address": "local", "cache": "c"}, "the response cache runs in one process; it is not available with --ray"),
-    ({"cache": "c"}, {"address": "local"}, "the response cache runs in one process"),
-    ({"budget": {"tokens": 1000}}, {"address": "local"}, "a sweep with `budget` cannot run with --ray yet"),
     ({"mode": "batch"}, {"mode": "local"}, "a local run would send those requests live, at live prices"),
     ({}, {"mode": "nonsense"}, "unknown run mode 'nonsense'"),
     ({}, {"mode": "local", "address": "local"}, "an address only applies to a Ray run"),
@@ -72,9 +68,18 @@ def test_every_rule_is_raised_by_runner_run(tmp_path: Path, sweep: dict[str, Any
 
 def test_the_cli_prints_the_same_rule_and_exits_2(tmp_path: Path) -> None:
     path = _sweep(tmp_path, mode="batch")
-    result = CliRunner().invoke(app, ["run", str(path), "--ray", "local", "--out", str(tmp_path / "out"), "-q"])
+    result = CliRunner().invoke(app, ["run", str(path), "--ray", "local", "--cache", str(tmp_path / "c"),
+                                      "--out", str(tmp_path / "out"), "-q"])
     assert result.exit_code == 2
-    assert "batch mode runs in one process without the response cache" in result.output
+    assert "batch mode runs without the response cache" in result.output
+
+
+def test_cluster_mode_takes_a_budget_and_a_cache_and_runs_batch_on_the_driver(tmp_path: Path) -> None:
+    data = {"budget": {"tokens": 1000}, "cache": "c"}
+    assert plan(load_sweep(_sweep(tmp_path, **data)), None, address="local").backend == "ray"
+    batch = plan(load_sweep(_sweep(tmp_path, mode="batch")), None, address="local")
+    assert batch.backend == "batch" and batch.note is not None and "no Ray workers are started" in batch.note
+    assert plan(load_sweep(_sweep(tmp_path)), None, mode="batch", address="local").backend == "batch"
 
 
 def test_open_batches_in_the_output_pick_batch_mode(tmp_path: Path) -> None:

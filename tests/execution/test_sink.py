@@ -98,8 +98,9 @@ def files(out: Path) -> list[str]:
 
 
 def read_stream_batches(path: Path) -> list[int]:
-    """Row counts of the complete batches of a (possibly still open) stream part."""
+    """Row counts of the complete batches of a (possibly still open) part: its body is a stream after the magic."""
     with pa.OSFile(str(path), "rb") as source:
+        source.seek(8 if source.read(6) == b"ARROW1" else 0)
         return [batch.num_rows for batch in ipc.open_stream(source)]
 
 
@@ -345,7 +346,9 @@ def write_crashed_stream(out: Path, batch_sizes: list[int]) -> tuple[bytes, list
 def test_repair_keeps_exactly_the_complete_batches_at_any_cut(tmp_path: Path, no_fsync: None) -> None:
     batch_sizes = [3, 1, 5, 2, 4]
     data, ends = write_crashed_stream(tmp_path / "source", batch_sizes)
+    assert data[:8] == b"ARROW1\x00\x00"  # an IPC file without its footer yet
     header = pa.BufferReader(data)
+    header.seek(8)
     ipc.read_message(header)
     schema_end = header.tell()  # a cut here leaves a valid stream with no batch
     rng = random.Random(20250301)
@@ -392,24 +395,24 @@ def test_crash_between_rename_and_delete_gives_no_duplicates(
     class Killed(Exception):
         pass
 
-    real_unlink = os.unlink
+    real_rename = os.rename
 
-    def dies_before_deleting_the_stream(path: Any, *args: Any, **kwargs: Any) -> None:
-        if str(path).endswith(".arrows"):
-            raise Killed(path)
-        real_unlink(path, *args, **kwargs)
+    def dies_before_renaming_the_part(src: Any, *args: Any, **kwargs: Any) -> None:
+        if str(src).endswith(".arrows"):
+            raise Killed(src)
+        real_rename(src, *args, **kwargs)
 
     sink = TrialSink(tmp_path, SCHEMA, batch_rows=3)
     for i in range(10):
         sink.append(ids_row(i))
-    monkeypatch.setattr(os, "unlink", dies_before_deleting_the_stream)
+    monkeypatch.setattr(os, "rename", dies_before_renaming_the_part)
     with pytest.raises(Killed):
         sink.close()
-    monkeypatch.setattr(os, "unlink", real_unlink)
-    assert files(tmp_path) == ["part-w0-00000.arrow", "part-w0-00000.arrows"]
+    monkeypatch.setattr(os, "rename", real_rename)
+    assert files(tmp_path) == ["part-w0-00000.arrows"]
 
     [note] = repair_parts(tmp_path / "trials")
-    assert note.already_finalized and "already finalized" in str(note)
+    assert note.rows == 10 and not note.torn_tail  # the footer was written: renamed as it is
     assert files(tmp_path) == ["part-w0-00000.arrow"]
     frame = read_trials(tmp_path).collect()
     assert frame.height == 10 and frame["trial_id"].n_unique() == 10

@@ -97,3 +97,17 @@ def test_bad_mappings_are_clear_errors(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     r = cli.invoke(app, [*base, "--cluster", "triple_id", "--outcome", "decoy_called"])
     assert r.exit_code == 2 and "already holds a run" in r.output
+
+
+def test_import_force_never_replaces_a_run_another_process_is_writing(tmp_path: Path) -> None:
+    from runner.execution.lock import lock_output
+
+    src = tmp_path / "m1.csv"
+    leaderboard_like_csv(src)
+    assert cli.invoke(app, ["import", "trials", str(src), "--out", str(tmp_path / "run"), *ARGS]).exit_code == 0
+    with lock_output(tmp_path / "run"):  # a run (or another import) holds the output
+        result = cli.invoke(app, ["import", "trials", str(src), "--out", str(tmp_path / "run"), *ARGS, "--force"])
+        assert result.exit_code == 2 and "is being written by trialgrid run" in result.output
+    result = cli.invoke(app, ["import", "trials", str(src), "--out", str(tmp_path / "run"), *ARGS, "--force"])
+    assert result.exit_code == 0, result.output
+    assert runner.load(tmp_path / "run").collect().height == 720

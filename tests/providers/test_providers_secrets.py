@@ -30,7 +30,8 @@ def test_a_failing_run_never_writes_or_prints_the_key(serve, tmp_path: Path, api
     env = {**os.environ, "TG_SECRET_TEST_KEY": KEY}
     done = subprocess.run([sys.executable, "-m", "runner.cli.app", "run", str(path), "--out", str(out)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # finished, every row an error: exit 3, with the first error printed
+    assert "all 39 trials failed fatally" in done.stderr
     df = trials(out)
     assert (df["status"] == "error").all() and (df["error_kind"] == "fatal").all()
     assert df["error"].str.contains("[redacted]", literal=True).all()

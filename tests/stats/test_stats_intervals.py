@@ -1,4 +1,4 @@
-"""The analytic cluster intervals (default ``method="korn-graubard"``; ``"t"``) against scipy and brute force."""
+"""The analytic cluster intervals (default ``method="korn-graubard-tilted"``; ``"korn-graubard"``, ``"t"``) against scipy and brute force."""
 
 import itertools
 import math
@@ -61,6 +61,73 @@ def test_jeffreys_and_wilson_at_integer_n_match_references():
         assert wl[0] == pytest.approx(float(rl), abs=1e-14) and wh[0] == pytest.approx(float(rh), abs=1e-14)
 
 
+def test_mid_p_bounds_solve_the_mid_p_tail_equations_of_scipys_binomial():
+    """Mid-p Clopper–Pearson at integer n: P(X > x) + ½P(X = x) = α/2 at the lower bound, the mirror at the upper."""
+    for n in (1, 3, 10, 30, 240):
+        for x in sorted({0, 1, 2, n // 2, n - 1, n} & set(range(n + 1))):
+            for level in (0.9, 0.95):
+                a = 1 - level
+                lo, hi = I.clopper_pearson_midp(np.array([x]), np.array([n]), level)
+                if x == 0:
+                    assert lo[0] == 0.0
+                else:
+                    assert sps.binom.sf(x, n, lo[0]) + 0.5 * sps.binom.pmf(x, n, lo[0]) == pytest.approx(a / 2, abs=1e-12)
+                if x == n:
+                    assert hi[0] == 1.0
+                else:
+                    assert sps.binom.cdf(x - 1, n, hi[0]) + 0.5 * sps.binom.pmf(x, n, hi[0]) == pytest.approx(a / 2,
+                                                                                                            abs=1e-12)
+                cl, ch = I.clopper_pearson(np.array([x]), np.array([n]), level)
+                assert cl[0] <= lo[0] + 1e-15 and hi[0] <= ch[0] + 1e-15  # mid-p is inside the exact interval
+    assert I.clopper_pearson_midp(np.array([0.0]), np.array([30.0]), 0.95)[1][0] == pytest.approx(1 - 0.05 ** (1 / 30))
+
+
+def test_mid_p_at_fractional_counts_is_continuous_and_the_mean_of_two_beta_tails():
+    x = np.linspace(0.0, 17.4, 400)
+    m = np.full_like(x, 17.4)
+    lo, hi = I.clopper_pearson_midp(x, m, 0.95)
+    assert np.all(np.diff(lo) >= 0) and np.all(np.diff(hi) >= 0)
+    assert np.max(np.abs(np.diff(lo))) < 0.01 and np.max(np.abs(np.diff(hi))) < 0.01
+    for xi, li, ui in zip(x[1:-1:37], lo[1:-1:37], hi[1:-1:37], strict=True):
+        tail = 0.5 * (sp.betainc(xi, 17.4 - xi + 1, li) + (sp.betainc(xi + 1, 17.4 - xi, li) if xi < 17.4 else 0.0))
+        assert tail == pytest.approx(0.025, abs=1e-12)
+        tail_u = 0.5 * ((1 - sp.betainc(xi + 1, 17.4 - xi, ui)) + (1 - sp.betainc(xi, 17.4 - xi + 1, ui)))
+        assert tail_u == pytest.approx(0.025, abs=1e-12)
+
+
+def test_unequal_tail_clopper_pearson_and_the_tilt():
+    for n, x, t_lo, t_hi in [(20, 3, 0.03, 0.02), (240, 17, 0.01, 0.04), (7, 0, 0.03, 0.02), (7, 7, 0.02, 0.03)]:
+        lo, hi = I.clopper_pearson_tails(np.array([x]), np.array([n]), t_lo, t_hi)
+        assert lo[0] == (0.0 if x == 0 else pytest.approx(sps.beta.ppf(t_lo, x, n - x + 1), rel=1e-10))
+        assert hi[0] == (1.0 if x == n else pytest.approx(sps.beta.ppf(1 - t_hi, x + 1, n - x), rel=1e-10))
+        if x not in (0, n):  # the exact tail probabilities of the binomial at each bound
+            assert sps.binom.sf(x - 1, n, lo[0]) == pytest.approx(t_lo, rel=1e-9)
+            assert sps.binom.cdf(x, n, hi[0]) == pytest.approx(t_hi, rel=1e-9)
+    t_lo, t_hi = I.tilted_tails(np.array([0.0, 0.2, 0.5, 0.8, 1.0]), 0.95)
+    assert t_lo + t_hi == pytest.approx(np.full(5, 0.05))
+    assert t_lo == pytest.approx([0.03, 0.028, 0.025, 0.022, 0.02]) and t_hi == pytest.approx(t_lo[::-1])
+    with pytest.raises(ValueError, match="tilt"):
+        I.tilted_tails(np.array([0.1]), 0.95, tilt=0.5)
+
+
+def test_tilted_interval_mirrors_under_swapping_hits_and_misses():
+    rng = np.random.default_rng(4)
+    n = rng.integers(1, 25, (50, 9)).astype(float)
+    h = rng.binomial(n.astype(int), rng.beta(0.5, 3, (50, 9))).astype(float)
+    _, N, r, v, k = I.ratio_moments(h, n)
+    lo, hi = I.korn_graubard_tilted(r, v, N, k, 0.95)
+    _, N2, r2, v2, k2 = I.ratio_moments(n - h, n)
+    lo2, hi2 = I.korn_graubard_tilted(r2, v2, N2, k2, 0.95)
+    assert lo == pytest.approx(1 - hi2, abs=1e-12) and hi == pytest.approx(1 - lo2, abs=1e-12)
+    l0, h0 = I.korn_graubard(r, v, N, k, 0.95)
+    below = r < 0.5  # under ½ the tilted interval reaches further up (and less far down) than the equal-tailed one
+    assert np.all(hi[below] >= h0[below]) and np.all(lo[below] >= l0[below])
+    m = I.effective_trials(r, v, N, k, 0.95)
+    ml, mh = I.korn_graubard_midp(r, v, N, k, 0.95)
+    rl, rh = I.clopper_pearson_midp(r * m, m, 0.95)
+    assert ml == pytest.approx(rl, rel=1e-14) and mh == pytest.approx(rh, rel=1e-14)
+
+
 # ---------------------------------------------------------------- linearisation variance by brute force
 
 def test_linearisation_variance_is_k_over_k_minus_1_times_exact_bootstrap_variance_of_residual_sum():
@@ -96,8 +163,9 @@ def test_paired_covariance_by_brute_force():
 
 # ---------------------------------------------------------------- the public default against a scipy recomputation
 
-def _kg_reference(h, n, level=0.95):
-    """Korn & Graubard (1998) recomputed with scipy: CP at x* = r n*, n* = min(r(1−r)/v, Σn)·(z/t_{k−1})²."""
+def _kg_reference(h, n, level=0.95, tilt=0.1):
+    """Korn & Graubard (1998) recomputed with scipy: CP at x* = r n*, n* = min(r(1−r)/v, Σn)·(z/t_{k−1})²;
+    tails α(½ + tilt(1 − 2r)) below and α(½ − tilt(1 − 2r)) above (tilt 0: the equal-tailed original)."""
     h, n = np.asarray(h, float), np.asarray(n, float)
     N, r = n.sum(), h.sum() / n.sum()
     k = int((n > 0).sum())
@@ -107,21 +175,25 @@ def _kg_reference(h, n, level=0.95):
     m = neff * (z / t) ** 2
     x = r * m
     a = 1 - level
-    lo = sps.beta.ppf(a / 2, x, m - x + 1) if x > 0 else 0.0
-    hi = sps.beta.ppf(1 - a / 2, x + 1, m - x) if x < m else 1.0
+    a_lo, a_hi = a * (0.5 + tilt * (1 - 2 * r)), a * (0.5 - tilt * (1 - 2 * r))
+    lo = sps.beta.ppf(a_lo, x, m - x + 1) if x > 0 else 0.0
+    hi = sps.beta.ppf(1 - a_hi, x + 1, m - x) if x < m else 1.0
     return r, math.sqrt(v), lo, hi
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_default_rate_interval_is_korn_graubard(seed):
+@pytest.mark.parametrize("method", ["korn-graubard-tilted", "korn-graubard"])
+def test_default_rate_interval_is_tilted_korn_graubard(seed, method):
     rng = np.random.default_rng(seed)
     k = int(rng.integers(2, 40))
     n = rng.integers(0, 30, k)
     n[0] = max(n[0], 1)
     h = rng.binomial(n, rng.beta(0.5, 3, k))
-    res = stats.cluster_bootstrap_ci(np.arange(k), h, n, seed=1)
-    r, se, lo, hi = _kg_reference(h[n > 0], n[n > 0])
-    assert res.interval_method == "korn-graubard" and "Korn–Graubard" in res.method
+    kwargs = {} if method == stats.bootstrap.DEFAULT_METHOD else {"method": method}
+    res = stats.cluster_bootstrap_ci(np.arange(k), h, n, seed=1, **kwargs)
+    r, se, lo, hi = _kg_reference(h[n > 0], n[n > 0], tilt=0.1 if method == "korn-graubard-tilted" else 0.0)
+    assert stats.bootstrap.DEFAULT_METHOD == "korn-graubard-tilted"
+    assert res.interval_method == method and "Korn–Graubard" in res.method
     assert res.statistic == pytest.approx(r, rel=1e-14)
     assert res.standard_error == pytest.approx(se, rel=1e-12)
     assert res.confidence_interval.low == pytest.approx(lo, rel=1e-9, abs=1e-14)
@@ -161,22 +233,25 @@ def test_korn_graubard_approaches_the_t_interval_with_many_trials_and_clusters()
 
 # ---------------------------------------------------------------- differences: MOVER of the arms' intervals
 
-def test_default_difference_is_mover_of_arm_korn_graubard_intervals():
+@pytest.mark.parametrize("method", ["korn-graubard-tilted", "korn-graubard"])
+def test_default_difference_is_mover_of_arm_korn_graubard_intervals(method):
     rng = np.random.default_rng(11)
+    tilt = 0.1 if method == "korn-graubard-tilted" else 0.0
     k = 12
     pa = rng.beta(0.5, 3, k)
     hA, hB = rng.binomial(20, pa), rng.binomial(20, 0.4 * pa)
     cluster = np.repeat(np.arange(k), 2)
     arm = np.tile([1, 0], k)
     hits = np.column_stack([hA, hB]).ravel()
-    res = stats.cluster_bootstrap_ci(cluster, hits, np.full(2 * k, 20), arm=arm)
-    rA, sA, lA, uA = _kg_reference(hA, np.full(k, 20))
-    rB, sB, lB, uB = _kg_reference(hB, np.full(k, 20))
+    kwargs = {} if method == stats.bootstrap.DEFAULT_METHOD else {"method": method}
+    res = stats.cluster_bootstrap_ci(cluster, hits, np.full(2 * k, 20), arm=arm, **kwargs)
+    rA, sA, lA, uA = _kg_reference(hA, np.full(k, 20), tilt=tilt)
+    rB, sB, lB, uB = _kg_reference(hB, np.full(k, 20), tilt=tilt)
     eA, eB = hA - rA * 20, hB - rB * 20
     rho = (k / (k - 1) * np.sum(eA * eB) / (20 * k) ** 2) / (sA * sB)
     lo = rA - rB - math.sqrt((rA - lA) ** 2 + (uB - rB) ** 2 - 2 * rho * (rA - lA) * (uB - rB))
     hi = rA - rB + math.sqrt((uA - rA) ** 2 + (rB - lB) ** 2 - 2 * rho * (uA - rA) * (rB - lB))
-    assert res.interval_method == "mover-korn-graubard"
+    assert res.interval_method == "mover-" + method
     assert res.statistic == pytest.approx(rA - rB, rel=1e-14)
     assert tuple(res.confidence_interval) == pytest.approx((lo, hi), rel=1e-9)
     assert res.standard_error == pytest.approx(math.sqrt(sA ** 2 + sB ** 2 - 2 * rho * sA * sB), rel=1e-10)
@@ -210,7 +285,7 @@ def test_many_equals_single_calls_for_columns_and_differences():
     cluster = np.repeat(np.arange(k), 3)
     hits = rng.binomial(20, 0.2, (3 * k, 3))
     n = np.full(3 * k, 20)
-    for method in ("korn-graubard", "t"):
+    for method in ("korn-graubard-tilted", "korn-graubard", "t"):
         res = stats.cluster_bootstrap_many(cluster, hits, n, differences=[(0, 2), ([0, 1], 2)], method=method)
         for j in range(3):
             single = stats.cluster_bootstrap_ci(cluster, hits[:, j], n, method=method)
@@ -233,11 +308,13 @@ def test_edge_cases_stay_defined():
     assert single.statistic == 0.3 and tuple(single.confidence_interval) == (0.0, 1.0)  # one prompt: no information
     zero = stats.cluster_bootstrap_ci([1, 2, 3], [0, 0, 0], [5, 6, 7])
     m = 18 * (Z / sps.t.ppf(0.975, 2)) ** 2  # v = 0: n_eff = Σn, then the df adjustment
-    assert zero.confidence_interval.low == 0.0
-    assert zero.confidence_interval.high == pytest.approx(1 - 0.025 ** (1 / m), rel=1e-10)
+    assert zero.confidence_interval.low == 0.0  # r = 0: the upper tail is α(½ − 0.1) = 0.02
+    assert zero.confidence_interval.high == pytest.approx(1 - 0.02 ** (1 / m), rel=1e-10)
     one = stats.cluster_bootstrap_ci([1, 2, 3], [5, 6, 7], [5, 6, 7])
     assert one.confidence_interval.high == 1.0
-    assert one.confidence_interval.low == pytest.approx(0.025 ** (1 / m), rel=1e-10)
+    assert one.confidence_interval.low == pytest.approx(0.02 ** (1 / m), rel=1e-10)
+    zero_kg = stats.cluster_bootstrap_ci([1, 2, 3], [0, 0, 0], [5, 6, 7], method="korn-graubard")
+    assert zero_kg.confidence_interval.high == pytest.approx(1 - 0.025 ** (1 / m), rel=1e-10)
     both_zero = stats.cluster_bootstrap_ci([1, 1, 2, 2, 3, 3], [0] * 6, [5] * 6, arm=[1, 0] * 3)
     assert both_zero.statistic == 0.0 and both_zero.confidence_interval.low < 0 < both_zero.confidence_interval.high
     no_b = stats.cluster_bootstrap_ci([1, 2], [1, 2], [4, 4], arm=[1, 1])
@@ -270,9 +347,10 @@ def test_exact_coverage_by_enumeration_in_a_tiny_binomial_design():
     h = np.array(outcomes, dtype=float)
     n = np.full(h.shape, float(runs))
     _, N, r, v, kk = I.ratio_moments(h, n)
-    lo, hi = I.korn_graubard(r, v, N, kk, 0.95)
-    for p in (0.05, 0.2, 0.5, 0.8):
-        prob = np.prod(sps.binom.pmf(h.astype(int), runs, p), axis=1)
-        assert prob.sum() == pytest.approx(1.0)
-        coverage = prob[(lo <= p) & (p <= hi)].sum()
-        assert coverage >= 0.95
+    for fn in (I.korn_graubard, I.korn_graubard_tilted):
+        lo, hi = fn(r, v, N, kk, 0.95)
+        for p in (0.05, 0.2, 0.5, 0.8):
+            prob = np.prod(sps.binom.pmf(h.astype(int), runs, p), axis=1)
+            assert prob.sum() == pytest.approx(1.0)
+            coverage = prob[(lo <= p) & (p <= hi)].sum()
+            assert coverage >= 0.95

@@ -40,6 +40,10 @@ class RunOptions:
     workers: int | None = None
     #: batch: the models sent through their vendor's batch API (the others run live meanwhile)
     batch_models: frozenset[str] = frozenset()
+    #: every backend: error rows of these kinds are run again (``--retry-errors``); None: errors are kept
+    retry_kinds: tuple[str, ...] | None = None
+    #: every backend: wait for another process writing the output instead of refusing (``--wait``)
+    wait: bool = False
 
 
 @runtime_checkable

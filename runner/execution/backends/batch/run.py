@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -159,41 +159,48 @@ class _Session:
 
 def run_batch_sweep(loaded: LoadedSweep, out: Path, *, models: Collection[str], quiet: bool = False,
                     say: Callable[[str], None] = lambda s: None, worker: str = "local", strict_params: bool = False,
-                    notify: Callable[[str], None] | None = None) -> RunResult:
+                    notify: Callable[[str], None] | None = None, retry_kinds: Sequence[str] | None = None,
+                    wait: bool = False) -> RunResult:
     """Run (or resume) ``loaded`` into ``out``, sending ``models`` through batch APIs and the others live.
 
     ``models`` comes checked from ``runner.execution.modes.batch_models`` (``runner.run``
     calls this through ``BATCH``): each has a batch API and every probe is single-turn.
     """
     submitting = set(models)
-    output = open_output(loaded, out, say)
-    ledger = BatchLedger(output.out)
-    covered = ledger.covered()
-    # a batch an earlier session submitted is polled even if this session runs its model live
-    chosen = submitting | {e.model for e in ledger.open_entries() if any(m.name == e.model for m in loaded.sweep.models)}
-    if not chosen:
-        raise UserError("no model of this sweep runs in batch mode", file=loaded.path,
-                        hint="set `mode: batch` on an openai or anthropic model, or pass --batch")
-    output.manifest.strict_params = strict_params
-    output.manifest.batch_models = sorted(chosen)
+    output = open_output(loaded, out, say, retry_kinds=retry_kinds, wait=wait)
+    try:
+        ledger = BatchLedger(output.out)
+        covered = ledger.covered()
+        # a batch an earlier session submitted is polled even if this session runs its model live
+        chosen = submitting | {e.model for e in ledger.open_entries() if any(m.name == e.model for m in loaded.sweep.models)}
+        if not chosen:
+            raise UserError("no model of this sweep runs in batch mode", file=loaded.path,
+                            hint="set `mode: batch` on an openai or anthropic model, or pass --batch")
+        output.manifest.strict_params = strict_params
+        output.manifest.batch_models = sorted(chosen)
 
-    def learned(entry: Learned) -> None:
-        output.manifest.remedies.append(RemedyRecord.model_validate(entry.as_json()))
-        write_manifest(output.out, output.manifest)
-        if notify is not None:
-            notify(f"remedy learned for {entry.provider} model {entry.model_id!r}: {entry.remedy.describe()} "
-                   f"(the server said: {entry.message}); applied to every later live request, recorded in the manifest")
+        def learned(entry: Learned) -> None:
+            output.manifest.remedies.append(RemedyRecord.model_validate(entry.as_json()))
+            write_manifest(output.out, output.manifest)
+            if notify is not None:
+                notify(f"remedy learned for {entry.provider} model {entry.model_id!r}: {entry.remedy.describe()} "
+                       f"(the server said: {entry.message}); applied to every later live request, recorded in the manifest")
 
-    live, providers = build_trial_runner(loaded, strict_params=strict_params, on_learn=learned,
-                                         known_remedies=[r.as_json() for r in output.manifest.remedies])
-    pending = {s.trial_id: s for s in output.pending() if s.model in submitting or s.trial_id in covered}
+        live, providers = build_trial_runner(loaded, strict_params=strict_params, on_learn=learned,
+                                             known_remedies=[r.as_json() for r in output.manifest.remedies])
+        pending = {s.trial_id: s for s in output.pending() if s.model in submitting or s.trial_id in covered}
+    except BaseException:
+        output.finish("failed", 0, 0.0)
+        raise
     started = time.perf_counter()
     status = "interrupted"
     session: _Session | None = None
     stats = EngineStats()
+    opened: list[TrialSink] = []
     try:
         with output.sink(worker) as sink, \
                 RunProgress(output.total, already_done=len(output.done), quiet=quiet) as progress:
+            opened.append(sink)
             session = _Session(loaded, output, ledger, chosen, say)
 
             async def main() -> EngineStats:
@@ -228,7 +235,7 @@ def run_batch_sweep(loaded: LoadedSweep, out: Path, *, models: Collection[str], 
         output.manifest.batches = [BatchRecord.model_validate(b) for b in ledger.summary()]
         if session is not None and stats.done == 0:
             stats = session.stats
-        counts = output.finish(status, stats.done, elapsed)
+        counts = output.finish(status, opened[0].rows_written if opened else 0, elapsed)
     return RunResult(output.out, output.total, len(output.done), stats, counts, elapsed, output.repaired, status)
 
 
@@ -239,7 +246,8 @@ class BatchBackend:
 
     def run(self, loaded: LoadedSweep, out: Path, options: RunOptions) -> RunResult:
         return run_batch_sweep(loaded, out, models=options.batch_models, quiet=options.quiet, say=options.say,
-                               strict_params=options.strict_params, notify=options.notify)
+                               strict_params=options.strict_params, notify=options.notify,
+                               retry_kinds=options.retry_kinds, wait=options.wait)
 
 
 BATCH = BatchBackend()

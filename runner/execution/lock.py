@@ -1,0 +1,104 @@
+"""One writer per output directory: an OS lock (``flock``) on ``OUT/.trialgrid.lock``.
+
+Two runs writing into one ``--out`` used to both finish "fine" with every trial
+twice, and a run started a little later "repaired" (deleted) the first one's open
+stream. Every process that writes an output — a run in any mode, a rescore into its
+destination, an ``import --force`` over an earlier output — holds this lock for as
+long as it writes; the repair of leftover streams happens only under it.
+
+``flock`` belongs to the open file description, so the kernel releases it when the
+holder dies however it dies (SIGKILL, OOM): a dead holder's lock is free at once,
+nothing is ever stale and nothing needs breaking. The file's text (pid, host, time)
+only names the holder in the refusal. Network file systems that do not implement
+``flock`` fall back to a lock per machine; run one writer per output there.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import platform
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+
+from runner.core.errors import UserError
+
+__all__ = ["LOCK_FILE", "OutputLock", "lock_output"]
+
+LOCK_FILE = ".trialgrid.lock"
+
+
+class OutputLock:
+    """A held lock on one output directory; ``release`` (or the process ending) frees it."""
+
+    def __init__(self, out: Path, fd: int) -> None:
+        self.out = out
+        self._fd: int | None = fd
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+    def __del__(self) -> None:  # a holder dropped without release (an error path) frees the output too
+        try:
+            self.release()
+        except OSError:
+            pass
+
+    def __enter__(self) -> OutputLock:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()
+
+
+def _holder(path: Path) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return "another process"
+    return text.splitlines()[0][:200] if text else "another process"
+
+
+def lock_output(out: Path, *, wait: bool = False, what: str = "run",
+                poll_s: float = 0.2, timeout_s: float | None = None) -> OutputLock:
+    """Take ``out``'s writer lock (creating ``out``); ``UserError`` in one line if another process holds it.
+
+    ``wait``: block until the holder finishes (``timeout_s``: at most that long) instead of refusing.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise
+            if not wait or (deadline is not None and time.monotonic() >= deadline):
+                raise UserError(f"{out} is being written by {_holder(path)}; one writer per output directory",
+                                hint="wait for it to finish, rerun with --wait to start when it does, "
+                                     "or choose another --out")
+            time.sleep(poll_s)
+    except BaseException:
+        os.close(fd)
+        raise
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"trialgrid {what} (pid {os.getpid()} on {platform.node()}, since {stamp})\n".encode(), 0)
+    return OutputLock(out, fd)

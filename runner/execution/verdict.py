@@ -1,0 +1,84 @@
+"""How a run ended, for its exit code: the error rows by kind, and models that never worked.
+
+A sweep that "finishes" with 14% error rows, or with every trial of a model a fatal
+404 (a base_url with the wrong path), used to exit 0. ``run_verdict`` reads the
+output (each trial once, its newest row) and says what the command line needs to
+tell the truth: how many error rows of which kind, the exact ``--retry-errors``
+command that re-attempts the retryable ones, and, for a model whose every trial
+failed fatally, its first error and what usually causes it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from runner.execution.parts import inspect_parts, scan_latest
+from runner.execution.run import DEFAULT_RETRY_KINDS
+from runner.execution.sink import TRIALS_DIR
+
+
+@dataclass(frozen=True)
+class DeadModel:
+    """A model whose every trial in the output failed fatally (nothing it answered counted)."""
+
+    model: str
+    trials: int
+    first_error: str
+
+    def hint(self) -> str:
+        text = self.first_error.lower()
+        if "404" in text or "not found" in text:
+            return ("a 404 usually means the base_url's path is wrong (OpenAI-style APIs end in /v1) or the "
+                    "model id does not exist for this key")
+        if "401" in text or "403" in text or "auth" in text or "key" in text:
+            return "check the API key the model's api_key_env names, and that it may use this model"
+        return "check the model's provider, base_url, model id and key in the sweep"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Each trial once: how many rows, how many are errors, by kind; and the models that never worked."""
+
+    rows: int
+    errors: int
+    by_kind: dict[str, int] = field(default_factory=dict)
+    dead_models: list[DeadModel] = field(default_factory=list)
+
+    @property
+    def error_rate(self) -> float:
+        return self.errors / self.rows if self.rows else 0.0
+
+    def retryable(self, kinds: Sequence[str] = DEFAULT_RETRY_KINDS) -> int:
+        return sum(n for k, n in self.by_kind.items() if k in kinds)
+
+    def kinds_line(self) -> str:
+        return ", ".join(f"{k} {n:,}" for k, n in sorted(self.by_kind.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def run_verdict(out: Path) -> Verdict:
+    """The verdict of the output at ``out`` (no rows: an empty verdict)."""
+    parts, _ = inspect_parts(out / TRIALS_DIR, None)
+    if not parts:
+        return Verdict(0, 0)
+    frame = scan_latest(parts).select("model", "status", "error_kind", "error").collect()
+    errors = frame.filter(pl.col("status") != "ok")
+    by_kind = {str(k or "unknown"): int(n) for k, n in errors.group_by("error_kind").len().iter_rows()}
+    dead = []
+    per_model = frame.group_by("model", maintain_order=True).agg(
+        pl.len().alias("trials"), (pl.col("error_kind") == "fatal").sum().alias("fatal"),
+        pl.col("error").filter(pl.col("error_kind") == "fatal").first().alias("first"))
+    for model, trials, fatal, first in per_model.iter_rows():
+        if trials and fatal == trials:
+            dead.append(DeadModel(str(model), int(trials), str(first or "")))
+    return Verdict(frame.height, errors.height, by_kind, dead)
+
+
+def retry_command(sweep: Path, out: Path, kinds: Sequence[str] = DEFAULT_RETRY_KINDS) -> str:
+    """The command line that re-attempts error rows of ``kinds`` into the same output."""
+    kind_arg = "" if tuple(kinds) == DEFAULT_RETRY_KINDS else " " + ",".join(kinds)
+    return f"trialgrid run {shlex.quote(str(sweep))} --out {shlex.quote(str(out))} --retry-errors{kind_arg}"

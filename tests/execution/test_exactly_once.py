@@ -1,0 +1,407 @@
+"""Issue 12: every trial exactly once, or a clear reason why not — with real processes, sockets and files.
+
+Retrying error rows in place, exit codes that tell the truth, one writer per output,
+SIGTERM stopping like Ctrl-C, damaged and foreign parts, a damaged response cache, a
+full disk and an unreachable Ray address: each ends in a repair or one line on
+stderr, never a traceback and never a wrong count.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+import runner
+from runner.config.sweep import load_sweep
+from runner.core.errors import UserError
+from runner.execution.lock import lock_output
+from runner.execution.run import grid_of, run_sweep
+from runner.sim.serve import ServeOptions, ServerThread
+from tests.conftest import ROOT, on_ci, quickstart_dict
+from tests.providers.conftest import CELL, OUTCOMES, http_sweep, outcomes, write
+
+
+def cli(*args: str, timeout: float = 180, **kw: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "runner.cli.app", *args], cwd=ROOT, env=os.environ.copy(),
+                          capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def one_line(done: subprocess.CompletedProcess[str]) -> str:
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+def sim_sweep(tmp_path: Path, runs: int = 2, name: str = "sweep.yaml", **engine: Any) -> Path:
+    data = quickstart_dict()
+    for probe in data["probes"]:
+        probe["runs"] = runs
+    if engine:
+        data["engine"] = engine
+    return write(tmp_path, data, name)
+
+
+def check_exactly_once(out: Path, sweep: Path) -> pl.DataFrame:
+    """``runner.load`` has one row per trial of the grid, no more, no less."""
+    df = runner.load(out).collect()
+    grid = {s.trial_id for s in grid_of(load_sweep(sweep))}
+    assert df["trial_id"].n_unique() == df.height == len(grid)
+    assert set(df["trial_id"]) == grid
+    return df
+
+
+def reference(tmp_path: Path, sweep: Path) -> pl.DataFrame:
+    run_sweep(load_sweep(sweep), tmp_path / "reference", quiet=True)
+    return outcomes(runner.load(tmp_path / "reference").collect())
+
+
+# -- 3 and 4: --retry-errors, exit codes
+
+
+@pytest.mark.slow
+def test_error_rows_exit_3_then_retry_errors_after_recovery_exits_0(tmp_path: Path) -> None:
+    faulty = ServerThread(ServeOptions(host="127.0.0.1", port=0, faults={"500": 0.4}, fault_seed=3)).start()
+    port = faulty.port
+    data = http_sweep(faulty.base_url, "openai", runs=2, retry={"max_attempts": 1}, concurrency=8)
+    sweep = write(tmp_path, data)
+    out = tmp_path / "out"
+    try:
+        first = cli("run", str(sweep), "--out", str(out), "--no-report")
+    finally:
+        faulty.stop()
+    assert first.returncode == 3, first.stderr
+    assert "Traceback" not in first.stderr
+    assert "ended as error rows: transient" in first.stderr
+    assert f"--out {out} --retry-errors" in first.stderr  # the exact command to run next
+    errors_before = runner.load(out).filter(pl.col("status") == "error").collect().height
+    assert errors_before > 0
+
+    healthy = ServerThread(ServeOptions(host="127.0.0.1", port=port)).start()  # recovered, same address
+    try:
+        second = cli("run", str(sweep), "--out", str(out), "--no-report", "--retry-errors")
+    finally:
+        healthy.stop()
+    assert second.returncode == 0, second.stderr
+    assert f"retrying error rows of kind rate_limited, transient, timeout: {errors_before:,} transient" in second.stderr
+    df = check_exactly_once(out, sweep)
+    assert (df["status"] == "ok").all()
+    joined = outcomes(df).join(reference(tmp_path, sim_sweep(tmp_path, runs=2, name="sim.yaml")), on=CELL,
+                               suffix="_sim")
+    assert joined.height == df.height
+    for column in OUTCOMES:
+        if column not in CELL:
+            assert joined[column].equals(joined[f"{column}_sim"], check_names=False), column
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["sessions"][-1]["retry_errors"] == ["rate_limited", "transient", "timeout"]
+    assert manifest["sessions"][-1]["trials_run"] == errors_before
+    assert manifest["counts"] == {"ok": df.height}
+    # every reader sees the newest row: the report, diff and rescore count each trial once
+    per_rate = runner.load_summary(out).conditions.group_by("rate").agg(pl.col("trials").sum())
+    assert set(per_rate["trials"]) == {df.height}
+    rescored = cli("rescore", str(out), "--out", str(tmp_path / "rescored"), "--sweep", str(sweep))
+    assert rescored.returncode == 0 and f"rescored {df.height:,} rows" in rescored.stderr, rescored.stderr
+    assert cli("diff", str(out), str(tmp_path / "rescored")).returncode == 0
+
+
+def test_max_error_rate_tolerates_and_a_dead_model_gets_its_first_error(tmp_path: Path) -> None:
+    server = ServerThread(ServeOptions(host="127.0.0.1", port=0)).start()
+    try:
+        data = http_sweep(server.url + "/wrong", "openai", runs=1, retry={"max_attempts": 1})
+        sweep = write(tmp_path, data)
+        done = cli("run", str(sweep), "--out", str(tmp_path / "out"), "--no-report")
+        assert done.returncode == 3, done.stderr
+        assert "all 39 trials failed fatally; first error: HTTP 404" in done.stderr
+        assert "base_url's path is wrong" in done.stderr
+        assert "Traceback" not in done.stderr
+        again = cli("run", str(sweep), "--out", str(tmp_path / "out"), "--no-report", "--max-error-rate", "1")
+        assert again.returncode == 0, again.stderr
+        assert "within --max-error-rate 1" in again.stderr
+    finally:
+        server.stop()
+
+
+def test_anthropic_base_url_works_with_or_without_v1(tmp_path: Path) -> None:
+    server = ServerThread(ServeOptions(host="127.0.0.1", port=0)).start()
+    try:
+        for i, base in enumerate((server.url, server.url + "/v1")):  # the SDK's way, and trialgrid's
+            sweep = write(tmp_path, http_sweep(base, "anthropic", runs=1), f"s{i}.yaml")
+            result = run_sweep(load_sweep(sweep), tmp_path / f"out{i}", quiet=True)
+            assert result.counts == {"ok": 117}
+    finally:
+        server.stop()
+
+
+def test_unknown_retry_kind_is_one_line(tmp_path: Path) -> None:
+    sweep = sim_sweep(tmp_path)
+    done = cli("run", str(sweep), "--out", str(tmp_path / "out"), "--retry-errors=flaky")
+    assert done.returncode == 2
+    assert "'flaky' is not an error kind" in one_line(done)
+
+
+# -- 5: one writer per output
+
+
+def test_the_lock_refuses_a_second_writer_and_frees_on_release(tmp_path: Path) -> None:
+    held = lock_output(tmp_path / "out")
+    with pytest.raises(UserError, match="is being written by trialgrid run"):
+        lock_output(tmp_path / "out")
+    held.release()
+    lock_output(tmp_path / "out").release()
+
+
+def test_wait_takes_the_lock_once_the_holder_lets_go(tmp_path: Path) -> None:
+    import threading
+
+    held = lock_output(tmp_path / "out")
+    threading.Timer(0.3, held.release).start()
+    lock_output(tmp_path / "out", wait=True, poll_s=0.05, timeout_s=30).release()
+
+
+@pytest.mark.slow
+def test_two_runs_on_one_output_write_every_trial_exactly_once(tmp_path: Path) -> None:
+    server = ServerThread(ServeOptions(host="127.0.0.1", port=0, latency_ms=20)).start()
+    try:
+        sweep = write(tmp_path, http_sweep(server.base_url, "openai", runs=4, concurrency=8))
+        out = tmp_path / "out"
+        cmd = [sys.executable, "-m", "runner.cli.app", "run", str(sweep), "--out", str(out), "--quiet"]
+        procs = [subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(2)]
+        results = [(p.wait(timeout=180), p.stderr.read() if p.stderr else "") for p in procs]
+        for code, stderr in results:
+            assert "Traceback" not in stderr, stderr
+            assert code in (0, 2), stderr
+            if code == 2:
+                assert "is being written by trialgrid run" in stderr and stderr.count("error:") == 1
+        check_exactly_once(out, sweep)
+        # with --wait the later one waits, then finds nothing left to run
+        waited = cli("run", str(sweep), "--out", str(out), "--quiet", "--wait")
+        assert waited.returncode == 0, waited.stderr
+        check_exactly_once(out, sweep)
+    finally:
+        server.stop()
+
+
+def test_rescore_holds_the_lock_of_its_destination(tmp_path: Path) -> None:
+    from runner.execution.rescore import rescore
+
+    sweep = sim_sweep(tmp_path, runs=1)
+    run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True)
+    with lock_output(tmp_path / "dest"), pytest.raises(UserError, match="is being written by"):
+        rescore(tmp_path / "out", tmp_path / "dest", sweep)
+    assert rescore(tmp_path / "out", tmp_path / "dest", sweep).rows == 117
+
+
+# -- 6: SIGTERM stops like SIGINT, sessions are accurate
+
+
+@pytest.mark.slow
+def test_sigterm_flushes_finalizes_and_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+    server = ServerThread(ServeOptions(host="127.0.0.1", port=0, latency_ms=40)).start()
+    try:
+        data = http_sweep(server.base_url, "openai", runs=6, concurrency=4)
+        data["engine"] = {"batch_rows": 16, "flush_seconds": 0.05, "concurrency": 4}
+        sweep = write(tmp_path, data)
+        out = tmp_path / "out"
+        cmd = [sys.executable, "-m", "runner.cli.app", "run", str(sweep), "--out", str(out), "--quiet"]
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            streams = list((out / "trials").glob("*.arrows")) if (out / "trials").is_dir() else []
+            if streams and streams[0].stat().st_size > 4096:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before it could be stopped"
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=30)
+        stderr = proc.stderr.read() if proc.stderr else ""
+        assert code == 143, stderr
+        assert "Traceback" not in stderr and "terminated (SIGTERM)" in stderr
+        assert not list((out / "trials").glob("*.arrows"))  # finalized, not left as a stream
+        manifest = json.loads((out / "manifest.json").read_text())
+        session = manifest["sessions"][-1]
+        assert session["status"] == "interrupted" and session["finished_at"]
+        written = runner.load(out).collect().height
+        assert 0 < written < 702 and session["trials_run"] == written
+
+        resumed = cli("run", str(sweep), "--out", str(out), "--quiet")
+        assert resumed.returncode == 0, resumed.stderr
+        df = check_exactly_once(out, sweep)
+    finally:
+        server.stop()
+    expected = reference(tmp_path, sim_sweep(tmp_path, runs=6, name="sim.yaml"))
+    joined = outcomes(df).join(expected, on=CELL, suffix="_sim")
+    assert joined.height == df.height == 702
+    for column in OUTCOMES:
+        if column not in CELL:
+            assert joined[column].equals(joined[f"{column}_sim"], check_names=False), column
+
+
+def test_a_session_a_kill_left_running_is_marked_crashed(tmp_path: Path) -> None:
+    sweep = sim_sweep(tmp_path, runs=1)
+    out = tmp_path / "out"
+    run_sweep(load_sweep(sweep), out, quiet=True)
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["sessions"][-1]["status"] = "running"  # what SIGKILL leaves
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    run_sweep(load_sweep(sweep), out, quiet=True)
+    sessions = json.loads((out / "manifest.json").read_text())["sessions"]
+    assert [s["status"] for s in sessions] == ["crashed", "complete"]
+    assert sessions[0]["trials_run"] == 117 and sessions[1]["trials_run"] == 0
+
+
+# -- 7: damaged and foreign parts
+
+
+def test_a_torn_finished_part_is_refused_by_report_and_repaired_by_resume(tmp_path: Path) -> None:
+    sweep = sim_sweep(tmp_path, runs=4, batch_rows=50)
+    out = tmp_path / "out"
+    run_sweep(load_sweep(sweep), out, quiet=True)
+    [part] = list((out / "trials").glob("*.arrow"))
+    part.write_bytes(part.read_bytes()[:-5])
+
+    report = cli("report", str(out))
+    assert report.returncode == 2
+    assert "damaged trial part" in one_line(report) and part.name in report.stderr
+    with pytest.raises(UserError, match="damaged trial part"):
+        runner.load(out)
+
+    resumed = cli("run", str(sweep), "--out", str(out), "--quiet")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "Traceback" not in resumed.stderr and f"damaged part {part.name}" in resumed.stderr
+    assert (out / "trials" / "damaged" / part.name).exists()
+    check_exactly_once(out, sweep)
+
+
+def test_a_foreign_part_is_refused_by_report_and_set_aside_by_resume(tmp_path: Path) -> None:
+    sweep = sim_sweep(tmp_path, runs=2)
+    other = quickstart_dict()
+    other["seed"] = 999
+    other_sweep = write(tmp_path, other, "other.yaml")
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    run_sweep(load_sweep(sweep), out, quiet=True)
+    run_sweep(load_sweep(other_sweep), elsewhere, quiet=True)
+    [foreign] = list((elsewhere / "trials").glob("*.arrow"))
+    shutil.copy(foreign, out / "trials" / "part-copied-00000.arrow")
+
+    report = cli("report", str(out))
+    assert report.returncode == 2 and "foreign trial part" in one_line(report)
+
+    resumed = cli("run", str(sweep), "--out", str(out), "--no-report")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "moved part-copied-00000.arrow to trials/foreign/" in resumed.stderr
+    assert "234 of 234 trials already written" in resumed.stderr
+    check_exactly_once(out, sweep)
+    assert cli("report", str(out)).returncode == 0
+
+
+# -- 8: response cache damage
+
+
+def test_a_replaced_cache_table_is_set_aside_and_never_becomes_error_rows(tmp_path: Path) -> None:
+    sweep = sim_sweep(tmp_path, runs=1)
+    cache = tmp_path / "cache"
+    first = cli("run", str(sweep), "--out", str(tmp_path / "a"), "--cache", str(cache), "--quiet")
+    assert first.returncode == 0, first.stderr
+    with sqlite3.connect(cache / "responses.sqlite") as db:
+        db.execute("DROP TABLE responses")
+        db.execute("CREATE TABLE responses (k TEXT, v TEXT)")
+    second = cli("run", str(sweep), "--out", str(tmp_path / "b"), "--cache", str(cache), "--no-report")
+    assert second.returncode == 0, second.stderr
+    assert "the response cache" in second.stderr and "has another shape" in second.stderr
+    df = check_exactly_once(tmp_path / "b", sweep)
+    assert (df["status"] == "ok").all()
+    assert list(cache.glob("responses.sqlite.damaged-*"))
+
+
+def test_a_malformed_cached_value_is_a_miss(tmp_path: Path) -> None:
+    sweep = sim_sweep(tmp_path, runs=1)
+    cache = tmp_path / "cache"
+    run_sweep(load_sweep(sweep), tmp_path / "a", quiet=True, cache_dir=cache)
+    with sqlite3.connect(cache / "responses.sqlite") as db:
+        db.execute("UPDATE responses SET value = X'7b2274657874223a317d'")  # {"text":1}
+    lines: list[str] = []
+    result = run_sweep(load_sweep(sweep), tmp_path / "b", quiet=True, cache_dir=cache, say=lines.append)
+    assert result.counts == {"ok": 117}
+    assert any("failed to read an answer" in line for line in lines)
+
+
+def test_a_cache_file_that_is_not_a_database_is_rebuilt(tmp_path: Path) -> None:
+    sweep = sim_sweep(tmp_path, runs=1)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "responses.sqlite").write_bytes(os.urandom(8192))  # corrupt pages from the first byte
+    lines: list[str] = []
+    result = run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True, cache_dir=cache, say=lines.append)
+    assert result.counts == {"ok": 117}
+    assert any("is damaged" in line and "started an empty cache" in line for line in lines)
+    again = run_sweep(load_sweep(sweep), tmp_path / "again", quiet=True, cache_dir=cache)
+    assert again.counts == {"ok": 117}  # the rebuilt cache works
+
+
+# -- 9: disk full
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path):  # type: ignore[no-untyped-def]
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=5m", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        if on_ci():
+            pytest.fail(f"cannot mount a tmpfs on CI: {done.stderr!r}")
+        pytest.skip("mounting a 5 MB tmpfs needs root (mount -t tmpfs)")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.mark.slow
+def test_a_full_disk_is_one_line_and_resume_recovers_once_space_is_freed(tiny_disk: Path, tmp_path: Path) -> None:
+    sweep = sim_sweep(tmp_path, runs=4, batch_rows=20, flush_seconds=0.01)
+    out = tiny_disk / "out"
+    filler = tiny_disk / "filler"
+    free = shutil.disk_usage(tiny_disk).free
+    with filler.open("wb") as fh:  # leave ~24 KB: the manifest fits, the trials do not
+        fh.write(b"\0" * (free - 24 * 1024))
+    full = cli("run", str(sweep), "--out", str(out), "--quiet")
+    assert full.returncode == 2, full.stderr
+    line = one_line(full)
+    assert "no space left on the device" in line and str(out) in line and "MiB" in line
+    assert not list(out.glob("*.tmp"))
+    filler.unlink()
+    resumed = cli("run", str(sweep), "--out", str(out), "--quiet")
+    assert resumed.returncode == 0, resumed.stderr
+    check_exactly_once(out, sweep)
+    assert not list((out / "trials").glob("*.arrows"))
+
+
+# -- 10: an unreachable Ray address
+
+
+@pytest.mark.slow
+def test_an_unreachable_ray_address_fails_in_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    sweep = sim_sweep(tmp_path, runs=1)
+    out = tmp_path / "out"
+    done = cli("run", str(sweep), "--out", str(out), "--ray", f"127.0.0.1:{port}", timeout=60)
+    assert done.returncode == 2
+    assert f"cannot reach Ray at 127.0.0.1:{port}" in one_line(done)
+    assert not (out / "manifest.json").exists()
