@@ -50,6 +50,7 @@ from cluster.shares import share
 from runner.providers.limiter import LocalLimiter, Permit
 from runner.providers.pacing import RateInfo
 from runner.providers.settings import Limits
+from runner.providers.turnstile import Turnstile
 
 #: a leased permit must be used within this long after it reaches the worker
 LEASE_TTL_S = 0.25
@@ -181,14 +182,13 @@ class LeasedLimiter:
                 self._remote_slots = True
         self._pool: deque[tuple[int, float]] = deque()  # (permit id, use-by time)
         self._settle: list[tuple[int, int | None]] = []
-        self._waiting = 0
-        self._leasing: asyncio.Lock | None = None
+        self._turnstile = Turnstile()
         self._paused_until = 0.0
         self._observed: list[tuple[float, bool, float | None, int | None]] = []  # (sent at, ...) this clock
         self._info: RateInfo | None = None
         _LIVE[key] = self
 
-    async def acquire(self, estimated_tokens: int = 0) -> Permit:
+    async def acquire(self, estimated_tokens: int = 0, *, first: bool = False) -> Permit:
         if self._sem is not None:
             await self._sem.acquire()
         elif self._remote_slots:
@@ -196,17 +196,15 @@ class LeasedLimiter:
         try:
             if not self._rated:
                 return Permit(None)
-            permit_id = await self._take(estimated_tokens)
+            permit_id = await self._take(estimated_tokens, first)
             return Permit([float(permit_id), float(estimated_tokens)], time.monotonic())
         except BaseException:
             await self._give_slot()
             raise
 
-    async def _take(self, estimated_tokens: int) -> int:
-        if self._leasing is None:
-            self._leasing = asyncio.Lock()
-        self._waiting += 1
-        try:
+    async def _take(self, estimated_tokens: int, first: bool) -> int:
+        # one request at a time takes a permit or leases more, re-sends first (runner's Turnstile)
+        async with self._turnstile.turn(first=first):
             while True:
                 now = time.monotonic()
                 if self._paused_until > now:
@@ -217,16 +215,12 @@ class LeasedLimiter:
                     if use_by > now:
                         return permit_id
                     self._settle.append((permit_id, 0))  # expired unused: refund its tokens
-                async with self._leasing:
-                    if self._pool or self._paused_until > time.monotonic():
-                        continue  # another request's lease arrived (or a pause) while we queued
-                    settle, self._settle = self._settle, []
-                    observed, info = self._drain_observed()
-                    ids = await self._actor.lease.remote(self._waiting, estimated_tokens, settle, observed, info)
-                    use_by = time.monotonic() + LEASE_TTL_S
-                    self._pool.extend((i, use_by) for i in ids)
-        finally:
-            self._waiting -= 1
+                settle, self._settle = self._settle, []
+                observed, info = self._drain_observed()
+                ids = await self._actor.lease.remote(self._turnstile.waiting + 1, estimated_tokens, settle,
+                                                     observed, info)
+                use_by = time.monotonic() + LEASE_TTL_S
+                self._pool.extend((i, use_by) for i in ids)
 
     async def release(self, permit: Permit, used_tokens: int | None = None, *, info: RateInfo | None = None,
                       rate_limited: bool = False, retry_after_s: float | None = None, answered: bool = True) -> None:

@@ -29,7 +29,9 @@ single process uses ``LocalLimiter``.
   tells the pacer how each request ended.
 
 Waiters queue in FIFO order behind one turnstile, so only the head of the queue
-sleeps on a timer and nobody is starved.
+sleeps on a timer and nobody is starved; a call's re-sends (``first=True``) take
+the turnstile's front lane (``turnstile.py``), so a retried request does not queue
+behind every trial in flight a second time.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from typing import Protocol
 
 from runner.providers.pacing import Pacer, RateInfo
 from runner.providers.settings import Limits
+from runner.providers.turnstile import Turnstile
 
 
 class Permit:
@@ -57,7 +60,9 @@ class Permit:
 
 
 class Limiter(Protocol):
-    async def acquire(self, estimated_tokens: int = 0) -> Permit: ...
+    async def acquire(self, estimated_tokens: int = 0, *, first: bool = False) -> Permit:
+        """A permit to send one request; ``first``: a re-send of a call that already had its turn."""
+        ...
 
     async def release(self, permit: Permit, used_tokens: int | None = None, *, info: RateInfo | None = None,
                       rate_limited: bool = False, retry_after_s: float | None = None, answered: bool = True) -> None:
@@ -81,7 +86,7 @@ class LocalLimiter:
         self._clock = clock
         self._span = window_s + self.margin_s
         self._sem = asyncio.Semaphore(limits.max_concurrent) if limits.max_concurrent else None
-        self._turnstile = asyncio.Lock()
+        self._turnstile = Turnstile()
         self._sends: deque[float] = deque()
         self._tokens: deque[list[float]] = deque()
         self._token_sum = 0.0
@@ -102,11 +107,11 @@ class LocalLimiter:
     def paused_until(self) -> float:
         return self._paused_until
 
-    async def acquire(self, estimated_tokens: int = 0) -> Permit:
+    async def acquire(self, estimated_tokens: int = 0, *, first: bool = False) -> Permit:
         if self._sem is not None:
             await self._sem.acquire()
         try:
-            async with self._turnstile:
+            async with self._turnstile.turn(first=first):
                 while True:
                     wait = self._wait(self._clock(), estimated_tokens)
                     if wait <= 0:

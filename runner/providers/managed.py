@@ -149,7 +149,8 @@ class ManagedProvider:
                 params, applied = remedy_params(request.params, remedies)
                 sent = ChatRequest(request.model, request.messages, request.tools, params, request.seed,
                                    request.tool_choice)
-            permit = await limiter.acquire(estimate)
+            # a re-send has had its turn in the key's queue once: it goes ahead of first sends
+            permit = await limiter.acquire(estimate, first=attempts > 0)
             attempts += 1
             error: ProviderError
             with rate_slot() as slot:

@@ -97,7 +97,8 @@ def read_rate_headers(headers: Mapping[str, str], *, now: float | None = None) -
             _number(headers.get("x-ratelimit-limit-tokens")), _number(headers.get("x-ratelimit-remaining-tokens")),
             parse_duration(headers.get("x-ratelimit-reset-tokens", "")))
         return info if info.any else None
-    if not any(k.lower().startswith("anthropic-ratelimit-") for k in headers):
+    if not any(headers.get(f"anthropic-ratelimit-{b}-limit") is not None
+               for b in ("requests", "tokens", "input-tokens", "output-tokens")):
         return None
     now = time.time() if now is None else now
     prefix = "anthropic-ratelimit-"

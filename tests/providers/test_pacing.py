@@ -126,7 +126,7 @@ class _Limited:
 class _NoLimits:
     """A limiter that admits everything at once (the fake clock would never end a real pause)."""
 
-    async def acquire(self, estimated_tokens: int = 0) -> Permit:
+    async def acquire(self, estimated_tokens: int = 0, *, first: bool = False) -> Permit:
         return Permit(None)
 
     async def release(self, permit: Permit, used_tokens: int | None = None, **outcome: Any) -> None:
@@ -163,3 +163,35 @@ def test_429_retries_end_at_max_wait() -> None:
     assert error.attempts == inner.calls == 16  # 15 waits of 2 s fit in 30 s
     with pytest.raises(ValidationError):
         RetryPolicy(max_wait_s=0)
+
+
+def test_turnstile_serves_re_sends_before_first_sends_and_survives_cancellation() -> None:
+    from runner.providers.turnstile import Turnstile
+
+    async def go() -> list[str]:
+        turnstile, order = Turnstile(), list[str]()
+        gate = asyncio.Event()
+
+        async def holder() -> None:
+            async with turnstile.turn():
+                await gate.wait()
+
+        async def sender(name: str, first: bool) -> None:
+            async with turnstile.turn(first=first):
+                order.append(name)
+
+        tasks = [asyncio.create_task(holder())]
+        await asyncio.sleep(0)
+        for name, first in [("new-1", False), ("retry-1", True), ("new-2", False), ("gone", True), ("retry-2", True)]:
+            tasks.append(asyncio.create_task(sender(name, first)))
+            await asyncio.sleep(0)
+        tasks[4].cancel()  # "gone" gives up while waiting
+        await asyncio.sleep(0)
+        assert turnstile.waiting == 4
+        gate.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        async with turnstile.turn():  # and the turnstile is free again
+            order.append("after")
+        return order
+
+    assert asyncio.run(go()) == ["retry-1", "retry-2", "new-1", "new-2", "after"]
