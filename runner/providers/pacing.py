@@ -20,8 +20,8 @@ spent their attempts. A ``Pacer`` learns a send rate instead, and the limiter
   retry-after). Only requests sent after the last cut can cut again, so the herd of
   429s one burst provokes counts once. Each admitted answer then grows the rate:
   fast back to just under the rate that failed (``PLATEAU``), then slowly past it,
-  as TCP CUBIC does, so the pace sits near the limit most of the time instead of
-  sawing between half and all of it.
+  faster the longer no 429 comes, as TCP CUBIC does, so the pace sits near the
+  limit most of the time instead of sawing between half and all of it.
 
 The limiter takes the slowest of: the configured ``limits:`` (still an upper
 bound), the header pace and the AIMD pace.
@@ -52,8 +52,11 @@ BETA = 0.8
 RECOVER_ANSWERS = 3
 #: the plateau: the share of the last failing rate reached quickly; beyond it growth is slow
 PLATEAU = 0.97
-#: past the plateau, each admitted answer adds this share of the last failing rate
+#: past the plateau, each admitted answer adds this share of the last failing rate, growing by the
+#: same share every ``PROBE_RAMP`` answers — near the old limit growth is slow, far past it, fast
+#: (a ceiling learned from a poor estimate is outgrown within a few hundred answers)
 PROBE_STEP = 0.001
+PROBE_RAMP = 50
 #: how far back the "admitted lately" estimate looks (s)
 SAMPLE_S = 10.0
 
@@ -167,6 +170,7 @@ class Pacer:
         self._last_cut = -math.inf
         self._informed_at: float | None = None  # when headers first told us a limit
         self._admitted: deque[float] = deque()  # send times of recent answers that were not 429
+        self._probes = 0  # answers since the plateau was reached
         self.cuts = 0
         self.rate_limited = 0
 
@@ -214,18 +218,17 @@ class Pacer:
             return  # sent at the old pace: this burst of 429s has been answered already
         if self._informed_at is not None and sent_at < self._informed_at:
             return  # sent before the headers told us the limit we now keep to
+        # what the server admitted lately (over at least the retry-after): about the rate it allows
+        cutoff = now - SAMPLE_S
+        admitted = sum(1 for t in self._admitted if t >= cutoff)
+        first = next((t for t in self._admitted if t >= cutoff), now)
+        estimate = max(admitted, 1) / max(now - first, retry_after_s or 0.0, 1.0)
         interval = self.interval()
-        if interval > 0:
-            failing = 1.0 / interval  # the pace we kept met the limit
-        else:
-            # unpaced: what the server admitted lately (over at least the retry-after) is the rate it allows
-            cutoff = now - SAMPLE_S
-            admitted = sum(1 for t in self._admitted if t >= cutoff)
-            first = next((t for t in self._admitted if t >= cutoff), now)
-            span = max(now - first, retry_after_s or 0.0, 1.0)
-            failing = max(admitted, 1) / span
+        # the pace we kept met the limit — unless it had grown far past what was sent (it did not bind)
+        failing = min(1.0 / interval, 1.5 * estimate) if interval > 0 else estimate
         self.ceiling = failing
         self.rate = BETA * failing
+        self._probes = 0
         self._last_cut = now
         self.cuts += 1
 
@@ -237,7 +240,8 @@ class Pacer:
         if rate < plateau:
             rate = min(plateau, rate + (plateau - BETA * ceiling) / RECOVER_ANSWERS)
         else:
-            rate += PROBE_STEP * ceiling
+            self._probes += 1
+            rate += PROBE_STEP * ceiling * (1 + self._probes / PROBE_RAMP)
         if self.header_rate:  # no use growing past what the headers allow
             rate = min(rate, self.header_rate)
         self.rate = rate
