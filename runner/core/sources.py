@@ -123,7 +123,13 @@ def _prescan(text: str, file: Path, what: str) -> None:
                                     line=event.start_mark.line + 1, hint="flatten it; no trialgrid file needs this")
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
-    except yaml.YAMLError:
+    except yaml.YAMLError as exc:
+        # PyYAML >= 6.0.4 has a nesting limit of its own: say it the same way whichever limit is hit first
+        if "nesting depth" in str(exc):
+            mark = getattr(exc, "problem_mark", None)
+            raise UserError(f"{what} nests deeper than {MAX_DEPTH} levels", file=file,
+                            line=mark.line + 1 if mark is not None else None,
+                            hint="flatten it; no trialgrid file needs this") from None
         return  # the composer reports it, with its line
 
 

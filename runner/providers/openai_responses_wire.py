@@ -28,8 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Usage, parse_tool_arguments
-from runner.providers.http_base import HttpProvider
-from runner.providers.secrets import Secret
+from runner.providers.openai_wire import OpenAIProvider
 
 _MODES = ("auto", "none", "required")
 #: where a batch request carries the trial seed (no header per batch request)
@@ -92,23 +91,14 @@ def decode_response(data: Any) -> ChatResponse:
     )
 
 
-class OpenAIResponsesProvider(HttpProvider):
-    """The Responses API over HTTP; one request per ``complete``."""
+class OpenAIResponsesProvider(OpenAIProvider):
+    """The Responses API over HTTP; one request per ``complete``. Auth and error bodies are Chat Completions'."""
 
     name = "openai-responses"
     path = "/responses"
-
-    def auth_headers(self, secret: Secret | None) -> dict[str, str]:
-        return {"authorization": f"Bearer {secret.reveal()}"} if secret is not None else {}
 
     def encode(self, request: ChatRequest) -> dict[str, Any]:
         return encode_request(request)
 
     def decode(self, data: Any) -> ChatResponse:
         return decode_response(data)
-
-    def error_fields(self, data: Any) -> tuple[str, str | None, str | None]:
-        error = data["error"]
-        if isinstance(error, str):
-            return error, None, None
-        return str(error.get("message") or ""), error.get("param"), error.get("code") or error.get("type")

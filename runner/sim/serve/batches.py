@@ -155,6 +155,18 @@ class BatchRoutes:
         batch = self.batches.get(request.match_info["id"])
         return batch if batch is not None and batch.api == api else None
 
+    def _batch(self, request: web.Request, api: str) -> _Batch | web.Response:
+        """The batch the route names, or the vendor's answer when the key is refused or there is no such batch."""
+        if (denied := self._denied(request, api)) is not None:
+            return denied
+        batch = self._get(request, api)
+        if batch is not None:
+            return batch
+        wanted = request.match_info["id"]
+        if api == "anthropic":
+            return _json(404, CODECS["anthropic"].error(404, f"message batch {wanted} not found", kind="not_found_error"))
+        return _json(404, CODECS["openai"].error(404, f"No batch found with id {wanted!r}"))
+
     # ------------------------------------------------------------ OpenAI Files
 
     async def _upload(self, request: web.Request) -> web.Response:
@@ -278,11 +290,9 @@ class BatchRoutes:
         }
 
     async def _openai_get(self, request: web.Request) -> web.Response:
-        if (denied := self._denied(request, "openai")) is not None:
-            return denied
-        batch = self._get(request, "openai")
-        if batch is None:
-            return _json(404, _oai_error(f"No batch found with id {request.match_info['id']!r}"))
+        batch = self._batch(request, "openai")
+        if isinstance(batch, web.Response):
+            return batch
         return _json(200, self._openai_object(batch))
 
     async def _openai_list(self, request: web.Request) -> web.Response:
@@ -336,22 +346,16 @@ class BatchRoutes:
         }
 
     async def _anthropic_get(self, request: web.Request) -> web.Response:
-        if (denied := self._denied(request, "anthropic")) is not None:
-            return denied
-        batch = self._get(request, "anthropic")
-        if batch is None:
-            return _json(404, CODECS["anthropic"].error(404, f"message batch {request.match_info['id']} not found",
-                                                         kind="not_found_error"))
+        batch = self._batch(request, "anthropic")
+        if isinstance(batch, web.Response):
+            return batch
         return _json(200, self._anthropic_object(batch, request))
 
     async def _anthropic_results(self, request: web.Request) -> web.Response:
-        if (denied := self._denied(request, "anthropic")) is not None:
-            return denied
-        batch = self._get(request, "anthropic")
+        batch = self._batch(request, "anthropic")
+        if isinstance(batch, web.Response):
+            return batch
         codec = CODECS["anthropic"]
-        if batch is None:
-            return _json(404, codec.error(404, f"message batch {request.match_info['id']} not found",
-                                          kind="not_found_error"))
         if time.time() < batch.ready_at:
             return _json(400, codec.error(400, f"message batch {batch.id} has not ended; results are not ready"))
         lines = []
@@ -396,11 +400,9 @@ class BatchRoutes:
         return _json(200, {"id": file_id, "object": "file", "deleted": True})
 
     async def _openai_cancel(self, request: web.Request) -> web.Response:
-        if (denied := self._denied(request, "openai")) is not None:
-            return denied
-        batch = self._get(request, "openai")
-        if batch is None:
-            return _json(404, CODECS["openai"].error(404, f"No batch found with id {request.match_info['id']!r}"))
+        batch = self._batch(request, "openai")
+        if isinstance(batch, web.Response):
+            return batch
         if batch.finished and batch.cancelled_at is None:
             return _json(409, CODECS["openai"].error(409, f"Cannot cancel a batch with status "
                                                           f"{self._openai_object(batch)['status']!r}."))
@@ -415,23 +417,17 @@ class BatchRoutes:
                            "last_id": data[-1]["id"] if data else None})
 
     async def _anthropic_cancel(self, request: web.Request) -> web.Response:
-        if (denied := self._denied(request, "anthropic")) is not None:
-            return denied
-        batch = self._get(request, "anthropic")
-        if batch is None:
-            return _json(404, CODECS["anthropic"].error(404, f"message batch {request.match_info['id']} not found",
-                                                         kind="not_found_error"))
+        batch = self._batch(request, "anthropic")
+        if isinstance(batch, web.Response):
+            return batch
         self._cancel(batch)
         return _json(200, self._anthropic_object(batch, request))
 
     async def _anthropic_delete(self, request: web.Request) -> web.Response:
-        if (denied := self._denied(request, "anthropic")) is not None:
-            return denied
-        batch = self._get(request, "anthropic")
+        batch = self._batch(request, "anthropic")
+        if isinstance(batch, web.Response):
+            return batch
         codec = CODECS["anthropic"]
-        if batch is None:
-            return _json(404, codec.error(404, f"message batch {request.match_info['id']} not found",
-                                          kind="not_found_error"))
         if time.time() < batch.ready_at:
             return _json(400, codec.error(400, f"message batch {batch.id} is still processing; cancel it first"))
         del self.batches[batch.id]
