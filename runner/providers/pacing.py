@@ -47,7 +47,7 @@ from runner.providers.classify import parse_duration, parse_rfc3339_wait
 #: the header pace is this share of the stated limit (jitter margin)
 HEADER_MARGIN = 0.98
 #: a 429 cuts the rate to this share of the rate that met it
-BETA = 0.8
+BETA = 0.9
 #: admitted answers to climb from a cut back to the plateau
 RECOVER_ANSWERS = 3
 #: the plateau: the share of the last failing rate reached quickly; beyond it growth is slow
