@@ -122,7 +122,7 @@ class LimiterActor:
         for permit_id, used in settle:
             permit = self._permits.pop(permit_id, None)
             if permit is not None:
-                await self._limiter.release(permit, used)
+                await self._limiter.release(permit, used, answered=False)  # answers reach the pace via observe
 
     async def observe(self, observed: list[Observation], info: RateInfo | None = None) -> None:
         """Teach the key's pace what workers' requests met (their ages are turned into this clock's send times)."""
