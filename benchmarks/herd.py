@@ -74,7 +74,8 @@ def limit_used(log: dict[str, list[Any]], rpm: int, window_s: float = 60.0) -> t
     return rate / rpm, len(admitted), limited
 
 
-def run_case(headers: bool, *, ray: bool, rpm: int, runs: int, fault_rate: float, latency_ms: float) -> dict[str, Any]:
+def run_case(headers: bool, *, ray: bool, rpm: int, runs: int, fault_rate: float, latency_ms: float,
+             log_out: Path | None = None) -> dict[str, Any]:
     import polars as pl
 
     from runner.config.sweep import load_sweep
@@ -100,6 +101,8 @@ def run_case(headers: bool, *, ray: bool, rpm: int, runs: int, fault_rate: float
     finally:
         proc.terminate()
         proc.wait(10)
+    if log_out is not None:
+        log_out.write_text(json.dumps(stats["log"]))
     share, admitted, limited = limit_used(stats["log"], rpm)
     lost = int(df.filter(pl.col("status") != "ok").height)
     return {"headers": headers, "ray": ray, "trials": df.height, "lost": lost, "requests": stats["requests"],
@@ -114,13 +117,15 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--modes", nargs="+", choices=["headers", "none"], default=["headers", "none"])
     parser.add_argument("--ray", action="store_true", help="through Ray with 2 workers instead of single-node")
+    parser.add_argument("--log-dir", type=Path, help="write the server's request log of each case here (JSON)")
     args = parser.parse_args()
     print(f"server: --rpm {args.rpm} --rpm-mode bucket, {args.faults:.0%} 5xx, {args.latency_ms:g} ms; "
           f"sweep: quickstart x{args.runs}, no limits; {'Ray, 2 workers' if args.ray else 'single node'}")
     print(f"{'rate headers':<14}{'trials':>7}{'lost':>6}{'requests':>10}{'429s':>6}{'limit used':>12}{'wall':>9}")
     for mode in args.modes:
         r = run_case(mode == "headers", ray=args.ray, rpm=args.rpm, runs=args.runs, fault_rate=args.faults,
-                     latency_ms=args.latency_ms)
+                     latency_ms=args.latency_ms,
+                     log_out=args.log_dir / f"herd-{mode}-{'ray' if args.ray else 'local'}.json" if args.log_dir else None)
         print(f"{'sent' if r['headers'] else 'none':<14}{r['trials']:>7}{r['lost']:>6}{r['requests']:>10}"
               f"{r['429s']:>6}{r['limit_used']:>11.1%}{r['wall_s']:>8.0f}s", flush=True)
 

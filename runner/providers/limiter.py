@@ -189,8 +189,9 @@ class LocalLimiter:
     async def pause(self, seconds: float) -> None:
         """Hold every request on this key for ``seconds`` from now (never shortens a pause)."""
         self._paused_until = max(self._paused_until, self._clock() + max(0.0, seconds))
-        # after the pause, the first request goes at its end and the rest follow at the pace
-        self._tat = max(self._tat, self._paused_until)
+        # the server named when it admits the next request: the first waiter goes then (not a pace
+        # interval later, which would leave a one-request bucket's token unused), the rest at the pace
+        self._tat = self._paused_until
 
 
 def make_limiter(limits: Limits | None) -> LocalLimiter:
