@@ -27,6 +27,14 @@ for that to matter.
 
 A ``pause`` (a 429's retry-after) holds the worker's requests at once, and the
 actor pushes it to every subscribed worker, which drops the permits it holds.
+
+The pace learned from the server (``runner.providers.pacing``: rate-limit headers,
+AIMD on 429s) is learned once, in the actor's limiter, from what every worker saw:
+a worker reports how each request ended (its age, not its send time, so no clocks
+are compared across nodes) with its next lease call, and a 429 at once. The actor
+then grants permits at the learned pace, one lease at a time, so after a pause the
+workers' waiting requests go out paced, not together. Every key of an HTTP provider
+has an actor for that reason, ``limits:`` or not.
 """
 
 from __future__ import annotations
@@ -40,7 +48,9 @@ from typing import Any
 
 from cluster.shares import share
 from runner.providers.limiter import LocalLimiter, Permit
+from runner.providers.pacing import RateInfo
 from runner.providers.settings import Limits
+from runner.providers.turnstile import Turnstile
 
 #: a leased permit must be used within this long after it reaches the worker
 LEASE_TTL_S = 0.25
@@ -50,6 +60,8 @@ LEASE_SPAN_S = 0.1
 MAX_LEASE = 64
 
 LimiterKey = tuple[str, str, str]
+#: how a request ended, as a worker reports it: (seconds since it was sent, rate limited, retry-after, tokens used)
+Observation = tuple[float, bool, float | None, int | None]
 
 #: the leased limiters living in this worker process, by key: where pushed pauses land
 _LIVE: dict[LimiterKey, LeasedLimiter] = {}
@@ -71,10 +83,6 @@ class LimiterActor:
         self.key = key
         rate_limits = Limits(rpm=limits.rpm, tpm=limits.tpm)
         self._limiter = LocalLimiter(rate_limits, window_s=window_s, margin_s=window_margin_s(window_s))
-        self._max_lease = MAX_LEASE
-        if rate_limits.rpm:
-            interval = self._limiter._span / rate_limits.rpm
-            self._max_lease = max(1, min(MAX_LEASE, int(LEASE_SPAN_S / interval) + 1))
         self._ids = itertools.count(1)
         self._permits: dict[int, Permit] = {}
         self._slots = asyncio.Semaphore(limits.max_concurrent) if limits.max_concurrent else None
@@ -82,15 +90,25 @@ class LimiterActor:
         self.granted = 0
         self.leases = 0
 
-    async def lease(self, wanted: int, estimated_tokens: int, settle: list[tuple[int, int | None]]) -> list[int]:
+    def _max_lease(self) -> int:
+        """The most permits one lease may hold: ``LEASE_SPAN_S`` of the current pace (configured or learned)."""
+        interval, _ = self._limiter._pace()
+        if not interval:
+            return MAX_LEASE
+        return max(1, min(MAX_LEASE, int(LEASE_SPAN_S / interval) + 1))
+
+    async def lease(self, wanted: int, estimated_tokens: int, settle: list[tuple[int, int | None]],
+                    observed: list[Observation] | None = None, info: RateInfo | None = None) -> list[int]:
         """Grant up to ``wanted`` permits (at least one, waiting as the limits require).
 
         ``settle`` reconciles permits granted earlier: (permit id, tokens used), with
-        ``None`` for a permit sent without a usage report and 0 for one never sent.
+        ``None`` for a permit sent without a usage report and 0 for one never sent;
+        ``observed`` and ``info`` are how the worker's requests ended since its last call.
         """
         await self.settle(settle)
+        await self.observe(observed or [], info)
         ids = []
-        for _ in range(max(1, min(wanted, self._max_lease))):
+        for _ in range(max(1, min(wanted, self._max_lease()))):
             permit = await self._limiter.acquire(estimated_tokens)
             permit_id = next(self._ids)
             if permit.entry is not None:
@@ -104,7 +122,23 @@ class LimiterActor:
         for permit_id, used in settle:
             permit = self._permits.pop(permit_id, None)
             if permit is not None:
-                await self._limiter.release(permit, used)
+                await self._limiter.release(permit, used, answered=False)  # answers reach the pace via observe
+
+    async def observe(self, observed: list[Observation], info: RateInfo | None = None) -> None:
+        """Teach the key's pace what workers' requests met (their ages are turned into this clock's send times)."""
+        pacer = self._limiter.pacer
+        if pacer is None:
+            return
+        now = time.monotonic()
+        for i, (age, rate_limited, retry_after_s, used) in enumerate(observed):
+            pacer.observe(now - age, info=info if i == len(observed) - 1 else None, rate_limited=rate_limited,
+                          retry_after_s=retry_after_s, used_tokens=used)
+        if info is not None and not observed:
+            pacer.observe(now, info=info, rate_limited=False)
+
+    async def learned(self) -> dict[str, float | int | None]:
+        pacer = self._limiter.pacer
+        return pacer.snapshot() if pacer is not None else {}
 
     async def pause(self, seconds: float) -> None:
         """Hold the key for everyone: here, and in every subscribed worker."""
@@ -137,7 +171,8 @@ class LeasedLimiter:
         self._actor = actor
         self.key = key
         self.limits = limits
-        self._rated = bool(limits.rpm or limits.tpm)
+        # every permit comes from the actor: even without configured limits, it keeps the learned pace
+        self._rated = True
         self._sem: asyncio.Semaphore | None = None
         self._remote_slots = False
         if limits.max_concurrent:
@@ -147,12 +182,13 @@ class LeasedLimiter:
                 self._remote_slots = True
         self._pool: deque[tuple[int, float]] = deque()  # (permit id, use-by time)
         self._settle: list[tuple[int, int | None]] = []
-        self._waiting = 0
-        self._leasing: asyncio.Lock | None = None
+        self._turnstile = Turnstile()
         self._paused_until = 0.0
+        self._observed: list[tuple[float, bool, float | None, int | None]] = []  # (sent at, ...) this clock
+        self._info: RateInfo | None = None
         _LIVE[key] = self
 
-    async def acquire(self, estimated_tokens: int = 0) -> Permit:
+    async def acquire(self, estimated_tokens: int = 0, *, first: bool = False) -> Permit:
         if self._sem is not None:
             await self._sem.acquire()
         elif self._remote_slots:
@@ -160,16 +196,15 @@ class LeasedLimiter:
         try:
             if not self._rated:
                 return Permit(None)
-            return Permit([float(await self._take(estimated_tokens)), float(estimated_tokens)])
+            permit_id = await self._take(estimated_tokens, first)
+            return Permit([float(permit_id), float(estimated_tokens)], time.monotonic())
         except BaseException:
             await self._give_slot()
             raise
 
-    async def _take(self, estimated_tokens: int) -> int:
-        if self._leasing is None:
-            self._leasing = asyncio.Lock()
-        self._waiting += 1
-        try:
+    async def _take(self, estimated_tokens: int, first: bool) -> int:
+        # one request at a time takes a permit or leases more, re-sends first (runner's Turnstile)
+        async with self._turnstile.turn(first=first):
             while True:
                 now = time.monotonic()
                 if self._paused_until > now:
@@ -180,23 +215,34 @@ class LeasedLimiter:
                     if use_by > now:
                         return permit_id
                     self._settle.append((permit_id, 0))  # expired unused: refund its tokens
-                async with self._leasing:
-                    if self._pool or self._paused_until > time.monotonic():
-                        continue  # another request's lease arrived (or a pause) while we queued
-                    settle, self._settle = self._settle, []
-                    ids = await self._actor.lease.remote(self._waiting, estimated_tokens, settle)
-                    use_by = time.monotonic() + LEASE_TTL_S
-                    self._pool.extend((i, use_by) for i in ids)
-        finally:
-            self._waiting -= 1
+                settle, self._settle = self._settle, []
+                observed, info = self._drain_observed()
+                ids = await self._actor.lease.remote(self._turnstile.waiting + 1, estimated_tokens, settle,
+                                                     observed, info)
+                use_by = time.monotonic() + LEASE_TTL_S
+                self._pool.extend((i, use_by) for i in ids)
 
-    async def release(self, permit: Permit, used_tokens: int | None = None) -> None:
+    async def release(self, permit: Permit, used_tokens: int | None = None, *, info: RateInfo | None = None,
+                      rate_limited: bool = False, retry_after_s: float | None = None, answered: bool = True) -> None:
         if permit.released:
             return
         permit.released = True
         if permit.entry is not None and self.limits.tpm:
             self._settle.append((int(permit.entry[0]), used_tokens))
+        if answered:
+            self._observed.append((permit.sent_at, rate_limited, retry_after_s, used_tokens))
+            if info is not None:
+                self._info = info
+            if rate_limited:  # the actor must cut the pace now, not at the next lease
+                observed, latest = self._drain_observed()
+                self._actor.observe.remote(observed, latest)
         await self._give_slot()
+
+    def _drain_observed(self) -> tuple[list[Observation], RateInfo | None]:
+        now = time.monotonic()
+        observed = [(now - sent, limited, wait, used) for sent, limited, wait, used in self._observed]
+        info, self._observed, self._info = self._info, [], None
+        return observed, info
 
     async def _give_slot(self) -> None:
         if self._sem is not None:

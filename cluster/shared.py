@@ -24,6 +24,7 @@ from cluster.spend import SpendMeterActor, SpendState
 from cluster.watch import CountingLimiter, WaitCounter
 from runner.config.sweep import LoadedSweep
 from runner.core.manifest import Manifest, RemedyRecord
+from runner.providers import CONFIGURED
 from runner.providers.limiter import Limiter, make_limiter
 from runner.providers.remedies import remedy_from_json
 from runner.providers.settings import Limits
@@ -54,9 +55,10 @@ class WorkerHooks:
 
         def limiter_factory(key: LimiterKey, limits: Limits | None) -> Limiter:
             actor = actors.get(tuple(key))  # type: ignore[arg-type]
-            if actor is None or limits is None or not limits.any:
+            # every HTTP key gets its actor (a learned pace is shared even without `limits:`)
+            if actor is None:
                 return CountingLimiter(make_limiter(limits), waits)
-            return CountingLimiter(LeasedLimiter(actor, key, limits, index, workers), waits)
+            return CountingLimiter(LeasedLimiter(actor, key, limits or Limits(), index, workers), waits)
 
         extra: dict[str, Any] = {"book": SharedRemedyBook(self.remedy_actor), "limiter_factory": limiter_factory,
                                  "strict_params": self.strict_params, "known_remedies": self.known_remedies,
@@ -108,9 +110,10 @@ class SharedServices:
         remedy_actor = ray.remote(RemedyActor).options(num_cpus=0, max_concurrency=1000).remote(parsed)
         limits_by_key: dict[LimiterKey, Limits] = {}
         for m in loaded.sweep.models:
-            limits = getattr(m, "limits", None)
-            if limits is not None and limits.any and (limits.rpm or limits.tpm or limits.max_concurrent):
-                limits_by_key.setdefault(m.connection.limiter_key, limits)  # the pool keeps the first, too
+            if m.provider not in CONFIGURED:
+                continue  # in-process providers are not limited
+            # every key of a reached provider gets an actor, limits or not: the pace it learns is shared
+            limits_by_key.setdefault(m.connection.limiter_key, getattr(m, "limits", None) or Limits())
         actor = ray.remote(LimiterActor).options(num_cpus=0, max_concurrency=10_000)
         limiter_actors = {key: actor.remote(key, limits, window_s) for key, limits in limits_by_key.items()}
         return cls(remedy_actor, limiter_actors, strict_params, known, spend_actor, cache_actor)

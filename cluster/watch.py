@@ -41,9 +41,9 @@ class CountingLimiter:
         self._inner = inner
         self._counter = counter
 
-    async def acquire(self, estimated_tokens: int = 0) -> Any:
+    async def acquire(self, estimated_tokens: int = 0, *, first: bool = False) -> Any:
         started = time.monotonic()
-        permit = await self._inner.acquire(estimated_tokens)
+        permit = await self._inner.acquire(estimated_tokens, first=first)
         waited = time.monotonic() - started
         if waited >= WAIT_THRESHOLD_S:
             self._counter.waits += 1

@@ -553,6 +553,13 @@ def serve(
                                      "require:P=V[:tools], each optionally @MODEL_GLOB."),
     rpm: int | None = typer.Option(None, "--rpm", min=1, help="The server's own limit per API key, with real 429s."),
     rpm_window_s: float = typer.Option(60.0, "--rpm-window-s", min=0.001, help="Window of --rpm (s)."),
+    rpm_mode: str = typer.Option("window", "--rpm-mode", help="How --rpm is enforced: window (a sliding window, one "
+                                 "long Retry-After when full) or bucket (a token bucket with short Retry-Afters, "
+                                 "as the vendors enforce)."),
+    rpm_burst: int | None = typer.Option(None, "--rpm-burst", min=1, help="--rpm-mode bucket: the bucket's size "
+                                         "(default: one second's worth of --rpm)."),
+    rate_headers: bool = typer.Option(True, "--rate-headers/--no-rate-headers", help="Send the vendor's rate-limit "
+                                      "headers on every answer while --rpm is set (off: 429s carry only Retry-After)."),
     key_env: list[str] = typer.Option([], "--key-env", help="Accept only the API key held by this environment "
                                       "variable (repeatable); default: any key."),
     batch_delay_s: float = typer.Option(0.0, "--batch-delay-s", min=0, help="Batch APIs: seconds until a batch ends."),
@@ -583,6 +590,7 @@ def serve(
                                latency_spread_ms=latency_spread_ms, faults=mix, fault_seed=fault_seed,
                                fault_retry_after_s=retry_after_s, slow_s=slow_s,
                                rules=[parse_rule(r) for r in reject], rpm=rpm, rpm_window_s=rpm_window_s,
+                               rpm_mode=rpm_mode, rpm_burst=rpm_burst, rate_headers=rate_headers,
                                keys=tuple(keys), batch_delay_s=batch_delay_s, batch_error_rate=batch_error_rate,
                                batch_expire_rate=batch_expire_rate)
     except ValueError as exc:

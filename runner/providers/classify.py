@@ -53,12 +53,12 @@ def retry_after_s(headers: Mapping[str, str], *, now: float | None = None) -> fl
     waits: list[float] = []
     for budget in ("requests", "tokens"):
         if _exhausted(headers.get(f"x-ratelimit-remaining-{budget}")):
-            reset = _duration(headers.get(f"x-ratelimit-reset-{budget}", ""))
+            reset = parse_duration(headers.get(f"x-ratelimit-reset-{budget}", ""))
             if reset is not None:
                 waits.append(reset)
     for budget in ("requests", "tokens", "input-tokens", "output-tokens"):
         if _exhausted(headers.get(f"anthropic-ratelimit-{budget}-remaining")):
-            reset = _rfc3339_wait(headers.get(f"anthropic-ratelimit-{budget}-reset", ""), now)
+            reset = parse_rfc3339_wait(headers.get(f"anthropic-ratelimit-{budget}-reset", ""), now)
             if reset is not None:
                 waits.append(reset)
     return max(waits) if waits else None
@@ -88,7 +88,7 @@ def _seconds_or_date(value: str, now: float) -> float | None:
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 
 
-def _duration(text: str) -> float | None:
+def parse_duration(text: str) -> float | None:
     """OpenAI's reset durations: ``6m0s``, ``1.5s``, ``20ms``, ``1h2m``."""
     text = text.strip()
     if not text:
@@ -108,7 +108,7 @@ def _duration(text: str) -> float | None:
     return total
 
 
-def _rfc3339_wait(text: str, now: float) -> float | None:
+def parse_rfc3339_wait(text: str, now: float) -> float | None:
     text = text.strip()
     if not text:
         return None

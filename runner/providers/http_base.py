@@ -25,6 +25,7 @@ import orjson
 from runner.core.types import ChatRequest, ChatResponse
 from runner.providers.classify import classify_http
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
+from runner.providers.pacing import note_rate_headers
 from runner.providers.secrets import Secret, secret_from_env
 from runner.providers.settings import DEFAULT_BASE_URL, Connection
 from runner.providers.transport import DEFAULT_TRANSPORT, Client, make_client
@@ -120,6 +121,7 @@ class HttpProvider:
                 message = f"connection failed{self._where}: {_describe(exc)}"
             raise self._error(ErrorKind.TRANSIENT, message, applied) from None
         latency = time.perf_counter() - started
+        note_rate_headers(response.headers)  # every answer's rate-limit headers pace the key (pacing.py)
         raw = response.content
         if response.status_code >= 300:
             message, param, code = self._error_fields_of(raw)

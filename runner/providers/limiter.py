@@ -21,10 +21,17 @@ single process uses ``LocalLimiter``.
 - at most ``tpm`` tokens per window: each request is charged an estimate when it
   is admitted, and the charge is corrected to the reported usage when it is
   released (estimate-then-reconcile);
-- nothing sent while a ``pause`` is in force.
+- nothing sent while a ``pause`` is in force, and after it sends go out one at a
+  time at the pace, never all at once (the herd a pause would otherwise gather);
+- sends spaced by the pace learned from the server (``pacing.Pacer``: its
+  rate-limit headers, or AIMD on its 429s) when that is slower than the
+  configured ``rpm`` — a configured limit stays an upper bound. ``release``
+  tells the pacer how each request ended.
 
 Waiters queue in FIFO order behind one turnstile, so only the head of the queue
-sleeps on a timer and nobody is starved.
+sleeps on a timer and nobody is starved; a call's re-sends (``first=True``) take
+the turnstile's front lane (``turnstile.py``), so a retried request does not queue
+behind every trial in flight a second time.
 """
 
 from __future__ import annotations
@@ -36,23 +43,34 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
+from runner.providers.pacing import Pacer, RateInfo
 from runner.providers.settings import Limits
+from runner.providers.turnstile import Turnstile
 
 
 class Permit:
     """One admitted request: what it was charged, so ``release`` can reconcile it."""
 
-    __slots__ = ("entry", "released")
+    __slots__ = ("entry", "released", "sent_at")
 
-    def __init__(self, entry: list[float] | None) -> None:
+    def __init__(self, entry: list[float] | None, sent_at: float = 0.0) -> None:
         self.entry = entry  # [send time, tokens charged] in the token log, or None
         self.released = False
+        self.sent_at = sent_at  # when it was admitted (the limiter's clock): which pace it was sent at
 
 
 class Limiter(Protocol):
-    async def acquire(self, estimated_tokens: int = 0) -> Permit: ...
+    async def acquire(self, estimated_tokens: int = 0, *, first: bool = False) -> Permit:
+        """A permit to send one request; ``first``: a re-send of a call that already had its turn."""
+        ...
 
-    async def release(self, permit: Permit, used_tokens: int | None = None) -> None: ...
+    async def release(self, permit: Permit, used_tokens: int | None = None, *, info: RateInfo | None = None,
+                      rate_limited: bool = False, retry_after_s: float | None = None, answered: bool = True) -> None:
+        """Give the permit back, saying how the request ended: its usage, rate-limit headers, a 429.
+
+        ``answered`` is False when no answer came (cancelled, or an error of trialgrid's own).
+        """
+        ...
 
     async def pause(self, seconds: float) -> None: ...
 
@@ -61,14 +79,14 @@ class LocalLimiter:
     """An in-process limiter for one provider key (see the module docstring for the guarantees)."""
 
     def __init__(self, limits: Limits, *, window_s: float = 60.0, margin_s: float | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, learn: bool = True) -> None:
         self.limits = limits
         self.window_s = window_s
         self.margin_s = margin_s if margin_s is not None else max(0.005 * window_s, 0.05)
         self._clock = clock
         self._span = window_s + self.margin_s
         self._sem = asyncio.Semaphore(limits.max_concurrent) if limits.max_concurrent else None
-        self._turnstile = asyncio.Lock()
+        self._turnstile = Turnstile()
         self._sends: deque[float] = deque()
         self._tokens: deque[list[float]] = deque()
         self._token_sum = 0.0
@@ -77,6 +95,8 @@ class LocalLimiter:
         self._interval = self._span / rpm if rpm else 0.0
         self._burst = max(1, math.ceil(rpm / 60)) if rpm else 0
         self._tat = 0.0  # pacing: theoretical arrival time of the next send (GCRA)
+        #: the pace learned from the server (None: only the configured limits apply)
+        self.pacer = Pacer(window_s=window_s, clock=clock) if learn else None
 
     @property
     def counts_tokens(self) -> bool:
@@ -87,11 +107,11 @@ class LocalLimiter:
     def paused_until(self) -> float:
         return self._paused_until
 
-    async def acquire(self, estimated_tokens: int = 0) -> Permit:
+    async def acquire(self, estimated_tokens: int = 0, *, first: bool = False) -> Permit:
         if self._sem is not None:
             await self._sem.acquire()
         try:
-            async with self._turnstile:
+            async with self._turnstile.turn(first=first):
                 while True:
                     wait = self._wait(self._clock(), estimated_tokens)
                     if wait <= 0:
@@ -112,7 +132,9 @@ class LocalLimiter:
                 sends.popleft()
             if len(sends) >= limits.rpm:
                 wait = max(wait, sends[0] + self._span - now)
-            wait = max(wait, self._tat - (self._burst - 1) * self._interval - now)
+        interval, burst = self._pace()
+        if interval:
+            wait = max(wait, self._tat - (burst - 1) * interval - now)
         if limits.tpm:
             log = self._tokens
             while log and log[0][0] <= now - self._span:
@@ -128,21 +150,34 @@ class LocalLimiter:
                         break
         return wait
 
+    def _pace(self) -> tuple[float, int]:
+        """(seconds between sends, burst): the configured rpm's, or the learned pace when that is slower."""
+        learned = self.pacer.interval() if self.pacer is not None else 0.0
+        if learned > self._interval:
+            return learned, 1  # a learned pace allows no burst: the server's may be a single request
+        return self._interval, self._burst
+
     def _admit(self, now: float, tokens: int) -> Permit:
         if self.limits.rpm:
             self._sends.append(now)
-            self._tat = max(self._tat, now) + self._interval
+        interval, _ = self._pace()
+        if interval:
+            self._tat = max(self._tat, now) + interval
         entry = None
         if self.limits.tpm:
             entry = [now, float(min(tokens, self.limits.tpm))]
             self._tokens.append(entry)
             self._token_sum += entry[1]
-        return Permit(entry)
+        return Permit(entry, now)
 
-    async def release(self, permit: Permit, used_tokens: int | None = None) -> None:
+    async def release(self, permit: Permit, used_tokens: int | None = None, *, info: RateInfo | None = None,
+                      rate_limited: bool = False, retry_after_s: float | None = None, answered: bool = True) -> None:
         if permit.released:
             return
         permit.released = True
+        if self.pacer is not None and answered:
+            self.pacer.observe(permit.sent_at, info=info, rate_limited=rate_limited, retry_after_s=retry_after_s,
+                               used_tokens=used_tokens)
         entry = permit.entry
         if entry is not None and used_tokens is not None and entry[0] > self._clock() - self._span:
             # reconcile: the estimate becomes what the server counted (still in the window)
@@ -154,6 +189,9 @@ class LocalLimiter:
     async def pause(self, seconds: float) -> None:
         """Hold every request on this key for ``seconds`` from now (never shortens a pause)."""
         self._paused_until = max(self._paused_until, self._clock() + max(0.0, seconds))
+        # the server named when it admits the next request: the first waiter goes then (not a pace
+        # interval later, which would leave a one-request bucket's token unused), the rest at the pace
+        self._tat = self._paused_until
 
 
 def make_limiter(limits: Limits | None) -> LocalLimiter:

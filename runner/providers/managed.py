@@ -13,18 +13,25 @@ Per call:
    scout gate (see ``remedies.py``);
 2. take a permit from the key's limiter (concurrency, rpm, tpm estimate, pause);
 3. send one request; release the permit with the tokens the response reported;
-4. on a rejected parameter whose body names a remedy not yet applied: learn it and
-   re-send at once, without spending an attempt; on rate-limited or transient: back
-   off (exponential, full jitter: a uniform draw in [0, min(cap, base·2^n)]), never
-   shorter than the server's retry-after, and pause the whole key for a 429's
-   retry-after; on anything else, or when ``max_attempts`` requests have failed,
-   raise — the trial becomes an ``error`` row carrying the kind and ``attempts``.
+4. tell the limiter how the attempt ended — the answer's rate-limit headers (read
+   by the wire provider into a ``pacing.RateSlot``), whether it was a 429 — so it
+   learns the key's pace (``pacing.py``);
+5. on a rejected parameter whose body names a remedy not yet applied: learn it and
+   re-send at once, without spending an attempt; on transient: back off
+   (exponential, full jitter: a uniform draw in [0, min(cap, base·2^n)]), never
+   shorter than the server's retry-after, up to ``max_attempts`` requests; on
+   rate-limited: pause the whole key for the retry-after and queue again — the
+   limiter then releases the waiting requests at the learned pace — for as long as
+   ``max_wait_s`` allows, not counting attempts (a 429 says "slower", not "broken");
+   on anything else, raise — the trial becomes an ``error`` row carrying the kind
+   and ``attempts``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -32,6 +39,7 @@ from runner.core.types import ChatRequest, ChatResponse
 from runner.providers import inflight
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
 from runner.providers.limiter import Limiter
+from runner.providers.pacing import rate_slot
 from runner.providers.remedies import BookKey, RemedyBook, request_shape
 from runner.providers.settings import RetryPolicy
 
@@ -89,6 +97,7 @@ class ManagedProvider:
         strict_params: bool = False,
         jitter: Callable[[], float] = random.random,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.inner = inner
         self.name: str = inner.name
@@ -99,6 +108,7 @@ class ManagedProvider:
         self.strict_params = strict_params
         self._jitter = jitter
         self._sleep = sleep
+        self._clock = clock
         self._wire = bool(getattr(inner, "accepts_remedies", False))
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
@@ -127,8 +137,10 @@ class ManagedProvider:
         return self._jitter() * ceiling
 
     async def _call(self, request: ChatRequest, key: BookKey) -> ChatResponse:
-        attempts = failures = resends = 0
+        attempts = failures = limited = resends = 0
+        started = self._clock()
         limiter = self.limiter
+        policy = self.policy
         # the estimate walks every tool schema: only pay for it when a tpm budget reads it
         estimate = estimate_tokens(request) if getattr(limiter, "counts_tokens", True) else 0
         while True:
@@ -138,49 +150,67 @@ class ManagedProvider:
                 params, applied = remedy_params(request.params, remedies)
                 sent = ChatRequest(request.model, request.messages, request.tools, params, request.seed,
                                    request.tool_choice)
-            permit = await limiter.acquire(estimate)
+            # a re-send has had its turn in the key's queue once: it goes ahead of first sends
+            permit = await limiter.acquire(estimate, first=attempts > 0)
             attempts += 1
+            error: ProviderError
             inflight.sending()  # counted even if a deadline cancels the call in flight
-            try:
-                if self._wire:
-                    response = await self.inner.complete(sent, remedies)
+            with rate_slot() as slot:
+                try:
+                    if self._wire:
+                        response = await self.inner.complete(sent, remedies)
+                    else:
+                        response = await self.inner.complete(sent)
+                except ProviderError as exc:
+                    inflight.returned()
+                    rate_limited = exc.kind is ErrorKind.RATE_LIMITED
+                    await limiter.release(permit, None, info=slot.info, rate_limited=rate_limited,
+                                          retry_after_s=exc.retry_after_s, answered=exc.status_code is not None)
+                    error = exc
+                except BaseException:
+                    inflight.returned()
+                    await limiter.release(permit, None, answered=False)
+                    raise
                 else:
-                    response = await self.inner.complete(sent)
-            except ProviderError as exc:
-                inflight.returned()
-                await limiter.release(permit, None)
-                exc.attempts = attempts
-                if not self._wire:
-                    exc.remedies = tuple(applied)
-                remedy = exc.remedy
-                if (exc.kind is ErrorKind.REJECTED_PARAM and remedy is not None and not self.strict_params
-                        and remedy not in remedies and resends < _MAX_REMEDY_RESENDS):
-                    await self.book.learn(key, remedy, exc.message)
-                    resends += 1
-                    continue  # at once, and it does not count against max_attempts
-                if exc.kind.retryable:
-                    failures += 1
-                    if failures < self.policy.max_attempts:
-                        delay = self.backoff_s(failures)
-                        if exc.retry_after_s is not None:
-                            if exc.kind is ErrorKind.RATE_LIMITED:
-                                await limiter.pause(exc.retry_after_s)
-                            delay = max(delay, exc.retry_after_s)
-                        await self._sleep(delay)
-                        continue
-                    exc.message = f"{exc.message} (gave up after {attempts} attempts)"
-                elif exc.kind is ErrorKind.REJECTED_PARAM and self.strict_params and remedy is not None:
-                    exc.message = f"{exc.message} (--strict-params: not applying '{remedy.describe()}')"
-                raise
-            except BaseException:
-                inflight.returned()
-                await limiter.release(permit, None)
-                raise
-            inflight.returned()
-            usage = response.usage
-            await limiter.release(permit, usage.input_tokens + usage.output_tokens)
-            return ChatResponse(response.text, response.tool_calls, usage, response.latency_s, response.finish_reason,
-                                attempts, response.remedies if self._wire else tuple(applied))
+                    inflight.returned()
+                    usage = response.usage
+                    await limiter.release(permit, usage.input_tokens + usage.output_tokens, info=slot.info)
+                    return ChatResponse(response.text, response.tool_calls, usage, response.latency_s,
+                                        response.finish_reason, attempts,
+                                        response.remedies if self._wire else tuple(applied))
+            error.attempts = attempts
+            if not self._wire:
+                error.remedies = tuple(applied)
+            remedy = error.remedy
+            if (error.kind is ErrorKind.REJECTED_PARAM and remedy is not None and not self.strict_params
+                    and remedy not in remedies and resends < _MAX_REMEDY_RESENDS):
+                await self.book.learn(key, remedy, error.message)
+                resends += 1
+                continue  # at once, and it does not count against max_attempts
+            if error.kind is ErrorKind.RATE_LIMITED:
+                limited += 1
+                delay = error.retry_after_s if error.retry_after_s is not None else self.backoff_s(limited)
+                waited = self._clock() - started
+                if waited + delay <= policy.max_wait_s:
+                    if error.retry_after_s is not None:
+                        await limiter.pause(error.retry_after_s)
+                    await self._sleep(delay)
+                    continue
+                error.message = (f"{error.message} (still rate limited after {waited:.0f} s and {attempts} attempts: "
+                                 f"retry.max_wait_s is {policy.max_wait_s:g} s; set limits.rpm below the "
+                                 f"account's limit, or raise retry.max_wait_s)")
+            elif error.kind.retryable:
+                failures += 1
+                if failures < policy.max_attempts:
+                    delay = self.backoff_s(failures)
+                    if error.retry_after_s is not None:
+                        delay = max(delay, error.retry_after_s)
+                    await self._sleep(delay)
+                    continue
+                error.message = f"{error.message} (gave up after {attempts} attempts)"
+            elif error.kind is ErrorKind.REJECTED_PARAM and self.strict_params and remedy is not None:
+                error.message = f"{error.message} (--strict-params: not applying '{remedy.describe()}')"
+            raise error
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -30,11 +30,21 @@ class Limits(BaseModel):
 
 
 class RetryPolicy(BaseModel):
-    """Retries of rate-limited and transient failures: exponential backoff with full jitter."""
+    """Retries of rate-limited and transient failures.
+
+    Transient failures (5xx, timeouts, bad bodies) are retried with exponential
+    backoff and full jitter, up to ``max_attempts`` requests. Rate-limited ones (429)
+    are not counted against that: the limiter learns the pace from them, so they are
+    retried after the server's retry-after for as long as ``max_wait_s`` allows (and
+    the trial's own deadline).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_attempts: int = Field(default=6, ge=1, le=100, description="requests per call, the first included")
+    max_attempts: int = Field(default=6, ge=1, le=100,
+                              description="requests per call, the first included (transient failures)")
+    max_wait_s: float = Field(default=300.0, gt=0,
+                              description="how long one call may keep being rate limited (429) before it fails")
     backoff_base_s: float = Field(default=1.0, ge=0, description="first backoff ceiling; doubles per retry")
     backoff_max_s: float = Field(default=60.0, ge=0, description="backoff ceiling")
 

@@ -7,6 +7,11 @@ nothing leaves the machine.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -18,7 +23,7 @@ import yaml
 
 from runner.core.types import ToolCall
 from runner.sim.serve import ServeOptions, ServerThread
-from tests.conftest import quickstart_dict
+from tests.conftest import ROOT, quickstart_dict
 
 #: the columns that must not depend on how the model was reached
 OUTCOMES = ["model", "case_id", "condition", "run", "seed", "status", "decoy_called", "expected_called", "asked",
@@ -77,3 +82,28 @@ def outcomes(df: pl.DataFrame) -> pl.DataFrame:
 def neutral_ids(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
     """Tool calls with Anthropic's ``toolu_`` id prefix read as the sim's ``call_``."""
     return tuple(replace(c, id="call_" + c.id[6:]) if c.id.startswith("toolu_") else c for c in calls)
+
+
+class ServeProcess:
+    """``trialgrid serve`` in a subprocess on 127.0.0.1 (any free port), stopped by ``close``."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "runner", "serve", "--port", "0", *args], cwd=ROOT,
+                                     env=os.environ.copy(), stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        self.url = line.split("serving the simulated agent on ", 1)[1].split()[0]
+
+    def stats(self) -> dict[str, Any]:
+        with urllib.request.urlopen(self.url + "/stats?log=1", timeout=30) as response:
+            return json.loads(response.read())  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def limit_used(log: dict[str, list[Any]], rpm: int, window_s: float = 60.0) -> float:
+    """Requests the server admitted (answers that were not 429) per minute, as a share of its limit."""
+    admitted = sorted(t for t, s in zip(log["t"], log["status"], strict=True) if s != 429)
+    return (len(admitted) - 1) / (admitted[-1] - admitted[0]) * window_s / rpm

@@ -35,8 +35,9 @@ def _check(df: pl.DataFrame, loaded, reference: pl.DataFrame) -> None:  # type: 
     assert set(df["trial_id"]) == {s.trial_id for s in grid_of(loaded)}
     errors = df.filter(pl.col("status") == "error")
     assert errors.height > 0
-    assert set(errors["error_kind"]) <= {"transient", "rate_limited"}
-    assert (errors["attempts"] == 2).all() and errors["error"].str.contains("gave up after 2 attempts").all()
+    # 429s do not spend attempts (they are bounded by retry.max_wait_s): only transient faults run out
+    assert set(errors["error_kind"]) == {"transient"}
+    assert (errors["attempts"] >= 2).all() and errors["error"].str.contains(r"gave up after \d+ attempts").all()
     assert errors["decoy_called"].is_null().all() and errors["expected_called"].is_null().all()
     ok = df.filter(pl.col("status") == "ok")
     assert ok.height > 0.9 * df.height

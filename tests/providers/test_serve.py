@@ -77,3 +77,34 @@ def test_options_parsing() -> None:
     sampler = ServeOptions(latency_ms=50, latency_dist="lognormal", latency_spread_ms=20).latency_sampler()
     draws = [sampler() for _ in range(4000)]
     assert 0.045 < sum(draws) / len(draws) < 0.055 and min(draws) > 0
+
+
+@pytest.mark.parametrize("api, path", [("openai", "/v1/chat/completions"), ("anthropic", "/v1/messages")])
+def test_bucket_mode_short_retry_after_and_headers_on_every_answer(serve, api: str, path: str) -> None:  # type: ignore[no-untyped-def]
+    # 60 per minute: a bucket of one request, refilled every second
+    server = serve(rpm=60, rpm_mode="bucket")
+    body = {"model": BODY["model"], "messages": BODY["messages"], "max_tokens": 50} if api == "anthropic" else BODY
+    headers = {"anthropic-version": "2023-06-01"} if api == "anthropic" else {}
+    with httpx.Client(base_url=server.url, trust_env=False, timeout=10, headers=headers) as c:
+        answers = [c.post(path, json=body) for _ in range(3)]
+    codes = [a.status_code for a in answers]
+    assert codes[0] == 200 and 429 in codes
+    limit = "anthropic-ratelimit-requests-limit" if api == "anthropic" else "x-ratelimit-limit-requests"
+    assert all(a.headers[limit] == "60" for a in answers)
+    for a in answers:
+        if a.status_code == 429:  # the wait for the next token: whole seconds, and the exact milliseconds
+            assert a.headers["retry-after"] == "1" and 0 < int(a.headers["retry-after-ms"]) <= 1000
+
+
+def test_bucket_mode_without_headers_admits_at_the_refill_rate(serve) -> None:  # type: ignore[no-untyped-def]
+    server = serve(rpm=20, rpm_window_s=1.0, rpm_mode="bucket", rpm_burst=2, rate_headers=False)
+    with httpx.Client(base_url=server.url, trust_env=False, timeout=10) as c:
+        answers = [c.post("/v1/chat/completions", json=BODY) for _ in range(60)]
+    assert not any(k.startswith("x-ratelimit") for a in answers for k in a.headers)
+    assert {a.status_code for a in answers} == {200, 429}
+    log = server.stats(with_log=True)["log"]
+    admitted = [t for t, s in zip(log["t"], log["status"], strict=True) if s == 200]
+    # a bucket of 2 refilled at 20/s: never more than 2 + 20·span admitted in any span
+    assert all(sum(1 for u in admitted if t <= u <= t + 0.25) <= 2 + 20 * 0.25 for t in admitted)
+    with pytest.raises(ValueError, match="rpm mode"):
+        ServeOptions(rpm=5, rpm_mode="leaky")

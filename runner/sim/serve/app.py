@@ -15,7 +15,9 @@ the same outcomes over HTTP as in-process; ``n`` > 1 adds choices answered with
 seeds derived from the request's. Around that, in this order, as a real API would:
 the API key check (401), the server's own per-key rate limit (a real 429 with
 ``Retry-After``, ``retry-after-ms`` and the vendor's rate-limit headers, which every
-answer carries while a limit is set), the body check (400), the parameter-rejection
+answer carries while a limit is set unless ``rate_headers`` is off; enforced as a
+sliding window — one long wait once it is full — or, with ``rpm_mode="bucket"``, as
+a token bucket with short waits, as the vendors do), the body check (400), the parameter-rejection
 rules (400 in the vendor's error style), the latency draw, and the fault draw (429 /
 500 / 503 / 529 overloaded / slow past the client's timeout / connection reset /
 malformed JSON / truncated body, and the stream faults: disconnect mid-stream, a
@@ -72,6 +74,7 @@ class SimServer:
         self._fault_rng = random.Random(options.fault_seed)
         self._fault_table = [(k, options.faults[k]) for k in FAULTS if options.faults.get(k)]
         self._windows: dict[str, deque[float]] = {}
+        self._buckets: dict[str, tuple[float, float]] = {}  # key → (tokens, when counted)
         self._keys = frozenset(options.keys)
 
     def app(self) -> web.Application:
@@ -126,6 +129,29 @@ class SimServer:
         rpm = self.options.rpm
         if rpm is None:
             return None, {}
+        wait, headers = self._take_bucket(api, kid, now) if self.options.rpm_mode == "bucket" else \
+            self._take_window(api, kid, now)
+        return wait, headers if self.options.rate_headers else {}
+
+    def _take_bucket(self, api: str, kid: str, now: float) -> tuple[float | None, dict[str, str]]:
+        """A token bucket of ``bucket_capacity`` refilled at rpm per window: a 429 asks for the next token's wait."""
+        options = self.options
+        rpm = options.rpm or 0
+        refill = rpm / options.rpm_window_s
+        capacity = options.bucket_capacity
+        tokens, last = self._buckets.get(kid, (capacity, now))
+        tokens = min(capacity, tokens + (now - last) * refill)
+        if tokens < 1.0:
+            self._buckets[kid] = (tokens, now)
+            wait = (1.0 - tokens) / refill
+            return wait, limit_headers(api, rpm, 0, (capacity - tokens) / refill)
+        tokens -= 1.0
+        self._buckets[kid] = (tokens, now)
+        # remaining: whole requests in the bucket; reset: until it is full again (OpenAI's "initial state")
+        return None, limit_headers(api, rpm, int(tokens), (capacity - tokens) / refill)
+
+    def _take_window(self, api: str, kid: str, now: float) -> tuple[float | None, dict[str, str]]:
+        rpm = self.options.rpm or 0
         window = self._windows.setdefault(kid, deque())
         span = self.options.rpm_window_s
         while window and window[0] <= now - span:

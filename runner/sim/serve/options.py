@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from typing import Any
 #: timeout), ``bad_chunk`` (an event whose JSON does not parse); a non-streamed request meets them as
 #: ``truncated``, ``slow`` and ``malformed``, and a streamed one meets those two as ``disconnect`` and ``bad_chunk``.
 FAULTS = ("429", "500", "503", "529", "slow", "reset", "malformed", "truncated", "disconnect", "stall", "bad_chunk")
+RPM_MODES = ("window", "bucket")
 _LATENCY_DISTS = ("fixed", "uniform", "exponential", "lognormal")
 
 
@@ -109,6 +111,13 @@ class ServeOptions:
     #: the server's own rate limit per API key: requests per ``rpm_window_s`` (None: unlimited)
     rpm: int | None = None
     rpm_window_s: float = 60.0
+    #: how ``rpm`` is enforced: "window" (a sliding window: one long Retry-After once it is full) or
+    #: "bucket" (a token bucket refilled at rpm per window, as the vendors enforce: short Retry-Afters)
+    rpm_mode: str = "window"
+    #: the bucket's capacity (requests that may go at once); default one second's worth of ``rpm``
+    rpm_burst: int | None = None
+    #: send the vendor's rate-limit headers on every answer while ``rpm`` is set (off: 429s say only Retry-After)
+    rate_headers: bool = True
     #: accepted API keys; empty accepts any (and no) key
     keys: tuple[str, ...] = ()
     #: requests kept in the /stats log (counts go on past it)
@@ -127,12 +136,23 @@ class ServeOptions:
             raise ValueError(f"unknown fault {bad[0]!r}: expected one of {', '.join(FAULTS)}")
         if sum(self.faults.values()) > 1 + 1e-9:
             raise ValueError(f"fault rates add up to {sum(self.faults.values()):g}, more than 1")
+        if self.rpm_mode not in RPM_MODES:
+            raise ValueError(f"unknown rpm mode {self.rpm_mode!r}: expected one of {', '.join(RPM_MODES)}")
+        if self.rpm_burst is not None and self.rpm_burst < 1:
+            raise ValueError(f"the bucket's burst must be at least 1 request (got {self.rpm_burst})")
         if self.batch_delay_s < 0:
             raise ValueError("the batch delay must be >= 0 seconds")
         if not (0 <= self.batch_error_rate <= 1 and 0 <= self.batch_expire_rate <= 1) \
                 or self.batch_error_rate + self.batch_expire_rate > 1 + 1e-9:
             raise ValueError(f"batch error and expiry rates must each be in [0, 1] and add up to at most 1 "
                              f"(got {self.batch_error_rate:g} and {self.batch_expire_rate:g})")
+
+    @property
+    def bucket_capacity(self) -> float:
+        """The token bucket's size: ``rpm_burst``, or one second's worth of ``rpm`` (at least one request)."""
+        if self.rpm_burst is not None:
+            return float(self.rpm_burst)
+        return float(max(1, math.ceil((self.rpm or 0) / self.rpm_window_s)))
 
     @staticmethod
     def mixed_faults(total: float) -> dict[str, float]:

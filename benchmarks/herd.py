@@ -1,0 +1,134 @@
+"""The thundering herd: a sweep with no ``limits:`` against a token-bucket rate limit it must learn.
+
+Usage:
+  python benchmarks/herd.py                          # with and without rate-limit headers, single node
+  python benchmarks/herd.py --ray                    # the same through Ray with 2 workers
+  python benchmarks/herd.py --modes none --runs 1    # one case only
+
+Starts ``trialgrid serve --rpm 60 --rpm-mode bucket`` (a token bucket of one
+request, refilled once a second, with short Retry-Afters, as the vendors enforce
+their per-minute limits) with 5% 500s and 5% 503s, in a subprocess on 127.0.0.1,
+once with the vendor's rate-limit headers on every answer and once without (so
+only 429s teach the pace). The quickstart sweep (117 trials at ``--runs 1``) runs
+against it with ``provider: openai`` and no ``limits:``. Then it reads the server's
+own request log and prints, per case:
+
+- limit used: requests the server admitted (every answer that was not a 429),
+  per minute over the span from the first to the last, as a share of its limit;
+- 429s: how often the client still ran into the limit;
+- trials lost: rows whose status is not ``ok``;
+- wall time of the run.
+
+Nothing here leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+QUICKSTART = ROOT / "configs" / "quickstart.yaml"
+
+
+def start_server(rpm: int, headers: bool, fault_rate: float, latency_ms: float) -> tuple[subprocess.Popen, str]:
+    half = f"{fault_rate / 2:g}"
+    args = [sys.executable, "-m", "runner", "serve", "--port", "0", "--rpm", str(rpm), "--rpm-mode", "bucket",
+            "--fault", f"500={half}", "--fault", f"503={half}", "--latency-ms", str(latency_ms),
+            "--rate-headers" if headers else "--no-rate-headers"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    url = line.split("serving the simulated agent on ", 1)[1].split()[0]
+    return proc, url
+
+
+def sweep_dict(base_url: str, runs: int) -> dict[str, Any]:
+    data = yaml.safe_load(QUICKSTART.read_text())
+    for probe in data["probes"]:
+        probe["runs"] = runs
+        for key in ("cases", "catalogue"):
+            probe[key] = str(QUICKSTART.parent / probe[key])
+    for m in data["models"]:
+        m.update(provider="openai", base_url=base_url, api_key_env=None)  # no limits: they are learned
+    return data
+
+
+def limit_used(log: dict[str, list[Any]], rpm: int, window_s: float = 60.0) -> tuple[float, int, int]:
+    """(admitted per window as a share of ``rpm``, requests admitted, 429s) from the server's own log."""
+    admitted = sorted(t for t, s in zip(log["t"], log["status"], strict=True) if s != 429)
+    limited = sum(1 for s in log["status"] if s == 429)
+    if len(admitted) < 2:
+        return 0.0, len(admitted), limited
+    # n admissions span n - 1 refill intervals
+    rate = (len(admitted) - 1) / (admitted[-1] - admitted[0]) * window_s
+    return rate / rpm, len(admitted), limited
+
+
+def run_case(headers: bool, *, ray: bool, rpm: int, runs: int, fault_rate: float, latency_ms: float,
+             log_out: Path | None = None) -> dict[str, Any]:
+    import polars as pl
+
+    from runner.config.sweep import load_sweep
+    from runner.execution.run import run_sweep
+
+    proc, url = start_server(rpm, headers, fault_rate, latency_ms)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "sweep.yaml"
+            path.write_text(yaml.safe_dump(sweep_dict(url + "/v1", runs)))
+            loaded = load_sweep(path)
+            started = time.monotonic()
+            if ray:
+                from cluster.driver import run_on_ray
+
+                run_on_ray(loaded, Path(tmp) / "out", address="local", workers=2, num_cpus=2, quiet=True)
+            else:
+                run_sweep(loaded, Path(tmp) / "out", quiet=True)
+            wall = time.monotonic() - started
+            df = pl.scan_ipc(str(Path(tmp) / "out" / "trials" / "*.arrow")).collect()
+        with urllib.request.urlopen(url + "/stats?log=1") as response:
+            stats = json.loads(response.read())
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    if log_out is not None:
+        log_out.write_text(json.dumps(stats["log"]))
+    share, admitted, limited = limit_used(stats["log"], rpm)
+    lost = int(df.filter(pl.col("status") != "ok").height)
+    return {"headers": headers, "ray": ray, "trials": df.height, "lost": lost, "requests": stats["requests"],
+            "admitted": admitted, "429s": limited, "limit_used": share, "wall_s": wall}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rpm", type=int, default=60)
+    parser.add_argument("--runs", type=int, default=1, help="quickstart runs per cell (117 trials each)")
+    parser.add_argument("--faults", type=float, default=0.10, help="share of 5xx answers (half 500, half 503)")
+    parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument("--modes", nargs="+", choices=["headers", "none"], default=["headers", "none"])
+    parser.add_argument("--ray", action="store_true", help="through Ray with 2 workers instead of single-node")
+    parser.add_argument("--log-dir", type=Path, help="write the server's request log of each case here (JSON)")
+    args = parser.parse_args()
+    print(f"server: --rpm {args.rpm} --rpm-mode bucket, {args.faults:.0%} 5xx, {args.latency_ms:g} ms; "
+          f"sweep: quickstart x{args.runs}, no limits; {'Ray, 2 workers' if args.ray else 'single node'}")
+    print(f"{'rate headers':<14}{'trials':>7}{'lost':>6}{'requests':>10}{'429s':>6}{'limit used':>12}{'wall':>9}")
+    for mode in args.modes:
+        r = run_case(mode == "headers", ray=args.ray, rpm=args.rpm, runs=args.runs, fault_rate=args.faults,
+                     latency_ms=args.latency_ms,
+                     log_out=args.log_dir / f"herd-{mode}-{'ray' if args.ray else 'local'}.json" if args.log_dir else None)
+        print(f"{'sent' if r['headers'] else 'none':<14}{r['trials']:>7}{r['lost']:>6}{r['requests']:>10}"
+              f"{r['429s']:>6}{r['limit_used']:>11.1%}{r['wall_s']:>8.0f}s", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,252 @@
+"""Rate limits learned from the server, per provider key: its headers when it sends them, AIMD on 429s when not.
+
+Users rarely know their exact limits, and a sweep without ``limits:`` used to send
+as fast as its concurrency allowed, meet a 429, pause the whole key, and then let
+every waiting request out at once — one got through, the rest met 429 again and
+spent their attempts. A ``Pacer`` learns a send rate instead, and the limiter
+(``limiter.py``) spaces sends by it, after a pause too:
+
+- **Headers.** Every answer's vendor rate-limit headers are read (OpenAI
+  ``x-ratelimit-{limit,remaining,reset}-{requests,tokens}``, with reset durations
+  such as ``1s``, ``6m0s``, ``20ms``; Anthropic ``anthropic-ratelimit-{requests,tokens,
+  input-tokens,output-tokens}-{limit,remaining,reset}``, with RFC 3339 resets). Both
+  vendors state their limits per minute, so the pace is ``limit / window`` (60 s),
+  a little under it (``HEADER_MARGIN``) so that network jitter never makes two
+  requests arrive closer than the server's refill; for tokens, the interval is the
+  recent tokens per request (a moving average of reported usage) over the token rate.
+- **AIMD** without headers: a 429 cuts the rate to ``BETA`` times the rate that met
+  it — or, while nothing was known, to what the server actually admitted lately
+  (answers that were not 429 over the last ``SAMPLE_S``, over at least the
+  retry-after). Only requests sent after the last cut can cut again, so the herd of
+  429s one burst provokes counts once. Each admitted answer then grows the rate:
+  fast back to just under the rate that failed (``PLATEAU``), then slowly past it,
+  faster the longer no 429 comes, as TCP CUBIC does, so the pace sits near the
+  limit most of the time instead of sawing between half and all of it.
+
+The limiter takes the slowest of: the configured ``limits:`` (still an upper
+bound), the header pace and the AIMD pace.
+
+Headers reach the limiter without changing the provider interface: the retry
+loop (``managed.py``) opens a ``RateSlot`` around each attempt (a context
+variable, so concurrent calls never see each other's), and ``http_base`` fills it
+from the response it got, error or not.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from runner.providers.classify import parse_duration, parse_rfc3339_wait
+
+#: the header pace is this share of the stated limit (jitter margin)
+HEADER_MARGIN = 0.98
+#: a 429 cuts the rate to this share of the rate that met it
+BETA = 0.9
+#: admitted answers to climb from a cut back to the plateau
+RECOVER_ANSWERS = 3
+#: the plateau: the share of the last failing rate reached quickly; beyond it growth is slow
+PLATEAU = 0.97
+#: past the plateau, each admitted answer adds this share of the last failing rate, growing by the
+#: same share every ``PROBE_RAMP`` answers — near the old limit growth is slow, far past it, fast
+#: (a ceiling learned from a poor estimate is outgrown within a few hundred answers)
+PROBE_STEP = 0.001
+PROBE_RAMP = 50
+#: how far back the "admitted lately" estimate looks (s)
+SAMPLE_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class RateInfo:
+    """What one answer's rate-limit headers said (requests and tokens; ``None`` where absent)."""
+
+    limit_requests: float | None = None
+    remaining_requests: float | None = None
+    reset_requests_s: float | None = None
+    limit_tokens: float | None = None
+    remaining_tokens: float | None = None
+    reset_tokens_s: float | None = None
+
+    @property
+    def any(self) -> bool:
+        return self.limit_requests is not None or self.limit_tokens is not None
+
+
+def _number(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
+
+
+def read_rate_headers(headers: Mapping[str, str], *, now: float | None = None) -> RateInfo | None:
+    """The vendor rate-limit headers of one answer, OpenAI's or Anthropic's; ``None`` if it has neither.
+
+    ``headers`` must be case-insensitive (httpx and aiohttp headers are). Anthropic's
+    token budget is the tightest of its ``tokens``, ``input-tokens`` and ``output-tokens``.
+    """
+    if headers.get("x-ratelimit-limit-requests") is not None or headers.get("x-ratelimit-limit-tokens") is not None:
+        info = RateInfo(
+            _number(headers.get("x-ratelimit-limit-requests")), _number(headers.get("x-ratelimit-remaining-requests")),
+            parse_duration(headers.get("x-ratelimit-reset-requests", "")),
+            _number(headers.get("x-ratelimit-limit-tokens")), _number(headers.get("x-ratelimit-remaining-tokens")),
+            parse_duration(headers.get("x-ratelimit-reset-tokens", "")))
+        return info if info.any else None
+    if not any(headers.get(f"anthropic-ratelimit-{b}-limit") is not None
+               for b in ("requests", "tokens", "input-tokens", "output-tokens")):
+        return None
+    now = time.time() if now is None else now
+    prefix = "anthropic-ratelimit-"
+    token_limits = [(_number(headers.get(f"{prefix}{b}-limit")), b)
+                    for b in ("tokens", "input-tokens", "output-tokens")]
+    token_limits = [(v, b) for v, b in token_limits if v is not None]
+    limit_tokens = remaining_tokens = reset_tokens = None
+    if token_limits:
+        limit_tokens, budget = min(token_limits, key=lambda vb: vb[0] or 0.0)
+        remaining_tokens = _number(headers.get(f"{prefix}{budget}-remaining"))
+        reset_tokens = parse_rfc3339_wait(headers.get(f"{prefix}{budget}-reset", ""), now)
+    info = RateInfo(
+        _number(headers.get(f"{prefix}requests-limit")), _number(headers.get(f"{prefix}requests-remaining")),
+        parse_rfc3339_wait(headers.get(f"{prefix}requests-reset", ""), now),
+        limit_tokens, remaining_tokens, reset_tokens)
+    return info if info.any else None
+
+
+# ---------------------------------------------------------------- headers → limiter, per attempt
+
+
+class RateSlot:
+    """Where one attempt's answer leaves its rate-limit headers for the retry loop."""
+
+    __slots__ = ("info",)
+
+    def __init__(self) -> None:
+        self.info: RateInfo | None = None
+
+
+_SLOT: ContextVar[RateSlot | None] = ContextVar("trialgrid_rate_slot", default=None)
+
+
+@contextmanager
+def rate_slot() -> Iterator[RateSlot]:
+    """Open a slot for the attempt made inside the ``with`` (the retry loop does, around each send)."""
+    slot = RateSlot()
+    token = _SLOT.set(slot)
+    try:
+        yield slot
+    finally:
+        _SLOT.reset(token)
+
+
+def note_rate_headers(headers: Mapping[str, str]) -> None:
+    """Called by a wire provider with every answer's headers; a no-op outside a ``rate_slot``."""
+    slot = _SLOT.get()
+    if slot is not None:
+        slot.info = read_rate_headers(headers)
+
+
+# ---------------------------------------------------------------- the learned pace
+
+
+class Pacer:
+    """One key's learned send rate (requests per second); ``interval()`` is what the limiter spaces sends by."""
+
+    def __init__(self, *, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.window_s = window_s
+        self._clock = clock
+        self.rate: float | None = None          # AIMD pace; None until a 429 teaches one
+        self.ceiling: float | None = None       # the rate the last cut was made from
+        self.header_rate: float | None = None   # requests/s the headers allow (with the margin)
+        self.token_rate: float | None = None    # tokens/s the headers allow (with the margin)
+        self._tokens_per_request: float | None = None
+        self._last_cut = -math.inf
+        self._informed_at: float | None = None  # when headers first told us a limit
+        self._admitted: deque[float] = deque()  # send times of recent answers that were not 429
+        self._probes = 0  # answers since the plateau was reached
+        self.cuts = 0
+        self.rate_limited = 0
+
+    # -- what the limiter asks
+
+    def interval(self) -> float:
+        """Seconds between sends at the learned pace (0: nothing learned, do not pace)."""
+        rates = [r for r in (self.rate, self.header_rate) if r]
+        interval = 1.0 / min(rates) if rates else 0.0
+        if self.token_rate and self._tokens_per_request:
+            interval = max(interval, self._tokens_per_request / self.token_rate)
+        return interval
+
+    # -- what an answer tells
+
+    def observe(self, sent_at: float, *, info: RateInfo | None, rate_limited: bool,
+                retry_after_s: float | None = None, used_tokens: int | None = None) -> None:
+        """One answer (or failure) of a request sent at ``sent_at`` (the limiter's clock)."""
+        now = self._clock()
+        if info is not None:
+            self._headers(info, now)
+        if used_tokens:
+            avg = self._tokens_per_request
+            self._tokens_per_request = float(used_tokens) if avg is None else 0.8 * avg + 0.2 * used_tokens
+        if rate_limited:
+            self.rate_limited += 1
+            self._cut(sent_at, now, retry_after_s)
+        else:
+            self._admitted.append(sent_at)
+            self._grow()
+        cutoff = now - SAMPLE_S
+        while self._admitted and self._admitted[0] < cutoff:
+            self._admitted.popleft()
+
+    def _headers(self, info: RateInfo, now: float) -> None:
+        if info.limit_requests:
+            self.header_rate = HEADER_MARGIN * info.limit_requests / self.window_s
+        if info.limit_tokens:
+            self.token_rate = HEADER_MARGIN * info.limit_tokens / self.window_s
+        if self._informed_at is None and (info.limit_requests or info.limit_tokens):
+            self._informed_at = now
+
+    def _cut(self, sent_at: float, now: float, retry_after_s: float | None) -> None:
+        if sent_at < self._last_cut:
+            return  # sent at the old pace: this burst of 429s has been answered already
+        if self._informed_at is not None and sent_at < self._informed_at:
+            return  # sent before the headers told us the limit we now keep to
+        # what the server admitted lately (over at least the retry-after): about the rate it allows
+        cutoff = now - SAMPLE_S
+        admitted = sum(1 for t in self._admitted if t >= cutoff)
+        first = next((t for t in self._admitted if t >= cutoff), now)
+        estimate = max(admitted, 1) / max(now - first, retry_after_s or 0.0, 1.0)
+        interval = self.interval()
+        # the pace we kept met the limit — unless it had grown far past what was sent (it did not bind)
+        failing = min(1.0 / interval, 1.5 * estimate) if interval > 0 else estimate
+        self.ceiling = failing
+        self.rate = BETA * failing
+        self._probes = 0
+        self._last_cut = now
+        self.cuts += 1
+
+    def _grow(self) -> None:
+        rate, ceiling = self.rate, self.ceiling
+        if rate is None or ceiling is None:
+            return
+        plateau = PLATEAU * ceiling
+        if rate < plateau:
+            rate = min(plateau, rate + (plateau - BETA * ceiling) / RECOVER_ANSWERS)
+        else:
+            self._probes += 1
+            rate += PROBE_STEP * ceiling * (1 + self._probes / PROBE_RAMP)
+        if self.header_rate:  # no use growing past what the headers allow
+            rate = min(rate, self.header_rate)
+        self.rate = rate
+
+    def snapshot(self) -> dict[str, float | int | None]:
+        """What was learned (for benchmarks and tests)."""
+        return {"rate": self.rate, "ceiling": self.ceiling, "header_rate": self.header_rate,
+                "token_rate": self.token_rate, "cuts": self.cuts, "rate_limited": self.rate_limited}

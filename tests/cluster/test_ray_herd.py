@@ -1,0 +1,43 @@
+"""The thundering herd through Ray (issue 12): two workers, no ``limits:``, one learned pace shared by the limiter actor.
+
+The same server as ``tests/providers/test_herd.py`` — ``trialgrid serve --rpm 60
+--rpm-mode bucket`` in its own process, 10% 5xx, and no rate-limit headers, so
+the pace can only be learned from 429s — and the same 117-trial sweep, run by two
+Ray workers. Each worker sees only its own answers; the key's ``LimiterActor``
+learns from both and grants their permits at one pace. Asserted from the server's
+own log: every trial ok, and at least 90% of the limit used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from cluster.driver import run_on_ray
+from runner.config.sweep import load_sweep
+from tests.cluster.conftest import write_yaml
+from tests.providers.conftest import ServeProcess, http_sweep, limit_used, trials
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.usefixtures("ray_local")]
+
+RPM = 60
+
+
+def test_two_workers_learn_one_pace_and_lose_nothing(tmp_path: Path) -> None:
+    server = ServeProcess("--rpm", str(RPM), "--rpm-mode", "bucket", "--fault", "500=0.05", "--fault", "503=0.05",
+                          "--latency-ms", "20", "--no-rate-headers")
+    try:
+        data = http_sweep(server.url + "/v1", "openai", runs=1)  # 117 trials, no limits:
+        loaded = load_sweep(write_yaml(tmp_path / "sweep.yaml", data))
+        result = run_on_ray(loaded, tmp_path / "out", workers=2, chunk_size=20, quiet=True)
+        log = server.stats()["log"]
+    finally:
+        server.close()
+    df = trials(tmp_path / "out")
+    assert df.height == 117 and df.filter(pl.col("status") != "ok").is_empty(), \
+        df.filter(pl.col("status") != "ok").select("error_kind", "error").head(5)
+    assert result.counts == {"ok": 117}
+    share = limit_used(log, RPM)
+    assert 0.9 <= share <= 1.05, (share, {s: log["status"].count(s) for s in set(log["status"])})
