@@ -9,13 +9,18 @@ not start fails with the tail of its own logs in the error, so the cause is on s
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 import yaml
 
@@ -101,3 +106,35 @@ def http_sweep(base_url: str, *, runs: int = 2, concurrency: int = 16, params: d
 def write_yaml(path: Path, data: dict[str, Any]) -> Path:
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
+
+
+def trialworker_pids() -> list[int]:
+    """Worker processes of *this* test's Ray (descendants of this process): never another run's on the machine."""
+    me = os.getpid()
+    pids = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if cmd and cmd[0].startswith("ray::TrialWorker"):
+            try:
+                if any(parent.pid == me for parent in proc.parents()):
+                    pids.append(proc.info["pid"])
+            except psutil.Error:
+                continue
+    return pids
+
+
+def kill_a_worker_after(server: Any, requests: int, killed: list[int]) -> threading.Thread:
+    """A thread that SIGKILLs one of this test's Ray workers once ``server`` has seen ``requests`` requests."""
+
+    def kill_one() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and server.stats()["requests"] < requests:
+            time.sleep(0.05)
+        pids = trialworker_pids()
+        if pids:
+            os.kill(pids[0], signal.SIGKILL)  # a worker process this test's Ray started
+            killed.append(pids[0])
+
+    killer = threading.Thread(target=kill_one, daemon=True)
+    killer.start()
+    return killer

@@ -10,10 +10,6 @@ nothing either), and a worker killed mid-run loses only the answers it had in fl
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
-import time
 from pathlib import Path
 
 import polars as pl
@@ -26,8 +22,8 @@ from runner.execution.run import grid_of, run_sweep
 from runner.providers.cache import ResponseCache
 from runner.sim.serve import ServeOptions
 from runner.sim.serve.thread import ServerThread
-from tests.cluster.conftest import http_sweep, write_yaml
-from tests.cluster.test_ray_run import OUTCOMES, _trialworker_pids
+from tests.cluster.conftest import http_sweep, kill_a_worker_after, write_yaml
+from tests.cluster.test_ray_run import OUTCOMES
 from tests.conftest import quickstart_dict
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.usefixtures("ray_local")]
@@ -124,17 +120,7 @@ def test_killed_worker_loses_no_stored_answer_but_those_in_flight(tmp_path: Path
         total = len(grid_of(loaded))
         killed: list[int] = []
 
-        def kill_one() -> None:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and server.stats()["requests"] < 150:
-                time.sleep(0.05)
-            pids = _trialworker_pids()
-            if pids:
-                os.kill(pids[0], signal.SIGKILL)  # a worker process this test's Ray started
-                killed.append(pids[0])
-
-        killer = threading.Thread(target=kill_one, daemon=True)
-        killer.start()
+        killer = kill_a_worker_after(server, 150, killed)
         said: list[str] = []
         result = run_on_ray(loaded, tmp_path / "out", workers=2, chunk_size=40, quiet=True, say=said.append,
                             cache_dir=cache)

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import polars as pl
-import psutil
 import pytest
 
 import runner
@@ -20,7 +16,7 @@ from runner.core.manifest import read_manifest
 from runner.execution.run import grid_of, run_sweep
 from runner.sim.serve import ServeOptions, parse_rule
 from runner.sim.serve.thread import ServerThread
-from tests.cluster.conftest import http_sweep, write_yaml
+from tests.cluster.conftest import http_sweep, kill_a_worker_after, write_yaml
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.usefixtures("ray_local")]
 
@@ -54,21 +50,6 @@ def test_ray_output_equals_single_node_and_resumes_either_way(write_sweep, tmp_p
     assert all(p.name.startswith("part-ray-") for p in (tmp_path / "ray" / "trials").glob("*.arrow"))
 
 
-def _trialworker_pids() -> list[int]:
-    """Worker processes of *this* test's Ray (descendants of this process): never another run's on the machine."""
-    me = os.getpid()
-    pids = []
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        cmd = proc.info["cmdline"] or []
-        if cmd and cmd[0].startswith("ray::TrialWorker"):
-            try:
-                if any(parent.pid == me for parent in proc.parents()):
-                    pids.append(proc.info["pid"])
-            except psutil.Error:
-                continue
-    return pids
-
-
 def test_killed_worker_has_its_chunks_requeued_and_every_trial_once(tmp_path: Path) -> None:
     with ServerThread(ServeOptions(port=0, latency_ms=25.0)) as server:
         sweep = write_yaml(tmp_path / "sweep.yaml", http_sweep(server.base_url, runs=6, concurrency=12))
@@ -76,17 +57,7 @@ def test_killed_worker_has_its_chunks_requeued_and_every_trial_once(tmp_path: Pa
         said: list[str] = []
         killed: list[int] = []
 
-        def kill_one() -> None:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and server.stats()["requests"] < 150:
-                time.sleep(0.05)
-            pids = _trialworker_pids()
-            if pids:
-                os.kill(pids[0], signal.SIGKILL)  # a worker process this test's Ray started
-                killed.append(pids[0])
-
-        killer = threading.Thread(target=kill_one, daemon=True)
-        killer.start()
+        killer = kill_a_worker_after(server, 150, killed)
         result = run_on_ray(loaded, tmp_path / "out", workers=2, chunk_size=40, quiet=True, say=said.append)
         killer.join(5)
     df = _trials(tmp_path / "out")
