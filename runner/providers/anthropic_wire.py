@@ -25,7 +25,6 @@ from typing import Any
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Usage, parse_tool_arguments
 from runner.providers.http_base import HttpProvider
 from runner.providers.secrets import Secret
-from runner.providers.settings import DEFAULT_BASE_URL, Connection
 
 _API_VERSION = "2023-06-01"
 _DEFAULT_MAX_TOKENS = 1024
@@ -102,23 +101,18 @@ def decode_response(data: Any) -> ChatResponse:
     )
 
 
-def api_base(base_url: str | None) -> str:
-    """The API root requests go under: ``base_url`` written either way — with ``/v1`` (trialgrid's
-    default) or without it, as Anthropic's SDKs take it (``https://api.anthropic.com``)."""
-    base = (base_url or DEFAULT_BASE_URL["anthropic"]).rstrip("/")
-    return base if base.endswith("/v1") else base + "/v1"
-
-
 class AnthropicProvider(HttpProvider):
     """Messages over HTTP; one request per ``complete``."""
 
     name = "anthropic"
     path = "/messages"
 
-    def __init__(self, connection: Connection, **options: Any) -> None:
-        super().__init__(connection, **options)
-        self.url = api_base(connection.base_url) + self.path
-        self._where = f" from {self.url}"
+    @classmethod
+    def api_base(cls, base_url: str | None) -> str:
+        """``base_url`` written either way — with ``/v1`` (trialgrid's default) or without it, as Anthropic's
+        SDKs take it (``https://api.anthropic.com``); live and batch requests both hang from this root."""
+        base = super().api_base(base_url)
+        return base if base.endswith("/v1") else base + "/v1"
 
     def auth_headers(self, secret: Secret | None) -> dict[str, str]:
         headers = {"anthropic-version": _API_VERSION}
