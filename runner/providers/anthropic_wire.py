@@ -11,10 +11,13 @@ header only.
 
 Decoding: text blocks joined; each ``tool_use`` block is a tool call whose
 ``input`` is already an object — its raw string is the compact JSON of it, the same
-bytes the in-process simulated agent produces. An ``input`` that arrives as a
-string (partial JSON that some compatible servers, and ``trialgrid serve`` for a
-broken call, pass through) is the raw argument string itself, parsed or recorded
-as unparsable like an OpenAI ``arguments`` string.
+bytes the in-process simulated agent produces. Anthropic itself always sends an
+object (it buffers and validates tool input; only a fine-grained *stream* may carry
+text that does not parse, and trialgrid does not stream), so over the real API a
+call is never unparsable here. An ``input`` that arrives as a string — some
+compatible servers and proxies pass the model's raw argument text through — is
+that raw text, parsed or recorded as unparsable like an OpenAI ``arguments``
+string.
 """
 
 from __future__ import annotations
@@ -83,8 +86,8 @@ def decode_response(data: Any) -> ChatResponse:
         elif kind == "tool_use":
             value = block.get("input")
             if isinstance(value, str):
-                # partial JSON passed through as a string by some compatible servers: it *is*
-                # the raw argument string, kept as received
+                # a compatible server passing the model's argument text through: it *is* the raw
+                # argument string, kept as received (never sent by Anthropic itself)
                 raw = value
                 arguments, error = parse_tool_arguments(raw)
             else:
