@@ -11,10 +11,13 @@ header only.
 
 Decoding: text blocks joined; each ``tool_use`` block is a tool call whose
 ``input`` is already an object — its raw string is the compact JSON of it, the same
-bytes the in-process simulated agent produces. An ``input`` that arrives as a
-string (partial JSON that some compatible servers, and ``trialgrid serve`` for a
-broken call, pass through) is the raw argument string itself, parsed or recorded
-as unparsable like an OpenAI ``arguments`` string.
+bytes the in-process simulated agent produces. Anthropic itself always sends an
+object (it buffers and validates tool input; only a fine-grained *stream* may carry
+text that does not parse, and trialgrid does not stream), so over the real API a
+call is never unparsable here. An ``input`` that arrives as a string — some
+compatible servers and proxies pass the model's raw argument text through — is
+that raw text, parsed or recorded as unparsable like an OpenAI ``arguments``
+string.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ from typing import Any
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Usage, parse_tool_arguments
 from runner.providers.http_base import HttpProvider
 from runner.providers.secrets import Secret
-from runner.providers.settings import DEFAULT_BASE_URL, Connection
 
 _API_VERSION = "2023-06-01"
 _DEFAULT_MAX_TOKENS = 1024
@@ -84,8 +86,8 @@ def decode_response(data: Any) -> ChatResponse:
         elif kind == "tool_use":
             value = block.get("input")
             if isinstance(value, str):
-                # partial JSON passed through as a string by some compatible servers: it *is*
-                # the raw argument string, kept as received
+                # a compatible server passing the model's argument text through: it *is* the raw
+                # argument string, kept as received (never sent by Anthropic itself)
                 raw = value
                 arguments, error = parse_tool_arguments(raw)
             else:
@@ -102,23 +104,18 @@ def decode_response(data: Any) -> ChatResponse:
     )
 
 
-def api_base(base_url: str | None) -> str:
-    """The API root requests go under: ``base_url`` written either way — with ``/v1`` (trialgrid's
-    default) or without it, as Anthropic's SDKs take it (``https://api.anthropic.com``)."""
-    base = (base_url or DEFAULT_BASE_URL["anthropic"]).rstrip("/")
-    return base if base.endswith("/v1") else base + "/v1"
-
-
 class AnthropicProvider(HttpProvider):
     """Messages over HTTP; one request per ``complete``."""
 
     name = "anthropic"
     path = "/messages"
 
-    def __init__(self, connection: Connection, **options: Any) -> None:
-        super().__init__(connection, **options)
-        self.url = api_base(connection.base_url) + self.path
-        self._where = f" from {self.url}"
+    @classmethod
+    def api_base(cls, base_url: str | None) -> str:
+        """``base_url`` written either way — with ``/v1`` (trialgrid's default) or without it, as Anthropic's
+        SDKs take it (``https://api.anthropic.com``); live and batch requests both hang from this root."""
+        base = super().api_base(base_url)
+        return base if base.endswith("/v1") else base + "/v1"
 
     def auth_headers(self, secret: Secret | None) -> dict[str, str]:
         headers = {"anthropic-version": _API_VERSION}

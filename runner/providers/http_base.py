@@ -76,8 +76,9 @@ class HttpProvider:
     def __init__(self, connection: Connection, *, transport: str = DEFAULT_TRANSPORT,
                  max_connections: int = 1024) -> None:
         self.connection = connection
-        base = (connection.base_url or DEFAULT_BASE_URL[self.name]).rstrip("/")
-        self.url = base + self.path
+        #: the API root every URL of this endpoint hangs from (live requests here, batch calls in batch mode)
+        self.base = self.api_base(connection.base_url)
+        self.url = self.base + self.path
         # the key is read here, from the variable the sweep names, and nowhere else
         self.secret: Secret | None = secret_from_env(connection.api_key_env) if connection.api_key_env else None
         headers = {"content-type": "application/json", "accept": "application/json",
@@ -87,6 +88,11 @@ class HttpProvider:
         self._where = f" from {self.url}"
 
     # -- what subclasses provide
+
+    @classmethod
+    def api_base(cls, base_url: str | None) -> str:
+        """The API root from the sweep's ``base_url`` (the vendor's default when unset), without a trailing slash."""
+        return (base_url or DEFAULT_BASE_URL[cls.name]).rstrip("/")
 
     def auth_headers(self, secret: Secret | None) -> dict[str, str]:
         raise NotImplementedError

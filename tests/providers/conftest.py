@@ -23,6 +23,7 @@ import yaml
 
 from runner.core.types import ToolCall
 from runner.sim.serve import ServeOptions, ServerThread
+from runner.sim.serve.tool_input import complete_parameters
 from tests.conftest import ROOT, quickstart_dict
 
 #: the columns that must not depend on how the model was reached
@@ -70,18 +71,39 @@ def trials(out: Path) -> pl.DataFrame:
 
 
 def outcomes(df: pl.DataFrame) -> pl.DataFrame:
-    """The outcome columns, sorted; tool-call ids without their vendor prefix.
+    """The outcome columns, sorted by cell."""
+    return df.select(OUTCOMES).sort(CELL)
 
-    The simulated agent names its calls ``call_…``; over the Messages API they are
-    ``toolu_…``, as Anthropic writes them — the same call, so compared without it.
+
+def over_messages_api(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
+    """In-process tool calls as an ``anthropic`` provider records them from ``trialgrid serve``.
+
+    The one difference between the routes: the Messages API only sends a call's
+    ``input`` as an object, so a call whose argument text does not parse arrives as the
+    object of its complete leading parameters and is recorded parsed
+    (``runner/sim/serve/codecs.py``, ``tool_input``). Ids are the same on every route.
     """
-    return df.select(OUTCOMES).sort(CELL).with_columns(pl.col("tool_calls").list.eval(
-        pl.element().struct.with_fields(pl.element().struct.field("id").str.replace(r"^toolu_", "call_"))))
+    return tuple(_as_sent(c) for c in calls)
 
 
-def neutral_ids(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
-    """Tool calls with Anthropic's ``toolu_`` id prefix read as the sim's ``call_``."""
-    return tuple(replace(c, id="call_" + c.id[6:]) if c.id.startswith("toolu_") else c for c in calls)
+def _as_sent(call: ToolCall) -> ToolCall:
+    if call.arguments is not None:
+        return call
+    args = complete_parameters(call.raw_arguments)
+    return replace(call, raw_arguments=json.dumps(args, separators=(",", ":")), arguments=args, parse_error=None)
+
+
+def rows_over_messages_api(df: pl.DataFrame) -> pl.DataFrame:
+    """In-process rows' ``tool_calls`` column as an HTTP ``anthropic`` run records it (see ``over_messages_api``)."""
+    def row(calls: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        if calls is None:
+            return None
+        return [c if c["parse_error"] is None else
+                {**c, "arguments": json.dumps(complete_parameters(c["arguments"]), separators=(",", ":")),
+                 "parse_error": None} for c in calls]
+
+    fixed = [row(calls) for calls in df["tool_calls"].to_list()]
+    return df.with_columns(pl.Series("tool_calls", fixed, dtype=df.schema["tool_calls"]))
 
 
 class ServeProcess:

@@ -100,6 +100,19 @@ def test_mixed_modes_batch_one_model_and_run_the_other_live(serve, tmp_path: Pat
     assert set(trials(tmp_path / "out")["status"].unique().to_list()) == {"ok"}
 
 
+def test_anthropic_base_url_with_or_without_v1_reaches_the_batch_api(serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``base_url`` written the SDK's way (no ``/v1``) means in batch mode what it means live."""
+    server = serve()
+    for i, base in enumerate((server.url, server.base_url)):
+        result = runner.run(write(tmp_path, batch_sweep(base, "anthropic"), f"s{i}.yaml"), tmp_path / f"out{i}",
+                            mode="batch", quiet=True)
+        assert result.status == "complete" and result.stats.done == result.total
+        assert set(trials(tmp_path / f"out{i}")["status"]) == {"ok"}
+    stats = server.stats()
+    assert stats["requests"] == 0 and stats["batches"] == {"anthropic": 4}
+    same_outcomes(trials(tmp_path / "out0"), trials(tmp_path / "out1"), COMPARED)
+
+
 def test_phantom_auditor_runs_in_batch_mode(serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     server = serve()
     data = http_sweep(server.base_url, "openai")

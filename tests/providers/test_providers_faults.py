@@ -16,7 +16,7 @@ from runner.config.sweep import load_sweep
 from runner.execution.run import grid_of, run_sweep
 from runner.sim.serve import ServeOptions
 from tests.conftest import ROOT, quickstart_dict
-from tests.providers.conftest import CELL, OUTCOMES, http_sweep, outcomes, trials, write
+from tests.providers.conftest import CELL, OUTCOMES, http_sweep, outcomes, rows_over_messages_api, trials, write
 
 FAULTY = dict(faults=ServeOptions.mixed_faults(0.2), slow_s=1.0, fault_retry_after_s=0.05, fault_seed=11, latency_ms=2)
 # two attempts per call: with 20% faults about 4% of trials run out of retries, so error rows are certain
@@ -89,4 +89,4 @@ def test_sigkill_and_resume_lose_and_duplicate_nothing(serve, tmp_path: Path) ->
     assert done.returncode == 3, done.stderr  # finished; the error rows a fifth of faults leave make it exit 3
     assert "--retry-errors" in done.stderr and "Traceback" not in done.stderr
     loaded = load_sweep(path)
-    _check(trials(out), loaded, _in_process(tmp_path, 6))
+    _check(trials(out), loaded, rows_over_messages_api(_in_process(tmp_path, 6)))  # an anthropic run

@@ -13,14 +13,16 @@ from runner.config.sweep import load_sweep
 from runner.core.types import ChatRequest, Message, ToolCall, ToolSpec
 from runner.execution.run import run_sweep
 from runner.providers.anthropic_wire import AnthropicProvider
+from runner.providers.anthropic_wire import decode_response as anthropic_decode
 from runner.providers.anthropic_wire import encode_request as anthropic_body
 from runner.providers.openai_responses_wire import OpenAIResponsesProvider
 from runner.providers.openai_wire import OpenAIProvider
 from runner.providers.openai_wire import encode_request as openai_body
 from runner.providers.settings import Connection
 from runner.sim import SimProvider
+from runner.sim.serve.tool_input import complete_parameters
 from tests.conftest import quickstart_dict
-from tests.providers.conftest import http_sweep, neutral_ids, outcomes, trials, write
+from tests.providers.conftest import http_sweep, outcomes, over_messages_api, rows_over_messages_api, trials, write
 
 TOOLS = (
     ToolSpec("fetch_invoices", "Fetch invoices from a billing provider for a month.",
@@ -100,22 +102,25 @@ def test_round_trip_equals_in_process(serve, cls) -> None:  # type: ignore[no-un
     pairs = asyncio.run(go())
     kinds = set()
     for got, want in pairs:
-        assert (got.text, neutral_ids(got.tool_calls), got.usage) == (want.text, want.tool_calls, want.usage)
+        calls = over_messages_api(want.tool_calls) if cls is AnthropicProvider else want.tool_calls
+        assert (got.text, got.tool_calls, got.usage) == (want.text, calls, want.usage)
         assert got.attempts == 1 and got.latency_s > 0
         kinds.add("calls" if got.tool_calls else "text")
     assert kinds == {"calls", "text"}  # both answer shapes crossed the wire
 
 
 def test_unparsable_arguments_are_recorded_not_repaired(serve) -> None:  # type: ignore[no-untyped-def]
-    """A broken argument string (the reckless persona emits some) arrives as sent, with its parse error."""
+    """A broken argument string (the reckless persona emits some) arrives as sent, with its parse error —
+    where the wire can carry it: OpenAI's ``arguments`` and Responses' are strings; Anthropic's ``input`` is
+    always an object, holding the parameters the model completed, so that call is recorded parsed."""
     server = serve()
     sim = SimProvider()
 
     async def go() -> int:
         broken = 0
-        providers = [OpenAIProvider(Connection("openai", server.base_url, None)),
-                     AnthropicProvider(Connection("anthropic", server.base_url, None)),
-                     OpenAIResponsesProvider(Connection("openai-responses", server.base_url, None))]
+        openai_like = [OpenAIProvider(Connection("openai", server.base_url, None)),
+                       OpenAIResponsesProvider(Connection("openai-responses", server.base_url, None))]
+        anthropic = AnthropicProvider(Connection("anthropic", server.base_url, None))
         try:
             for seed in range(300):
                 request = _request("reckless", seed)
@@ -123,19 +128,47 @@ def test_unparsable_arguments_are_recorded_not_repaired(serve) -> None:  # type:
                 if not any(c.parse_error for c in want.tool_calls):
                     continue
                 broken += 1
-                for provider in providers:
+                raw = next(c.raw_arguments for c in want.tool_calls if c.parse_error)
+                for provider in openai_like:
                     got = await provider.complete(request)
-                    assert neutral_ids(got.tool_calls) == want.tool_calls
+                    assert got.tool_calls == want.tool_calls
                     call = next(c for c in got.tool_calls if c.parse_error)
-                    assert call.arguments is None
+                    assert call.arguments is None and call.raw_arguments == raw
                     with pytest.raises(ValueError):
                         json.loads(call.raw_arguments)
+                got = await anthropic.complete(request)
+                assert all(c.parse_error is None for c in got.tool_calls)
+                index = next(i for i, c in enumerate(want.tool_calls) if c.parse_error)
+                assert got.tool_calls[index].arguments == complete_parameters(raw)
+                assert got.tool_calls[index].id == want.tool_calls[index].id
         finally:
-            for p in providers:
+            for p in (*openai_like, anthropic):
                 await p.aclose()
         return broken
 
     assert asyncio.run(go()) > 0
+
+
+def test_anthropic_input_sent_as_a_string_is_recorded_as_sent() -> None:
+    """Compatible servers that pass the model's argument text through as a string ``input``: kept as received."""
+    body = {"content": [{"type": "tool_use", "id": "t1", "name": "send_email", "input": '{"to":"a@b.c"'},
+                        {"type": "tool_use", "id": "t2", "name": "send_email", "input": '{"to":"a@b.c"}'}],
+            "stop_reason": "tool_use", "usage": {"input_tokens": 3, "output_tokens": 2}}
+    broken, whole = anthropic_decode(body).tool_calls
+    assert (broken.raw_arguments, broken.arguments, broken.id) == ('{"to":"a@b.c"', None, "t1")
+    assert broken.parse_error
+    assert (whole.arguments, whole.parse_error) == ({"to": "a@b.c"}, None)
+
+
+def test_complete_parameters_keeps_only_whole_values() -> None:
+    assert complete_parameters('{"a":"x","b":"y"') == {"a": "x", "b": "y"}
+    assert complete_parameters('{"a":"x","b":"y') == {"a": "x"}  # a string cut short
+    assert complete_parameters('{"a":1,"n":42') == {"a": 1}  # 42 may have gone on: 420
+    assert complete_parameters('{"a":1,"n":42 ') == {"a": 1, "n": 42}
+    assert complete_parameters('{"a":{"b":1},"c":[1,2') == {"a": {"b": 1}}
+    assert complete_parameters('{"a":true,"b":nul') == {"a": True}
+    assert complete_parameters('{"a":1 "b":2}') == {}
+    assert complete_parameters('[1, 2') == complete_parameters("") == {}
 
 
 def test_anthropic_version_header_is_sent_and_required(serve) -> None:  # type: ignore[no-untyped-def]
@@ -163,7 +196,14 @@ def test_quickstart_over_http_matches_in_process(serve, tmp_path: Path, provider
     remote = http_sweep(server.base_url, provider, runs=3)
     result = run_sweep(load_sweep(write(tmp_path, remote, "http.yaml")), tmp_path / "http", quiet=True)
     assert result.counts == {"ok": result.total}
-    a, b = outcomes(trials(tmp_path / "sim")), outcomes(trials(tmp_path / "http"))
+    sim, http = trials(tmp_path / "sim"), trials(tmp_path / "http")
+    a, b = outcomes(sim), outcomes(http)
     assert a.height == b.height == result.total
+    if provider == "anthropic":
+        # the stated difference: a call whose arguments do not parse in-process reaches an Anthropic client as
+        # an object (the Messages API sends nothing else), so it is recorded parsed — and only that differs
+        assert sim["unparsable_call"].sum() > 0 and http["unparsable_call"].sum() == 0
+        assert not a.equals(b)
+        a = rows_over_messages_api(a)
     assert a.equals(b)
     assert server.stats()["by_tag"] == {"ok": result.total}

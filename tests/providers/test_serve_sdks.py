@@ -21,6 +21,7 @@ import yaml
 
 from runner.sim.personas import PERSONAS
 from runner.sim.serve import FAULTS, ServerThread
+from runner.sim.serve.tool_input import complete_parameters
 from tests.conftest import CONFIGS
 
 PERSONA_NAMES = list(PERSONAS)
@@ -33,6 +34,8 @@ TASKS = [c["user"] for c in yaml.safe_load((CONFIGS / "negative/cases.yaml").rea
 SEED = "x-trialgrid-seed"
 #: the SDK clients, typed loosely: the tests send plain dicts, not the SDKs' TypedDicts
 Clients = tuple[Any, Any]
+#: a warning is a failure here: the SDKs' pydantic models warn when an answer does not have the vendor's shape
+pytestmark = pytest.mark.filterwarnings("error")
 
 
 @pytest.fixture
@@ -87,7 +90,7 @@ def test_anthropic_stream_assembles_to_the_unstreamed_answer(clients: Clients) -
         assert events[0] == "message_start" and events[-1] == "message_stop"
         assert [b.model_dump() for b in final.content] == [b.model_dump() for b in plain.content]
         assert (final.stop_reason, final.usage.output_tokens) == (plain.stop_reason, plain.usage.output_tokens)
-        assert all(b.id.startswith("toolu_") for b in plain.content if b.type == "tool_use")
+        assert all(isinstance(b.input, dict) for b in plain.content if b.type == "tool_use")
         shapes.add(plain.stop_reason)
     assert shapes == {"tool_use", "end_turn"}
 
@@ -109,6 +112,58 @@ def test_responses_stream_assembles_to_the_unstreamed_answer(clients: Clients) -
         assert view(final) == view(plain) and final.output_text == plain.output_text
         shapes.add("calls" if any(x.type == "function_call" for x in plain.output) else "text")
     assert shapes == {"calls", "text"}
+
+
+def _input_texts(events: Any) -> dict[int, str]:
+    """Each tool_use block's ``partial_json`` pieces joined, by block index."""
+    texts: dict[int, str] = {}
+    for e in events:
+        if e.type == "content_block_start" and e.content_block.type == "tool_use":
+            texts[e.index] = ""
+        elif e.type == "content_block_delta" and e.delta.type == "input_json_delta":
+            texts[e.index] += e.delta.partial_json
+    return texts
+
+
+def test_anthropic_tool_input_is_an_object_and_only_fine_grained_streams_carry_broken_text(clients: Clients) -> None:
+    """A broken call (the reckless persona garbles some): the answer's ``input`` is the object of the parameters
+    the model completed, and a default stream delivers the same object; only a stream of a tool with
+    ``eager_input_streaming`` (or under the older fine-grained beta header) carries the text as the model wrote it."""
+    _, a = clients
+    eager_tools = [{**t, "eager_input_streaming": True} for t in TOOLS_ANTHROPIC]
+    beta = {"anthropic-beta": "fine-grained-tool-streaming-2025-05-14"}
+    broken = 0
+    for seed in range(40):  # the garble draw depends on the seed, not the task: few tasks, more seeds
+        for task in TASKS[:6]:
+            kw: dict[str, Any] = {"model": "reckless", "max_tokens": 512, "messages": _user(task),
+                                  "extra_headers": {SEED: str(seed)}}
+            eager = _input_texts(a.messages.create(**kw, tools=eager_tools, stream=True))
+            bad = {i: text for i, text in eager.items() if not _parses(text)}
+            if not bad:
+                continue
+            broken += 1
+            plain = a.messages.create(**kw, tools=TOOLS_ANTHROPIC)
+            buffered = _input_texts(a.messages.create(**kw, tools=TOOLS_ANTHROPIC, stream=True))
+            legacy = _input_texts(a.messages.create(**{**kw, "extra_headers": {**kw["extra_headers"], **beta}},
+                                                    tools=TOOLS_ANTHROPIC, stream=True))
+            opted_out = _input_texts(a.messages.create(**{**kw, "extra_headers": {**kw["extra_headers"], **beta}},
+                                                       tools=[{**t, "eager_input_streaming": False}
+                                                              for t in TOOLS_ANTHROPIC], stream=True))
+            assert legacy == eager and opted_out == buffered
+            for i, text in bad.items():
+                block = plain.content[i]
+                assert block.type == "tool_use" and isinstance(block.input, dict)
+                assert block.input == complete_parameters(text)
+                assert json.loads(buffered[i]) == block.input
+    assert broken > 0
+
+
+def _parses(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 # ---------------------------------------------------------------- tool_choice

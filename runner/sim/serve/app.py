@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -228,7 +229,8 @@ class SimServer:
                 tag = f"fault:{drawn}"
             tokens = answers[0].usage.input_tokens + sum(a.usage.output_tokens for a in answers)
             if streamed:
-                return await self._stream(request, api, self._frames(api, answers, model, body), limits, fault)
+                frames = self._frames(api, answers, model, body, request.headers)
+                return await self._stream(request, api, frames, limits, fault)
             payload = _dumps(self._encode(api, answers, model, body))
             if fault is None:
                 return web.Response(body=payload, content_type=_JSON, headers=limits)
@@ -251,12 +253,13 @@ class SimServer:
         return ResponsesCodec.encode(answers[0], model, body=body)
 
     @staticmethod
-    def _frames(api: str, answers: tuple[ChatResponse, ...], model: str, body: Any) -> list[bytes]:
+    def _frames(api: str, answers: tuple[ChatResponse, ...], model: str, body: Any,
+                headers: Mapping[str, str]) -> list[bytes]:
         if api == "openai":
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return openai_frames(answers, model, usage)
         if api == "anthropic":
-            return anthropic_frames(answers[0], model)
+            return anthropic_frames(answers[0], model, AnthropicCodec.eager_tools(body, headers))
         return responses_frames(answers[0], model, body)
 
     def _json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> web.Response:

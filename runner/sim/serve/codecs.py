@@ -4,8 +4,10 @@ The mirror image of ``runner/providers/openai_wire.py`` and ``anthropic_wire.py`
 what those encode, these decode, and the other way round, so that a request that
 travels over HTTP reaches the simulated agent as the same ``ChatRequest`` the
 in-process path builds — same messages, same tools in the same order, same seed —
-and its answer comes back as the same ``ChatResponse``. Error bodies are written in
-each vendor's own style, because the client's classification reads them.
+and its answer comes back as the same ``ChatResponse``, with one exception the
+Messages format forces: a tool call whose arguments do not parse goes out as an
+object (``tool_input.py``). Error bodies are written in each vendor's own style,
+because the client's classification reads them.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from typing import Any
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec
 from runner.providers.toolchoice import neutral_tool_choice
 from runner.sim.serve.options import Rule
+from runner.sim.serve.tool_input import tool_input
 
 SEED_HEADER = "x-trialgrid-seed"
+FINE_GRAINED_BETA = "fine-grained-tool-streaming-2025-05-14"
 
 
 class BadRequest(Exception):
@@ -198,7 +202,7 @@ class AnthropicCodec:
         system = body.get("system")
         if system:
             messages.append(Message("system", _text(system)))
-        for turn in turns:
+        for n, turn in enumerate(turns):
             role = turn.get("role")
             if role not in ("user", "assistant"):
                 raise BadRequest(f"messages: Input tag {role!r} found using 'role' does not match any of the expected tags")
@@ -207,20 +211,15 @@ class AnthropicCodec:
                 messages.append(Message(role, content))
                 continue
             texts, calls = [], []
-            for block in content or ():
+            for k, block in enumerate(content or ()):
                 kind = block.get("type")
                 if kind == "text":
                     texts.append(block.get("text", ""))
                 elif kind == "tool_use":
                     value = block.get("input")
-                    if isinstance(value, str):
-                        try:
-                            parsed = json.loads(value)
-                        except ValueError:
-                            parsed = None
-                        calls.append(tool_call(block.get("id", ""), block["name"], value, parsed))
-                    else:
-                        calls.append(tool_call(block.get("id", ""), block["name"], json.dumps(value, separators=(",", ":")), value))
+                    if not isinstance(value, dict):  # the API takes only an object here, as it only sends one
+                        raise BadRequest(f"messages.{n}.content.{k}.tool_use.input: Input should be a valid dictionary")
+                    calls.append(tool_call(block.get("id", ""), block["name"], json.dumps(value, separators=(",", ":")), value))
                 elif kind == "tool_result":
                     messages.append(Message("tool", _text(block.get("content")), tool_call_id=block.get("tool_use_id")))
             if texts or calls:
@@ -238,13 +237,19 @@ class AnthropicCodec:
         return 1  # the Messages API has no n
 
     @staticmethod
+    def eager_tools(body: Mapping[str, Any], headers: Mapping[str, str]) -> frozenset[str]:
+        """The tools whose input a stream sends unbuffered: ``eager_input_streaming: true``, or — for a
+        tool that leaves it unset — the older ``anthropic-beta: fine-grained-tool-streaming-2025-05-14``."""
+        legacy = FINE_GRAINED_BETA in (b.strip() for b in headers.get("anthropic-beta", "").split(","))
+        return frozenset(t["name"] for t in body.get("tools") or () if t.get("eager_input_streaming", legacy) is True)
+
+    @staticmethod
     def encode(response: ChatResponse, model: str) -> dict[str, Any]:
         content: list[dict[str, Any]] = [{"type": "text", "text": response.text}] if response.text else []
         for c in response.tool_calls:
-            # a broken call (arguments that do not parse) goes as its raw string: the
-            # Messages format has no other place for it, and the client reads it back as such
-            content.append({"type": "tool_use", "id": tool_use_id(c.id), "name": c.name,
-                            "input": c.arguments if c.arguments is not None else c.raw_arguments})
+            # the sim's own call id, as on every route (ids are opaque to the API and the SDKs; see tool_input
+            # for a call whose arguments do not parse)
+            content.append({"type": "tool_use", "id": c.id, "name": c.name, "input": tool_input(c)})
         return {
             "id": "msg_" + secrets.token_hex(12), "type": "message", "role": "assistant", "model": model,
             "content": content, "stop_reason": "tool_use" if response.tool_calls else "end_turn", "stop_sequence": None,
@@ -283,11 +288,6 @@ class AnthropicCodec:
     @staticmethod
     def unknown_model(model: str) -> tuple[int, dict[str, Any]]:
         return 404, AnthropicCodec.error(404, f"model: {model}", kind="not_found_error")
-
-
-def tool_use_id(call_id: str) -> str:
-    """The sim's call ids (``call_…``) as Anthropic writes tool-use ids (``toolu_…``)."""
-    return "toolu_" + call_id[5:] if call_id.startswith("call_") else call_id
 
 
 def served_tool_choice(value: Any, tools: list[ToolSpec]) -> str | None:

@@ -11,7 +11,10 @@ accumulator assembles exactly the message the non-streamed request returns:
 - Anthropic Messages: ``message_start``, ``ping``, per content block
   ``content_block_start`` / ``content_block_delta`` (``text_delta`` or
   ``input_json_delta``) / ``content_block_stop``, ``message_delta`` (stop reason and
-  output tokens), ``message_stop``;
+  output tokens), ``message_stop``; a tool's input is the unstreamed answer's object,
+  unless the request asks for fine-grained streaming of that tool
+  (``eager_input_streaming``, or the older beta header), when it is the model's own
+  unvalidated argument text;
 - OpenAI Responses: ``response.created``, ``response.in_progress``, per output item
   ``response.output_item.added`` … ``response.output_item.done`` (text through
   ``content_part`` and ``output_text`` events, calls through
@@ -93,8 +96,17 @@ def openai_frames(answers: tuple[ChatResponse, ...], model: str, include_usage: 
     return frames
 
 
-def anthropic_frames(answer: ChatResponse, model: str) -> list[bytes]:
+def anthropic_frames(answer: ChatResponse, model: str, eager: frozenset[str] = frozenset()) -> list[bytes]:
+    """The Messages stream; ``eager`` names the tools whose input streams unbuffered (fine-grained streaming).
+
+    A call to any other tool streams the compact JSON of its ``input`` object, exactly
+    what the unstreamed answer holds (the API buffers and validates it first); a call
+    to an eager tool streams the argument text as the model wrote it, so a broken
+    call's ``partial_json`` pieces join to text that does not parse — as the vendor
+    warns fine-grained streaming may deliver.
+    """
     full = AnthropicCodec.encode(answer, model)
+    calls = iter(answer.tool_calls)
     start = {**full, "content": [], "stop_reason": None, "stop_sequence": None,
              "usage": {"input_tokens": answer.usage.input_tokens, "output_tokens": 1}}
     frames = [event_frame("message_start", {"type": "message_start", "message": start}),
@@ -107,8 +119,8 @@ def anthropic_frames(answer: ChatResponse, model: str) -> list[bytes]:
                                                               "delta": {"type": "text_delta", "text": piece}})
                           for piece in text_pieces(block["text"]))
         else:
-            value = block["input"]
-            raw = value if isinstance(value, str) else orjson.dumps(value).decode()
+            call = next(calls)
+            raw = call.raw_arguments if call.name in eager else orjson.dumps(block["input"]).decode()
             frames.append(event_frame("content_block_start", {
                 "type": "content_block_start", "index": index,
                 "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}))

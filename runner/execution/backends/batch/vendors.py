@@ -35,7 +35,7 @@ from runner.execution.backends.batch.capture import Answer
 from runner.providers import ErrorKind, ProviderError, make_provider
 from runner.providers.classify import classify_http
 from runner.providers.http_base import HttpProvider
-from runner.providers.settings import DEFAULT_BASE_URL, Connection, RetryPolicy
+from runner.providers.settings import Connection, RetryPolicy
 
 SEED_USER_PREFIX = "trialgrid-seed-"
 OPENAI_ENDPOINT = "/v1/chat/completions"
@@ -63,7 +63,8 @@ class VendorBatches:
     def __init__(self, connection: Connection, policy: RetryPolicy) -> None:
         # the wire provider is built for its encoder, decoder, key and error reading; its own client is unused
         self.wire = cast(HttpProvider, make_provider(self.name, connection, transport="httpx"))
-        self.base = (connection.base_url or DEFAULT_BASE_URL[self.name]).rstrip("/")
+        # the live provider's API root, so ``base_url`` means the same in both modes (with or without /v1 for Anthropic)
+        self.base = self.wire.base
         self.policy = policy
         headers = {**self.wire.auth_headers(self.wire.secret), **connection.header_map}
         self.client = httpx.AsyncClient(headers=headers, timeout=connection.timeout_s, trust_env=False)
