@@ -425,18 +425,23 @@ def test_bounds_hold_in_a_real_process(tmp_path: Path, what: str) -> None:
 
 
 def test_no_generated_label_writes_outside_its_directory(tmp_path: Path) -> None:
-    """Property: whatever a label holds, the files named after it stay inside the target directory."""
+    """Property: whatever a label holds, the files named after it stay inside the target directory, and no two
+    labels share a file name, even on a file system that ignores case."""
     from runner.core.safety import confined, safe_filename
 
     rng = random.Random(SEED)
-    alphabet = ["/", "\\", ".", "..", "~", "\x00", "\n", " ", "a", "Z", "-", "_", ":", "*", "é", "\u202e", "$", "%2e"]
+    alphabet = ["/", "\\", ".", "..", "~", "\x00", "\n", " ", "a", "A", "z", "Z", "-", "_", ":", "*", "é", "É", "\u202e",
+                "$", "%2e"]
     seen: dict[str, str] = {}
+    folded: dict[str, str] = {}  # macOS and Windows compare file names without case
     target = tmp_path / "target"
     target.mkdir()
     for _ in range(3000):
         label = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12)))
         name = safe_filename(label)
         assert seen.setdefault(name, label) == label, f"{label!r} and {seen[name]!r} share {name!r}"
+        assert folded.setdefault(name.casefold(), label) == label, \
+            f"{label!r} and {folded[name.casefold()]!r} share {name!r} where case is ignored"
         for pattern in ("{}.svg", "{}.disagreements.jsonl", "view.{}.x.csv"):
             path = confined(target, pattern.format(name))
             path.write_text("x")

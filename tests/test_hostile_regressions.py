@@ -396,6 +396,9 @@ def test_safe_filename_is_injective_and_plain() -> None:
     labels = ["team/model", "team-model", "team_model", "..", ".", "", "a" * 300, "CON", "x-0123abcd", "/etc/passwd",
               "model", "Model", "é", "a\x00b"]
     names = [safe_filename(x) for x in labels]
-    assert len(set(names)) == len(labels)
+    assert len(set(names)) == len(labels) and len({n.casefold() for n in names}) == len(labels)
     assert safe_filename("team-model") == "team-model" and safe_filename("sim-typical") == "sim-typical"
+    # on macOS (APFS) and Windows, Model.svg and model.svg are one file: an upper-case label is hashed
+    assert safe_filename("model") == "model" and safe_filename("Model").startswith("Model-")
+    assert safe_filename("Model").casefold() != safe_filename("MODEL").casefold()
     assert all("/" not in n and "\x00" not in n and not n.startswith(".") and len(n) <= 100 for n in names)

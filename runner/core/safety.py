@@ -9,7 +9,7 @@ come from labels in them. So:
   JSON and JSON lines, which parse into far less memory per byte), never a device,
   FIFO or directory, and never more than the cap plus one byte;
 - **confinement**: a label that becomes part of a file name goes through
-  ``safe_filename`` (injective: two labels never share a file), and every such write
+  ``safe_filename`` (injective, even with case ignored: two labels never share a file), and every such write
   goes through ``confined``, which refuses a path that resolves outside its directory;
 - **escaping**: ``csv_cell`` neutralises spreadsheet formulas (OWASP: a leading ``'``
   before ``= + - @`` tab and CR, numbers excepted); ``term_text`` shows control
@@ -146,13 +146,15 @@ def printable_label(value: str, what: str) -> str:
 def safe_filename(label: str) -> str:
     """A file-name component for ``label``: the label itself when it is plainly safe, else a slug and a hash.
 
-    Injective: a label kept as is never ends in ``-`` and 8 hex digits (those are hashed
-    too), and a hashed one always does, with the hash of the whole label, so ``team/model``
-    and ``team-model`` get different files. The result never contains a separator, never
-    starts with a dot and is at most 100 characters.
+    Injective, also where file names are compared without case (macOS's and Windows'
+    default file systems): a label kept as is is lower case and never ends in ``-`` and 8
+    hex digits (those are hashed too), and a hashed one always does, with the hash of
+    the exact label, so ``team/model`` and ``team-model``, or ``Model`` and ``model``, get
+    different files. The result never contains a separator, never starts with a dot and
+    is at most 100 characters.
     """
     text = str(label)
-    if (_SAFE_NAME.fullmatch(text) and not _HASHED_TAIL.search(text) and ".." not in text
+    if (_SAFE_NAME.fullmatch(text) and text == text.lower() and not _HASHED_TAIL.search(text) and ".." not in text
             and not text.endswith(".") and not _WINDOWS_RESERVED.fullmatch(text)):
         return text
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).replace("..", "-").strip("-.")[:80] or "x"
