@@ -402,3 +402,21 @@ def test_safe_filename_is_injective_and_plain() -> None:
     assert safe_filename("model") == "model" and safe_filename("Model").startswith("Model-")
     assert safe_filename("Model").casefold() != safe_filename("MODEL").casefold()
     assert all("/" not in n and "\x00" not in n and not n.startswith(".") and len(n) <= 100 for n in names)
+
+
+def test_an_output_path_holding_rich_markup_is_printed_as_is(tmp_path: Path) -> None:
+    """A path is text: ``[red]x[/]`` is neither a style nor a crash (``[/bold]`` closes nothing), nor a glob."""
+    sweep = write(tmp_path / "s.yaml", quickstart(tmp_path))
+    out = tmp_path / "o[red]x[/]y"
+    result = cli.invoke(app, ["run", str(sweep), "--out", str(out), "--no-report"])
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert f"output: {out}" in result.stderr
+    assert cli.invoke(app, ["report", str(out), "-q"]).exit_code == 0  # the parts are read by name, not as a pattern
+    dest = tmp_path / "n[/bold]"
+    rescored = cli.invoke(app, ["rescore", str(out), "--out", str(dest)])
+    assert rescored.exit_code == 0, (rescored.output, rescored.exception)
+    assert f"rows into {dest}:" in rescored.stderr
+    template = tmp_path / "t[bold]z[/].yaml"
+    template.parent.mkdir(parents=True, exist_ok=True)
+    written = cli.invoke(app, ["template", "misselection", "--out", str(template)])
+    assert written.exit_code == 0 and f"wrote {template}" in written.stderr
