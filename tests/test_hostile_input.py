@@ -325,6 +325,9 @@ def build_cases(tmp: Path) -> list[Case]:
         extra = ["--run", "run"] if label == "huge run" else []
         cases.append(Case("trials", label, ["import", "trials", str(path), "--out", str(tmp / f"trialso{i}"),
                                             *trials_args, *extra]))
+    for device in [*DEVICES, str(fifo), str(tmp)]:
+        cases.append(Case("trials", f"path {device}", ["import", "trials", device, "--out", str(tmp / "trialsd"),
+                                                       *trials_args]))
     for i, (label, content) in enumerate(files[:12]):
         path = dump(tmp / f"trialsp{i}.parquet", content)
         cases.append(Case("trials", f"parquet {label}", ["import", "trials", str(path), "--out",
@@ -335,6 +338,12 @@ def build_cases(tmp: Path) -> list[Case]:
         folder.mkdir()
         dump(folder / "p2_all_rejudged.csv", content)
         cases.append(Case("agentprop", label, ["import", "agentprop", str(folder), "--out", str(tmp / f"apo{i}")]))
+    for device in [*DEVICES, str(fifo)]:
+        folder = tmp / f"agentpropd{len(cases)}"
+        folder.mkdir()
+        (folder / "p2_all_rejudged.csv").symlink_to(device)
+        cases.append(Case("agentprop", f"path {device}", ["import", "agentprop", str(folder), "--out",
+                                                          str(tmp / f"apod{len(cases)}")]))
     return cases
 
 
@@ -393,9 +402,12 @@ def run_bounded(args: list[str], env: dict[str, str]) -> tuple[int, str, float, 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("what", ["alias bomb", "params alias bomb", "/dev/zero", "deep nesting", "big file",
-                                  "bfcl deep nesting"])
+                                  "bfcl deep nesting", "trials /dev/zero", "trials fifo", "trials big file",
+                                  "trials huge line", "trials binary", "agentprop fifo", "agentprop /dev/zero labels"])
 def test_bounds_hold_in_a_real_process(tmp_path: Path, what: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    trials = ["--model-name", "m", "--cluster", "case", "--condition", "cond", "--outcome", "hit",
+              "--out", str(tmp_path / "o")]
     if what == "alias bomb":
         args = ["validate", str(dump(tmp_path / "s.yaml", "name: b\n" + alias_bomb(9, 9)))]
     elif what == "params alias bomb":
@@ -411,6 +423,31 @@ def test_bounds_hold_in_a_real_process(tmp_path: Path, what: str) -> None:
         with path.open("w") as fh:
             fh.write("k: [" + "1, " * (20 << 20) + "]\n")  # 60 MB, over the 16 MiB cap
         args = ["validate", str(path)]
+    elif what == "trials /dev/zero":
+        args = ["import", "trials", "/dev/zero", *trials]
+    elif what == "trials fifo":  # opened, it would block for ever (no writer): the timeout would fail the test
+        os.mkfifo(tmp_path / "t.csv")
+        args = ["import", "trials", str(tmp_path / "t.csv"), *trials]
+    elif what == "trials big file":  # over the cap: refused by its size, never read
+        env["TRIALGRID_MAX_INPUT_MB"] = "8"
+        args = ["import", "trials", str(dump(tmp_path / "t.csv", "case,cond,hit\n" + "c,a,1\n" * (2 << 20))), *trials]
+    elif what == "trials huge line":  # within the cap, one 40 MB cell: refused before any column is worked on
+        env["TRIALGRID_MAX_INPUT_MB"] = "48"
+        args = ["import", "trials", str(dump(tmp_path / "t.csv", "case,cond,hit\n" + "x" * (40 << 20))), *trials]
+    elif what == "trials binary":
+        args = ["import", "trials", str(dump(tmp_path / "t.csv", b"case,cond,hit\n" + os.urandom(8 << 20))),
+                *trials]
+    elif what == "agentprop fifo":
+        (tmp_path / "a").mkdir()
+        os.mkfifo(tmp_path / "a" / "p2_all_rejudged.csv")
+        args = ["import", "agentprop", str(tmp_path / "a"), "--out", str(tmp_path / "o")]
+    elif what == "agentprop /dev/zero labels":  # copied beside the run: it must not fill the disk
+        (tmp_path / "a").mkdir()
+        columns = ("session_id,model,injection_type,heuristic_correct,candidate,reference,gpt4o_verdict,"
+                   "gemini_25_flash_verdict,gpt4o_mini_verdict\n")
+        dump(tmp_path / "a" / "ensemble_judge.csv", columns + "s1,m,x,true,a,b,true,false,true\n")
+        (tmp_path / "a" / "human_labels_zero.csv").symlink_to("/dev/zero")
+        args = ["import", "agentprop", str(tmp_path / "a"), "--out", str(tmp_path / "o")]
     else:
         folder = tmp_path / "b"
         folder.mkdir()
@@ -425,18 +462,23 @@ def test_bounds_hold_in_a_real_process(tmp_path: Path, what: str) -> None:
 
 
 def test_no_generated_label_writes_outside_its_directory(tmp_path: Path) -> None:
-    """Property: whatever a label holds, the files named after it stay inside the target directory."""
+    """Property: whatever a label holds, the files named after it stay inside the target directory, and no two
+    labels share a file name, even on a file system that ignores case."""
     from runner.core.safety import confined, safe_filename
 
     rng = random.Random(SEED)
-    alphabet = ["/", "\\", ".", "..", "~", "\x00", "\n", " ", "a", "Z", "-", "_", ":", "*", "é", "\u202e", "$", "%2e"]
+    alphabet = ["/", "\\", ".", "..", "~", "\x00", "\n", " ", "a", "A", "z", "Z", "-", "_", ":", "*", "é", "É", "\u202e",
+                "$", "%2e"]
     seen: dict[str, str] = {}
+    folded: dict[str, str] = {}  # macOS and Windows compare file names without case
     target = tmp_path / "target"
     target.mkdir()
     for _ in range(3000):
         label = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12)))
         name = safe_filename(label)
         assert seen.setdefault(name, label) == label, f"{label!r} and {seen[name]!r} share {name!r}"
+        assert folded.setdefault(name.casefold(), label) == label, \
+            f"{label!r} and {folded[name.casefold()]!r} share {name!r} where case is ignored"
         for pattern in ("{}.svg", "{}.disagreements.jsonl", "view.{}.x.csv"):
             path = confined(target, pattern.format(name))
             path.write_text("x")

@@ -396,6 +396,72 @@ def test_safe_filename_is_injective_and_plain() -> None:
     labels = ["team/model", "team-model", "team_model", "..", ".", "", "a" * 300, "CON", "x-0123abcd", "/etc/passwd",
               "model", "Model", "é", "a\x00b"]
     names = [safe_filename(x) for x in labels]
-    assert len(set(names)) == len(labels)
+    assert len(set(names)) == len(labels) and len({n.casefold() for n in names}) == len(labels)
     assert safe_filename("team-model") == "team-model" and safe_filename("sim-typical") == "sim-typical"
+    # on macOS (APFS) and Windows, Model.svg and model.svg are one file: an upper-case label is hashed
+    assert safe_filename("model") == "model" and safe_filename("Model").startswith("Model-")
+    assert safe_filename("Model").casefold() != safe_filename("MODEL").casefold()
     assert all("/" not in n and "\x00" not in n and not n.startswith(".") and len(n) <= 100 for n in names)
+
+
+def test_an_output_path_holding_rich_markup_is_printed_as_is(tmp_path: Path) -> None:
+    """A path is text: ``[red]x[/]`` is neither a style nor a crash (``[/bold]`` closes nothing), nor a glob."""
+    sweep = write(tmp_path / "s.yaml", quickstart(tmp_path))
+    out = tmp_path / "o[red]x[/]y"
+    result = cli.invoke(app, ["run", str(sweep), "--out", str(out), "--no-report"])
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert f"output: {out}" in result.stderr
+    assert cli.invoke(app, ["report", str(out), "-q"]).exit_code == 0  # the parts are read by name, not as a pattern
+    dest = tmp_path / "n[/bold]"
+    rescored = cli.invoke(app, ["rescore", str(out), "--out", str(dest)])
+    assert rescored.exit_code == 0, (rescored.output, rescored.exception)
+    assert f"rows into {dest}:" in rescored.stderr
+    template = tmp_path / "t[bold]z[/].yaml"
+    template.parent.mkdir(parents=True, exist_ok=True)
+    written = cli.invoke(app, ["template", "misselection", "--out", str(template)])
+    assert written.exit_code == 0 and f"wrote {template}" in written.stderr
+
+
+# -- importers' tables: bounded like every other input ---------------------------------------------------------------
+
+def test_a_trials_csv_over_the_cap_is_refused_by_its_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRIALGRID_MAX_INPUT_MB", "0.01")
+    line = one_line_error(cli.invoke(app, ["import", "trials", str(trials_csv(tmp_path / "t.csv", 2000)), "--out",
+                                           str(tmp_path / "o"), *TRIALS_ARGS]))
+    assert "input cap" in line and "TRIALGRID_MAX_INPUT_MB" in line and not (tmp_path / "o").exists()
+
+
+def test_a_parquet_file_that_decodes_past_the_cap_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "t.parquet"
+    pl.DataFrame({"case": ["c" * 1000] * 4000, "cond": ["a", "b"] * 2000, "hit": [1, 0] * 2000}).write_parquet(path)
+    monkeypatch.setenv("TRIALGRID_MAX_INPUT_MB", "1")
+    assert path.stat().st_size < 1 << 20  # small on disk: only its decoded size is over the cap
+    line = one_line_error(cli.invoke(app, ["import", "trials", str(path), "--out", str(tmp_path / "o"), *TRIALS_ARGS]))
+    assert "decodes to" in line and "input cap" in line
+
+
+def test_a_trials_cell_longer_than_the_cell_cap_names_its_row_and_column(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("case,cond,hit\nc,a,1\nc,b,\"" + "x" * (2 << 20) + "\"\n")
+    line = one_line_error(cli.invoke(app, ["import", "trials", str(path), "--out", str(tmp_path / "o"), *TRIALS_ARGS]))
+    assert "data row 2" in line and "'hit'" in line and "t.csv" in line
+
+
+def test_a_trials_file_whose_path_holds_glob_characters_is_read_by_name(tmp_path: Path) -> None:
+    folder = tmp_path / "x[1]*"
+    folder.mkdir()
+    result = cli.invoke(app, ["import", "trials", str(trials_csv(folder / "t?.csv")), "--out", str(tmp_path / "o"),
+                              *TRIALS_ARGS])
+    assert result.exit_code == 0 and "12 trials" in result.output
+
+
+@pytest.mark.parametrize(("target", "kind"), [("fifo", "FIFO"), ("/dev/zero", "device")])
+def test_an_agentprop_csv_that_is_no_file_is_named(tmp_path: Path, target: str, kind: str) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    if target == "fifo":
+        os.mkfifo(src / "p2_all_rejudged.csv")
+    else:
+        (src / "p2_all_rejudged.csv").symlink_to(target)
+    line = one_line_error(cli.invoke(app, ["import", "agentprop", str(src), "--out", str(tmp_path / "o")]))
+    assert kind in line and "p2_all_rejudged.csv" in line  # was: skipped, "no AgentProp-Bench CSV found"

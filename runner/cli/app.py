@@ -29,6 +29,7 @@ from runner.cli.console import (
     fail,
     note,
     out,
+    plain,
     warn,
 )
 from runner.core.errors import UserError
@@ -203,8 +204,7 @@ def run(
         target = out_dir or Path(loaded.sweep.output)
         check_output_dir(target)
         # --quiet keeps the warnings (a damaged part set aside, a damaged cache rebuilt)
-        say = (lambda s: err.print(s, soft_wrap=True) if s.startswith("warning:") else None) if quiet \
-            else (lambda s: err.print(s, soft_wrap=True))
+        say = (lambda s: plain(s) if s.startswith("warning:") else None) if quiet else plain
         # the mode and every rule about it are runner.run's (runner/execution/modes.py): --ray is an address
         with sigterm_as_interrupt() as terminated:
             result = modes.run(loaded, target, mode=modes.BATCH if batch else None, address=ray, workers=workers,
@@ -220,11 +220,11 @@ def run(
         raise typer.Exit(EXIT_INTERRUPTED) from None
     if result.stopped:
         done = result.skipped + result.stats.done
-        err.print(f"stopped: {result.stopped}; {done:,} of {result.total:,} trials written. "
-                  "Raise `budget` in the sweep and rerun the same command to continue.", soft_wrap=True)
+        plain(f"stopped: {result.stopped}; {done:,} of {result.total:,} trials written. "
+              "Raise `budget` in the sweep and rerun the same command to continue.")
     if not quiet:
-        err.print(f"{result.stats.done:,} trials run ({result.skipped:,} already done) in {result.elapsed_s:.1f} s; "
-                  f"counts: {result.counts}; output: {target}")
+        plain(f"{result.stats.done:,} trials run ({result.skipped:,} already done) in {result.elapsed_s:.1f} s; "
+              f"counts: {result.counts}; output: {target}")
         if not no_report:
             print_report(target, out)
     errors_left = _error_verdict(sweep, target, max_error_rate)
@@ -286,8 +286,8 @@ def _gate(target: Path, names: list[str], exit_now: bool = True) -> None:
     for line in lines:
         err.print(Text(term_text(line)), soft_wrap=True)
     passed = sum(1 for v in verdicts if v.verdict == "pass")
-    err.print(f"--fail-on {', '.join(names)}: {passed} of {len(verdicts)} case verdicts pass"
-              + (f"; {len(lines)} do not" if lines else ""))
+    plain(f"--fail-on {', '.join(names)}: {passed} of {len(verdicts)} case verdicts pass"
+          + (f"; {len(lines)} do not" if lines else ""))
     if lines and exit_now:
         raise typer.Exit(EXIT_GATE)
 
@@ -323,11 +323,11 @@ def rescore(
     from runner.execution.rescore import rescore as rescore_output
 
     try:
-        result = rescore_output(source, dest, sweep, say=lambda s: err.print(Text(s), soft_wrap=True))
+        result = rescore_output(source, dest, sweep, say=plain)
     except UserError as exc:
         raise fail(exc) from None
-    err.print(f"rescored {result.rows:,} rows into {dest}: {result.changed:,} changed outcome, "
-              f"{result.errors_kept:,} error rows kept as errors; counts: {result.counts}", soft_wrap=True)
+    plain(f"rescored {result.rows:,} rows into {dest}: {result.changed:,} changed outcome, "
+          f"{result.errors_kept:,} error rows kept as errors; counts: {result.counts}")
 
 
 import_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
@@ -532,7 +532,7 @@ def template(
     if dest.exists():
         raise fail(UserError("file exists; not overwriting", file=dest))
     dest.write_text(probe.template)
-    err.print(f"wrote {dest}")
+    plain(f"wrote {dest}")
 
 
 @app.command()

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.text import Text
 
 from runner.core.errors import UserError
-from runner.core.safety import one_line
+from runner.core.safety import one_line, term_text
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
@@ -31,6 +31,12 @@ def fail(exc: UserError, *, every: bool = False) -> typer.Exit:
         # user text (labels, paths, server output) is never markup and never terminal control
         err.print(Text.assemble(("error:", "bold red"), " ", one_line(problem)), soft_wrap=True)
     return typer.Exit(EXIT_BAD_INPUT)
+
+
+def plain(line: str, console: Console = err) -> None:
+    """A message of a command's own: paths and labels in it are text, never rich markup (``[red]``, ``[/]``)
+    and never terminal control."""
+    console.print(Text(term_text(line)), soft_wrap=True)
 
 
 def note(line: str) -> None:

@@ -97,7 +97,7 @@ def spent_in(trials_dir: Path, prices: Mapping[str, ModelPrice]) -> tuple[float,
     parts = sorted(trials_dir.glob("*.arrow"))
     if not parts:
         return 0.0, 0
-    usage = usage_by_model(pl.scan_ipc([str(p) for p in parts]), prices)
+    usage = usage_by_model(pl.scan_ipc([str(p) for p in parts], glob=False), prices)
     usd = float(usage["cost_usd"].fill_null(0.0).sum())
     tokens = int(usage["input_tokens"].sum()) + int(usage["output_tokens"].sum())
     return usd, tokens

@@ -6,10 +6,14 @@ come from labels in them. So:
 
 - **bounds**: a user file is read only when it is a regular file no larger than
   ``max_input_bytes()`` (``TRIALGRID_MAX_INPUT_MB``; default 16 MiB for YAML, 128 MiB for
-  JSON and JSON lines, which parse into far less memory per byte), never a device,
-  FIFO or directory, and never more than the cap plus one byte;
+  data files — JSON, JSON lines, CSV, Parquet — which parse into far less memory per
+  byte), never a device, FIFO or directory, and never more than the cap plus one byte;
+  a compressed file (Parquet) is held to the same cap for its decoded size
+  (``check_decoded_size``), and a table's cells to ``MAX_CELL_BYTES``. No importer streams without a bound: each reads a whole
+  file (a trials CSV's checks — duplicate cells, per-cell run numbers — need every row),
+  so the cap is what bounds its memory;
 - **confinement**: a label that becomes part of a file name goes through
-  ``safe_filename`` (injective: two labels never share a file), and every such write
+  ``safe_filename`` (injective, even with case ignored: two labels never share a file), and every such write
   goes through ``confined``, which refuses a path that resolves outside its directory;
 - **escaping**: ``csv_cell`` neutralises spreadsheet formulas (OWASP: a leading ``'``
   before ``= + - @`` tab and CR, numbers excepted); ``term_text`` shows control
@@ -36,17 +40,19 @@ from runner.core.errors import UserError
 #: environment variable raising (or lowering) the size cap of every user file trialgrid reads
 MAX_INPUT_ENV = "TRIALGRID_MAX_INPUT_MB"
 DEFAULT_MAX_INPUT_MB = 16
-#: JSON (and JSON lines: BFCL's full import is a 20 MB case file) has no aliases and no line map to build
-DEFAULT_MAX_JSON_INPUT_MB = 128
-_JSON_SUFFIXES = (".json", ".jsonl")
+#: data files: JSON (and JSON lines: BFCL's full import is a 20 MB case file) has no aliases and no line map to
+#: build; a CSV or Parquet file of trials is a table of short strings (a million trials is about 50 MB of CSV)
+DEFAULT_MAX_DATA_INPUT_MB = 128
+_DATA_SUFFIXES = (".json", ".jsonl", ".csv", ".parquet", ".pq")
 
 
 def max_input_bytes(path: Path | None = None) -> int:
-    """The size cap of sweeps, case files, catalogues and importer inputs, in bytes (``path`` picks JSON's)."""
+    """The size cap of sweeps, case files, catalogues and importer inputs, in bytes (``path`` picks a data
+    file's)."""
     raw = os.environ.get(MAX_INPUT_ENV, "").strip()
     if not raw:
-        json_like = path is not None and path.suffix.lower() in _JSON_SUFFIXES
-        return (DEFAULT_MAX_JSON_INPUT_MB if json_like else DEFAULT_MAX_INPUT_MB) << 20
+        data = path is not None and path.suffix.lower() in _DATA_SUFFIXES
+        return (DEFAULT_MAX_DATA_INPUT_MB if data else DEFAULT_MAX_INPUT_MB) << 20
     try:
         mb = float(raw)
     except ValueError:
@@ -68,9 +74,8 @@ def _kind_of(mode: int) -> str:
     return "not a regular file"
 
 
-def check_regular_file(path: Path, *, what: str, cap: bool = True) -> int:
-    """The size of ``path`` if it is a regular file (within the cap, unless ``cap`` is false: bulk data
-    an importer streams); otherwise a located ``UserError``."""
+def check_regular_file(path: Path, *, what: str) -> int:
+    """The size of ``path`` if it is a regular file within the cap; otherwise a located ``UserError``."""
     try:
         st = path.stat()
     except FileNotFoundError:
@@ -82,7 +87,7 @@ def check_regular_file(path: Path, *, what: str, cap: bool = True) -> int:
         raise UserError(f"{what} is {_kind_of(st.st_mode)}, not a regular file", file=path,
                         hint="name a file with the content itself")
     limit = max_input_bytes(path)
-    if cap and st.st_size > limit:
+    if st.st_size > limit:
         raise UserError(f"{what} is {st.st_size:,} bytes, over the {limit:,}-byte input cap", file=path,
                         hint=f"set {MAX_INPUT_ENV} to a larger number of megabytes if the file is meant to be this big")
     return st.st_size
@@ -101,6 +106,27 @@ def read_capped(path: Path, *, what: str) -> bytes:
         raise UserError(f"{what} grew past the {cap:,}-byte input cap while being read", file=path,
                         hint=f"set {MAX_INPUT_ENV} to a larger number of megabytes if the file is meant to be this big")
     return raw
+
+
+#: the longest cell of an imported table (a label, an error text): a whole file in one cell costs its size again
+#: in every column expression an importer runs over it
+MAX_CELL_BYTES = 1 << 20
+
+
+def check_cell_size(size: int, path: Path, *, what: str, row: int, column: str) -> None:
+    """A table cell (``row``: 1-based, the header not counted) must hold at most ``MAX_CELL_BYTES``."""
+    if size > MAX_CELL_BYTES:
+        raise UserError(f"{what}: data row {row:,}, column {one_line(column)[:80]!r} holds {size:,} bytes; a cell may "
+                        f"hold at most {MAX_CELL_BYTES:,}", file=path,
+                        hint="is a quote left open, or is this not a table of trials?")
+
+
+def check_decoded_size(size: int, path: Path, *, what: str) -> None:
+    """A compressed file (Parquet) must decode to no more than the cap: its bytes on disk bound nothing."""
+    cap = max_input_bytes(path)
+    if size > cap:
+        raise UserError(f"{what} decodes to {size:,} bytes, over the {cap:,}-byte input cap", file=path,
+                        hint=f"set {MAX_INPUT_ENV} to a larger number of megabytes if the file is meant to be this big")
 
 
 def decode_utf8(raw: bytes, path: Path, *, what: str) -> str:
@@ -146,13 +172,15 @@ def printable_label(value: str, what: str) -> str:
 def safe_filename(label: str) -> str:
     """A file-name component for ``label``: the label itself when it is plainly safe, else a slug and a hash.
 
-    Injective: a label kept as is never ends in ``-`` and 8 hex digits (those are hashed
-    too), and a hashed one always does, with the hash of the whole label, so ``team/model``
-    and ``team-model`` get different files. The result never contains a separator, never
-    starts with a dot and is at most 100 characters.
+    Injective, also where file names are compared without case (macOS's and Windows'
+    default file systems): a label kept as is is lower case and never ends in ``-`` and 8
+    hex digits (those are hashed too), and a hashed one always does, with the hash of
+    the exact label, so ``team/model`` and ``team-model``, or ``Model`` and ``model``, get
+    different files. The result never contains a separator, never starts with a dot and
+    is at most 100 characters.
     """
     text = str(label)
-    if (_SAFE_NAME.fullmatch(text) and not _HASHED_TAIL.search(text) and ".." not in text
+    if (_SAFE_NAME.fullmatch(text) and text == text.lower() and not _HASHED_TAIL.search(text) and ".." not in text
             and not text.endswith(".") and not _WINDOWS_RESERVED.fullmatch(text)):
         return text
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).replace("..", "-").strip("-.")[:80] or "x"

@@ -132,7 +132,7 @@ def latest(frame: pl.LazyFrame) -> pl.LazyFrame:
 
 def scan_latest(parts: list[Path]) -> pl.LazyFrame:
     """A lazy scan of ``parts`` with superseded rows removed (nothing extra to do when no trial repeats)."""
-    frame = pl.scan_ipc([str(p) for p in parts])
+    frame = pl.scan_ipc([str(p) for p in parts], glob=False)  # literal paths: OUT may hold [ or *
     key = _key(frame.collect_schema().names())
     if "trial_id" not in key:
         return frame
@@ -160,7 +160,7 @@ def resume_keys(parts: list[Path], retry_kinds: Collection[str] | None = None) -
     one of those kinds."""
     if not parts:
         return ResumeSet(np.empty(0, dtype=np.uint64), {})
-    frame = pl.scan_ipc([str(p) for p in parts])
+    frame = pl.scan_ipc([str(p) for p in parts], glob=False)  # literal paths: OUT may hold [ or *
     retry: dict[str, int] = {}
     if retry_kinds:
         names = frame.collect_schema().names()

@@ -6,7 +6,11 @@ is enough to rebuild what the model said:
 
 - single-call probes (``misselection``, ``negative``, ``phantom``, ``judge``): the
   last response — ``tool_calls`` (raw argument strings, re-parsed exactly as the
-  wire decoders parse them) and ``response_text``;
+  wire decoders parse them) and ``response_text``; and whether those calls were
+  read from the reply's text (``calls_from_text``, the column of the probes that
+  score it: a ``tool_call_parser`` reads the text only when the reply has no native
+  call, so when it is true every stored call came from the text; an output written
+  before the column existed has none, and its calls replay as native ones);
 - multi-step probes (``propagation``): the ``steps`` column, one model reply per turn
   (its ``assistant`` text and ``call`` steps). A call the loop corrupted is stored
   *after* the injection, so its original argument is restored from the step's
@@ -74,7 +78,8 @@ def stored_responses(row: Mapping[str, Any]) -> list[ChatResponse] | None:
     if calls is None:
         return None  # the trial's calls all failed (e.g. an auditor that never answered)
     tool_calls = tuple(_call(c["name"], c["arguments"], c["id"] or "", c["parse_error"]) for c in calls)
-    return [ChatResponse(row.get("response_text") or "", tool_calls)]
+    from_text = len(tool_calls) if row.get("calls_from_text") else 0
+    return [ChatResponse(row.get("response_text") or "", tool_calls, calls_from_text=from_text)]
 
 
 class ReplayAgent(Agent):

@@ -481,12 +481,14 @@ def read_trials(out_dir: Path) -> pl.LazyFrame:
     not known without one). Unrepaired streams of a crashed run are not included.
     """
     trials_dir = Path(out_dir) / TRIALS_DIR
-    if not any(trials_dir.glob(f"*{_FILE_SUFFIX}")):
+    parts = sorted(trials_dir.glob(f"*{_FILE_SUFFIX}"))
+    if not parts:
         raise FileNotFoundError(
             f"no finalized trial parts in {trials_dir} (expected {TRIALS_DIR}/*.arrow); "
             "the run has written nothing yet, or crashed and was not resumed"
         )
-    return pl.scan_ipc(str(trials_dir / f"*{_FILE_SUFFIX}"))
+    # the parts by name, not a pattern: polars would read a [ or * in OUT's path as a glob
+    return pl.scan_ipc([str(p) for p in parts], glob=False)
 
 
 def _final_path(stream: Path) -> Path:

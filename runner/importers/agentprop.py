@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -42,10 +42,11 @@ from runner.core.manifest import (
     SweepSnapshot,
     write_manifest,
 )
-from runner.core.safety import one_line
+from runner.core.safety import read_capped
 from runner.core.schema import STATUS_OK, trial_schema
 from runner.execution.sink import TrialSink
 from runner.importers.output import run_output
+from runner.importers.tables import Table, read_table
 from runner.probes.judge import JudgeProbe
 from runner.probes.propagation import PropagationProbe
 
@@ -66,17 +67,14 @@ _REQUIRED = {
 _HUMAN_GLOB = "human_labels_*.csv"
 
 
-def _read(path: Path) -> pl.DataFrame:
-    try:
-        frame = pl.read_csv(path, infer_schema_length=0)  # every column as text; typed below, explicitly
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        raise UserError(f"cannot read CSV: {one_line(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)[:200]}",
-                        file=path) from None
+def _read(path: Path) -> Table:
+    table = read_table(path, what="AgentProp-Bench CSV")  # every column as text; typed below, explicitly
+    frame = table.frame
     missing = [c for c in _REQUIRED[path.name] if c not in frame.columns]
     if missing:
         raise UserError(f"missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}", file=path, line=1,
                         hint="is this an AgentProp-Bench per-trace CSV of the released format?")
-    return frame
+    return table
 
 
 def _bool(col: str) -> pl.Expr:
@@ -163,12 +161,14 @@ def import_agentprop(source: Path, out: Path, *, force: bool = False) -> dict[st
     """Convert the CSVs in ``source`` into a trialgrid run at ``out``; return rows written per probe."""
     if not source.is_dir():
         raise UserError("not a folder", file=source, hint="pass the folder holding AgentProp-Bench's CSVs")
-    present = {name: source / name for name in _REQUIRED if (source / name).is_file()}
+    # whatever holds a known name is read (a FIFO or device there is refused by name, not skipped as absent)
+    present = {name: source / name for name in _REQUIRED if os.path.lexists(source / name)}
     if not present:
         raise UserError(f"no AgentProp-Bench CSV found (expected some of {', '.join(_REQUIRED)})", file=source)
     target = run_output(out, force=force)  # checked now, built beside --out and swapped in at the end
-    frames = {name: _read(path) for name, path in present.items()}
-    shas = {name: hashlib.sha256(path.read_bytes()).hexdigest() for name, path in present.items()}
+    tables = {name: _read(path) for name, path in present.items()}
+    frames = {name: t.frame for name, t in tables.items()}
+    shas = {name: t.sha256 for name, t in tables.items()}
     humans = sorted(source.glob(_HUMAN_GLOB))
     sweep_id = hashlib.sha256(json.dumps(sorted(shas.items())).encode()).hexdigest()[:16]
 
@@ -205,8 +205,8 @@ def import_agentprop(source: Path, out: Path, *, force: bool = False) -> dict[st
         copied = []
         if humans and "judges" in parts:
             label_dir.mkdir(exist_ok=True)
-            for path in humans:
-                shutil.copyfile(path, label_dir / path.name)
+            for path in humans:  # bounded and regular, as every input: a link to /dev/zero must not fill the disk
+                (label_dir / path.name).write_bytes(read_capped(path, what="human labels file"))
                 copied.append(f"human_labels/{path.name}")
         now = datetime.now(UTC).isoformat(timespec="seconds")
         probes = {name: ProbeRecord(kind="judge" if name == "judges" else "propagation") for name in parts}

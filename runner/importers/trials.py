@@ -37,10 +37,10 @@ from runner.core.manifest import (
     SweepSnapshot,
     write_manifest,
 )
-from runner.core.safety import check_regular_file, one_line
 from runner.core.schema import STATUS_ERROR, STATUS_OK, trial_schema
 from runner.execution.sink import TrialSink
 from runner.importers.output import run_output
+from runner.importers.tables import read_table
 from runner.probes import PROBES, Contrast
 
 _TRUE = {"1", "true", "t", "yes", "y", "1.0"}
@@ -77,20 +77,6 @@ def parse_contrast(spec: str) -> Contrast:
     return Contrast(label=label, outcome=outcome, arm_a=tuple(a.split("+")), arm_b=tuple(b.split("+")))
 
 
-def _read(path: Path) -> pl.DataFrame:
-    check_regular_file(path, what="trials file", cap=False)
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".csv":
-            return pl.read_csv(path, infer_schema_length=0)  # all strings: we coerce each column ourselves
-        if suffix in (".parquet", ".pq"):
-            return pl.read_parquet(path)
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        raise UserError(f"cannot read: {one_line(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)[:200]}",
-                        file=path) from None
-    raise UserError(f"unsupported file type {suffix!r}", file=path, hint="give a .csv or .parquet file")
-
-
 def _bool(col: str, name: str) -> tuple[pl.Expr, pl.Expr]:
     text = pl.col(col).cast(pl.String).str.strip_chars().str.to_lowercase()
     return (pl.when(text.is_in(list(_TRUE))).then(True)
@@ -101,7 +87,8 @@ def _bool(col: str, name: str) -> tuple[pl.Expr, pl.Expr]:
 
 def import_trials(source: Path, out: Path, mapping: TrialsMapping, *, force: bool = False) -> dict[str, int]:
     """Write ``source``'s rows as a trialgrid run at ``out``; return counts by status."""
-    frame = _read(source)
+    read = read_table(source, what="trials file")  # bounded by the input cap: the checks below need every row
+    frame, sha = read.frame, read.sha256
     if frame.height == 0:
         raise UserError("the file has no rows", file=source, hint="nothing to import: check the file")
     if (mapping.model is None) == (mapping.model_name is None):
@@ -135,7 +122,6 @@ def import_trials(source: Path, out: Path, mapping: TrialsMapping, *, force: boo
                                                   f"{', '.join(sorted(present)[:20])}")
     target = run_output(out, force=force)  # checked now, built beside --out and swapped in at the end
 
-    sha = hashlib.sha256(source.read_bytes()).hexdigest()
     sweep_id = hashlib.sha256(f"{sha}:{mapping.probe}:{mapping.kind}".encode()).hexdigest()[:16]
     model = pl.col(mapping.model).cast(pl.String) if mapping.model else pl.lit(mapping.model_name, pl.String)
     if mapping.status:

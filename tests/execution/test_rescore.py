@@ -20,7 +20,7 @@ from runner.cli.app import app
 from runner.config.sweep import load_sweep
 from runner.core.errors import UserError
 from runner.core.types import ChatResponse
-from runner.execution.replay import ReplayAgent, ReplayExhausted, responses_from_steps
+from runner.execution.replay import ReplayAgent, ReplayExhausted, responses_from_steps, stored_responses
 from runner.execution.rescore import rescore
 from runner.execution.run import run_sweep
 from runner.sim.serve import ServeOptions, ServerThread
@@ -172,3 +172,25 @@ def test_a_changed_seed_or_a_missing_source_is_refused_clearly(tmp_path: Path) -
     assert not (tmp_path / "new").exists()
     result = CliRunner().invoke(app, ["rescore", str(tmp_path / "nothing"), "--out", str(tmp_path / "n2")])
     assert result.exit_code == 2 and "not a trialgrid output directory" in result.output
+
+
+@pytest.mark.parametrize("name", ["quickstart", "negatives"])
+def test_calls_read_from_the_text_are_still_from_the_text_after_rescore(tmp_path: Path, name: str) -> None:
+    sweep = _copy_sweep(tmp_path, name, 2, provider="callable", function="tests.execution.text_call_agents:hermes_text",
+                        tool_call_parser="hermes")
+    run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True)
+    before = _rows(tmp_path / "out")
+    assert before["calls_from_text"].sum() > 0  # the sweep really has calls read from text
+    result = rescore(tmp_path / "out", tmp_path / "new")
+    after = _rows(tmp_path / "new")
+    assert after["calls_from_text"].to_list() == before["calls_from_text"].to_list()
+    assert result.changed == 0
+
+
+def test_a_row_stored_before_calls_from_text_existed_replays_as_native_calls() -> None:
+    row = {"tool_calls": [{"name": "get_order", "arguments": "{}", "id": "c0", "parse_error": None}],
+           "response_text": "", "steps": None}
+    (response,) = stored_responses(row)  # no calls_from_text column: an older output
+    assert response.calls_from_text == 0 and response.tool_calls[0].name == "get_order"
+    (response,) = stored_responses({**row, "calls_from_text": True})
+    assert response.calls_from_text == 1
