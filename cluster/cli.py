@@ -66,7 +66,7 @@ def _stdout(text: str) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add the Ray Jobs commands to the ``trialgrid`` app."""
-    from runner.cli import err, fail, out
+    from runner.cli import err, fail, out, plain
 
     address_option = typer.Option(..., "--address", envvar=ADDRESS_ENV,
                                   help="The head's Ray Jobs (dashboard) address, e.g. http://HEAD:8265 "
@@ -98,12 +98,12 @@ def register(app: typer.Typer) -> None:
                                  strict_params=strict_params, cache=cache)
         except UserError as exc:
             raise fail(exc) from None
-        err.print(f"submitted job {job_id} to {address}; output: {out_dir} on the head node")
-        err.print(f"  follow: trialgrid logs {job_id} --address {address} --follow")
-        out.print(job_id)
+        plain(f"submitted job {job_id} to {address}; output: {out_dir} on the head node")
+        plain(f"  follow: trialgrid logs {job_id} --address {address} --follow")
+        out.print(job_id, markup=False, highlight=False)
         if wait:
             state = jobs.follow(job_id, address=address, write=_stderr)
-            err.print(f"job {job_id}: {state}")
+            plain(f"job {job_id}: {state}")
             if state != "SUCCEEDED":
                 raise typer.Exit(1)
 
@@ -121,7 +121,7 @@ def register(app: typer.Typer) -> None:
         from cluster.watch import output_summary
 
         try:
-            out.print(jobs.status(job_id, address=address))
+            out.print(jobs.status(job_id, address=address), markup=False, highlight=False)
             where = jobs.output_dir(job_id, address=address)
         except UserError as exc:
             raise fail(exc) from None
