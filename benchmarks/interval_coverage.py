@@ -60,7 +60,7 @@ mid-p and exact intervals for Σn independent trials, from the exact distributio
 floor of the sparse difference cells with ≥ 12 prompts: the coverage of the MOVER (correlation 0)
 of the two arms' intervals of independent trials (design effect 1), exact for equal sizes (2-D
 convolution of one prompt's joint (h_A, h_B) pmf) and from 400,000 simulated designs for unequal
-sizes (--only floor-diff prints only that table, about 2 minutes).
+sizes (--only floor-diff prints only that table, about 5 minutes on 2 cores).
 --re-posterior adds a measured candidate that is not shipped (docs/statistics-coverage.md,
 "Candidates measured"): the equal-tailed credible interval of μ in a logit-normal random-effects
 model (uniform prior on the median prompt rate, half-normal(2) prior on σ), by grid quadrature.
