@@ -1,7 +1,9 @@
 """Coverage and width of cluster intervals for a pooled rate and a paired A − B difference.
 
 Usage: PYTHONPATH=. python benchmarks/interval_coverage.py [--quick] [--designs N] [--analytic-designs N]
-                                                          [--resamples B] [--seed S] [--only rate|diff] [--floor]
+                                                          [--resamples B] [--seed S] [--prompts 6,12,...]
+                                                          [--only rate|diff|floor|floor-diff] [--floor]
+                                                          [--no-stress] [--re-posterior]
 
 Simulation study behind the default interval method of ``stats.cluster_bootstrap_ci`` /
 ``stats.cluster_bootstrap_many`` (issue 15). Seeded: the same command prints the same table.
@@ -54,7 +56,14 @@ bootstrap methods (0.49 pp), B = 999 resamples. --quick: 400 designs, B = 299. F
 about 4 CPU-minutes (10 minutes of wall time on 2 shared cores; --resamples 0 about a minute).
 --floor adds the exact coverage floor of the rate cells with 6–30 prompts: the coverage of the
 mid-p and exact intervals for Σn independent trials, from the exact distribution of (Σhits,
-Σtrials) in the cell (quadrature over the prompt rates, FFT convolution over prompts).
+Σtrials) in the cell (quadrature over the prompt rates, FFT convolution over prompts); and the
+floor of the sparse difference cells with ≥ 12 prompts: the coverage of the MOVER (correlation 0)
+of the two arms' intervals of independent trials (design effect 1), exact for equal sizes (2-D
+convolution of one prompt's joint (h_A, h_B) pmf) and from 400,000 simulated designs for unequal
+sizes (--only floor-diff prints only that table, about 5 minutes on 2 cores).
+--re-posterior adds a measured candidate that is not shipped (docs/statistics-coverage.md,
+"Candidates measured"): the equal-tailed credible interval of μ in a logit-normal random-effects
+model (uniform prior on the median prompt rate, half-normal(2) prior on σ), by grid quadrature.
 """
 
 from __future__ import annotations
@@ -89,12 +98,16 @@ B_FACTOR = 0.4
 COPULA = 0.8
 DROP_MAX = 0.6
 LEVEL = 0.95
+#: simulated designs per 'uneq' cell of the difference floor (the 'eq' cells are exact)
+FLOOR_DESIGNS = 400_000
 
 RATE_METHODS = ("percentile", "bca", "boot-t", "t", "kg", "kg-uncapped", "jeffreys-eff", "wilson-eff", "kg-midp",
                 "kg-tilted")
 DIFF_METHODS = ("percentile", "bca", "boot-t", "t", "mover-kg", "mover-jeffreys", "mover-wilson", "mover-kg-midp",
                 "mover-kg-tilted")
 BOOT_METHODS = ("percentile", "bca", "boot-t")
+#: columns added by --re-posterior (a measured candidate, not a shipped method)
+RE_METHODS = ("re-post95", "re-post97", "re-post97+u")
 
 
 # ---------------------------------------------------------------- bootstrap kernels (per design, B resamples)
@@ -520,6 +533,254 @@ def print_floor() -> None:
               f"{100 * f['exact CP']:8.2f} {100 * f['mid-p df']:8.2f}{flag}")
 
 
+# ---------------------------------------------------------------- candidate: random-effects posterior (--re-posterior)
+
+#: grid of the random-effects candidate: m = location of logit p (step 0.02), σ = its spread (0 to 4)
+_RE_M = np.arange(-14.0, 14.0 + 1e-9, 0.02)
+_RE_S = np.linspace(0.0, 4.0, 17)
+_RE_X, _RE_W = np.polynomial.hermite_e.hermegauss(24)
+_RE_W = _RE_W / _RE_W.sum()
+_RE_TABLES: dict = {}
+#: prior scale of σ (half-normal) and credible level of the random-effects candidate
+RE_TAU = 2.0
+RE_LEVELS = (0.95, 0.97)
+
+
+def re_tables(runs: int, tau: float = RE_TAU) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Tables of the logit-normal random-effects model on the (σ, m) grid, for clusters of at most ``runs`` trials.
+
+    L[n, h, s, j] = log ∫ p^h (1 − p)^(n − h) φ(x) dx at p = expit(m_j + σ_s x) (24-node Gauss–Hermite);
+    μ[s, j] = E expit(m_j + σ_s Z), the marginal mean rate; prior[s, j] = log prior: m logistic(0, 1) (a uniform
+    prior on the median prompt's rate), σ half-normal(τ), trapezoid weights in σ.
+    """
+    key = (runs, tau)
+    if key not in _RE_TABLES:
+        eta = _RE_M[None, None, :] + _RE_S[:, None, None] * _RE_X[None, :, None]
+        lp, lq, lw = -np.logaddexp(0.0, -eta), -np.logaddexp(0.0, eta), np.log(_RE_W)[None, :, None]
+        L = np.zeros((runs + 1, runs + 1, _RE_S.size, _RE_M.size))
+        for n in range(1, runs + 1):
+            for h in range(n + 1):
+                L[n, h] = sp.logsumexp(h * lp + (n - h) * lq + lw, axis=1)
+        mu = (_RE_W[None, :, None] * sp.expit(eta)).sum(axis=1)
+        ws = np.full(_RE_S.size, _RE_S[1] - _RE_S[0])
+        ws[[0, -1]] *= 0.5
+        prior = (-0.5 * (_RE_S / tau) ** 2 + np.log(ws))[:, None] + (-np.logaddexp(0.0, -_RE_M)
+                                                                      - np.logaddexp(0.0, _RE_M))[None, :]
+        _RE_TABLES[key] = (L, mu, prior)
+    return _RE_TABLES[key]
+
+
+@nb.njit(parallel=True, cache=True)
+def re_posterior_kernel(h, n, L, mu, prior, tail):
+    """Equal-tailed credible interval of the marginal mean μ on the grid, per design (midpoint rule in m)."""
+    R, k = h.shape
+    S, M = mu.shape
+    runs = L.shape[0] - 1
+    lo = np.full(R, np.nan)
+    hi = np.full(R, np.nan)
+    for d in nb.prange(R):
+        cnt = np.zeros((runs + 1, runs + 1))
+        tot = 0.0
+        for i in range(k):
+            if n[d, i] > 0:
+                cnt[int(n[d, i]), int(h[d, i])] += 1.0
+                tot += n[d, i]
+        if tot == 0:
+            continue
+        lp = prior.copy()
+        for ni in range(1, runs + 1):
+            for hh in range(ni + 1):
+                if cnt[ni, hh] > 0:
+                    lp += cnt[ni, hh] * L[ni, hh]
+        mx = lp.max()
+        C = np.empty((S, M))
+        T = 0.0
+        for s in range(S):
+            acc = 0.0
+            for j in range(M):
+                e = math.exp(lp[s, j] - mx)
+                C[s, j] = acc + 0.5 * e
+                acc += e
+            T += acc
+        for side in range(2):
+            target = (tail if side == 0 else 1.0 - tail) * T
+            tl, th = -30.0, 30.0
+            for _ in range(60):  # bisection on logit(μ) for the posterior CDF F(μ) = target
+                tm = 0.5 * (tl + th)
+                t = 1.0 / (1.0 + math.exp(-tm))
+                F = 0.0
+                for s in range(S):
+                    if t < mu[s, 0]:
+                        continue
+                    if t >= mu[s, M - 1]:
+                        F += C[s, M - 1]
+                        continue
+                    a, b = 0, M - 1
+                    while b - a > 1:
+                        c = (a + b) // 2
+                        if mu[s, c] <= t:
+                            a = c
+                        else:
+                            b = c
+                    F += C[s, a] + (t - mu[s, a]) / (mu[s, b] - mu[s, a]) * (C[s, b] - C[s, a])
+                if F < target:
+                    tl = tm
+                else:
+                    th = tm
+            val = 1.0 / (1.0 + math.exp(-0.5 * (tl + th)))
+            if side == 0:
+                lo[d] = val
+            else:
+                hi[d] = val
+    return lo, hi
+
+
+def re_posterior(h: np.ndarray, n: np.ndarray, runs: int, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Random-effects candidate: credible interval of μ in the logit-normal model (the grid's own model)."""
+    L, mu, prior = re_tables(runs)
+    return re_posterior_kernel(np.ascontiguousarray(h), np.ascontiguousarray(n), L, mu, prior, (1.0 - level) / 2)
+
+
+def re_candidates(h: np.ndarray, n: np.ndarray, runs: int) -> dict:
+    """The random-effects candidate's columns: re-post{95,97} and re-post97+u (united with the floor's interval).
+
+    +u: the union with the mid-p interval at n* = Σn (z / t_{k−1})² — design effect 1 with the df adjustment,
+    the interval of the rate floor table — so the discreteness floor is respected.
+    """
+    _, N, r, _v, k = I.ratio_moments(h, n)
+    m = np.where(k > 1, N * (_norm_ppf_975() / I.t_quantiles(k - 1.0, LEVEL)) ** 2, 0.0)
+    ml, mh = I.clopper_pearson_midp(r * m, m, LEVEL)
+    out = {}
+    for level in RE_LEVELS:
+        out[f"re-post{round(100 * level)}"] = re_posterior(h, n, runs, level)
+    lo, hi = out["re-post97"]
+    out["re-post97+u"] = (np.fmin(lo, ml), np.fmax(hi, mh))
+    return out
+
+
+# ---------------------------------------------------------------- floor of the difference cells (design effect 1)
+
+_GH2_X, _GH2_W = np.polynomial.hermite_e.hermegauss(60)
+_GH2_W = _GH2_W / _GH2_W.sum()
+
+
+def _arm_rates(mu: float, par: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(p_A, p_B, weight) on a 60 × 60 Gauss–Hermite grid of the two arms' Gaussian copula (logit-normal)."""
+    z1, z2 = np.meshgrid(_GH2_X, _GH2_X, indexing="ij")
+    w = np.outer(_GH2_W, _GH2_W).ravel()
+    za, zb = z1.ravel(), (COPULA * z1 + math.sqrt(1 - COPULA ** 2) * z2).ravel()
+    pa = sp.expit(logit_location(mu, par) + par * za)
+    pb = sp.expit(logit_location(B_FACTOR * mu, par) + par * zb)
+    return pa, pb, w
+
+
+def diff_design_effect(mu: float, par: float, runs: int, sizes: str) -> float:
+    """Design effect of rA − rB: its (linearisation) variance over that of independent trials at the same sizes.
+
+    Per prompt, with e = (h_A − μ_A n_A) / E n_A − (h_B − μ_B n_B) / E n_B and the kept trials independent of the
+    rates: E e² = [E n_A E p_A(1 − p_A) + E n_A² Var p_A] / (E n_A)² + (same for B) − 2 Cov(p_A, p_B);
+    independent trials (every prompt at the mean rate) give μ_A(1 − μ_A) / E n_A + μ_B(1 − μ_B) / E n_B.
+    Below 1 only if the arms' prompt rates are nearly perfectly correlated (Var(p_A − p_B) < (Var p_A + Var p_B) / n).
+    """
+    pa, pb, w = _arm_rates(mu, par)
+    mA, mB = float(w @ pa), float(w @ pb)
+    if sizes == "eq":
+        en, en2 = float(runs), float(runs) ** 2
+    else:  # n ~ Binomial(runs, 1 − s), s ~ U(0, DROP_MAX): E n = runs (1 − E s), E n² = E[n] + runs(runs − 1) E(1 − s)²
+        es, es2 = DROP_MAX / 2, DROP_MAX ** 2 / 3
+        en = runs * (1 - es)
+        en2 = en + runs * (runs - 1) * (1 - 2 * es + es2)
+    vA, vB = float(w @ (pa - mA) ** 2), float(w @ (pb - mB) ** 2)
+    cov = float(w @ ((pa - mA) * (pb - mB)))
+    var = ((en * float(w @ (pa * (1 - pa))) + en2 * vA) + (en * float(w @ (pb * (1 - pb))) + en2 * vB)) / en ** 2 - 2 * cov
+    return var / ((mA * (1 - mA) + mB * (1 - mB)) / en)
+
+
+def _pair_pmf_eq(mu: float, par: float, runs: int) -> np.ndarray:
+    """Joint pmf of one prompt's (h_A, h_B) with runs trials in each arm: array [(runs+1), (runs+1)]."""
+    pa, pb, w = _arm_rates(mu, par)
+    hh = np.arange(runs + 1)
+    ba = sp.binom(runs, hh)[None, :] * pa[:, None] ** hh * (1 - pa[:, None]) ** (runs - hh)
+    bb = sp.binom(runs, hh)[None, :] * pb[:, None] ** hh * (1 - pb[:, None]) ** (runs - hh)
+    return (ba * w[:, None]).T @ bb
+
+
+def _sum_outcomes(k: int, mu: float, par: float, runs: int, sizes: str, seed: int,
+                  designs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Distribution of (H_A, N_A, H_B, N_B) in a cell: exact for "eq", from ``designs`` simulated designs for "uneq".
+
+    "eq": N_A = N_B = k · runs and (H_A, H_B) is the k-fold 2-D convolution of one prompt's joint pmf (FFT).
+    "uneq": the per-prompt sizes make the joint law four-dimensional (10^9 points at 12 × 20); it is tallied
+    from simulated designs instead (the intervals below depend on the data only through the four totals).
+    """
+    if sizes == "eq":
+        P = total_pmf(_pair_pmf_eq(mu, par, runs), k)
+        ha, hb = np.meshgrid(np.arange(P.shape[0]), np.arange(P.shape[1]), indexing="ij")
+        keep = P > 1e-15
+        n = np.full(int(keep.sum()), float(k * runs))
+        return ha[keep].astype(float), n, hb[keep].astype(float), n, P[keep] / P[keep].sum()
+    rng = np.random.default_rng([seed, k, runs, int(1000 * mu), int(10 * par)])
+    tallies: list[np.ndarray] = []
+    for start in range(0, designs, 50_000):
+        hA, nA, hB, nB = simulate(rng, min(50_000, designs - start), k, mu, "logitnormal", par, runs, sizes)
+        tallies.append(np.stack([hA.sum(1), nA.sum(1), hB.sum(1), nB.sum(1)], axis=1))
+    u, cnt = np.unique(np.concatenate(tallies), axis=0, return_counts=True)
+    return u[:, 0], u[:, 1], u[:, 2], u[:, 3], cnt / cnt.sum()
+
+
+def _independent_arm(h: np.ndarray, n: np.ndarray, fn, m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rate, lower, upper) of one arm as independent trials: ``fn`` at m effective trials (n = 0: (NaN, 0, 1))."""
+    r = np.where(n > 0, h / np.where(n > 0, n, 1.0), np.nan)
+    if fn is I.wilson:
+        lo, hi = I.wilson(np.nan_to_num(r), m, LEVEL)
+    else:
+        lo, hi = fn(np.nan_to_num(r) * m, m, LEVEL)
+    return r, np.where(n > 0, lo, 0.0), np.where(n > 0, hi, 1.0)
+
+
+def exact_diff_floor(k: int, mu: float, par: float, runs: int, sizes: str, seed: int, designs: int) -> dict:
+    """Coverage of MOVER intervals of A − B built as if each arm were independent trials (design effect 1).
+
+    Design effect 1 means every prompt has the arm's mean rate, so the two arms' pooled rates are independent
+    (their covariance comes only from prompts that differ): the MOVER with correlation 0 of the two arms'
+    intervals of Σn_A and Σn_B independent trials. Columns: mid-p arms; Wilson arms (Newcombe's 1998 method 10,
+    the standard interval for two independent proportions); mid-p arms at n* = Σn (z / t_{k−1})² (df-adjusted).
+    A design whose difference is undefined (an arm with no trials) counts as a miss, as in the study.
+    """
+    hA, nA, hB, nB, pr = _sum_outcomes(k, mu, par, runs, sizes, seed, designs)
+    truth = (1 - B_FACTOR) * mu
+    c = (_norm_ppf_975() / float(I.t_quantiles(np.array([k - 1.0]), LEVEL)[0])) ** 2
+    out = {"P(no hit A)": float(pr[hA == 0].sum()), "deff": diff_design_effect(mu, par, runs, sizes)}
+    zero = np.zeros_like(hA)
+    for name, fn, f in (("mid-p", I.clopper_pearson_midp, 1.0), ("Newcombe", I.wilson, 1.0),
+                        ("mid-p df", I.clopper_pearson_midp, c)):
+        rA, la, ua = _independent_arm(hA, nA, fn, nA * f)
+        rB, lb, ub = _independent_arm(hB, nB, fn, nB * f)
+        lo, hi = I.mover(rA, la, ua, rB, lb, ub, zero)
+        cover = np.isfinite(lo) & np.isfinite(hi) & (lo <= truth + 1e-12) & (truth - 1e-12 <= hi)
+        out[name] = float(pr[cover].sum())
+    return out
+
+
+def print_diff_floor(seed: int, designs: int) -> None:
+    print("\n== coverage floor of the difference cells with >= 12 prompts: MOVER of independent-trial arms ==")
+    print("(design effect 1: every prompt at its arm's mean rate, so the arms' pooled rates are independent and the")
+    print(" MOVER uses correlation 0. 'eq' cells exact (2-D convolution of the prompt's joint hit pmf); 'uneq' cells")
+    print(f" from {designs} simulated designs (SE <= {100 * math.sqrt(0.25 / designs):.2f} pp). 'deff' = the cell's "
+          "true design effect of rA - rB. Shown: the sparse cells, rate 2% or 5 runs)")
+    print(f"{'k':>4} {'rate':>4} {'het':>4} {'run':>3} {'size':>4} | {'P(A: 0)':>8} {'deff':>5} {'mid-p':>7} "
+          f"{'Newcombe':>8} {'mid-p df':>8}")
+    for k, mu, het, _family, par, runs, sizes in cells(HETEROGENEITY):
+        if k < 12 or not (mu == 0.02 or runs == 5):
+            continue
+        f = exact_diff_floor(k, mu, par, runs, sizes, seed, designs)
+        flag = ("  > 97.5: unreachable" if min(f["mid-p"], f["Newcombe"]) > 0.975 else
+                "  > 97.5 (mid-p)" if f["mid-p"] > 0.975 else
+                "  > 97.5 with the df adjustment" if f["mid-p df"] > 0.975 else "")
+        print(f"{fmt_cell(k, mu, het, runs, sizes)} | {100 * f['P(no hit A)']:8.2f} {f['deff']:5.2f} "
+              f"{100 * f['mid-p']:7.2f} {100 * f['Newcombe']:8.2f} {100 * f['mid-p df']:8.2f}{flag}")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="400 designs per cell, 299 resamples")
@@ -532,9 +793,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--resamples", type=int, default=None, help="bootstrap resamples (default 999; --quick 299; "
                     "0 skips the bootstrap methods)")
     ap.add_argument("--seed", type=int, default=20261201)
-    ap.add_argument("--only", choices=("rate", "diff", "floor"), default=None,
-                    help="only the rate or the difference tables, or only the exact floor table (implies --floor)")
+    ap.add_argument("--only", choices=("rate", "diff", "floor", "floor-diff"), default=None,
+                    help="only the rate or the difference tables, or only the floor table of the rates (floor, "
+                    "implies --floor) or of the differences (floor-diff)")
     ap.add_argument("--no-stress", action="store_true", help="skip the J-shaped stress panel")
+    ap.add_argument("--re-posterior", action="store_true", help="add the random-effects posterior candidate's "
+                    "columns to the rate table (slow: about 0.5-1 ms per interval; use with --prompts 6,12)")
     ap.add_argument("--prompts", type=str, default=None, help="comma-separated subset of 6,12,30,100")
     args = ap.parse_args(argv[1:])
     R = args.designs or (400 if args.quick else 2000)
@@ -552,10 +816,12 @@ def main(argv: list[str]) -> int:
     panels = [("", HETEROGENEITY)] + ([] if args.no_stress else [(" — STRESS PANEL, J-shaped Beta rates "
                                                                    "(ICC 0.25), outside the acceptance grid", STRESS)])
     for p_i, (title, levels) in enumerate(panels):
-        if args.only != "floor":
+        if args.only not in ("floor", "floor-diff"):
             run_panel(args, R, RA, B, title, levels, 1000 * p_i)
-    if args.floor or args.only == "floor":
+    if args.only != "floor-diff" and (args.floor or args.only == "floor"):
         print_floor()
+    if args.only != "floor" and (args.floor or args.only == "floor-diff"):
+        print_diff_floor(args.seed, FLOOR_DESIGNS)
     print(f"\nwall time {time.perf_counter() - t0:.1f}s (after imports; numba kernels cached)")
     return 0
 
@@ -563,13 +829,18 @@ def main(argv: list[str]) -> int:
 def run_panel(args, R, RA, B, title, levels, offset):
     rate_rows, diff_rows = [], []
     rate_methods = RATE_METHODS if B else tuple(m for m in RATE_METHODS if m not in BOOT_METHODS)
+    if args.re_posterior:
+        rate_methods += RE_METHODS
     diff_methods = DIFF_METHODS if B else tuple(m for m in DIFF_METHODS if m not in BOOT_METHODS)
     for idx, (k, mu, het, family, par, runs, sizes) in enumerate(cells(levels), start=offset):
         rng = np.random.default_rng([args.seed, idx])
         hA, nA, hB, nB = simulate(rng, RA, k, mu, family, par, runs, sizes)
         label = fmt_cell(k, mu, het, runs, sizes)
         if args.only != "diff":
-            rate_rows.append((label, score(rate_intervals(hA, nA, B, args.seed + 2 * idx, R), mu)))
+            ints = rate_intervals(hA, nA, B, args.seed + 2 * idx, R)
+            if args.re_posterior:
+                ints.update(re_candidates(hA, nA, runs))
+            rate_rows.append((label, score(ints, mu)))
         if args.only != "rate":
             diff_rows.append((label, score(diff_intervals(hA, nA, hB, nB, B, args.seed + 2 * idx + 1, R),
                                             (1 - B_FACTOR) * mu)))
