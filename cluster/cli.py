@@ -28,10 +28,10 @@ from runner.core.errors import UserError
 from runner.execution.backends import RunOptions, backend
 from runner.execution.run import RunResult
 
-ADDRESS_ENV = "RAY_ADDRESS"
+_ADDRESS_ENV = "RAY_ADDRESS"
 
 
-class RayBackend:
+class _RayBackend:
     """``trialgrid run SWEEP --ray ADDRESS`` and ``runner.run(..., mode="ray")``: the same run, on Ray.
 
     A budget and the response cache are shared across the workers (``cluster.spend``,
@@ -51,7 +51,7 @@ class RayBackend:
 
 
 #: what the ``trialgrid.backends`` entry point ``ray`` names
-ray_backend = RayBackend()
+ray_backend = _RayBackend()
 
 
 def _stderr(text: str) -> None:
@@ -68,9 +68,9 @@ def register(app: typer.Typer) -> None:
     """Add the Ray Jobs commands to the ``trialgrid`` app."""
     from runner.cli import err, fail, out, plain
 
-    address_option = typer.Option(..., "--address", envvar=ADDRESS_ENV,
+    address_option = typer.Option(..., "--address", envvar=_ADDRESS_ENV,
                                   help="The head's Ray Jobs (dashboard) address, e.g. http://HEAD:8265 "
-                                       f"(default: ${ADDRESS_ENV}).")
+                                       f"(default: ${_ADDRESS_ENV}).")
 
     @app.command()
     def submit(

@@ -19,11 +19,11 @@ from typing import Any
 from runner.core.errors import UserError
 
 #: never uploaded with the working directory: VCS data, caches, and run outputs (trial parts)
-EXCLUDES = [".git", "**/__pycache__", "**/.pytest_cache", ".venv", "venv", "node_modules", "*.egg-info",
+_EXCLUDES = [".git", "**/__pycache__", "**/.pytest_cache", ".venv", "venv", "node_modules", "*.egg-info",
             "**/*.arrow", "**/*.arrows", "**/*.parquet", "out"]
-TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
+_TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
 #: how long to retry a head whose job agent is not up yet
-AGENT_WAIT_S = 60.0
+_AGENT_WAIT_S = 60.0
 
 
 def _client(address: str) -> Any:
@@ -41,7 +41,7 @@ def runtime_env(project: Path) -> dict[str, Any]:
     import runner
     import stats
 
-    env: dict[str, Any] = {"working_dir": str(project), "excludes": list(EXCLUDES)}
+    env: dict[str, Any] = {"working_dir": str(project), "excludes": list(_EXCLUDES)}
     # package directories (the Jobs client uploads local paths; module objects do not serialize)
     dirs = [Path(m.__file__).resolve().parent for m in (runner, stats, cluster)]  # type: ignore[arg-type]
     shipped = [str(d) for d in dirs if d.parent != project.resolve()]
@@ -80,7 +80,7 @@ def submit(sweep: Path, *, address: str, out: str, project: Path, workers: int |
     client = _client(address)
     command = entrypoint(relative.as_posix(), out, workers=workers, strict_params=strict_params, cache=cache)
     env = runtime_env(project)
-    deadline = time.monotonic() + AGENT_WAIT_S
+    deadline = time.monotonic() + _AGENT_WAIT_S
     while True:
         try:
             return client.submit_job(entrypoint=command, runtime_env=env, submission_id=job_id)
@@ -115,7 +115,7 @@ def follow(job_id: str, *, address: str, write: Callable[[str], None], poll_s: f
         if len(text) > shown:
             write(text[shown:])
             shown = len(text)
-        if state in TERMINAL:
+        if state in _TERMINAL:
             return state
         time.sleep(poll_s)
 

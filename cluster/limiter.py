@@ -12,13 +12,13 @@ Two halves behind runner's ``Limiter`` interface (``acquire`` / ``release`` /
   the worker's requests locally.
 
 Why this stays within the limit: the actor stamps each permit in its window when
-it grants it, and a worker must use a leased permit within ``LEASE_TTL_S`` of
+it grants it, and a worker must use a leased permit within ``_LEASE_TTL_S`` of
 receiving it (unused ones are returned, refunding their token charge). A request
-is therefore sent at most ``LEASE_TTL_S`` (plus the call's latency) after the time
+is therefore sent at most ``_LEASE_TTL_S`` (plus the call's latency) after the time
 the actor counted it; the actor's window margin covers that, so the server never
 counts more than ``rpm`` in any 60 s. Lease sizes follow demand (the worker's
 waiting requests) and are capped so that a lease never holds more than
-``LEASE_SPAN_S`` worth of the paced rate, keeping the stamps close to the sends.
+``_LEASE_SPAN_S`` worth of the paced rate, keeping the stamps close to the sends.
 
 ``max_concurrent`` is split between workers (each enforces its share with a local
 semaphore); if there are more workers than slots, each slot is taken from the
@@ -53,11 +53,11 @@ from runner.providers.settings import Limits
 from runner.providers.turnstile import Turnstile
 
 #: a leased permit must be used within this long after it reaches the worker
-LEASE_TTL_S = 0.25
+_LEASE_TTL_S = 0.25
 #: a lease holds at most this long's worth of the paced rate (and at least one permit)
-LEASE_SPAN_S = 0.1
+_LEASE_SPAN_S = 0.1
 #: and at most this many permits
-MAX_LEASE = 64
+_MAX_LEASE = 64
 
 LimiterKey = tuple[str, str, str]
 #: how a request ended, as a worker reports it: (seconds since it was sent, rate limited, retry-after, tokens used)
@@ -67,13 +67,13 @@ Observation = tuple[float, bool, float | None, int | None]
 _LIVE: dict[LimiterKey, LeasedLimiter] = {}
 
 
-def window_margin_s(window_s: float) -> float:
+def _window_margin_s(window_s: float) -> float:
     """The actor's margin: the local limiter's own, plus how long a permit may wait to be sent.
 
-    A permit is stamped when granted; it may wait up to ``LEASE_SPAN_S`` for the rest
-    of its lease, the call's latency (allowed 50 ms), then ``LEASE_TTL_S`` in the pool.
+    A permit is stamped when granted; it may wait up to ``_LEASE_SPAN_S`` for the rest
+    of its lease, the call's latency (allowed 50 ms), then ``_LEASE_TTL_S`` in the pool.
     """
-    return max(0.005 * window_s, 0.05) + LEASE_SPAN_S + 0.05 + LEASE_TTL_S
+    return max(0.005 * window_s, 0.05) + _LEASE_SPAN_S + 0.05 + _LEASE_TTL_S
 
 
 class LimiterActor:
@@ -82,7 +82,7 @@ class LimiterActor:
     def __init__(self, key: LimiterKey, limits: Limits, window_s: float = 60.0) -> None:
         self.key = key
         rate_limits = Limits(rpm=limits.rpm, tpm=limits.tpm)
-        self._limiter = LocalLimiter(rate_limits, window_s=window_s, margin_s=window_margin_s(window_s))
+        self._limiter = LocalLimiter(rate_limits, window_s=window_s, margin_s=_window_margin_s(window_s))
         self._ids = itertools.count(1)
         self._permits: dict[int, Permit] = {}
         self._slots = asyncio.Semaphore(limits.max_concurrent) if limits.max_concurrent else None
@@ -91,11 +91,11 @@ class LimiterActor:
         self.leases = 0
 
     def _max_lease(self) -> int:
-        """The most permits one lease may hold: ``LEASE_SPAN_S`` of the current pace (configured or learned)."""
+        """The most permits one lease may hold: ``_LEASE_SPAN_S`` of the current pace (configured or learned)."""
         interval, _ = self._limiter._pace()
         if not interval:
-            return MAX_LEASE
-        return max(1, min(MAX_LEASE, int(LEASE_SPAN_S / interval) + 1))
+            return _MAX_LEASE
+        return max(1, min(_MAX_LEASE, int(_LEASE_SPAN_S / interval) + 1))
 
     async def lease(self, wanted: int, estimated_tokens: int, settle: list[tuple[int, int | None]],
                     observed: list[Observation] | None = None, info: RateInfo | None = None) -> list[int]:
@@ -219,7 +219,7 @@ class LeasedLimiter:
                 observed, info = self._drain_observed()
                 ids = await self._actor.lease.remote(self._turnstile.waiting + 1, estimated_tokens, settle,
                                                      observed, info)
-                use_by = time.monotonic() + LEASE_TTL_S
+                use_by = time.monotonic() + _LEASE_TTL_S
                 self._pool.extend((i, use_by) for i in ids)
 
     async def release(self, permit: Permit, used_tokens: int | None = None, *, info: RateInfo | None = None,
@@ -268,7 +268,7 @@ def apply_pushed_pause(key: LimiterKey, seconds: float) -> None:
         limiter.apply_pause(seconds)
 
 
-def lease_size_for(rpm: int, window_s: float = 60.0) -> int:
+def _lease_size_for(rpm: int, window_s: float = 60.0) -> int:
     """The largest lease the actor grants at this rpm (exposed for the benchmark's report)."""
-    interval = (window_s + window_margin_s(window_s)) / rpm
-    return max(1, min(MAX_LEASE, math.floor(LEASE_SPAN_S / interval) + 1))
+    interval = (window_s + _window_margin_s(window_s)) / rpm
+    return max(1, min(_MAX_LEASE, math.floor(_LEASE_SPAN_S / interval) + 1))

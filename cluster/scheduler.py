@@ -63,7 +63,7 @@ class WorkersExhausted(RuntimeError):
     """Workers kept dying past the replacement budget."""
 
 
-def accepted_rows(chunk: Chunk, batch: pa.RecordBatch) -> pa.RecordBatch:
+def _accepted_rows(chunk: Chunk, batch: pa.RecordBatch) -> pa.RecordBatch:
     """The rows of ``batch`` that belong to ``chunk``, the first of each trial id only."""
     expected = chunk.trial_ids
     ids = batch.column(batch.schema.get_field_index("trial_id")).to_pylist()
@@ -155,7 +155,7 @@ class Dispatcher:
                     stats.dropped_rows += result.batch.num_rows
                     continue
                 accepted.add(chunk.chunk_id)
-                batch = accepted_rows(chunk, result.batch)
+                batch = _accepted_rows(chunk, result.batch)
                 stats.dropped_rows += result.batch.num_rows - batch.num_rows
                 errors = result.errors if batch.num_rows == result.batch.num_rows else _errors(batch)
                 stats.chunks += 1

@@ -31,7 +31,7 @@ class WaitCounter:
 
 
 #: a permit that took longer than this counts as a wait (an uncontended acquire is microseconds)
-WAIT_THRESHOLD_S = 0.005
+_WAIT_THRESHOLD_S = 0.005
 
 
 class CountingLimiter:
@@ -45,7 +45,7 @@ class CountingLimiter:
         started = time.monotonic()
         permit = await self._inner.acquire(estimated_tokens, first=first)
         waited = time.monotonic() - started
-        if waited >= WAIT_THRESHOLD_S:
+        if waited >= _WAIT_THRESHOLD_S:
             self._counter.waits += 1
             self._counter.seconds += waited
         return permit

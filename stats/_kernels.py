@@ -31,7 +31,7 @@ _JIT: _JitOptions = {"cache": True, "nogil": True}
 
 # Probabilities below this are dropped while convolving: they cannot change a
 # p-value above ~1e-290 and, as subnormals, would slow the arithmetic badly.
-TINY = 1e-300
+_TINY = 1e-300
 
 
 _GOLDEN = uint64(0x9E3779B97F4A7C15)
@@ -132,7 +132,7 @@ def convolve_tables(offs: np.ndarray, pmf: np.ndarray, width: int) -> tuple[np.n
 
     Each table is relative to its own lower bound; the result is relative to
     the sum of lower bounds. ``width`` is the full support length. Leading and
-    trailing entries below ``TINY`` are trimmed as the sum grows; the returned
+    trailing entries below ``_TINY`` are trimmed as the sum grows; the returned
     ``start`` says where the kept part begins.
     """
     cur = np.zeros(width, np.float64)
@@ -154,9 +154,9 @@ def convolve_tables(offs: np.ndarray, pmf: np.ndarray, width: int) -> tuple[np.n
             for j in range(m):
                 nxt[i + j] += v * pmf[s + j]
         new_stop = stop + m - 1
-        while start < new_stop - 1 and nxt[start] < TINY:
+        while start < new_stop - 1 and nxt[start] < _TINY:
             start += 1
-        while new_stop - 1 > start and nxt[new_stop - 1] < TINY:
+        while new_stop - 1 > start and nxt[new_stop - 1] < _TINY:
             new_stop -= 1
         for i in range(start, new_stop):
             cur[i] = nxt[i]
@@ -466,7 +466,7 @@ def spearman_mc_count(rx: np.ndarray, ry: np.ndarray, target: int, n_draws: int,
     return count
 
 
-MC_CHUNKS = 64  # fixed, so a seeded result does not depend on the number of threads
+_MC_CHUNKS = 64  # fixed, so a seeded result does not depend on the number of threads
 
 
 @nb.njit(inline="always", **_JIT)
@@ -488,15 +488,15 @@ def cell_mc_hybrid(cdf: np.ndarray, x_f0: int, var_offs: np.ndarray, vax: np.nda
     P(X_f <= x_f0 + i)) and drawn by one inverse-CDF lookup per draw. Clusters
     whose arm-A trials vary (``var_offs``/``vax``/``vat``, CSR of their
     arrangements) are drawn uniformly one by one. ``x_base``/``t_base`` hold the
-    constant part. Draws are split into ``MC_CHUNKS`` fixed chunks with their own
+    constant part. Draws are split into ``_MC_CHUNKS`` fixed chunks with their own
     streams and run in parallel.
     """
     num_o = x_obs * total_n - total_h * t_obs
     den_o = t_obs * (total_n - t_obs)
     kv = var_offs.size - 1
-    counts = np.zeros(MC_CHUNKS, np.int64)
-    for ch in nb.prange(MC_CHUNKS):
-        draws = n_draws // MC_CHUNKS + (1 if ch < n_draws % MC_CHUNKS else 0)
+    counts = np.zeros(_MC_CHUNKS, np.int64)
+    for ch in nb.prange(_MC_CHUNKS):
+        draws = n_draws // _MC_CHUNKS + (1 if ch < n_draws % _MC_CHUNKS else 0)
         state = _chunk_state(seed, ch)
         cnt = 0
         for _ in range(draws):

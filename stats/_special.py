@@ -79,7 +79,7 @@ def _stirling_corr(x: float) -> float:
 
 
 @nb.njit(**_JIT)
-def lbeta(a: float, b: float) -> float:
+def _lbeta(a: float, b: float) -> float:
     """log B(a, b), without the cancellation of lgamma differences when a or b is large."""
     if a > b:
         a, b = b, a
@@ -95,7 +95,7 @@ def lbeta(a: float, b: float) -> float:
 @nb.njit(**_JIT)
 def _log_front(a: float, b: float, x: float) -> float:
     """log of x^a (1−x)^b / B(a, b)."""
-    return a * math.log(x) + b * math.log1p(-x) - lbeta(a, b)
+    return a * math.log(x) + b * math.log1p(-x) - _lbeta(a, b)
 
 
 @nb.njit(**_JIT)
@@ -120,7 +120,7 @@ def betaincinv(a: float, b: float, p: float) -> float:
     lo, hi = 0.0, 1.0
     # start from the mean; Newton with bisection fallback inside the bracket
     x = a / (a + b)
-    lb = lbeta(a, b)
+    lb = _lbeta(a, b)
     for _ in range(400):
         f = betainc(a, b, x) - p
         if f == 0.0:
@@ -241,14 +241,14 @@ def _midp_pdf(x: float, m: float, p: float) -> float:
     """d/dp of ``_midp_tail`` (the mean of the two Beta densities)."""
     s = 0.0
     if x > 0.0:
-        s += math.exp((x - 1.0) * math.log(p) + (m - x) * math.log1p(-p) - lbeta(x, m - x + 1.0))
+        s += math.exp((x - 1.0) * math.log(p) + (m - x) * math.log1p(-p) - _lbeta(x, m - x + 1.0))
     if m - x > 0.0:
-        s += math.exp(x * math.log(p) + (m - x - 1.0) * math.log1p(-p) - lbeta(x + 1.0, m - x))
+        s += math.exp(x * math.log(p) + (m - x - 1.0) * math.log1p(-p) - _lbeta(x + 1.0, m - x))
     return 0.5 * s
 
 
 @nb.njit(**_JIT)
-def midp_root(x: float, m: float, target: float) -> float:
+def _midp_root(x: float, m: float, target: float) -> float:
     """The p in (0, 1) with mid-p tail ``_midp_tail(x, m, p) = target`` (increasing in p; 0 < x < m or edges).
 
     Newton steps kept inside a shrinking bracket, bisection whenever a step would leave it.
@@ -293,6 +293,6 @@ def midp_bounds_many(x: np.ndarray, m: np.ndarray, alpha: float) -> tuple[np.nda
             lo[i] = 0.0
             hi[i] = 1.0
             continue
-        lo[i] = 0.0 if xi <= 0.0 else midp_root(xi, mi, 0.5 * alpha)
-        hi[i] = 1.0 if xi >= mi else midp_root(xi, mi, 1.0 - 0.5 * alpha)
+        lo[i] = 0.0 if xi <= 0.0 else _midp_root(xi, mi, 0.5 * alpha)
+        hi[i] = 1.0 if xi >= mi else _midp_root(xi, mi, 1.0 - 0.5 * alpha)
     return lo, hi

@@ -133,7 +133,7 @@ def _power(q: np.ndarray, m: int, tol: float, rel0: float) -> tuple[np.ndarray, 
 
 
 @nb.njit(**_JIT)
-def tilt_moments(offs: np.ndarray, logp: np.ndarray, mult: np.ndarray, theta: float) -> tuple[float, float]:
+def _tilt_moments(offs: np.ndarray, logp: np.ndarray, mult: np.ndarray, theta: float) -> tuple[float, float]:
     """Σ m_t·E_θ[J_t] and Σ m_t·Var_θ[J_t] under the tilt e^{θj}."""
     mean = 0.0
     var = 0.0
@@ -244,19 +244,19 @@ def tilted_sum(offs: np.ndarray, logp: np.ndarray, mult: np.ndarray, theta: floa
 
 def _solve_theta(offs: np.ndarray, logp: np.ndarray, mult: np.ndarray, target: float, sign: int) -> float:
     """θ with sign(θ) = sign and tilted mean ≈ target (precision only affects accuracy, not validity)."""
-    f0, _ = tilt_moments(offs, logp, mult, 0.0)
+    f0, _ = _tilt_moments(offs, logp, mult, 0.0)
     if (target - f0) * sign <= 0:
         return 0.0
     a, b = 0.0, float(sign)
     for _ in range(60):
-        fb, _ = tilt_moments(offs, logp, mult, b)
+        fb, _ = _tilt_moments(offs, logp, mult, b)
         if (fb - target) * sign >= 0:
             break
         a, b = b, 2.0 * b
     theta = 0.5 * (a + b)
     lo, hi = min(a, b), max(a, b)
     for _ in range(100):
-        f, v = tilt_moments(offs, logp, mult, theta)
+        f, v = _tilt_moments(offs, logp, mult, theta)
         g = f - target
         if abs(g) < 0.05:
             break

@@ -20,8 +20,8 @@ from stats._rng import SeedLike, kernel_seed
 from stats.bootstrap import percentile_interval, resample_clusters
 from stats.results import KappaResult, SpearmanResult
 
-SPEARMAN_EXACT_MAX_N = 10
-SPEARMAN_DEFAULT_DRAWS = 20_000
+_SPEARMAN_EXACT_MAX_N = 10
+_SPEARMAN_DEFAULT_DRAWS = 20_000
 
 
 def _labels(x: ArrayLike, name: str) -> list[object]:
@@ -147,11 +147,11 @@ def spearman(
     rho = cov / math.sqrt(vx) / math.sqrt(vy)
     rho = max(-1.0, min(1.0, rho))
     target = abs(cov)
-    if n_resamples is None and n <= SPEARMAN_EXACT_MAX_N:
+    if n_resamples is None and n <= _SPEARMAN_EXACT_MAX_N:
         count, total = K.spearman_exact_count(rx, ry, target)
         return SpearmanResult(statistic=rho, pvalue=float(count / total), n=n, n_resamples=None, mc_stderr=None,
                               method=f"Spearman rank correlation; exact permutation p over all {total} pairings")
-    r = int(n_resamples) if n_resamples is not None else SPEARMAN_DEFAULT_DRAWS
+    r = int(n_resamples) if n_resamples is not None else _SPEARMAN_DEFAULT_DRAWS
     if r < 1:
         raise ValueError("n_resamples must be a positive integer")
     count = int(K.spearman_mc_count(rx, ry, target, r, kernel_seed(seed)))

@@ -34,7 +34,7 @@ Defaults and edge cases (documented behaviour, covered by tests):
 
 * exact when feasible: trial level when the convolution costs at most
   ``EXACT_BUDGET`` multiply-adds, cell level when the dynamic programme does
-  and its grid has at most ``GRID_LIMIT`` points.
+  and its grid has at most ``_GRID_LIMIT`` points.
 * beyond that (thousands of prompts), with ``n_resamples=None``:
   - trial level, and cell level when every arrangement gives arm A the same
     number of trials (equal cell sizes within each cluster, the usual case
@@ -76,10 +76,10 @@ from stats.results import PermutationTestResult
 
 DEFAULT_DRAWS = 20_000
 EXACT_BUDGET = 2_000_000_000
-GRID_LIMIT = 20_000_000
-MAX_CELLS_PER_CLUSTER = 20
+_GRID_LIMIT = 20_000_000
+_MAX_CELLS_PER_CLUSTER = 20
 INT_EXACT_MAX_N = 75_000
-FLOAT_RTOL = 1e-9
+_FLOAT_RTOL = 1e-9
 #: below this a tilted-convolution p is reported as the bound "p < 1e-300" (log10_pvalue keeps its size)
 TILTED_P_MIN = 1e-300
 
@@ -248,9 +248,9 @@ def _cell_level(codes: np.ndarray, k: int, a: np.ndarray, h: np.ndarray, m: np.n
     order = np.argsort(codes, kind="stable")
     codes, a, h, m = codes[order], a[order], h[order], m[order]
     per_cluster = np.bincount(codes, minlength=k)
-    if per_cluster.max(initial=0) > MAX_CELLS_PER_CLUSTER:
+    if per_cluster.max(initial=0) > _MAX_CELLS_PER_CLUSTER:
         raise ValueError(
-            f"cell-level permutation supports at most {MAX_CELLS_PER_CLUSTER} non-empty cells per cluster, "
+            f"cell-level permutation supports at most {_MAX_CELLS_PER_CLUSTER} non-empty cells per cluster, "
             f"got {int(per_cluster.max())}"
         )
     cell_offs = np.concatenate([[0], np.cumsum(per_cluster)]).astype(np.int64)
@@ -271,11 +271,11 @@ def _cell_level(codes: np.ndarray, k: int, a: np.ndarray, h: np.ndarray, m: np.n
     tw = int(np.sum(t_max - t_min)) + 1
     varies = (x_max > x_min) | (t_max > t_min)
     cost = float(np.sum((np.cumsum(x_max - x_min) + 1.0) * (np.cumsum(t_max - t_min) + 1.0) * n_arr * varies))
-    feasible = xw * tw <= GRID_LIMIT and cost <= EXACT_BUDGET
+    feasible = xw * tw <= _GRID_LIMIT and cost <= EXACT_BUDGET
 
     if feasible:
         grid = K.cell_dp(arr_offs, ax, at, xw, tw)
-        p, floor = K.cell_tail(grid, int(x_min.sum()), int(t_min.sum()), big_n, big_h, x_obs, t_obs, use_int, FLOAT_RTOL)
+        p, floor = K.cell_tail(grid, int(x_min.sum()), int(t_min.sum()), big_n, big_h, x_obs, t_obs, use_int, _FLOAT_RTOL)
     if n_resamples is None and feasible:
         method = "exact cluster permutation (whole cells within cluster, dynamic programme over clusters)"
         return PermutationTestResult(
@@ -297,7 +297,7 @@ def _cell_level(codes: np.ndarray, k: int, a: np.ndarray, h: np.ndarray, m: np.n
                                 x_obs, t_obs, use_int)
     else:  # the cross-check samples every cluster, independently of the convolution machinery
         count = K.cell_mc_count(arr_offs, ax, at, r, kernel_seed(seed), big_n, big_h, x_obs, t_obs, use_int,
-                                FLOAT_RTOL)
+                                _FLOAT_RTOL)
     p, se = _mc(int(count), r)
     if feasible:  # the exact floor is known even when the p-value is a Monte Carlo cross-check
         floor, is_bound = float(min(1.0, floor)), False
@@ -373,7 +373,7 @@ def _cell_mc_hybrid(arr_offs: np.ndarray, ax: np.ndarray, at: np.ndarray, x_min:
     sel = np.repeat(var, n_arr)
     var_offs = np.concatenate([[0], np.cumsum(n_arr[var])]).astype(np.int64)
     return K.cell_mc_hybrid(cdf, x_f0, var_offs, ax[sel].copy(), at[sel].copy(), r, seed, big_n, big_h, x_base,
-                            t_base, x_obs, t_obs, use_int, FLOAT_RTOL)
+                            t_base, x_obs, t_obs, use_int, _FLOAT_RTOL)
 
 
 def _cell_floor_without_dp(arr_offs: np.ndarray, ax: np.ndarray, at: np.ndarray, x_min: np.ndarray, x_max: np.ndarray, t_min: np.ndarray, t_max: np.ndarray,

@@ -26,7 +26,7 @@ from runner.execution.parts import scan_output
 from runner.probes import PROBES, Contrast
 
 #: readable names of ``stats`` interval methods (``BootstrapResult.interval_method``), as reports print them
-INTERVAL_NAMES = {
+_INTERVAL_NAMES = {
     "korn-graubard-tilted": "tilted Korn–Graubard cluster interval",
     "mover-korn-graubard-tilted": "MOVER interval from the arms' tilted Korn–Graubard intervals",
     "korn-graubard": "Korn–Graubard cluster interval",
@@ -41,7 +41,7 @@ def interval_name(keys: str | list[str] | None) -> str:
     if keys is None:
         return "no interval"
     items = [keys] if isinstance(keys, str) else list(dict.fromkeys(k for k in keys if k))
-    return " / ".join(INTERVAL_NAMES.get(k, k) for k in items) or "no interval"
+    return " / ".join(_INTERVAL_NAMES.get(k, k) for k in items) or "no interval"
 
 
 def scan_trials(out: Path) -> pl.LazyFrame:

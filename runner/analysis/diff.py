@@ -47,7 +47,7 @@ RULE = (f"REGRESSION / FIXED: a cell's event rate (a failure for pass/fail probe
         f"fell with two-sided Fisher exact p ≤ {ALPHA:g} on the two counts, or a pass/fail cell went from passing "
         "every scored trial to failing (or back).")
 
-PASS, FAIL, UNSCORED = "pass", "fail", "unscored"
+_PASS, FAIL, _UNSCORED = "pass", "fail", "unscored"
 
 
 @dataclass(frozen=True)
@@ -111,14 +111,14 @@ def case_verdicts(out: Path, select: Iterable[str] | None = None) -> list[CaseVe
     verdicts = []
     for r in frame.iter_rows(named=True):
         scored = r["trials"] - r["errors"]
-        verdict = UNSCORED if scored == 0 else FAIL if r["failed"] else PASS
+        verdict = _UNSCORED if scored == 0 else FAIL if r["failed"] else _PASS
         verdicts.append(CaseVerdict(r["probe"], r["model"], r["case_id"], verdict, r["trials"], r["failed"],
                                     r["errors"], tuple(x for x in (r["reasons"] or []) if x is not None)))
     return verdicts
 
 
 def _why(v: CaseVerdict, limit: int = 4) -> str:
-    if v.verdict == UNSCORED:
+    if v.verdict == _UNSCORED:
         return f"every one of {v.trials} trial(s) errored; nothing was scored"
     shown = "; ".join(v.reasons[:limit])
     more = f"; +{len(v.reasons) - limit} more" if len(v.reasons) > limit else ""
@@ -126,8 +126,8 @@ def _why(v: CaseVerdict, limit: int = 4) -> str:
 
 
 def gate_lines(verdicts: list[CaseVerdict]) -> list[str]:
-    """One ``FAIL`` / ``UNSCORED`` line per case that stops the gate."""
-    return [f"{v.verdict.upper()} {v.label()}: {_why(v)}" for v in verdicts if v.verdict != PASS]
+    """One ``FAIL`` / ``_UNSCORED`` line per case that stops the gate."""
+    return [f"{v.verdict.upper()} {v.label()}: {_why(v)}" for v in verdicts if v.verdict != _PASS]
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ def _row_flags(status: str, calls: list[dict[str, Any]] | None, text: str | None
     return empty, sum(1 for c in calls if c.get("parse_error") is not None)
 
 
-def reply_table(frame: pl.LazyFrame, probe: str) -> pl.DataFrame:
+def _reply_table(frame: pl.LazyFrame, probe: str) -> pl.DataFrame:
     """Per (model, condition): trials, empty replies, unparsable calls, calls read from text, errors by kind."""
     names = frame.collect_schema().names()
     cols = ["model", "condition", "status", "error_kind", "tool_calls", "response_text", "attempts"]
@@ -80,7 +80,7 @@ def reply_table(frame: pl.LazyFrame, probe: str) -> pl.DataFrame:
     return pl.DataFrame(out, schema=schema)
 
 
-def queue_notes(table: pl.DataFrame) -> list[str]:
+def _queue_notes(table: pl.DataFrame) -> list[str]:
     """A warning per model whose trials timed out with requests out: the server is likely queueing them."""
     if table.is_empty():
         return []
@@ -96,7 +96,7 @@ def queue_notes(table: pl.DataFrame) -> list[str]:
 
 
 def replies_view(frame: pl.LazyFrame, probe: str) -> list[ProbeView]:
-    table = reply_table(frame, probe)
+    table = _reply_table(frame, probe)
     if table.is_empty():
         return []
     return [ProbeView(
@@ -104,4 +104,4 @@ def replies_view(frame: pl.LazyFrame, probe: str) -> list[ProbeView]:
         "Per model and condition: empty replies (no tool call, no text once template tokens are removed: never a "
         "pass, an abstention or a question), calls whose arguments do not parse, trials whose calls were read "
         "from the reply's text (tool_call_parser), and error rows by kind.",
-        table, COLUMNS, tuple(queue_notes(table)))]
+        table, COLUMNS, tuple(_queue_notes(table)))]

@@ -49,7 +49,7 @@ def _os_error(exc: OSError) -> UserError:
     return UserError(reason[0].lower() + reason[1:] if reason else "operating-system error", file=where)
 
 
-RETRY_ERRORS, RETRY_KINDS = "--retry-errors", "--retry-kinds"
+_RETRY_ERRORS, _RETRY_KINDS = "--retry-errors", "--retry-kinds"
 
 
 def _is_kinds(token: str) -> bool:
@@ -60,17 +60,17 @@ def _is_kinds(token: str) -> bool:
     return bool(items) and all(items) and all(t in known for t in items)
 
 
-def expand_retry_errors(args: list[str]) -> list[str]:
+def _expand_retry_errors(args: list[str]) -> list[str]:
     """``--retry-errors [KINDS]``: an option whose value is optional, which click cannot say. The kinds are
     the next token only when every comma-separated item is an error kind (``--retry-errors=KINDS`` always)."""
     out_args: list[str] = []
     i = 0
     while i < len(args):
         token = args[i]
-        if token.startswith(RETRY_ERRORS + "="):
-            out_args += [RETRY_ERRORS, RETRY_KINDS, token.split("=", 1)[1]]
-        elif token == RETRY_ERRORS and i + 1 < len(args) and _is_kinds(args[i + 1]):
-            out_args += [RETRY_ERRORS, RETRY_KINDS, args[i + 1]]
+        if token.startswith(_RETRY_ERRORS + "="):
+            out_args += [_RETRY_ERRORS, _RETRY_KINDS, token.split("=", 1)[1]]
+        elif token == _RETRY_ERRORS and i + 1 < len(args) and _is_kinds(args[i + 1]):
+            out_args += [_RETRY_ERRORS, _RETRY_KINDS, args[i + 1]]
             i += 1
         else:
             out_args.append(token)
@@ -78,12 +78,12 @@ def expand_retry_errors(args: list[str]) -> list[str]:
     return out_args
 
 
-class GuardedGroup(TyperGroup):
+class _GuardedGroup(TyperGroup):
     """Every command: bad input, an OS failure or Ctrl-C end in one line on stderr, never a traceback."""
 
     def main(self, args: Any = None, *pos: Any, **kw: Any) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
-        return super().main(expand_retry_errors(argv), *pos, **kw)
+        return super().main(_expand_retry_errors(argv), *pos, **kw)
 
     def invoke(self, ctx: Any) -> Any:  # typer's (vendored) click.Context
         try:
@@ -110,7 +110,7 @@ if TYPE_CHECKING:
 
 # No locals in tracebacks: a provider's frames hold request headers, i.e. the API key.
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_show_locals=False,
-                  cls=GuardedGroup, help="Measure how tool-calling LLM agents fail to ground what they do.")
+                  cls=_GuardedGroup, help="Measure how tool-calling LLM agents fail to ground what they do.")
 
 
 def _version(value: bool) -> None:
@@ -174,11 +174,11 @@ def run(
                                               "request is answered from disk; errors are never cached."),
     batch: bool = typer.Option(False, "--batch", help="Send every model's trials through its vendor's batch API "
                                "(openai, anthropic; single-turn probes): submit, poll, collect. Rerun to resume polling."),
-    retry_errors: bool = typer.Option(False, RETRY_ERRORS, metavar="[KINDS]",
+    retry_errors: bool = typer.Option(False, _RETRY_ERRORS, metavar="[KINDS]",
                                       help="Run again the trials whose row is an error of these kinds (comma-separated; "
                                            "default rate_limited,transient,timeout; `all`); the new row supersedes "
                                            "the old one for every reader."),
-    retry_kinds: str | None = typer.Option(None, RETRY_KINDS, hidden=True),
+    retry_kinds: str | None = typer.Option(None, _RETRY_KINDS, hidden=True),
     max_error_rate: float = typer.Option(0.0, "--max-error-rate", min=0.0, max=1.0, metavar="R",
                                          help="Exit 0 (not 3) when at most this share of trials ended as error rows."),
     wait: bool = typer.Option(False, "--wait", help="If another process is writing this output, wait for it to "
@@ -194,7 +194,7 @@ def run(
 
     kinds = (retry_kinds.split(",") if retry_kinds else []) if retry_errors else None
     if retry_kinds and not retry_errors:
-        raise fail(UserError(f"{RETRY_KINDS} only goes with {RETRY_ERRORS}"))
+        raise fail(UserError(f"{_RETRY_KINDS} only goes with {_RETRY_ERRORS}"))
     terminated = None
     try:
         loaded = load_sweep(sweep, announce=note)  # a sweep that names an MCP server starts it: say so
@@ -330,12 +330,12 @@ def rescore(
           f"{result.errors_kept:,} error rows kept as errors; counts: {result.counts}")
 
 
-import_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+_import_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
                          help="Convert other projects' data into trialgrid case files and a sweep.")
-app.add_typer(import_app, name="import")
+app.add_typer(_import_app, name="import")
 
 
-@import_app.command("bfcl")
+@_import_app.command("bfcl")
 def import_bfcl_cmd(
     paths: list[Path] = typer.Argument(..., help="BFCL question files (BFCL_v4_<category>.json) or the bfcl_eval/data folder."),
     dest: Path = typer.Option(Path("bfcl"), "--out", "-o", help="Folder for the case files and sweep.yaml."),
@@ -360,7 +360,7 @@ def import_bfcl_cmd(
     out.print(Text(f"wrote {dest}; run it with: trialgrid run {dest / 'sweep.yaml'}"))
 
 
-@import_app.command("ungrounded")
+@_import_app.command("ungrounded")
 def import_ungrounded_cmd(
     path: Path = typer.Argument(..., help="An ungrounded stimuli JSON file, or the installed ungrounded package folder."),
     tools: Path | None = typer.Option(None, "--tools", help="The tool catalogue JSON (default: the package's example)."),
@@ -380,7 +380,7 @@ def import_ungrounded_cmd(
                    f"wrote {dest}; run it with: trialgrid run {dest / 'sweep.yaml'}"))
 
 
-@import_app.command("trials")
+@_import_app.command("trials")
 def import_trials_cmd(
     path: Path = typer.Argument(..., help="Per-trial data: a .csv or .parquet file, one row per trial."),
     dest: Path = typer.Option(..., "--out", "-o", help="Output directory for the imported run."),
@@ -415,7 +415,7 @@ def import_trials_cmd(
                    f"wrote {dest}; report it with: trialgrid report {dest}"))
 
 
-@import_app.command("agentprop")
+@_import_app.command("agentprop")
 def import_agentprop_cmd(
     path: Path = typer.Argument(..., help="The folder holding AgentProp-Bench's per-trace CSVs."),
     dest: Path = typer.Option(Path("out/agentprop"), "--out", "-o", help="Output directory for the imported run."),
@@ -606,12 +606,12 @@ def serve(
 # ``runner`` never imports them: cluster mode registers its commands (submit, status,
 # logs) here, and its ``ray`` run backend under ``trialgrid.backends``, which
 # ``runner.execution.backends.registry`` looks up for ``runner.run``.
-COMMANDS = "trialgrid.commands"
+_COMMANDS = "trialgrid.commands"
 
 
 def load_plugins(target: typer.Typer) -> None:
     """Add the commands registered under ``trialgrid.commands`` (each a ``register(app)``)."""
-    for entry in metadata.entry_points(group=COMMANDS):
+    for entry in metadata.entry_points(group=_COMMANDS):
         try:
             entry.load()(target)
         except Exception as exc:

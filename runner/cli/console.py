@@ -16,7 +16,7 @@ from runner.core.safety import one_line, term_text
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
 
-EXIT_OK, EXIT_GATE, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_GATE, _EXIT_BAD_INPUT = 0, 1, 2
 #: the run finished but error rows remain (beyond --max-error-rate)
 EXIT_ERRORS = 3
 #: stopped by Ctrl-C (SIGINT) / by SIGTERM: finished trials are kept, rerun to resume
@@ -30,7 +30,7 @@ def fail(exc: UserError, *, every: bool = False) -> typer.Exit:
     for problem in problems or [exc]:
         # user text (labels, paths, server output) is never markup and never terminal control
         err.print(Text.assemble(("error:", "bold red"), " ", one_line(problem)), soft_wrap=True)
-    return typer.Exit(EXIT_BAD_INPUT)
+    return typer.Exit(_EXIT_BAD_INPUT)
 
 
 def plain(line: str, console: Console = err) -> None:

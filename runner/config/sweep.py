@@ -263,7 +263,7 @@ def _sweep_identity(sweep: Sweep, probes: list[Probe]) -> str:
 _LOOPBACK = ("127.", "localhost", "[::1]", "0.0.0.0")
 
 
-def local_server_warnings(sweep: Sweep) -> list[str]:
+def _local_server_warnings(sweep: Sweep) -> list[str]:
     """A model on a local server with several requests in flight or retries: they queue behind each other."""
     out = []
     for m in sweep.models:
@@ -292,7 +292,7 @@ def _check_shared_limits(sweep: Sweep, source: Source) -> None:
                             hint="give both the same limits, or set them on one and copy them to the other")
 
 
-def server_command(entry: Any) -> str | None:
+def _server_command(entry: Any) -> str | None:
     """The shell-quoted command line of a probe entry's MCP server, or None."""
     server = getattr(entry, "mcp_server", None)
     if server is None:
@@ -329,7 +329,7 @@ def load_sweep(path: Path | str, *, start_servers: bool = True,
                     check_regular_file(base / value, what=f"{key} file")
                 except UserError as exc:
                     raise locate(key, f"{value}: {exc.message} (resolved to {base / value})") from None
-        command = server_command(entry)
+        command = _server_command(entry)
         if command is not None:
             if not start_servers:
                 unstarted.append(f"probes[{i}] ({entry.name or entry.kind}) names the MCP server `{command}`; "
@@ -339,7 +339,7 @@ def load_sweep(path: Path | str, *, start_servers: bool = True,
             if announce is not None:
                 announce(f"starting the MCP server of probes[{i}] ({entry.name or entry.kind}): {command}")
         probes.append(PROBES[entry.kind](entry, base, locate))
-    warnings = [w for p in probes for w in p.warnings] + local_server_warnings(sweep)
+    warnings = [w for p in probes for w in p.warnings] + _local_server_warnings(sweep)
     loaded = LoadedSweep(sweep, path, probes, _sweep_identity(sweep, probes), source.sha256, warnings, unstarted)
     loaded.schema_fields  # noqa: B018 — surface column type conflicts at load time
     return loaded

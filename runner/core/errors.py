@@ -28,7 +28,7 @@ from pathlib import Path
 KeyPath = Sequence[str | int]
 
 
-def format_key_path(path: KeyPath) -> str:
+def _format_key_path(path: KeyPath) -> str:
     """``("probes", 0, "runs")`` → ``probes[0].runs``."""
     out = ""
     for part in path:
@@ -51,7 +51,7 @@ class UserError(TrialgridError):
         self.message = message
         self.file = str(file) if file is not None else None
         self.line = line
-        self.key_path = format_key_path(key_path) if key_path is not None else None
+        self.key_path = _format_key_path(key_path) if key_path is not None else None
         self.hint = hint
         super().__init__(str(self))
 

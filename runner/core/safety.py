@@ -38,27 +38,27 @@ from pathlib import Path
 from runner.core.errors import UserError
 
 #: environment variable raising (or lowering) the size cap of every user file trialgrid reads
-MAX_INPUT_ENV = "TRIALGRID_MAX_INPUT_MB"
-DEFAULT_MAX_INPUT_MB = 16
+_MAX_INPUT_ENV = "TRIALGRID_MAX_INPUT_MB"
+_DEFAULT_MAX_INPUT_MB = 16
 #: data files: JSON (and JSON lines: BFCL's full import is a 20 MB case file) has no aliases and no line map to
 #: build; a CSV or Parquet file of trials is a table of short strings (a million trials is about 50 MB of CSV)
-DEFAULT_MAX_DATA_INPUT_MB = 128
+_DEFAULT_MAX_DATA_INPUT_MB = 128
 _DATA_SUFFIXES = (".json", ".jsonl", ".csv", ".parquet", ".pq")
 
 
 def max_input_bytes(path: Path | None = None) -> int:
     """The size cap of sweeps, case files, catalogues and importer inputs, in bytes (``path`` picks a data
     file's)."""
-    raw = os.environ.get(MAX_INPUT_ENV, "").strip()
+    raw = os.environ.get(_MAX_INPUT_ENV, "").strip()
     if not raw:
         data = path is not None and path.suffix.lower() in _DATA_SUFFIXES
-        return (DEFAULT_MAX_DATA_INPUT_MB if data else DEFAULT_MAX_INPUT_MB) << 20
+        return (_DEFAULT_MAX_DATA_INPUT_MB if data else _DEFAULT_MAX_INPUT_MB) << 20
     try:
         mb = float(raw)
     except ValueError:
-        raise UserError(f"{MAX_INPUT_ENV}={raw!r} is not a number of megabytes") from None
+        raise UserError(f"{_MAX_INPUT_ENV}={raw!r} is not a number of megabytes") from None
     if not mb > 0:
-        raise UserError(f"{MAX_INPUT_ENV}={raw!r} must be a positive number of megabytes")
+        raise UserError(f"{_MAX_INPUT_ENV}={raw!r} must be a positive number of megabytes")
     return int(mb * (1 << 20))
 
 
@@ -89,7 +89,7 @@ def check_regular_file(path: Path, *, what: str) -> int:
     limit = max_input_bytes(path)
     if st.st_size > limit:
         raise UserError(f"{what} is {st.st_size:,} bytes, over the {limit:,}-byte input cap", file=path,
-                        hint=f"set {MAX_INPUT_ENV} to a larger number of megabytes if the file is meant to be this big")
+                        hint=f"set {_MAX_INPUT_ENV} to a larger number of megabytes if the file is meant to be this big")
     return st.st_size
 
 
@@ -104,7 +104,7 @@ def read_capped(path: Path, *, what: str) -> bytes:
         raise UserError(f"cannot read {what}: {exc.strerror or exc}", file=path) from None
     if len(raw) > cap:
         raise UserError(f"{what} grew past the {cap:,}-byte input cap while being read", file=path,
-                        hint=f"set {MAX_INPUT_ENV} to a larger number of megabytes if the file is meant to be this big")
+                        hint=f"set {_MAX_INPUT_ENV} to a larger number of megabytes if the file is meant to be this big")
     return raw
 
 
@@ -126,7 +126,7 @@ def check_decoded_size(size: int, path: Path, *, what: str) -> None:
     cap = max_input_bytes(path)
     if size > cap:
         raise UserError(f"{what} decodes to {size:,} bytes, over the {cap:,}-byte input cap", file=path,
-                        hint=f"set {MAX_INPUT_ENV} to a larger number of megabytes if the file is meant to be this big")
+                        hint=f"set {_MAX_INPUT_ENV} to a larger number of megabytes if the file is meant to be this big")
 
 
 def decode_utf8(raw: bytes, path: Path, *, what: str) -> str:
@@ -152,11 +152,11 @@ _WINDOWS_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?", re
 
 
 #: the longest label (model, probe, run name) a sweep may use
-MAX_LABEL = 200
+_MAX_LABEL = 200
 
 
 def printable_label(value: str, what: str) -> str:
-    """A label shown in terminals, CSV and file names: no control characters, at most ``MAX_LABEL`` long.
+    """A label shown in terminals, CSV and file names: no control characters, at most ``_MAX_LABEL`` long.
 
     Raises ``ValueError`` (pydantic validators turn it into a located error).
     """
@@ -164,8 +164,8 @@ def printable_label(value: str, what: str) -> str:
     if bad is not None:
         raise ValueError(f"{what} {one_line(value)!r} holds the control character U+{ord(bad):04X}; "
                          "labels are printed and become file names")
-    if len(value) > MAX_LABEL:
-        raise ValueError(f"{what} is {len(value)} characters long; at most {MAX_LABEL}")
+    if len(value) > _MAX_LABEL:
+        raise ValueError(f"{what} is {len(value)} characters long; at most {_MAX_LABEL}")
     return value
 
 

@@ -7,8 +7,8 @@ the plain Python data, so pydantic's error locations can be mapped back to lines
 surrogate pairs) and composed as YAML only for their line numbers.
 
 Every file is hostile until read: it must be a regular file within the size cap
-(``runner.core.safety``), its nesting at most ``MAX_DEPTH`` levels (deeper input
-crashes the C composer) and its aliases may add at most ``MAX_ALIAS_NODES`` nodes
+(``runner.core.safety``), its nesting at most ``_MAX_DEPTH`` levels (deeper input
+crashes the C composer) and its aliases may add at most ``_MAX_ALIAS_NODES`` nodes
 (an alias "billion laughs" otherwise expands exponentially in every walk of the
 data). YAML 1.1 surprises are errors: a duplicate key (naming both lines), an
 octal-looking or sexagesimal integer (``010`` is 8, ``1:30`` is 90), and a
@@ -41,11 +41,11 @@ except AttributeError:  # pragma: no cover
 KeyTuple = tuple[Any, ...]
 
 #: deepest nesting of mappings and lists a user file may have
-MAX_DEPTH = 64
+_MAX_DEPTH = 64
 #: how many nodes alias references may add to a file beyond the nodes written in it
-MAX_ALIAS_NODES = 100_000
+_MAX_ALIAS_NODES = 100_000
 #: problems ``validate`` collects before it stops (the CLI's ``validate`` prints them all)
-MAX_PROBLEMS = 20
+_MAX_PROBLEMS = 20
 
 
 class Problems(UserError):
@@ -112,14 +112,14 @@ def _walk(node: yaml.Node, path: KeyTuple, lines: dict[KeyTuple, int], file: Pat
 
 
 def _prescan(text: str, file: Path, what: str) -> None:
-    """Refuse nesting deeper than ``MAX_DEPTH`` before the (recursive, C) composer sees it."""
+    """Refuse nesting deeper than ``_MAX_DEPTH`` before the (recursive, C) composer sees it."""
     depth = 0
     try:
         for event in yaml.parse(text, Loader=_Loader):
             if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 depth += 1
-                if depth > MAX_DEPTH:
-                    raise UserError(f"{what} nests deeper than {MAX_DEPTH} levels", file=file,
+                if depth > _MAX_DEPTH:
+                    raise UserError(f"{what} nests deeper than {_MAX_DEPTH} levels", file=file,
                                     line=event.start_mark.line + 1, hint="flatten it; no trialgrid file needs this")
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
@@ -127,14 +127,14 @@ def _prescan(text: str, file: Path, what: str) -> None:
         # PyYAML >= 6.0.4 has a nesting limit of its own: say it the same way whichever limit is hit first
         if "nesting depth" in str(exc):
             mark = getattr(exc, "problem_mark", None)
-            raise UserError(f"{what} nests deeper than {MAX_DEPTH} levels", file=file,
+            raise UserError(f"{what} nests deeper than {_MAX_DEPTH} levels", file=file,
                             line=mark.line + 1 if mark is not None else None,
                             hint="flatten it; no trialgrid file needs this") from None
         return  # the composer reports it, with its line
 
 
 def _check_expansion(root: yaml.Node, file: Path, what: str) -> None:
-    """Refuse a node graph whose aliases add more than ``MAX_ALIAS_NODES`` nodes (or refer to themselves)."""
+    """Refuse a node graph whose aliases add more than ``_MAX_ALIAS_NODES`` nodes (or refer to themselves)."""
     size: dict[int, int] = {}
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     open_: set[int] = set()
@@ -159,9 +159,9 @@ def _check_expansion(root: yaml.Node, file: Path, what: str) -> None:
             if id(child) not in size:
                 stack.append((child, False))
     expanded = size[id(root)]
-    if expanded > len(size) + MAX_ALIAS_NODES:
+    if expanded > len(size) + _MAX_ALIAS_NODES:
         raise UserError(f"{what}'s aliases expand it to {expanded:,} nodes from {len(size):,} written "
-                        f"(at most {MAX_ALIAS_NODES:,} more are allowed)", file=file,
+                        f"(at most {_MAX_ALIAS_NODES:,} more are allowed)", file=file,
                         hint="write the repeated parts out, or use fewer nested aliases")
 
 
@@ -225,7 +225,7 @@ def _json_depth_ok(data: Any) -> bool:
     stack = [(data, 1)]
     while stack:
         item, depth = stack.pop()
-        if depth > MAX_DEPTH:
+        if depth > _MAX_DEPTH:
             return False
         if isinstance(item, dict):
             stack.extend((v, depth + 1) for v in item.values())
@@ -246,11 +246,11 @@ def _load_json(text: str, path: Path, what: str) -> tuple[Any, dict[KeyTuple, in
     except json.JSONDecodeError as exc:
         raise UserError(f"{what} is not valid JSON: {exc.msg} (column {exc.colno})", file=path, line=exc.lineno) from None
     except RecursionError:
-        raise UserError(f"{what} nests deeper than {MAX_DEPTH} levels", file=path) from None
+        raise UserError(f"{what} nests deeper than {_MAX_DEPTH} levels", file=path) from None
     except ValueError as exc:  # e.g. an integer of more digits than Python converts
         raise UserError(f"{what} does not parse: {str(exc).split(';')[0]}", file=path) from None
     if not _json_depth_ok(data):
-        raise UserError(f"{what} nests deeper than {MAX_DEPTH} levels", file=path,
+        raise UserError(f"{what} nests deeper than {_MAX_DEPTH} levels", file=path,
                         hint="flatten it; no trialgrid file needs this")
     lines: dict[KeyTuple, int] = {}
     try:  # line numbers only: YAML's flow syntax reads most JSON; escaped surrogates become spaces
@@ -389,7 +389,7 @@ def validate(model: type[BaseModel], data: Any, source: Source, *, prefix: KeyTu
              context: dict[str, Any] | None = None) -> Any:
     """Validate ``data`` (found at ``prefix`` inside ``source``) into ``model``.
 
-    Every problem (up to ``MAX_PROBLEMS``) becomes a located ``UserError``; one is raised
+    Every problem (up to ``_MAX_PROBLEMS``) becomes a located ``UserError``; one is raised
     as is, several as ``Problems`` (its ``str()`` is the first with a count of the rest).
     """
     flagged: list[tuple[KeyTuple, bool]] = []
@@ -413,7 +413,7 @@ def validate(model: type[BaseModel], data: Any, source: Source, *, prefix: KeyTu
     else:
         if not problems:
             return result
-    problems = problems[:MAX_PROBLEMS]
+    problems = problems[:_MAX_PROBLEMS]
     if len(problems) == 1:
         raise problems[0]
     raise Problems(problems)

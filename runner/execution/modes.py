@@ -80,7 +80,7 @@ def plan(loaded: LoadedSweep, out: Path | None, *, mode: str | None = None, addr
     return Plan(mode or LOCAL)
 
 
-def check_retry_kinds(kinds: Sequence[str] | None) -> tuple[str, ...] | None:
+def _check_retry_kinds(kinds: Sequence[str] | None) -> tuple[str, ...] | None:
     """``--retry-errors`` kinds, checked against the error kinds rows carry; ``UserError`` for an unknown one."""
     if kinds is None:
         return None
@@ -151,7 +151,7 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
         tell(chosen.note)
     options = RunOptions(quiet=quiet, say=tell, notify=notify, strict_params=strict_params, cache_dir=cache_dir,
                          address=address, workers=workers, batch_models=chosen.batch_models,
-                         retry_kinds=check_retry_kinds(retry_errors), wait=wait)
+                         retry_kinds=_check_retry_kinds(retry_errors), wait=wait)
     return backend(chosen.backend).run(loaded, target, options)
 
 

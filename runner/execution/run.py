@@ -203,7 +203,7 @@ def build_trial_runner(loaded: LoadedSweep, *, strict_params: bool = False,
     return TrialRunner({p.name: p for p in loaded.probes}, bindings, sweep.engine.timeout_s), pool.all
 
 
-def record_cache(manifest: Manifest, cache: ResponseCache) -> None:
+def _record_cache(manifest: Manifest, cache: ResponseCache) -> None:
     """This session's cache counts into its manifest entry, and the run's total hits."""
     manifest.sessions[-1].cache = CacheStats.model_validate(cache.stats())
     manifest.cache_hits = (manifest.cache_hits or 0) + cache.hits
@@ -275,15 +275,15 @@ def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False,
     finally:
         elapsed = time.perf_counter() - started
         if cache is not None:
-            record_cache(output.manifest, cache)
+            _record_cache(output.manifest, cache)
             cache.close()
         written = sink.rows_written if sink is not None else 0
-        counts = finish_quietly(output, status, written, elapsed, say)
+        counts = _finish_quietly(output, status, written, elapsed, say)
     return RunResult(out, output.total, len(output.done), stats, counts, elapsed, output.repaired, status,
                      meter.reason() if meter is not None and stats.stopped else None)
 
 
-def finish_quietly(output: RunOutput, status: str, written: int, elapsed_s: float,
+def _finish_quietly(output: RunOutput, status: str, written: int, elapsed_s: float,
                    say: Callable[[str], None]) -> dict[str, int]:
     """``output.finish``, except that while another error is on its way out (a full disk), a manifest that
     cannot be written is said in a line instead of replacing that error."""

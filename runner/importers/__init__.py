@@ -24,7 +24,7 @@ from runner.probes.catalogue import parse_catalogue
 from runner.probes.negative import NegativeCase
 from runner.probes.phantom import Trace
 
-NEGATIVE_FILE, PHANTOM_FILE, SWEEP_FILE = "bfcl_negative.jsonl", "bfcl_phantom.jsonl", "sweep.yaml"
+_NEGATIVE_FILE, _PHANTOM_FILE, _SWEEP_FILE = "bfcl_negative.jsonl", "bfcl_phantom.jsonl", "sweep.yaml"
 
 
 def _refuse_overwrite(out: Path, names: list[str], force: bool) -> None:
@@ -83,25 +83,25 @@ def write_bfcl(result: ImportResult, out: Path, *, force: bool = False, runs: in
     if not negative and not phantom:
         raise UserError("nothing to write: no BFCL entry of a supported category was found",
                         hint="supported: " + ", ".join(SUPPORTED_CATEGORIES))
-    files = [SWEEP_FILE] + ([NEGATIVE_FILE] if negative else []) + ([PHANTOM_FILE] if phantom else [])
+    files = [_SWEEP_FILE] + ([_NEGATIVE_FILE] if negative else []) + ([_PHANTOM_FILE] if phantom else [])
     _refuse_overwrite(out, files, force)
     probes: list[dict[str, Any]] = []
     if negative:
-        _write_jsonl(out / NEGATIVE_FILE, negative)
-        probes.append({"kind": "negative", "name": "bfcl-negative", "cases": NEGATIVE_FILE, "runs": runs})
+        _write_jsonl(out / _NEGATIVE_FILE, negative)
+        probes.append({"kind": "negative", "name": "bfcl-negative", "cases": _NEGATIVE_FILE, "runs": runs})
     if phantom:
-        _write_jsonl(out / PHANTOM_FILE, phantom)
-        probes.append({"kind": "phantom", "name": "bfcl-phantom", "traces": PHANTOM_FILE, "runs": runs})
+        _write_jsonl(out / _PHANTOM_FILE, phantom)
+        probes.append({"kind": "phantom", "name": "bfcl-phantom", "traces": _PHANTOM_FILE, "runs": runs})
     sweep = {"name": "bfcl-import", "seed": 0, "output": str(out / "run"),
              "models": [{"name": "sim-typical", "provider": "sim", "model": "typical"},
                         {"name": "auditor-balanced", "provider": "sim", "model": "auditor-balanced"}],
              "probes": probes}
-    _write_sweep(out / SWEEP_FILE, sweep, "Imported from BFCL by `trialgrid import bfcl`. Swap the sim models for real ones.")
+    _write_sweep(out / _SWEEP_FILE, sweep, "Imported from BFCL by `trialgrid import bfcl`. Swap the sim models for real ones.")
     return counts
 
 
 def write_ungrounded(triples: list[dict[str, Any]], catalogue: Any, out: Path, *, force: bool = False) -> None:
-    _refuse_overwrite(out, ["triples.yaml", "tools.json", SWEEP_FILE], force)
+    _refuse_overwrite(out, ["triples.yaml", "tools.json", _SWEEP_FILE], force)
     (out / "triples.yaml").write_text(
         "# Imported from the ungrounded package by `trialgrid import ungrounded`.\n"
         + yaml.safe_dump({"triples": triples}, sort_keys=False, allow_unicode=True, width=120), encoding="utf-8")
@@ -109,7 +109,7 @@ def write_ungrounded(triples: list[dict[str, Any]], catalogue: Any, out: Path, *
     sweep = {"name": "ungrounded-import", "seed": 0, "output": str(out / "run"),
              "models": [{"name": "sim-typical", "provider": "sim", "model": "typical"}],
              "probes": [{"kind": "misselection", "cases": "triples.yaml", "catalogue": "tools.json", "runs": 10}]}
-    _write_sweep(out / SWEEP_FILE, sweep, "Imported from ungrounded by `trialgrid import ungrounded`.")
+    _write_sweep(out / _SWEEP_FILE, sweep, "Imported from ungrounded by `trialgrid import ungrounded`.")
 
 
 def _write_sweep(path: Path, sweep: dict[str, Any], comment: str) -> None:

@@ -68,7 +68,7 @@ _CATEGORIES = {
 SUPPORTED_CATEGORIES = tuple(sorted(_CATEGORIES))
 _STATEFUL = ("scored by executing every turn against BFCL's stateful simulated APIs (file system, trading, "
              "travel...) and comparing states; trialgrid does not replay them")
-NOT_IMPORTED = {
+_NOT_IMPORTED = {
     "multi_turn_base": _STATEFUL, "multi_turn_long_context": _STATEFUL,
     "memory": "needs BFCL's memory backend (prerequisite conversations write to a key-value or vector store)",
     "web_search": "needs a live web-search service",
@@ -139,7 +139,7 @@ def case_label(case: dict[str, Any]) -> str:
     return LABELS[_CATEGORIES[case["origin"].split(":")[1]]]
 
 
-def language_doc(fn: dict[str, Any], category: str) -> dict[str, Any]:
+def _language_doc(fn: dict[str, Any], category: str) -> dict[str, Any]:
     """A Java / JavaScript function doc as BFCL's function-calling handlers show it: every parameter a
     string holding source text, its real type named in the description."""
     lang = "Java" if category.endswith("java") else "JavaScript" if category.endswith("javascript") else None
@@ -256,7 +256,7 @@ def import_bfcl(paths: Iterable[Path]) -> ImportResult:
     for path, category in _expand(paths):
         kind = _CATEGORIES.get(category)
         if kind is None:
-            result.skipped_files[path.name] = NOT_IMPORTED.get(category, "category unknown to this importer")
+            result.skipped_files[path.name] = _NOT_IMPORTED.get(category, "category unknown to this importer")
             continue
         answers = _answers(path) if kind in ("pinning", "parallel", "miss_param", "miss_func") else {}
         docs = _multi_turn_docs(path.parent) if kind in ("miss_param", "miss_func") else {}
@@ -283,12 +283,12 @@ def import_bfcl(paths: Iterable[Path]) -> ImportResult:
                 if trace is not None:
                     result.phantom.append(trace)
                     result.counts[(category, "phantom trace")] += 1
-                elif bfcl_language(category) == "python":
+                elif _bfcl_language(category) == "python":
                     result.counts[(category, "no phantom: no optional argument to perturb")] += 1
     return result
 
 
-def bfcl_language(category: str) -> str:
+def _bfcl_language(category: str) -> str:
     return "java" if category.endswith("java") else "javascript" if category.endswith("javascript") else "python"
 
 
@@ -312,7 +312,7 @@ def _irrelevance(item: dict[str, Any], category: str, kind: str) -> dict[str, An
     return case
 
 
-def expected_value(options: list[Any], top: bool = True) -> tuple[bool, Any]:
+def _expected_value(options: list[Any], top: bool = True) -> tuple[bool, Any]:
     """(present, what trialgrid expects) for one BFCL option list: ``[""]`` alone → absent; one value →
     that value; several or an optional one → ``{one_of, optional}``. A dict (or list of dicts) at the top
     holds option lists per key, one level deep as in BFCL; deeper values are literal."""
@@ -331,7 +331,7 @@ def _nested(value: Any) -> Any:
             if not isinstance(opts, list):
                 out[k] = opts
                 continue
-            present, want = expected_value(opts, top=False)
+            present, want = _expected_value(opts, top=False)
             if present:
                 out[k] = want
         return out
@@ -345,7 +345,7 @@ def _expected_args(args: dict[str, Any]) -> dict[str, Any]:
     for arg, options in args.items():
         if not isinstance(options, list):
             raise _Skip("possible answer is not a list of options")
-        present, want = expected_value(options)
+        present, want = _expected_value(options)
         if present:
             expect[arg] = want
     return expect
@@ -379,14 +379,14 @@ def _pinning(item: dict[str, Any], category: str, truth: Any) -> tuple[dict[str,
     functions = {f["name"]: f for f in item["function"]}
     if fname not in functions:
         raise _Skip("ground-truth function not in the catalogue")
-    tools = [_convert_tool(language_doc(f, category)) for f in item["function"]]
+    tools = [_convert_tool(_language_doc(f, category)) for f in item["function"]]
     messages = _messages(item["question"][0])
     case = {
         "id": f"bfcl-{item['id']}", "origin": f"bfcl:{category}:{item['id']}", "positive": True,
         "messages": messages, "tools": tools, "expect_action": tool_name(fname), "expect_args": _expected_args(args),
         "call_count": 1, "bfcl": _key(category, item["function"], truth),
     }
-    if bfcl_language(category) != "python":
+    if _bfcl_language(category) != "python":
         return case, None  # phantom traces perturb JSON values; these arguments are source text
     return case, _phantom(item, category, messages, functions[fname], args)
 

@@ -19,7 +19,7 @@ from runner.core.safety import check_output_dir, replacing
 from runner.execution.lock import lock_output
 
 
-def holds_run(out: Path) -> bool:
+def _holds_run(out: Path) -> bool:
     return out.is_dir() and ((out / "manifest.json").exists() or any((out / "trials").glob("*.arrow*")))
 
 
@@ -37,7 +37,7 @@ def run_output(out: Path, *, force: bool) -> contextlib.AbstractContextManager[P
     (the user's own folder) is written into directly.
     """
     check_output_dir(out)
-    if holds_run(out):
+    if _holds_run(out):
         if not force:
             raise UserError(f"{out} already holds a run", hint="pass --force to replace it, or choose another --out")
         return _replacing_locked(out)

@@ -36,8 +36,8 @@ from runner.core.safety import (
 
 #: rows decoded at a time from a Parquet file, so its decoded size is checked before it is all in memory
 _PARQUET_BATCH_ROWS = 1024
-CSV_SUFFIXES = (".csv",)
-PARQUET_SUFFIXES = (".parquet", ".pq")
+_CSV_SUFFIXES = (".csv",)
+_PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
 @dataclass(frozen=True)
@@ -55,12 +55,12 @@ def read_table(path: Path, *, what: str) -> Table:
     """``path`` (``.csv``: every column as text; ``.parquet``) as a frame; every failure a located ``UserError``."""
     check_regular_file(path, what=what)  # a device or FIFO is named as such before its (missing) suffix is
     suffix = path.suffix.lower()
-    if suffix not in CSV_SUFFIXES + PARQUET_SUFFIXES:
+    if suffix not in _CSV_SUFFIXES + _PARQUET_SUFFIXES:
         raise UserError(f"unsupported file type {suffix!r}", file=path, hint="give a .csv or .parquet file")
     raw = read_capped(path, what=what)
     sha = hashlib.sha256(raw).hexdigest()
     try:
-        if suffix in CSV_SUFFIXES:
+        if suffix in _CSV_SUFFIXES:
             decode_utf8(raw, path, what=what)  # a binary file is named as one, with the line of its first bad byte
             frame = pl.read_csv(io.BytesIO(raw), infer_schema_length=0)  # all text: each importer types its columns
         else:

@@ -37,13 +37,13 @@ from pydantic import BaseModel, ConfigDict, Field
 Language = Literal["python", "java", "javascript"]
 Call = tuple[str, "Mapping[str, Any] | None"]  # (tool name, parsed arguments or None when they did not parse)
 
-PYTHON_TYPES: dict[str, type] = {"string": str, "integer": int, "float": float, "boolean": bool, "array": list,
+_PYTHON_TYPES: dict[str, type] = {"string": str, "integer": int, "float": float, "boolean": bool, "array": list,
                                  "tuple": list, "dict": dict, "any": str}
-JAVA_TYPES: dict[str, type] = {"byte": int, "short": int, "integer": int, "float": float, "double": float, "long": int,
+_JAVA_TYPES: dict[str, type] = {"byte": int, "short": int, "integer": int, "float": float, "double": float, "long": int,
                                "boolean": bool, "char": str, "Array": list, "ArrayList": list, "Set": set,
                                "HashMap": dict, "Hashtable": dict, "Queue": list, "Stack": list, "String": str,
                                "any": str}
-JS_TYPES: dict[str, type] = {"String": str, "integer": int, "float": float, "Bigint": int, "Boolean": bool,
+_JS_TYPES: dict[str, type] = {"String": str, "integer": int, "float": float, "Bigint": int, "Boolean": bool,
                              "dict": dict, "array": list, "any": str}
 _NESTED_PY = ("array", "tuple")
 _NESTED_CONVERTED = ("Array", "ArrayList", "array")
@@ -95,7 +95,7 @@ def check(key: BfclKey, calls: Sequence[Call]) -> str | None:
         return "ast_decoder:decoder_failed"
     output = [{name: dict(args or {})} for name, args in calls]
     try:
-        return ast_check(key.functions, output, key.ground_truth, language(key.category), key.category)
+        return _ast_check(key.functions, output, key.ground_truth, language(key.category), key.category)
     except (KeyError, TypeError, AttributeError, ValueError, NotImplementedError) as exc:
         # where BFCL's checker raises (a list item that is not a dict, an unsupported Java type) it
         # scores nothing; here the response fails with the reason named
@@ -104,7 +104,7 @@ def check(key: BfclKey, calls: Sequence[Call]) -> str | None:
 
 # ── the AST checker ──────────────────────────────────────────────────────────────────────────
 
-def ast_check(functions: list[dict[str, Any]], output: list[dict[str, dict[str, Any]]],
+def _ast_check(functions: list[dict[str, Any]], output: list[dict[str, dict[str, Any]]],
               answers: list[dict[str, Any]], lang: Language, category: str) -> str | None:
     if len(output) != (len(answers) if "parallel" in category or "multiple" in category else 1):
         return "wrong_count"
@@ -113,14 +113,14 @@ def ast_check(functions: list[dict[str, Any]], output: list[dict[str, dict[str, 
         for answer in answers:
             doc = _find(functions, next(iter(answer)))
             hit = next((i for i, item in enumerate(output)
-                        if i not in matched and check_call(doc, item, answer, lang) is None), None)
+                        if i not in matched and _check_call(doc, item, answer, lang) is None), None)
             if hit is None:
                 return "parallel:cannot_find_match"
             matched.add(hit)
         return None
     if "multiple" in category:
-        return check_call(_find(functions, next(iter(answers[0]))), output[0], answers[0], lang)
-    return check_call(functions[0], output[0], answers[0], lang)
+        return _check_call(_find(functions, next(iter(answers[0]))), output[0], answers[0], lang)
+    return _check_call(functions[0], output[0], answers[0], lang)
 
 
 def _find(functions: list[dict[str, Any]], name: str) -> dict[str, Any]:
@@ -130,7 +130,7 @@ def _find(functions: list[dict[str, Any]], name: str) -> dict[str, Any]:
     raise KeyError(f"answer key names {name!r}, which is not among the functions")
 
 
-def check_call(doc: Mapping[str, Any], item: Mapping[str, dict[str, Any]], answer: Mapping[str, Any],
+def _check_call(doc: Mapping[str, Any], item: Mapping[str, dict[str, Any]], answer: Mapping[str, Any],
                lang: Language) -> str | None:
     """One call against one answer: None, or the first error BFCL would report."""
     options_by_param: dict[str, list[Any]] = next(iter(answer.values()))
@@ -150,13 +150,13 @@ def check_call(doc: Mapping[str, Any], item: Mapping[str, dict[str, Any]], answe
         value = raw
         nested: type | None = None
         if lang == "python":
-            expected = PYTHON_TYPES[declared]
+            expected = _PYTHON_TYPES[declared]
             if declared in _NESTED_PY:
-                nested = PYTHON_TYPES[props[param]["items"]["type"]]
+                nested = _PYTHON_TYPES[props[param]["items"]["type"]]
             if declared == "float" and type(value) is int:
                 value = float(value)
         else:
-            table = JAVA_TYPES if lang == "java" else JS_TYPES
+            table = _JAVA_TYPES if lang == "java" else _JS_TYPES
             expected = table[declared]
             if type(value) is not str:
                 return f"type_error:{'java' if lang == 'java' else 'js'}"
@@ -259,7 +259,7 @@ _JAVA_LONG = re.compile(r"^-?\d+[lL]$")
 
 
 def _java(text: str, declared: str, item_type: str | None = None) -> Any:
-    if declared not in JAVA_TYPES:
+    if declared not in _JAVA_TYPES:
         raise ValueError(f"unsupported Java type {declared}")
     if declared in ("byte", "short", "integer"):
         return int(text) if _INT.match(text) else text
@@ -344,7 +344,7 @@ def _number_or_text(text: str) -> Any:
 
 
 def _js(text: str, declared: str, item_type: str | None = None) -> Any:
-    if declared not in JS_TYPES:
+    if declared not in _JS_TYPES:
         raise ValueError(f"unsupported JavaScript type {declared}")
     if declared == "String":
         quoted = (text.startswith('"') and text.endswith('"')) or (text.startswith("'") and text.endswith("'"))

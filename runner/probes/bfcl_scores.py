@@ -21,7 +21,7 @@ from stats import cluster_bootstrap_ci
 _COLUMNS = ("model", "case_id", "status", "passed", "reasons", "bfcl_passed", "bfcl_category", "bfcl_error")
 
 
-def bfcl_rows(frame: Any, probe_name: str) -> pl.DataFrame:
+def _bfcl_rows(frame: Any, probe_name: str) -> pl.DataFrame:
     """The probe's scored BFCL trials (``frame``: the run's trials, lazy or not)."""
     lazy = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
     if "bfcl_category" not in lazy.collect_schema().names():
@@ -31,18 +31,18 @@ def bfcl_rows(frame: Any, probe_name: str) -> pl.DataFrame:
             .select(_COLUMNS).collect())
 
 
-CATEGORY_COLUMNS = (
+_CATEGORY_COLUMNS = (
     ViewColumn("model", "model"), ViewColumn("category", "category"),
     ViewColumn("cases", "cases", Format.COUNT), ViewColumn("trials", "trials", Format.COUNT),
     ViewColumn("bfcl_accuracy", "bfcl acc", Format.RATE),
     ViewColumn("passed", "passed", Format.RATE, lo="passed_lo", hi="passed_hi"),
     ViewColumn("differ", "differ", Format.COUNT),
 )
-REASON_COLUMNS = (ViewColumn("model", "model"), ViewColumn("category", "category"), ViewColumn("reason", "reason"),
+_REASON_COLUMNS = (ViewColumn("model", "model"), ViewColumn("category", "category"), ViewColumn("reason", "reason"),
                   ViewColumn("trials", "trials", Format.COUNT))
 
 
-def category_table(rows: pl.DataFrame, seed: int = 0) -> pl.DataFrame:
+def _category_table(rows: pl.DataFrame, seed: int = 0) -> pl.DataFrame:
     """Per model × BFCL category: cases, trials, BFCL's accuracy, trialgrid's passed rate and its interval."""
     out = []
     for (model, category), group in rows.sort("model", "bfcl_category").group_by(
@@ -58,7 +58,7 @@ def category_table(rows: pl.DataFrame, seed: int = 0) -> pl.DataFrame:
     return pl.DataFrame(out)
 
 
-def disagreement_reason(passed: bool, reasons: list[str] | None, bfcl_error: str | None) -> str:
+def _disagreement_reason(passed: bool, reasons: list[str] | None, bfcl_error: str | None) -> str:
     """Why the two verdicts differ on one trial, as a short label."""
     if passed:
         return f"BFCL fails it: {bfcl_error}"
@@ -76,20 +76,20 @@ def disagreement_reason(passed: bool, reasons: list[str] | None, bfcl_error: str
     return "trialgrid fails it: " + first.split(":")[0][:60]
 
 
-def disagreement_table(rows: pl.DataFrame) -> pl.DataFrame:
+def _disagreement_table(rows: pl.DataFrame) -> pl.DataFrame:
     differ = rows.filter(pl.col("passed") != pl.col("bfcl_passed"))
     if differ.height == 0:
         return pl.DataFrame({"model": [], "category": [], "reason": [], "trials": []},
                             schema={"model": pl.String, "category": pl.String, "reason": pl.String, "trials": pl.Int64})
     labelled = differ.with_columns(pl.struct("passed", "reasons", "bfcl_error").map_elements(
-        lambda r: disagreement_reason(r["passed"], r["reasons"], r["bfcl_error"]), return_dtype=pl.String).alias("reason"))
+        lambda r: _disagreement_reason(r["passed"], r["reasons"], r["bfcl_error"]), return_dtype=pl.String).alias("reason"))
     return (labelled.group_by("model", pl.col("bfcl_category").alias("category"), "reason")
             .agg(pl.len().cast(pl.Int64).alias("trials")).sort("model", "category", "trials", descending=[False, False, True]))
 
 
 def bfcl_views(probe_name: str, frame: Any, *, seed: int) -> list[ProbeView]:
     """BFCL's per-category accuracy beside ``passed``, and the disagreements by reason (none for other runs)."""
-    rows = bfcl_rows(frame, probe_name)
+    rows = _bfcl_rows(frame, probe_name)
     if rows.height == 0:
         return []
     return [
@@ -97,9 +97,9 @@ def bfcl_views(probe_name: str, frame: Any, *, seed: int) -> list[ProbeView]:
                   "bfcl acc is BFCL's verdict averaged per category (its leaderboard's accuracy); passed is "
                   "trialgrid's strict verdict with a 95% cluster bootstrap interval over cases; differ counts "
                   "trials where the two verdicts differ (docs/bfcl.md).",
-                  category_table(rows, seed), CATEGORY_COLUMNS),
+                  _category_table(rows, seed), _CATEGORY_COLUMNS),
         ProbeView("bfcl_disagreements", f"{probe_name} · trials where the verdicts differ, by reason",
                   "Which rule made the two verdicts differ: a BFCL rule trialgrid does not apply (types, null "
                   "or empty extras), or one of trialgrid's stances (docs/bfcl.md).",
-                  disagreement_table(rows), REASON_COLUMNS),
+                  _disagreement_table(rows), _REASON_COLUMNS),
     ]

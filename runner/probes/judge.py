@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from runner.core.views import ProbeView
 
 CONDITIONS = ("llm",)
-VERDICT_RE = re.compile(r"verdict\s*:\s*\**\s*(correct|incorrect|yes|no|true|false)\b", re.IGNORECASE)
+_VERDICT_RE = re.compile(r"verdict\s*:\s*\**\s*(correct|incorrect|yes|no|true|false)\b", re.IGNORECASE)
 
 DEFAULT_SYSTEM = (
     "You grade whether a candidate answer to a task is correct, using the reference answer. The candidate is "
@@ -95,7 +95,7 @@ def heuristic_verdict(candidate: str, reference: str) -> bool:
 
 def parse_verdict(text: str) -> bool | None:
     """True / False from the judge's reply (its last VERDICT line), None when it has none."""
-    found = VERDICT_RE.findall(text or "")
+    found = _VERDICT_RE.findall(text or "")
     if not found:
         return None
     return found[-1].lower() in ("correct", "yes", "true")

@@ -157,9 +157,9 @@ def _labels_of(out: Path, probe: str) -> tuple[pl.DataFrame, list[str] | None]:
     return read_human_labels(paths), info.ensemble
 
 
-KAPPA_COLUMNS = (ViewColumn("rater", "rater"), ViewColumn("reference", "reference"),
+_KAPPA_COLUMNS = (ViewColumn("rater", "rater"), ViewColumn("reference", "reference"),
                  ViewColumn("kappa", "kappa", Format.SCORE, lo="lo", hi="hi"), ViewColumn("n", "n", Format.COUNT))
-CALIBRATION_COLUMNS = (
+_CALIBRATION_COLUMNS = (
     ViewColumn("rater", "rater"), ViewColumn("raw", "judged correct", Format.RATE),
     ViewColumn("p_h_given_yes", "P(h|correct)", Format.RATE), ViewColumn("p_h_given_no", "P(h|incorrect)", Format.RATE),
     ViewColumn("point", "calibrated", Format.RATE, lo="lo", hi="hi"), ViewColumn("n_labelled", "labelled", Format.COUNT))
@@ -168,7 +168,7 @@ _CALIBRATION_SCHEMA = {"rater": pl.String, "reference": pl.String, "raw": pl.Flo
                        "n_labelled": pl.Int64}
 
 
-def calibration_table(raters: pl.DataFrame, humans: pl.DataFrame, reference: str) -> pl.DataFrame:
+def _calibration_table(raters: pl.DataFrame, humans: pl.DataFrame, reference: str) -> pl.DataFrame:
     """Per rater: its calibrated correct-rate with ``reference`` (a human column) as truth."""
     joined = raters.join(humans.select("case_id", reference), on="case_id", how="left", maintain_order="left")
     rows = []
@@ -198,17 +198,17 @@ def judge_views(out: Path, probe: str, frame: pl.LazyFrame | pl.DataFrame, *, se
             "kappas", f"{probe} · Cohen's kappa (rater vs reference)",
             f"kappa [{CONFIDENCE:.0%} bootstrap over traces] (n traces both decided). consensus: annotators unanimous "
             "(≥ 2 labels); majority: strict human majority; ensemble: the judges' 2-of-3 majority.",
-            k, KAPPA_COLUMNS))
+            k, _KAPPA_COLUMNS))
     reference = "majority" if "majority" in humans.columns else None
     caption = (f"rate = P(v)·P(h|v) + P(¬v)·P(h|¬v) over the labelled traces; [{CONFIDENCE:.0%} percentile "
                "bootstrap, labelled and judged traces resampled independently; computed runner-side]. With few "
                "labels the interval is wide by construction.")
     if reference is None:
         views.append(ProbeView("calibration", f"{probe} · calibrated correct-rate", caption,
-                               pl.DataFrame(schema=_CALIBRATION_SCHEMA), CALIBRATION_COLUMNS,
+                               pl.DataFrame(schema=_CALIBRATION_SCHEMA), _CALIBRATION_COLUMNS,
                                notes=(f"{probe}: no human labels, so no calibrated rates "
                                       "(add `human_labels:` CSV files).",)))
         return views
     views.append(ProbeView("calibration", f"{probe} · calibrated correct-rate (human {reference} as truth)", caption,
-                           calibration_table(raters, humans, reference), CALIBRATION_COLUMNS))
+                           _calibration_table(raters, humans, reference), _CALIBRATION_COLUMNS))
     return views

@@ -79,7 +79,7 @@ class McpServer(BaseModel):
 
 
 @dataclass(frozen=True)
-class McpCatalogue:
+class _McpCatalogue:
     """The tools a server listed, with what the manifest records about them."""
 
     tools: tuple[ToolSpec, ...]
@@ -240,7 +240,7 @@ def _list_tools(client: _StdioClient, timeout_s: float) -> tuple[list[Any], int]
     raise _Failure(f"tools/list still had more pages after {_MAX_PAGES}; the server's pagination does not end")
 
 
-def _fetch_catalogue(server: McpServer, base_dir: Path, fail: Callable[[str], UserError]) -> McpCatalogue:
+def _fetch_catalogue(server: McpServer, base_dir: Path, fail: Callable[[str], UserError]) -> _McpCatalogue:
     """Start ``server``, list its tools, stop it. Every failure is ``fail(message)`` (a located ``UserError``)."""
     argv = [server.command, *server.args]
     shown = " ".join(argv)
@@ -284,7 +284,7 @@ def _fetch_catalogue(server: McpServer, base_dir: Path, fail: Callable[[str], Us
         # plain form: a file with this list is a catalogue trialgrid reads back (`catalogue: tools.json`)
         "tools": [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools],
     }
-    return McpCatalogue(tools, sha, record)
+    return _McpCatalogue(tools, sha, record)
 
 
 def probe_catalogue(catalogue: str | None, server: McpServer | None, base_dir: Path,

@@ -49,9 +49,9 @@ if TYPE_CHECKING:
     from runner.core.views import ProbeView
 
 CONDITIONS = ("negative", "positive")
-ASK_USER, NO_CALL, ANY_CALL = "ask_user", "no_call", "any_call"
+_ASK_USER, _NO_CALL, _ANY_CALL = "ask_user", "no_call", "any_call"
 #: the action of a reply with no tool call and no text: never no_call, ask_user or a pass
-EMPTY_REPLY = "empty_reply"
+_EMPTY_REPLY = "empty_reply"
 
 DEFAULT_SYSTEM = (
     "You are a support and operations assistant with access to the tools listed. Call a tool "
@@ -146,7 +146,7 @@ class NegativeCase(BaseModel):
                 or self.expect_calls):
             raise ValueError("the case checks nothing: give forbidden, must_not_infer, expect_action, must_not_call, "
                              "expect_args or expect_calls")
-        if self.positive and self.expect_action in (None, ASK_USER, NO_CALL) and not self.expect_calls:
+        if self.positive and self.expect_action in (None, _ASK_USER, _NO_CALL) and not self.expect_calls:
             raise ValueError("a positive case needs expect_action naming the tool that must be called (or expect_calls)")
         return self
 
@@ -288,7 +288,7 @@ def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[s
     empty = is_empty(response.text, len(called))
     asked = not called and not empty and asks_user(response.text, request)
     action = ("call:" + ",".join(called)) if called else (
-        EMPTY_REPLY if empty else ASK_USER if asked else NO_CALL)
+        _EMPTY_REPLY if empty else _ASK_USER if asked else _NO_CALL)
     expect = case.expect_action
     if empty:
         # no call and no words: not a deliberate abstention, never a pass of any kind
@@ -296,11 +296,11 @@ def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[s
         reasons.append("empty reply: no tool call and no text")
     elif expect is None:
         action_ok = True
-    elif expect == NO_CALL:
+    elif expect == _NO_CALL:
         action_ok = not called
-    elif expect == ASK_USER:
+    elif expect == _ASK_USER:
         action_ok = asked
-    elif expect == ANY_CALL:
+    elif expect == _ANY_CALL:
         action_ok = bool(called)
     else:
         action_ok = expect in called or (
@@ -439,7 +439,7 @@ def load_cases(path: Path, catalogue: tuple[ToolSpec, ...] | None) -> tuple[list
             raise rec.error("the case has no `tools` and the probe has no `catalogue`", "tools",
                             hint="add `catalogue: tools.json` to the probe entry, or a `tools` list to the case")
         names = {t.name for t in tools}
-        if case.expect_action not in (None, ASK_USER, NO_CALL, ANY_CALL) and case.expect_action not in names:
+        if case.expect_action not in (None, _ASK_USER, _NO_CALL, _ANY_CALL) and case.expect_action not in names:
             raise rec.error(f"expect_action {case.expect_action!r} is not a tool in the catalogue, nor ask_user / "
                             "no_call / any_call", "expect_action", hint=f"tools: {', '.join(sorted(names))}")
         for i, want in enumerate(case.expect_calls):

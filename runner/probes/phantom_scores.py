@@ -28,7 +28,7 @@ from runner.core.constants import CONFIDENCE, N_RESAMPLES
 from runner.core.views import FIELD_SCHEMA, FIELDS, Format, ProbeView, ViewColumn
 
 #: the scorers whose ``<scorer>_tp/_fp/_fn`` columns a phantom trial writes
-SCORERS = ("auditor", "baseline")
+_SCORERS = ("auditor", "baseline")
 _COLUMNS = ("model", "condition", "case_id", "run", "pred_fields", "baseline_fields", "gold_fields",
             "auditor_error", "auditor_error_detail")
 _LISTING_SCHEMA = pl.Schema({"model": pl.String(), "trace": pl.String(), "condition": pl.String(), "run": pl.Int64(),
@@ -39,7 +39,7 @@ _ERROR_SCHEMA = pl.Schema({"model": pl.String, "condition": pl.String, "trials":
                  "auditor_errors": pl.Int64, "parse_errors": pl.Int64, "transport_errors": pl.Int64})
 
 
-def pooled_scores(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
+def _pooled_scores(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
     """Precision, recall and F1 of pooled counts, with ``stats.field_scores``' empty-set conventions."""
     precision = tp / (tp + fp) if tp + fp else 1.0
     recall = tp / (tp + fn) if tp + fn else 1.0
@@ -55,7 +55,7 @@ def _ratio_ci(cluster: np.ndarray, num: np.ndarray, den: np.ndarray, seed: int) 
 
 
 def field_table(trials: pl.LazyFrame | pl.DataFrame, probe: str, seed: int,
-                scorers: Sequence[str] = SCORERS) -> pl.DataFrame:
+                scorers: Sequence[str] = _SCORERS) -> pl.DataFrame:
     """Pooled field-level precision / recall per model × condition × scorer, traces resampled for intervals.
 
     Scored on the trials where every scorer scored (an auditor error is not an empty
@@ -78,7 +78,7 @@ def field_table(trials: pl.LazyFrame | pl.DataFrame, probe: str, seed: int,
         for s in scorers:
             tp, fp, fn = (sub[f"{s}_{k}"].to_numpy() for k in ("tp", "fp", "fn"))
             t, f_p, f_n = int(tp.sum()), int(fp.sum()), int(fn.sum())
-            precision, recall, f1 = pooled_scores(t, f_p, f_n)
+            precision, recall, f1 = _pooled_scores(t, f_p, f_n)
             p_lo, p_hi = _ratio_ci(cluster, tp, tp + fp, seed)
             r_lo, r_hi = _ratio_ci(cluster, tp, tp + fn, seed)
             rows.append({"model": model, "condition": condition, "scorer": s, "trials": int(sub["trials"].sum()),
@@ -118,28 +118,28 @@ def disagreements(rows: pl.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def phantom_rows(frame: pl.LazyFrame | pl.DataFrame, probe_name: str) -> pl.DataFrame:
+def _phantom_rows(frame: pl.LazyFrame | pl.DataFrame, probe_name: str) -> pl.DataFrame:
     lazy = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
     return lazy.filter((pl.col("probe") == probe_name) & (pl.col("status") == "ok")).select(_COLUMNS).collect()
 
 
-FIELD_COLUMNS = (ViewColumn("model", "model"), ViewColumn("condition", "condition"), ViewColumn("scorer", "scorer"),
+_FIELD_COLUMNS = (ViewColumn("model", "model"), ViewColumn("condition", "condition"), ViewColumn("scorer", "scorer"),
                  ViewColumn("trials", "trials", Format.COUNT),
                  ViewColumn("precision", "P", Format.SCORE, lo="precision_lo", hi="precision_hi"),
                  ViewColumn("recall", "R", Format.SCORE, lo="recall_lo", hi="recall_hi"),
                  ViewColumn("f1", "F1", Format.SCORE), ViewColumn("tp", "tp", Format.COUNT),
                  ViewColumn("fp", "fp", Format.COUNT), ViewColumn("fn", "fn", Format.COUNT))
-ERROR_COLUMNS = (ViewColumn("model", "model"), ViewColumn("condition", "condition"),
+_ERROR_COLUMNS = (ViewColumn("model", "model"), ViewColumn("condition", "condition"),
                  ViewColumn("trials", "trials", Format.COUNT), ViewColumn("scored", "scored", Format.COUNT),
                  ViewColumn("auditor_errors", "auditor errors", Format.COUNT),
                  ViewColumn("parse_errors", "parse", Format.COUNT),
                  ViewColumn("transport_errors", "transport", Format.COUNT))
-LISTING_COLUMNS = tuple(ViewColumn(c, c.replace("_", " ")) for c in _LISTING_SCHEMA)
+_LISTING_COLUMNS = tuple(ViewColumn(c, c.replace("_", " ")) for c in _LISTING_SCHEMA)
 
 
 def phantom_views(out: Path, probe_name: str, frame: pl.LazyFrame | pl.DataFrame, *, seed: int) -> list[ProbeView]:
     """Field precision / recall of auditor and baseline, auditor errors, and the disagreement listing."""
-    rows = phantom_rows(frame, probe_name)
+    rows = _phantom_rows(frame, probe_name)
     if rows.height == 0:
         return []
     listing = pl.DataFrame(disagreements(rows), schema=_LISTING_SCHEMA)
@@ -148,12 +148,12 @@ def phantom_views(out: Path, probe_name: str, frame: pl.LazyFrame | pl.DataFrame
                   "Field-level scores pooled over (trace, run, field) units, on the trials every scorer scored (an "
                   f"auditor error is not an empty prediction). [{CONFIDENCE:.0%} cluster bootstrap over traces.] "
                   "Nothing predicted counts as precision 1; nothing to find as recall 1.",
-                  field_table(frame, probe_name, seed), FIELD_COLUMNS),
+                  field_table(frame, probe_name, seed), _FIELD_COLUMNS),
         ProbeView("auditor_errors", f"{probe_name} · auditor errors",
                   "Trials whose auditor reply could not be scored (parse: broke the reply contract; transport: the "
                   "call failed twice). They are counted here and left out of both scorers' field scores.",
-                  error_table(rows), ERROR_COLUMNS),
+                  error_table(rows), _ERROR_COLUMNS),
         ProbeView("disagreements", f"{probe_name} · audits where auditor and baseline differ",
-                  "audit(s) where auditor and baseline differ (or the auditor errored)", listing, LISTING_COLUMNS,
+                  "audit(s) where auditor and baseline differ (or the auditor errored)", listing, _LISTING_COLUMNS,
                   listing=True),
     ]

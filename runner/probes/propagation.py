@@ -83,7 +83,7 @@ tasks:
 """
 
 
-def interceptor_pairs(conditions: tuple[str, ...]) -> list[tuple[str, str]]:
+def _interceptor_pairs(conditions: tuple[str, ...]) -> list[tuple[str, str]]:
     """(intercepted arm, its control arm) for every condition run both ways."""
     present = set(conditions)
     return [(c, c.split("+", 1)[0]) for c in conditions if c.endswith("+interceptor") and c.split("+", 1)[0] in present]
@@ -126,7 +126,7 @@ class PropagationProbe(Probe):
     rates = ("wrong_answer", "hallucinated", "fabricated", "tool_called", "abstained", "reached_s1", "reached_s2")
     # every intercepted arm against its own control; arms a sweep did not run are skipped by the analysis
     contrasts = tuple(Contrast(label=f"{a} − {b}", outcome="hallucinated", arm_a=(a,), arm_b=(b,))
-                      for a, b in interceptor_pairs(CONDITIONS))
+                      for a, b in _interceptor_pairs(CONDITIONS))
     template = TEMPLATE
 
     @classmethod

@@ -197,17 +197,17 @@ def _rate(name: str, label: str) -> ViewColumn:
     return ViewColumn(f"{name}_rate", label, Format.RATE, lo=f"{name}_lo", hi=f"{name}_hi")
 
 
-HOP_COLUMNS = (ViewColumn("model", "model"), ViewColumn("condition", "condition"),
+_HOP_COLUMNS = (ViewColumn("model", "model"), ViewColumn("condition", "condition"),
                ViewColumn("n_s1", "S1", Format.COUNT), ViewColumn("n_s2", "S2", Format.COUNT),
                ViewColumn("n_s3", "S3|S2", Format.COUNT), _rate("r23", "P(S3|S2)"), _rate("r13", "P(S3|S1)"),
                _rate("r12", "P(S2|S1)"))
-REJECTION_COLUMNS = (ViewColumn("model", "model"), ViewColumn("n_s1", "trials at S1", Format.COUNT),
+_REJECTION_COLUMNS = (ViewColumn("model", "model"), ViewColumn("n_s1", "trials at S1", Format.COUNT),
                      ViewColumn("rejection", "rejection", Format.RATE), ViewColumn("recovery", "recovery", Format.RATE))
-FABRICATION_COLUMNS = (ViewColumn("model", "model"), ViewColumn("trials", "trials", Format.COUNT),
+_FABRICATION_COLUMNS = (ViewColumn("model", "model"), ViewColumn("trials", "trials", Format.COUNT),
                        _rate("tool", "tool-call rate"), _rate("fabricated", "fabricated"),
                        ViewColumn("fabricated_without_tools", "fab. | no tool", Format.RATE),
                        ViewColumn("rules", "rules fired (no-tool trials)"))
-STAGE_COLUMNS = (ViewColumn("model", "model"), ViewColumn("condition", "condition"), ViewColumn("stage", "stage"),
+_STAGE_COLUMNS = (ViewColumn("model", "model"), ViewColumn("condition", "condition"), ViewColumn("stage", "stage"),
                  ViewColumn("reached", "reached", Format.COUNT), ViewColumn("trials", "of trials", Format.COUNT))
 
 
@@ -245,21 +245,21 @@ def propagation_views(out: Path, probe: str, frame: pl.LazyFrame | pl.DataFrame,
             "hop_rates", f"{probe} · hop rates",
             "S1: the corrupted value entered a call; S2: executed and not rejected; S3: wrong final answer. Rates "
             f"pooled over trials reaching the conditioning stage; [{CONFIDENCE:.0%} cluster bootstrap over tasks, "
-            f"{N_RESAMPLES:,} resamples].", hops, HOP_COLUMNS))
+            f"{N_RESAMPLES:,} resamples].", hops, _HOP_COLUMNS))
         rr, rho = rejection_recovery(rows)
         views.append(ProbeView(
             "rejection_recovery", f"{probe} · rejection vs recovery",
             "rejection = P(not S2 | S1); recovery = P(correct final answer | S1). "
             + (f"Spearman rho across models = {rho.statistic:+.3f}, p = {_p(rho.pvalue)} ({rho.method})."
                if rho is not None else "Spearman's rho needs at least 3 models with varying rates."),
-            rr, REJECTION_COLUMNS))
+            rr, _REJECTION_COLUMNS))
     fab = fabrication(rows)
     if fab.height:
         views.append(ProbeView(
             "fabrication", f"{probe} · fabricated tool use",
             "fabricated: an answer asserting a tool result no tool produced (rules in README, 'Fabricated tool "
             "use'). An agent that rarely calls tools cannot be corrupted by a tool and looks robust to injection "
-            f"for that reason alone. [{CONFIDENCE:.0%} cluster bootstrap over tasks]", fab, FABRICATION_COLUMNS))
+            f"for that reason alone. [{CONFIDENCE:.0%} cluster bootstrap over tasks]", fab, _FABRICATION_COLUMNS))
     eff = interceptor_effect(rows)
     if eff.height:
         views.append(ProbeView(
@@ -274,5 +274,5 @@ def propagation_views(out: Path, probe: str, frame: pl.LazyFrame | pl.DataFrame,
         views.append(ProbeView(
             STAGES, f"{probe} · stage reach",
             "Ok trials whose injected error reached each stage or a later one (S1 entered a call, S2 executed "
-            "unrejected, S3 a wrong final answer).", stages, STAGE_COLUMNS))
+            "unrejected, S3 a wrong final answer).", stages, _STAGE_COLUMNS))
     return views

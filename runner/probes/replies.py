@@ -75,7 +75,7 @@ _USER_VOICE_RE = re.compile(
     re.IGNORECASE)
 _WORDS_RE = re.compile(r"[a-z0-9]+")
 
-ECHO_RATIO = 0.8
+_ECHO_RATIO = 0.8
 
 
 def strip_tokens(text: str) -> str:
@@ -113,8 +113,8 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_RE.findall(text) if s.strip()]
 
 
-def is_echo(sentence: str, request_sentences: Iterable[str]) -> bool:
-    """The sentence repeats one of the request's (contained in it, or ≥ ``ECHO_RATIO`` alike)."""
+def _is_echo(sentence: str, request_sentences: Iterable[str]) -> bool:
+    """The sentence repeats one of the request's (contained in it, or ≥ ``_ECHO_RATIO`` alike)."""
     own = _norm(sentence)
     if not own:
         return True
@@ -122,7 +122,7 @@ def is_echo(sentence: str, request_sentences: Iterable[str]) -> bool:
         theirs = _norm(other)
         if not theirs:
             continue
-        if (len(own.split()) >= 3 and own in theirs) or SequenceMatcher(None, own, theirs).ratio() >= ECHO_RATIO:
+        if (len(own.split()) >= 3 and own in theirs) or SequenceMatcher(None, own, theirs).ratio() >= _ECHO_RATIO:
             return True
     return False
 
@@ -139,7 +139,7 @@ def questions(text: str, request: str) -> list[str]:
         phrase = _REQUEST_PHRASE_RE.search(sentence) is not None
         if not (question or phrase):
             continue
-        if is_echo(sentence, request_sentences):
+        if _is_echo(sentence, request_sentences):
             continue
         addressed = _YOU_RE.search(sentence) is not None
         if _FIRST_PERSON_RE.search(sentence) and not addressed and not phrase:

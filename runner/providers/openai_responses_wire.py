@@ -35,7 +35,7 @@ _MODES = ("auto", "none", "required")
 SEED_METADATA_KEY = "trialgrid_seed"
 
 
-def encode_items(m: Message) -> list[dict[str, Any]]:
+def _encode_items(m: Message) -> list[dict[str, Any]]:
     """One neutral message → its ``input`` items."""
     if m.role == "tool":
         return [{"type": "function_call_output", "call_id": m.tool_call_id or "", "output": m.content}]
@@ -49,7 +49,7 @@ def encode_items(m: Message) -> list[dict[str, Any]]:
 
 def encode_request(request: ChatRequest) -> dict[str, Any]:
     body: dict[str, Any] = {"model": request.model,
-                            "input": [item for m in request.messages for item in encode_items(m)]}
+                            "input": [item for m in request.messages for item in _encode_items(m)]}
     if request.tools:
         body["tools"] = [{"type": "function", "name": t.name, "description": t.description,
                           "parameters": dict(t.parameters), "strict": False} for t in request.tools]

@@ -11,12 +11,12 @@ spent their attempts. A ``Pacer`` learns a send rate instead, and the limiter
   such as ``1s``, ``6m0s``, ``20ms``; Anthropic ``anthropic-ratelimit-{requests,tokens,
   input-tokens,output-tokens}-{limit,remaining,reset}``, with RFC 3339 resets). Both
   vendors state their limits per minute, so the pace is ``limit / window`` (60 s),
-  a little under it (``HEADER_MARGIN``) so that network jitter never makes two
+  a little under it (``_HEADER_MARGIN``) so that network jitter never makes two
   requests arrive closer than the server's refill; for tokens, the interval is the
   recent tokens per request (a moving average of reported usage) over the token rate.
 - **AIMD** without headers: a 429 cuts the rate to ``BETA`` times the rate that met
   it — or, while nothing was known, to what the server actually admitted lately
-  (answers that were not 429 over the last ``SAMPLE_S``, over at least the
+  (answers that were not 429 over the last ``_SAMPLE_S``, over at least the
   retry-after). Only requests sent after the last cut can cut again, so the herd of
   429s one burst provokes counts once. Each admitted answer then grows the rate:
   fast back to just under the rate that failed (``PLATEAU``), then slowly past it,
@@ -45,20 +45,20 @@ from dataclasses import dataclass
 from runner.providers.classify import parse_duration, parse_rfc3339_wait
 
 #: the header pace is this share of the stated limit (jitter margin)
-HEADER_MARGIN = 0.98
+_HEADER_MARGIN = 0.98
 #: a 429 cuts the rate to this share of the rate that met it
 BETA = 0.9
 #: admitted answers to climb from a cut back to the plateau
-RECOVER_ANSWERS = 3
+_RECOVER_ANSWERS = 3
 #: the plateau: the share of the last failing rate reached quickly; beyond it growth is slow
 PLATEAU = 0.97
 #: past the plateau, each admitted answer adds this share of the last failing rate, growing by the
-#: same share every ``PROBE_RAMP`` answers — near the old limit growth is slow, far past it, fast
+#: same share every ``_PROBE_RAMP`` answers — near the old limit growth is slow, far past it, fast
 #: (a ceiling learned from a poor estimate is outgrown within a few hundred answers)
-PROBE_STEP = 0.001
-PROBE_RAMP = 50
+_PROBE_STEP = 0.001
+_PROBE_RAMP = 50
 #: how far back the "admitted lately" estimate looks (s)
-SAMPLE_S = 10.0
+_SAMPLE_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,15 +201,15 @@ class Pacer:
         else:
             self._admitted.append(sent_at)
             self._grow()
-        cutoff = now - SAMPLE_S
+        cutoff = now - _SAMPLE_S
         while self._admitted and self._admitted[0] < cutoff:
             self._admitted.popleft()
 
     def _headers(self, info: RateInfo, now: float) -> None:
         if info.limit_requests:
-            self.header_rate = HEADER_MARGIN * info.limit_requests / self.window_s
+            self.header_rate = _HEADER_MARGIN * info.limit_requests / self.window_s
         if info.limit_tokens:
-            self.token_rate = HEADER_MARGIN * info.limit_tokens / self.window_s
+            self.token_rate = _HEADER_MARGIN * info.limit_tokens / self.window_s
         if self._informed_at is None and (info.limit_requests or info.limit_tokens):
             self._informed_at = now
 
@@ -219,7 +219,7 @@ class Pacer:
         if self._informed_at is not None and sent_at < self._informed_at:
             return  # sent before the headers told us the limit we now keep to
         # what the server admitted lately (over at least the retry-after): about the rate it allows
-        cutoff = now - SAMPLE_S
+        cutoff = now - _SAMPLE_S
         admitted = sum(1 for t in self._admitted if t >= cutoff)
         first = next((t for t in self._admitted if t >= cutoff), now)
         estimate = max(admitted, 1) / max(now - first, retry_after_s or 0.0, 1.0)
@@ -238,10 +238,10 @@ class Pacer:
             return
         plateau = PLATEAU * ceiling
         if rate < plateau:
-            rate = min(plateau, rate + (plateau - BETA * ceiling) / RECOVER_ANSWERS)
+            rate = min(plateau, rate + (plateau - BETA * ceiling) / _RECOVER_ANSWERS)
         else:
             self._probes += 1
-            rate += PROBE_STEP * ceiling * (1 + self._probes / PROBE_RAMP)
+            rate += _PROBE_STEP * ceiling * (1 + self._probes / _PROBE_RAMP)
         if self.header_rate:  # no use growing past what the headers allow
             rate = min(rate, self.header_rate)
         self.rate = rate

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from runner.core.types import ToolCall, parse_tool_arguments
 
 ToolCallParser = Literal["json", "hermes", "functions-prefix"]
-PARSERS: tuple[str, ...] = ("json", "hermes", "functions-prefix")
+_PARSERS: tuple[str, ...] = ("json", "hermes", "functions-prefix")
 
 _DECODER = json.JSONDecoder()
 _HERMES_RE = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
@@ -67,7 +67,7 @@ def _objects(text: str) -> list[Any]:
         pos = end
 
 
-def parse_json(text: str) -> tuple[ToolCall, ...]:
+def _parse_json(text: str) -> tuple[ToolCall, ...]:
     calls: list[ToolCall] = []
     for value in _objects(text):
         for item in value if isinstance(value, list) else [value]:
@@ -77,7 +77,7 @@ def parse_json(text: str) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
-def parse_hermes(text: str) -> tuple[ToolCall, ...]:
+def _parse_hermes(text: str) -> tuple[ToolCall, ...]:
     calls: list[ToolCall] = []
     for m in _HERMES_RE.finditer(text):
         body = m.group(1)
@@ -97,7 +97,7 @@ def parse_hermes(text: str) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
-def parse_functions_prefix(text: str) -> tuple[ToolCall, ...]:
+def _parse_functions_prefix(text: str) -> tuple[ToolCall, ...]:
     calls: list[ToolCall] = []
     for m in _PREFIX_RE.finditer(text):
         rest = text[m.end():]
@@ -113,7 +113,7 @@ def parse_functions_prefix(text: str) -> tuple[ToolCall, ...]:
 
 
 _BY_NAME: dict[str, Callable[[str], tuple[ToolCall, ...]]] = {
-    "json": parse_json, "hermes": parse_hermes, "functions-prefix": parse_functions_prefix,
+    "json": _parse_json, "hermes": _parse_hermes, "functions-prefix": _parse_functions_prefix,
 }
 
 
@@ -122,5 +122,5 @@ def parse_text_calls(parser: str, text: str) -> tuple[ToolCall, ...]:
     try:
         fn = _BY_NAME[parser]
     except KeyError:
-        raise ValueError(f"unknown tool_call_parser {parser!r}: expected one of {', '.join(PARSERS)}") from None
+        raise ValueError(f"unknown tool_call_parser {parser!r}: expected one of {', '.join(_PARSERS)}") from None
     return fn(text) if text else ()

@@ -23,10 +23,10 @@ from runner.core.safety import confined, safe_filename
 
 COLORS = {"robust": "#2e7d32", "no effect": "#558b2f", "degraded": "#b58900", "brittle": "#d9631e",
           "collapse": "#c62828", "inconclusive": "#6e6e6e"}
-LABEL_COLOR = "#555"
+_LABEL_COLOR = "#555"
 FONT = "Verdana,Geneva,'DejaVu Sans',sans-serif"
-HEIGHT = 20
-PAD = 6
+_HEIGHT = 20
+_PAD = 6
 
 # approximate advance widths of Verdana at 11 px; anything else counts as a lowercase letter
 _NARROW = dict.fromkeys("ijl.,:;!|'` ()[]", 3.8)
@@ -41,21 +41,21 @@ def text_width(text: str) -> float:
 
 def badge_svg(label: str, message: str, color: str, title: str) -> str:
     """A flat two-part badge: ``label`` on grey, ``message`` on ``color``."""
-    lw, mw = round(text_width(label) + 2 * PAD), round(text_width(message) + 2 * PAD)
+    lw, mw = round(text_width(label) + 2 * _PAD), round(text_width(message) + 2 * _PAD)
     width = lw + mw
     # a badge-specific clip id: several badges inlined in one HTML page must not share one
     clip = "tg-" + hashlib.sha256(f"{label}|{message}|{title}".encode()).hexdigest()[:10]
     text = (f'<g fill="#fff" text-anchor="middle" font-family="{FONT}" font-size="11">'
-            f'<text x="{lw / 2:.1f}" y="14" textLength="{lw - 2 * PAD}" lengthAdjust="spacingAndGlyphs">'
+            f'<text x="{lw / 2:.1f}" y="14" textLength="{lw - 2 * _PAD}" lengthAdjust="spacingAndGlyphs">'
             f"{escape(label)}</text>"
-            f'<text x="{lw + mw / 2:.1f}" y="14" textLength="{mw - 2 * PAD}" lengthAdjust="spacingAndGlyphs">'
+            f'<text x="{lw + mw / 2:.1f}" y="14" textLength="{mw - 2 * _PAD}" lengthAdjust="spacingAndGlyphs">'
             f"{escape(message)}</text></g>")
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{HEIGHT}" '
-            f'viewBox="0 0 {width} {HEIGHT}" role="img" aria-label="{escape(label)}: {escape(message)}">'
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{_HEIGHT}" '
+            f'viewBox="0 0 {width} {_HEIGHT}" role="img" aria-label="{escape(label)}: {escape(message)}">'
             f"<title>{escape(title)}</title>"
-            f'<clipPath id="{clip}"><rect width="{width}" height="{HEIGHT}" rx="3"/></clipPath>'
-            f'<g clip-path="url(#{clip})"><rect width="{lw}" height="{HEIGHT}" fill="{LABEL_COLOR}"/>'
-            f'<rect x="{lw}" width="{mw}" height="{HEIGHT}" fill="{color}"/></g>{text}</svg>\n')
+            f'<clipPath id="{clip}"><rect width="{width}" height="{_HEIGHT}" rx="3"/></clipPath>'
+            f'<g clip-path="url(#{clip})"><rect width="{lw}" height="{_HEIGHT}" fill="{_LABEL_COLOR}"/>'
+            f'<rect x="{lw}" width="{mw}" height="{_HEIGHT}" fill="{color}"/></g>{text}</svg>\n')
 
 
 def verdict_badge(model: str, verdict: str, retention: float | None, reason: str) -> str:

@@ -26,11 +26,11 @@ from runner.probes import PROBES
 
 MAX_CELLS = 12
 PER_CELL = 2
-MAX_TEXT = 700
-SAMPLE_SEED = 2026
+_MAX_TEXT = 700
+_SAMPLE_SEED = 2026
 #: outcome columns too bulky or too internal for an example (the full row is in the trial files)
-SKIP = frozenset({"steps", "catalogue_order", "judge_verdicts"})
-REQUEST_KEYS = ("user", "query", "request", "prompt", "question", "task")
+_SKIP = frozenset({"steps", "catalogue_order", "judge_verdicts"})
+_REQUEST_KEYS = ("user", "query", "request", "prompt", "question", "task")
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class Example:
     outcome: list[tuple[str, str]]       # the probe's outcome columns that hold something
 
 
-def shorten(text: str, limit: int = MAX_TEXT) -> str:
+def shorten(text: str, limit: int = _MAX_TEXT) -> str:
     """``text`` up to ``limit`` characters, saying how much was left out."""
     return text if len(text) <= limit else f"{text[:limit]} [+{len(text) - limit:,} more characters]"
 
@@ -79,7 +79,7 @@ def _request(entry: dict[str, Any] | None, condition: str) -> str | None:
     if not entry:
         return None
     base = condition.split("+")[0]
-    for key in (condition, base, *REQUEST_KEYS):
+    for key in (condition, base, *_REQUEST_KEYS):
         if isinstance(entry.get(key), str):
             return str(entry[key])
     return None
@@ -101,7 +101,7 @@ def sample_examples(run: RunAnalysis, probe: str, kind: str, head: str) -> list[
         return []
     success = head in SUCCESS_RATES
     event = (~pl.col(head).fill_null(True)) if success else pl.col(head).fill_null(False)
-    frame = frame.with_columns(event.alias("_event"), pl.col("trial_id").hash(SAMPLE_SEED).alias("_order"))
+    frame = frame.with_columns(event.alias("_event"), pl.col("trial_id").hash(_SAMPLE_SEED).alias("_order"))
     cells = (frame.group_by("case_id", "condition").agg(pl.col("_event").any().alias("_any"),
                                                         pl.col("_order").min().alias("_first"))
              .sort(["_any", "_first"], descending=[True, False]).head(MAX_CELLS))
@@ -114,7 +114,7 @@ def sample_examples(run: RunAnalysis, probe: str, kind: str, head: str) -> list[
         rest = rows.filter(pl.col("_event") != picked[0]["_event"]).head(PER_CELL - 1).to_dicts()
         for r in (picked + rest)[:PER_CELL]:
             calls = [(str(t.get("name")), str(t.get("arguments") or "")) for t in (r.get("tool_calls") or [])]
-            outcome = [(k, v) for k in fields if k not in SKIP and (v := _value(r.get(k))) is not None]
+            outcome = [(k, v) for k in fields if k not in _SKIP and (v := _value(r.get(k))) is not None]
             out.append(Example(r["model"], r["case_id"], r["condition"], int(r["run"]), bool(r["_event"]),
                                _request(entries.get(r["case_id"]), r["condition"]), calls,
                                r.get("response_text") or "", outcome))

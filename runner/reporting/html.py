@@ -68,7 +68,7 @@ nav a{margin-right:12px;font-size:13px}code{background:#f2f2f2;padding:0 3px;bor
 details.tg-ex{display:none}}
 """
 
-SCRIPT = """
+_SCRIPT = """
 (function(){
   var errors=[];
   window.addEventListener('error',function(e){errors.push(String(e.message));
@@ -328,10 +328,10 @@ def _stages_section(summary: Summary, probe: str, kind: str) -> str | None:
 
 
 #: rows of a listing view drawn on the page (the JSON, the CSV and the terminal's JSONL file have every row)
-LISTING_ROWS = 40
+_LISTING_ROWS = 40
 
 
-def view_html(view: ProbeView) -> str:
+def _view_html(view: ProbeView) -> str:
     """A probe view as HTML tables (every cell escaped), its caption and notes; a listing folds away.
 
     The leading text columns (model, condition...) are the keys; the other columns come in runs of five,
@@ -340,7 +340,7 @@ def view_html(view: ProbeView) -> str:
     keys = next((i for i, c in enumerate(view.columns) if is_numeric(c)), len(view.columns))
     keys = max(min(keys, 3), 1)
     rows = []
-    shown = view.table.head(LISTING_ROWS) if view.listing else view.table
+    shown = view.table.head(_LISTING_ROWS) if view.listing else view.table
     for row in shown.iter_rows(named=True):
         cells = []
         for col in view.columns:
@@ -371,7 +371,7 @@ def _view_sections(summary: Summary, probe: str, kind: str) -> list[str]:
     for run in runs:
         for view in summary.probe_views(run, probe):
             title = view.title + (f" ({run.label})" if len(runs) > 1 else "")
-            out.append(_section("view", f"{probe}-{view.key}-{run.label}", title, view_html(view)))
+            out.append(_section("view", f"{probe}-{view.key}-{run.label}", title, _view_html(view)))
     return out
 
 
@@ -519,7 +519,7 @@ def render_html(summary: Summary, title: str = "trialgrid report") -> str:
         f"<h1>{escape(title)}</h1><p class=\"note\">{len(summary.runs)} run(s) · generated {generated} by trialgrid "
         f"{escape(version)}</p><nav>{''.join(nav)}</nav>"
         + "".join(body)
-        + f"</main><script>{SCRIPT}</script></body></html>\n"
+        + f"</main><script>{_SCRIPT}</script></body></html>\n"
     )
 
 

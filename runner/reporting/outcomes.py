@@ -6,7 +6,7 @@ the page explains each rate in the words the reference uses without shipping the
 
 from __future__ import annotations
 
-DEFINITIONS: dict[tuple[str, str], str] = {
+_DEFINITIONS: dict[tuple[str, str], str] = {
     ("misselection", "decoy_called"): 'the decoy was among the tools called',
     ("misselection", "expected_called"): 'the tool that completes the request was called',
     ("misselection", "asked"): 'no tool call, and the reply asks a question',
@@ -33,4 +33,4 @@ DEFINITIONS: dict[tuple[str, str], str] = {
 
 def definition(kind: str, rate: str) -> str | None:
     """What a hit of ``rate`` means for probes of ``kind``, if known."""
-    return DEFINITIONS.get((kind, rate))
+    return _DEFINITIONS.get((kind, rate))

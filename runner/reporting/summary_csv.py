@@ -21,7 +21,7 @@ import polars as pl
 from runner.analysis.leaderboard import Summary
 from runner.core.safety import confined, csv_cell, safe_filename
 
-TABLES = ("runs", "models", "leaderboard", "conditions", "contrasts", "cells", "fields", "stages")
+_TABLES = ("runs", "models", "leaderboard", "conditions", "contrasts", "cells", "fields", "stages")
 
 
 def write_csv(summary: Summary, directory: Path) -> list[Path]:
@@ -30,14 +30,14 @@ def write_csv(summary: Summary, directory: Path) -> list[Path]:
               "conditions": summary.conditions, "contrasts": summary.contrasts, "cells": summary.cells,
               "fields": summary.fields, "stages": summary.stages}
     written = []
-    for name in TABLES:
+    for name in _TABLES:
         written.append(_write(frames[name], confined(directory, f"{name}.csv")))
-    for (probe, key), frame in view_frames(summary).items():
+    for (probe, key), frame in _view_frames(summary).items():
         written.append(_write(frame, confined(directory, f"view.{safe_filename(probe)}.{safe_filename(key)}.csv")))
     return written
 
 
-def view_frames(summary: Summary) -> dict[tuple[str, str], pl.DataFrame]:
+def _view_frames(summary: Summary) -> dict[tuple[str, str], pl.DataFrame]:
     """(probe, view key) → the view's rows over every run, with ``run`` and ``kind`` columns in front."""
     parts: dict[tuple[str, str], list[pl.DataFrame]] = {}
     for run in summary.runs:

@@ -26,7 +26,7 @@ from runner.analysis.scorecard import settings as scorecard_settings
 from runner.core.constants import CONFIDENCE, N_RESAMPLES
 from runner.core.views import ProbeView
 
-FORMAT = "trialgrid-summary"
+_FORMAT = "trialgrid-summary"
 FORMAT_VERSION = 2
 
 
@@ -59,7 +59,7 @@ def _test(r: dict[str, Any], level: str) -> dict[str, Any]:
             "mc_stderr": r.get(f"mc_se_{level}")}
 
 
-def view_dict(view: ProbeView) -> dict[str, Any]:
+def _view_dict(view: ProbeView) -> dict[str, Any]:
     """A probe view: what it is, how its columns read, and every row with every column (raw numbers)."""
     return {"key": view.key, "title": view.title, "caption": view.caption, "listing": view.listing,
             "columns": [{"name": c.name, "label": c.label, "format": str(c.format), "lo": c.lo, "hi": c.hi}
@@ -107,9 +107,9 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
             probes.append({"run": run.label, "probe": a.probe, "kind": a.kind, "rates": list(a.rates),
                            "leaderboard": board, "conditions": conditions, "contrasts": contrasts,
                            "fields": fields, "stages": stages, "scorecard": verdicts.to_dicts(),
-                           "views": [view_dict(v) for v in summary.probe_views(run, a.probe)]})
+                           "views": [_view_dict(v) for v in summary.probe_views(run, a.probe)]})
     return _clean({
-        "format": FORMAT,
+        "format": _FORMAT,
         "format_version": FORMAT_VERSION,
         "generated_by": f"trialgrid {version}",
         "settings": {"confidence": CONFIDENCE, "bootstrap_resamples": N_RESAMPLES, "headline_test": HEADLINE_LEVEL,

@@ -18,23 +18,23 @@ from itertools import pairwise
 from typing import TypeGuard
 
 # Okabe–Ito: distinguishable with the common colour-vision deficiencies.
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 FONT = "font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;font-size:11px"
 
 
 #: model groups in the heat map: greys, so they never read as the condition colours of the plots above
-GROUP_SHADES = ("#444444", "#8a8a8a")
+_GROUP_SHADES = ("#444444", "#8a8a8a")
 #: average width of a character of ``FONT`` in pixels, generous: labels are sized from it so none leaves its plot
-CHAR_W = 6.8
+_CHAR_W = 6.8
 
 
 def color(i: int) -> str:
-    return PALETTE[i % len(PALETTE)]
+    return _PALETTE[i % len(_PALETTE)]
 
 
 def text_width(s: str, bold: bool = False) -> float:
     """Estimated pixel width of ``s`` in ``FONT`` (bold a little wider)."""
-    return len(s) * CHAR_W * (1.08 if bold else 1.0)
+    return len(s) * _CHAR_W * (1.08 if bold else 1.0)
 
 
 def _finite(x: float | None) -> TypeGuard[float]:
@@ -144,7 +144,7 @@ def legend(names: list[str]) -> str:
     return f'<div class="tg-legend">{items}</div>'
 
 
-def heat_color(rate: float | None) -> str:
+def _heat_color(rate: float | None) -> str:
     """White (0) through orange to dark red (1); grey for no data."""
     if not _finite(rate):
         return "#eeeeee"
@@ -168,7 +168,7 @@ def heatmap(row_labels: list[str], col_groups: list[tuple[str, list[str]]],
     """
     cell_w, cell_h = 30, 16
     label_w = int(min(max((text_width(r) for r in row_labels), default=40) + 12, 260))
-    max_chars = int((label_w - 12) / CHAR_W)
+    max_chars = int((label_w - 12) / _CHAR_W)
     cond_len = max((text_width(c) for _, cols in col_groups for c in cols), default=0)
     head_h = int(cond_len * 0.87 + 30)  # slanted at −60°: height ≈ length · sin 60°, plus the model line
     gap = 14
@@ -183,7 +183,7 @@ def heatmap(row_labels: list[str], col_groups: list[tuple[str, list[str]]],
     body = []
     col_x: list[float] = []
     for g, ((group, cols), (bx, _bw)) in enumerate(zip(col_groups, blocks, strict=True)):
-        shade = GROUP_SHADES[g % len(GROUP_SHADES)]
+        shade = _GROUP_SHADES[g % len(_GROUP_SHADES)]
         body.append(_text(bx, 10, group, weight="bold", fill=shade))
         body.append(f'<line x1="{bx:.1f}" y1="{head_h - 2}" x2="{bx + len(cols) * cell_w:.1f}" y2="{head_h - 2}" '
                     f'stroke="{shade}" stroke-width="2"/>')
@@ -204,7 +204,7 @@ def heatmap(row_labels: list[str], col_groups: list[tuple[str, list[str]]],
             else:
                 hits, n = v
                 rate = hits / n if n else None
-                fill = heat_color(rate)
+                fill = _heat_color(rate)
                 tip = f"{name}: {hits}/{n}" + (f" ({100 * rate:.0f}%)" if rate is not None else "")
                 txt = f"{100 * rate:.0f}" if rate is not None else "–"
             dark = v is not None and v[1] and v[0] / v[1] >= 0.45
@@ -218,7 +218,7 @@ def heatmap(row_labels: list[str], col_groups: list[tuple[str, list[str]]],
 
 
 def heat_legend() -> str:
-    stops = "".join(f'<span class="tg-heat" style="background:{heat_color(r)}"></span>' for r in
+    stops = "".join(f'<span class="tg-heat" style="background:{_heat_color(r)}"></span>' for r in
                     (0, 0.02, 0.1, 0.25, 0.5, 0.75, 1.0))
     return (f'<div class="tg-legend">0% {stops} 100% · numbers: % of ok trials · light grey: no trials · hover a '
             "cell for hits / trials</div>")

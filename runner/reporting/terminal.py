@@ -45,17 +45,17 @@ from runner.reporting.textgrid import Col, Grid, cell, emit, fit_width, say
 from runner.reporting.viewformat import cell_parts, is_numeric
 
 #: short names of interval methods for a row label of the detail tables
-INTERVAL_SHORT = {"korn-graubard-tilted": "Korn–Graubard", "mover-korn-graubard-tilted": "MOVER–KG",
+_INTERVAL_SHORT = {"korn-graubard-tilted": "Korn–Graubard", "mover-korn-graubard-tilted": "MOVER–KG",
                   "korn-graubard": "Korn–Graubard", "mover-korn-graubard": "MOVER–KG", "t": "cluster t",
                   "percentile": "bootstrap"}
 
 
-def arms_text(arms: Sequence[str] | None) -> str:
+def _arms_text(arms: Sequence[str] | None) -> str:
     """An arm's conditions for a caption: listed with commas (a condition name may itself hold "+")."""
     return ", ".join(arms or []) or "—"
 
 
-def scorecard_grid(card: pl.DataFrame, probe: str, many_runs: bool) -> Grid:
+def _scorecard_grid(card: pl.DataFrame, probe: str, many_runs: bool) -> Grid:
     """The verdict per model (rules: runner/analysis/scorecard.py and docs/reports.md, Scorecard)."""
     grid = Grid(f"{probe} · scorecard", [Col("run · model" if many_runs else "model", "left"),
                                          Col("verdict", "left"), Col("kept"), Col("why", "left", wrap=True)],
@@ -67,7 +67,7 @@ def scorecard_grid(card: pl.DataFrame, probe: str, many_runs: bool) -> Grid:
     return grid
 
 
-def view_grid(view: ProbeView) -> Grid:
+def _view_grid(view: ProbeView) -> Grid:
     """A probe view as a grid: its displayed columns, an interval under its value, dimmed.
 
     The leading text columns (model, condition, scorer...) are the keys a split table repeats.
@@ -82,7 +82,7 @@ def view_grid(view: ProbeView) -> Grid:
     return grid
 
 
-def write_listing(view: ProbeView, path: Path) -> Path:
+def _write_listing(view: ProbeView, path: Path) -> Path:
     """A listing view as JSON lines, one object per row, without the keys a row has no value for."""
     with path.open("w", encoding="utf-8") as fh:
         for row in view.table.iter_rows(named=True):
@@ -90,15 +90,15 @@ def write_listing(view: ProbeView, path: Path) -> Path:
     return path
 
 
-def print_views(views: Sequence[ProbeView], out: Path, probe: str, console: Console,
+def _print_views(views: Sequence[ProbeView], out: Path, probe: str, console: Console,
                 width: int | None = None) -> None:
     """Every view of one probe's run: tables, then notes; listings go to a JSONL file beside the run."""
     for view in views:
         if view.listing:
-            path = write_listing(view, confined(out, f"{safe_filename(probe)}.{safe_filename(view.key)}.jsonl"))
+            path = _write_listing(view, confined(out, f"{safe_filename(probe)}.{safe_filename(view.key)}.jsonl"))
             say(console, f"{view.table.height} {view.caption}: {path}", width, "dim")
         elif view.table.height:
-            emit(console, view_grid(view), width)
+            emit(console, _view_grid(view), width)
         for note in view.notes:
             say(console, note, width, "dim")
 
@@ -110,7 +110,7 @@ def _conditions_grid(a: ProbeAnalysis, model: str) -> Grid:
     for rate in a.rates:
         grid.add_row(rate, *(_pct(r[f"{rate}_rate"]) for r in records))
         methods = [r[f"{rate}_interval_method"] for r in records if r[f"{rate}_interval_method"]]
-        label = " / ".join(dict.fromkeys(INTERVAL_SHORT.get(m, m) for m in methods)) or "cluster"
+        label = " / ".join(dict.fromkeys(_INTERVAL_SHORT.get(m, m) for m in methods)) or "cluster"
         grid.add_row(f"  {CONFIDENCE:.0%} {label}", *(f"{_pct(r[f'{rate}_cluster_lo'])}–{_pct(r[f'{rate}_cluster_hi'])}"
                                                      for r in records))
         grid.add_row(f"  {CONFIDENCE:.0%} Wilson", *(f"{_pct(r[f'{rate}_wilson_lo'])}–{_pct(r[f'{rate}_wilson_hi'])}"
@@ -127,7 +127,7 @@ def _contrasts_grid(a: ProbeAnalysis, model: str) -> Grid | None:
     if not records:
         return None
     arms = list(dict.fromkeys((tuple(r["arm_a"]), tuple(r["arm_b"])) for r in records))
-    caption = "; ".join(f"A = {arms_text(x)}, B = {arms_text(y)}" for x, y in arms)
+    caption = "; ".join(f"A = {_arms_text(x)}, B = {_arms_text(y)}" for x, y in arms)
     caption += f"; {CONFIDENCE:.0%} CI: {interval_name([r['interval_method'] for r in records])}."
     grid = Grid(f"{a.probe} · {model} · A − B",
                 [Col("", "left", wrap=True)] + [Col(c) for c in ("A", "B", "A − B pp", f"{CONFIDENCE:.0%} CI",
@@ -150,12 +150,12 @@ def _tokens(n: int | None) -> str:
     return f"{n / 1e6:.2f}M" if n >= 1e6 else (f"{n / 1e3:.0f}k" if n >= 1e3 else str(n))
 
 
-def firing_caption(row: dict[str, Any]) -> str:
+def _firing_caption(row: dict[str, Any]) -> str:
     """What "firing" counts for a leaderboard row: prompts with ≥ 1 headline event (a failure for pass/fail)."""
     return f"firing: prompts with ≥ 1 {row['firing_event']} in {row['firing_scope']}."
 
 
-def leaderboard_grids(summary: Summary, probe: str, kind: str) -> list[Grid]:
+def _leaderboard_grids(summary: Summary, probe: str, kind: str) -> list[Grid]:
     """Models as rows, in two tables.
 
     The first has the probe's headline rate per condition with its interval, prompts
@@ -180,7 +180,7 @@ def leaderboard_grids(summary: Summary, probe: str, kind: str) -> list[Grid]:
     rates = Grid(f"{probe} · leaderboard · {head}", [name_col] + [Col(c) for c in conditions]
                  + [Col("firing"), Col("errors")],
                  caption=(f"{head} with its {CONFIDENCE:.0%} {interval_name(rate_methods)} (%); "
-                          + firing_caption(rows[0])))
+                          + _firing_caption(rows[0])))
     cols = [name_col]
     if has_test:
         cols += [Col("A"), Col("B"), Col("A − B pp"), Col(f"p {HEADLINE_LEVEL}\n(floor)")]
@@ -216,7 +216,7 @@ def leaderboard_grids(summary: Summary, probe: str, kind: str) -> list[Grid]:
     caption = []
     if has_test:
         c = rows[0]
-        caption.append(f"{c['contrast']}: A = {arms_text(c['arm_a'])}, B = {arms_text(c['arm_b'])}, "
+        caption.append(f"{c['contrast']}: A = {_arms_text(c['arm_a'])}, B = {_arms_text(c['arm_b'])}, "
                        f"on {c['outcome']}; {CONFIDENCE:.0%} CI: {interval_name(c['interval_method'])}; "
                        f"p {HEADLINE_LEVEL}: {c['method']}; (floor) = the smallest p this design can produce.")
     caption.append("Tokens" + (" and cost" if has_cost else "") + " of this probe's trials. "
@@ -234,10 +234,10 @@ def print_report(outs: Path | Sequence[Path], console: Console | None = None, *,
     summary = summarize([outs] if isinstance(outs, Path) else list(outs))
     card = scorecard_table(summary)
     for probe, kind in summary.probe_keys():
-        for grid in leaderboard_grids(summary, probe, kind):
+        for grid in _leaderboard_grids(summary, probe, kind):
             emit(console, grid, width)
         if kind == SCORECARD_KIND:
-            emit(console, scorecard_grid(card, probe, needs_run_label(card)), width)
+            emit(console, _scorecard_grid(card, probe, needs_run_label(card)), width)
     if summary.models["cost_usd"].drop_nulls().len():
         emit(console, _cost_grid(summary), width)
     methods: set[str] = set()
@@ -249,7 +249,7 @@ def print_report(outs: Path | Sequence[Path], console: Console | None = None, *,
                     contrasts = _contrasts_grid(a, model)
                     if contrasts is not None:
                         emit(console, contrasts, width)
-                print_views(summary.probe_views(run, a.probe), run.out, a.probe, console, width)
+                _print_views(summary.probe_views(run, a.probe), run.out, a.probe, console, width)
                 if a.contrasts.height:
                     methods.update(a.contrasts["method_trial"].unique().to_list()
                                    + a.contrasts["method_cell"].unique().to_list())

@@ -39,7 +39,7 @@ from rich.text import Text
 from runner.core.safety import term_text
 
 #: wide enough for any table a report draws; only used to measure a natural width
-UNBOUNDED = 100_000
+_UNBOUNDED = 100_000
 
 
 def fit_width(console: Console) -> int | None:
@@ -145,11 +145,11 @@ def _table(grid: Grid, idx: Sequence[int], title: str, caption: bool = True) -> 
 
 
 def _minimum(console: Console, table: Table) -> int:
-    return Measurement.get(console, console.options.update(max_width=UNBOUNDED), table).minimum
+    return Measurement.get(console, console.options.update(max_width=_UNBOUNDED), table).minimum
 
 
 def _natural(console: Console, table: Table) -> int:
-    return Measurement.get(console, console.options.update(max_width=UNBOUNDED), table).maximum
+    return Measurement.get(console, console.options.update(max_width=_UNBOUNDED), table).maximum
 
 
 def print_at(console: Console, renderable: Table, width: int) -> None:

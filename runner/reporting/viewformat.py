@@ -50,7 +50,7 @@ def _end(x: Any, fmt: Format) -> str:
     return value_text(x, fmt)
 
 
-def interval_text(row: dict[str, Any], col: ViewColumn) -> str | None:
+def _interval_text(row: dict[str, Any], col: ViewColumn) -> str | None:
     """``[lo, hi]`` of a column with an interval, else None."""
     if col.lo is None or col.hi is None:
         return None
@@ -63,7 +63,7 @@ def interval_text(row: dict[str, Any], col: ViewColumn) -> str | None:
 def cell_parts(row: dict[str, Any], col: ViewColumn) -> tuple[str, str | None]:
     """(value, interval) texts of one displayed column; the value is empty for an interval-only column."""
     value = value_text(row.get(col.name), col.format) if col.name is not None else ""
-    return value, interval_text(row, col)
+    return value, _interval_text(row, col)
 
 
 def is_numeric(col: ViewColumn) -> bool:

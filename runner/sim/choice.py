@@ -24,7 +24,7 @@ from runner.core.types import ChatResponse, ToolCall, ToolSpec
 MODES = ("auto", "none", "required")
 
 
-def is_named(choice: str | None) -> bool:
+def _is_named(choice: str | None) -> bool:
     """True when ``choice`` names one tool (a forced function / ``{"type": "tool"}``)."""
     return choice is not None and choice not in MODES
 
@@ -42,7 +42,7 @@ def legal(choice: str | None, calls: Sequence[ToolCall], tools: Sequence[ToolSpe
 
 def unknown_tool(choice: str | None, tools: Sequence[ToolSpec]) -> str | None:
     """An error message when ``choice`` names a tool the request does not offer, else None."""
-    if not is_named(choice) or not tools:
+    if not _is_named(choice) or not tools:
         return None
     if any(t.name == choice for t in tools):
         return None

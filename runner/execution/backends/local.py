@@ -9,7 +9,7 @@ from runner.execution.backends.base import RunOptions
 from runner.execution.run import RunResult, run_sweep
 
 
-class LocalBackend:
+class _LocalBackend:
     name = "local"
 
     def run(self, loaded: LoadedSweep, out: Path, options: RunOptions) -> RunResult:
@@ -18,4 +18,4 @@ class LocalBackend:
                          wait=options.wait)
 
 
-LOCAL = LocalBackend()
+LOCAL = _LocalBackend()

@@ -14,8 +14,8 @@ from importlib import metadata
 from runner.core.errors import UserError
 from runner.execution.backends.base import Backend
 
-ENTRY_POINTS = "trialgrid.backends"
-BUILTIN: dict[str, str] = {
+_ENTRY_POINTS = "trialgrid.backends"
+_BUILTIN: dict[str, str] = {
     "local": "runner.execution.backends.local:LOCAL",
     "batch": "runner.execution.backends.batch.run:BATCH",
 }
@@ -23,17 +23,17 @@ BUILTIN: dict[str, str] = {
 
 def backend_names() -> list[str]:
     """Every backend ``runner.run(mode=...)`` accepts: the built-ins, then the installed plug-ins."""
-    return [*BUILTIN, *(e.name for e in metadata.entry_points(group=ENTRY_POINTS) if e.name not in BUILTIN)]
+    return [*_BUILTIN, *(e.name for e in metadata.entry_points(group=_ENTRY_POINTS) if e.name not in _BUILTIN)]
 
 
 def backend(name: str) -> Backend:
     """The backend registered under ``name``. ``UserError`` if none is installed, or it is not a backend."""
-    if name in BUILTIN:
-        module, _, attribute = BUILTIN[name].partition(":")
+    if name in _BUILTIN:
+        module, _, attribute = _BUILTIN[name].partition(":")
         found = getattr(importlib.import_module(module), attribute)
-        where = BUILTIN[name]
+        where = _BUILTIN[name]
     else:
-        entry = next((e for e in metadata.entry_points(group=ENTRY_POINTS) if e.name == name), None)
+        entry = next((e for e in metadata.entry_points(group=_ENTRY_POINTS) if e.name == name), None)
         if entry is None:
             raise UserError(f"the {name!r} run backend is not installed",
                             hint="reinstall trialgrid (`pip install -e .`): its entry points register cluster mode")

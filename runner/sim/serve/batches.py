@@ -51,7 +51,7 @@ _JSON = "application/json"
 SEED_USER_PREFIX = "trialgrid-seed-"
 OPENAI_ENDPOINT = "/v1/chat/completions"
 #: OpenAI batch endpoint → the codec that answers its requests
-OPENAI_ENDPOINTS = {"/v1/chat/completions": "openai", "/v1/responses": "responses"}
+_OPENAI_ENDPOINTS = {"/v1/chat/completions": "openai", "/v1/responses": "responses"}
 
 
 @dataclass
@@ -215,8 +215,8 @@ class BatchRoutes:
             file_id, endpoint = body["input_file_id"], body["endpoint"]
         except (ValueError, KeyError, TypeError):
             return _json(400, _oai_error("input_file_id, endpoint and completion_window are required"))
-        if endpoint not in OPENAI_ENDPOINTS:
-            return _json(400, _oai_error(f"endpoint must be one of {', '.join(OPENAI_ENDPOINTS)} "
+        if endpoint not in _OPENAI_ENDPOINTS:
+            return _json(400, _oai_error(f"endpoint must be one of {', '.join(_OPENAI_ENDPOINTS)} "
                                          "(the ones this server batches)"))
         if file_id not in self.files:
             return _json(404, _oai_error(f"No such File object: {file_id}"))
@@ -234,7 +234,7 @@ class BatchRoutes:
                 return _json(400, _oai_error(f"line {n}: url {url!r} differs from the batch's endpoint {endpoint}"))
             if custom_id in results:
                 return _json(400, _oai_error(f"line {n}: duplicate custom_id {custom_id!r}"))
-            results[custom_id] = self._answer(OPENAI_ENDPOINTS[endpoint], custom_id, req, {})
+            results[custom_id] = self._answer(_OPENAI_ENDPOINTS[endpoint], custom_id, req, {})
         batch = self._new("openai", "batch_", results)
         batch.input_file_id, batch.metadata, batch.endpoint = file_id, body.get("metadata") or {}, endpoint
         return _json(200, self._openai_object(batch))

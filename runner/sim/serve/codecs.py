@@ -24,7 +24,7 @@ from runner.sim.serve.options import Rule
 from runner.sim.serve.tool_input import tool_input
 
 SEED_HEADER = "x-trialgrid-seed"
-FINE_GRAINED_BETA = "fine-grained-tool-streaming-2025-05-14"
+_FINE_GRAINED_BETA = "fine-grained-tool-streaming-2025-05-14"
 
 
 class BadRequest(Exception):
@@ -240,7 +240,7 @@ class AnthropicCodec:
     def eager_tools(body: Mapping[str, Any], headers: Mapping[str, str]) -> frozenset[str]:
         """The tools whose input a stream sends unbuffered: ``eager_input_streaming: true``, or — for a
         tool that leaves it unset — the older ``anthropic-beta: fine-grained-tool-streaming-2025-05-14``."""
-        legacy = FINE_GRAINED_BETA in (b.strip() for b in headers.get("anthropic-beta", "").split(","))
+        legacy = _FINE_GRAINED_BETA in (b.strip() for b in headers.get("anthropic-beta", "").split(","))
         return frozenset(t["name"] for t in body.get("tools") or () if t.get("eager_input_streaming", legacy) is True)
 
     @staticmethod

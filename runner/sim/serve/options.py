@@ -20,7 +20,7 @@ from typing import Any
 #: timeout), ``bad_chunk`` (an event whose JSON does not parse); a non-streamed request meets them as
 #: ``truncated``, ``slow`` and ``malformed``, and a streamed one meets those two as ``disconnect`` and ``bad_chunk``.
 FAULTS = ("429", "500", "503", "529", "slow", "reset", "malformed", "truncated", "disconnect", "stall", "bad_chunk")
-RPM_MODES = ("window", "bucket")
+_RPM_MODES = ("window", "bucket")
 _LATENCY_DISTS = ("fixed", "uniform", "exponential", "lognormal")
 
 
@@ -136,8 +136,8 @@ class ServeOptions:
             raise ValueError(f"unknown fault {bad[0]!r}: expected one of {', '.join(FAULTS)}")
         if sum(self.faults.values()) > 1 + 1e-9:
             raise ValueError(f"fault rates add up to {sum(self.faults.values()):g}, more than 1")
-        if self.rpm_mode not in RPM_MODES:
-            raise ValueError(f"unknown rpm mode {self.rpm_mode!r}: expected one of {', '.join(RPM_MODES)}")
+        if self.rpm_mode not in _RPM_MODES:
+            raise ValueError(f"unknown rpm mode {self.rpm_mode!r}: expected one of {', '.join(_RPM_MODES)}")
         if self.rpm_burst is not None and self.rpm_burst < 1:
             raise ValueError(f"the bucket's burst must be at least 1 request (got {self.rpm_burst})")
         if self.batch_delay_s < 0:

@@ -110,7 +110,7 @@ class ResponsesCodec(OpenAICodec):
         return response_object(response, model, body or {}, "completed")
 
 
-def output_items(response: ChatResponse) -> list[dict[str, Any]]:
+def _output_items(response: ChatResponse) -> list[dict[str, Any]]:
     """The ``output`` items of an answer: its text as a message, then one item per tool call."""
     items: list[dict[str, Any]] = []
     if response.text or not response.tool_calls:
@@ -137,7 +137,7 @@ def response_object(response: ChatResponse, model: str, body: Mapping[str, Any],
         "created_at": created or int(time.time()), "status": status, "background": False, "error": None,
         "incomplete_details": None, "instructions": body.get("instructions"), "max_output_tokens":
         body.get("max_output_tokens"), "model": body.get("model") or model,
-        "output": (output if output is not None else output_items(response)) if done else [],
+        "output": (output if output is not None else _output_items(response)) if done else [],
         "parallel_tool_calls": body.get("parallel_tool_calls", True), "previous_response_id": None,
         "reasoning": {"effort": None, "summary": None}, "store": False,
         "temperature": body.get("temperature", 1.0), "text": {"format": {"type": "text"}},

@@ -43,20 +43,20 @@ _WORDS = re.compile(r"\S+\s*|\s+")
 _ARG_PIECE = 24  # characters of a tool call's argument string per delta
 
 
-def text_pieces(text: str, words: int = 3) -> list[str]:
+def _text_pieces(text: str, words: int = 3) -> list[str]:
     parts = _WORDS.findall(text)
     return ["".join(parts[i:i + words]) for i in range(0, len(parts), words)]
 
 
-def arg_pieces(raw: str) -> list[str]:
+def _arg_pieces(raw: str) -> list[str]:
     return [raw[i:i + _ARG_PIECE] for i in range(0, len(raw), _ARG_PIECE)] or [""]
 
 
-def data_frame(payload: Any) -> bytes:
+def _data_frame(payload: Any) -> bytes:
     return b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
-def event_frame(name: str, payload: Any) -> bytes:
+def _event_frame(name: str, payload: Any) -> bytes:
     return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
 
 
@@ -73,22 +73,22 @@ def openai_frames(answers: tuple[ChatResponse, ...], model: str, include_usage: 
                                              "finish_reason": finish}]}
         if include_usage:
             body["usage"] = None
-        return data_frame(body)
+        return _data_frame(body)
 
     frames: list[bytes] = []
     for i, a in enumerate(answers):
         frames.append(chunk(i, {"role": "assistant", "content": "" if a.text else None, "refusal": None}))
-        frames.extend(chunk(i, {"content": piece}) for piece in text_pieces(a.text))
+        frames.extend(chunk(i, {"content": piece}) for piece in _text_pieces(a.text))
         for k, c in enumerate(a.tool_calls):
             frames.append(chunk(i, {"tool_calls": [{"index": k, "id": c.id, "type": "function",
                                                     "function": {"name": c.name, "arguments": ""}}]}))
             frames.extend(chunk(i, {"tool_calls": [{"index": k, "function": {"arguments": piece}}]})
-                          for piece in arg_pieces(c.raw_arguments) if piece)
+                          for piece in _arg_pieces(c.raw_arguments) if piece)
         frames.append(chunk(i, {}, "tool_calls" if a.tool_calls else "stop"))
     if include_usage:
         out = sum(a.usage.output_tokens for a in answers)
         inp = answers[0].usage.input_tokens
-        frames.append(data_frame({"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+        frames.append(_data_frame({"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
                                   "system_fingerprint": None, "choices": [],
                                   "usage": {"prompt_tokens": inp, "completion_tokens": out,
                                             "total_tokens": inp + out}}))
@@ -109,30 +109,30 @@ def anthropic_frames(answer: ChatResponse, model: str, eager: frozenset[str] = f
     calls = iter(answer.tool_calls)
     start = {**full, "content": [], "stop_reason": None, "stop_sequence": None,
              "usage": {"input_tokens": answer.usage.input_tokens, "output_tokens": 1}}
-    frames = [event_frame("message_start", {"type": "message_start", "message": start}),
-              event_frame("ping", {"type": "ping"})]
+    frames = [_event_frame("message_start", {"type": "message_start", "message": start}),
+              _event_frame("ping", {"type": "ping"})]
     for index, block in enumerate(full["content"]):
         if block["type"] == "text":
-            frames.append(event_frame("content_block_start", {"type": "content_block_start", "index": index,
+            frames.append(_event_frame("content_block_start", {"type": "content_block_start", "index": index,
                                                               "content_block": {"type": "text", "text": ""}}))
-            frames.extend(event_frame("content_block_delta", {"type": "content_block_delta", "index": index,
+            frames.extend(_event_frame("content_block_delta", {"type": "content_block_delta", "index": index,
                                                               "delta": {"type": "text_delta", "text": piece}})
-                          for piece in text_pieces(block["text"]))
+                          for piece in _text_pieces(block["text"]))
         else:
             call = next(calls)
             raw = call.raw_arguments if call.name in eager else orjson.dumps(block["input"]).decode()
-            frames.append(event_frame("content_block_start", {
+            frames.append(_event_frame("content_block_start", {
                 "type": "content_block_start", "index": index,
                 "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}))
-            frames.extend(event_frame("content_block_delta", {"type": "content_block_delta", "index": index,
+            frames.extend(_event_frame("content_block_delta", {"type": "content_block_delta", "index": index,
                                                               "delta": {"type": "input_json_delta",
                                                                         "partial_json": piece}})
-                          for piece in arg_pieces(raw))
-        frames.append(event_frame("content_block_stop", {"type": "content_block_stop", "index": index}))
-    frames.append(event_frame("message_delta", {"type": "message_delta",
+                          for piece in _arg_pieces(raw))
+        frames.append(_event_frame("content_block_stop", {"type": "content_block_stop", "index": index}))
+    frames.append(_event_frame("message_delta", {"type": "message_delta",
                                                 "delta": {"stop_reason": full["stop_reason"], "stop_sequence": None},
                                                 "usage": {"output_tokens": answer.usage.output_tokens}}))
-    frames.append(event_frame("message_stop", {"type": "message_stop"}))
+    frames.append(_event_frame("message_stop", {"type": "message_stop"}))
     return frames
 
 
@@ -144,7 +144,7 @@ def responses_frames(answer: ChatResponse, model: str, body: Mapping[str, Any]) 
 
     def emit(kind: str, payload: dict[str, Any]) -> None:
         nonlocal seq
-        frames.append(event_frame(kind, {"type": kind, "sequence_number": seq, **payload}))
+        frames.append(_event_frame(kind, {"type": kind, "sequence_number": seq, **payload}))
         seq += 1
 
     started = response_object(answer, model, body, "in_progress", response_id=rid, created=created)
@@ -158,7 +158,7 @@ def responses_frames(answer: ChatResponse, model: str, body: Mapping[str, Any]) 
             empty = {**part, "text": ""}
             emit("response.content_part.added", {"item_id": item["id"], "output_index": n, "content_index": 0,
                                                  "part": empty})
-            for piece in text_pieces(part["text"]):
+            for piece in _text_pieces(part["text"]):
                 emit("response.output_text.delta", {"item_id": item["id"], "output_index": n, "content_index": 0,
                                                     "delta": piece, "logprobs": []})
             emit("response.output_text.done", {"item_id": item["id"], "output_index": n, "content_index": 0,
@@ -168,7 +168,7 @@ def responses_frames(answer: ChatResponse, model: str, body: Mapping[str, Any]) 
         else:
             emit("response.output_item.added", {"output_index": n,
                                                 "item": {**item, "status": "in_progress", "arguments": ""}})
-            for piece in arg_pieces(item["arguments"]):
+            for piece in _arg_pieces(item["arguments"]):
                 emit("response.function_call_arguments.delta", {"item_id": item["id"], "output_index": n,
                                                                  "delta": piece})
             emit("response.function_call_arguments.done", {"item_id": item["id"], "output_index": n,

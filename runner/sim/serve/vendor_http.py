@@ -25,10 +25,10 @@ from aiohttp import web
 
 from runner.sim.serve.codec_table import CODECS
 
-REQUEST_ID = web.RequestKey("request_id", str)  # where the id is kept on the aiohttp request
+_REQUEST_ID = web.RequestKey("request_id", str)  # where the id is kept on the aiohttp request
 
 
-def api_of(request: web.BaseRequest) -> str:
+def _api_of(request: web.BaseRequest) -> str:
     """The vendor whose error style a request gets: Anthropic's Messages routes or headers, else OpenAI."""
     if request.path.startswith("/v1/messages") or "anthropic-version" in request.headers:
         return "anthropic"
@@ -56,9 +56,9 @@ def limit_headers(api: str, limit: int, remaining: int, reset_s: float) -> dict[
 async def vendor_middleware(request: web.Request,
                             handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
     """A request id for every request; vendor JSON for unknown routes and methods; Anthropic error ids."""
-    api = api_of(request)
+    api = _api_of(request)
     rid = "req_" + secrets.token_hex(12)
-    request[REQUEST_ID] = rid
+    request[_REQUEST_ID] = rid
     try:
         response = await handler(request)
     except web.HTTPMethodNotAllowed as exc:
@@ -82,6 +82,6 @@ async def vendor_middleware(request: web.Request,
 
 async def add_request_id(request: web.BaseRequest, response: web.StreamResponse) -> None:
     """``on_response_prepare``: the id header goes on every response, streamed ones included."""
-    rid = request.get(REQUEST_ID)
+    rid = request.get(_REQUEST_ID)
     if rid is not None:
-        response.headers["request-id" if api_of(request) == "anthropic" else "x-request-id"] = rid
+        response.headers["request-id" if _api_of(request) == "anthropic" else "x-request-id"] = rid

@@ -3,7 +3,7 @@
 Batch mode cannot call the model while ``probe.run(spec, agent)`` waits. Instead:
 
 1. **record**: the probe runs against an ``Agent`` whose provider is a
-   ``RecordingProvider``; the first ``chat`` raises ``Captured`` carrying the
+   ``_RecordingProvider``; the first ``chat`` raises ``Captured`` carrying the
    ``ChatRequest`` the probe built (a ``BaseException``, so no probe's own
    ``except Exception`` / ``except ProviderError`` can swallow it). The probe's
    outcome is discarded — there is none yet.
@@ -37,7 +37,7 @@ CURRENT_TRIAL: contextvars.ContextVar[str] = contextvars.ContextVar("trialgrid_b
 
 
 class Captured(BaseException):
-    """The request a probe asked for, raised out of the probe by ``RecordingProvider``.
+    """The request a probe asked for, raised out of the probe by ``_RecordingProvider``.
 
     Internal control flow, deliberately a ``BaseException`` and outside ``TrialgridError``:
     a probe's own ``except Exception`` must not swallow it (``capture_request`` catches it).
@@ -48,7 +48,7 @@ class Captured(BaseException):
         self.request = request
 
 
-class RecordingProvider:
+class _RecordingProvider:
     """A provider that never answers: it hands the first request back to the batch runner."""
 
     name = "batch-record"
@@ -63,7 +63,7 @@ class RecordingProvider:
 async def capture_request(probe: Probe, spec: TrialSpec, model_id: str, params: Mapping[str, Any]) -> ChatRequest | None:
     """The request ``probe`` makes first for ``spec``; ``None`` if it finished without asking the model."""
     try:
-        await probe.run(spec, Agent(RecordingProvider(), model_id, params))
+        await probe.run(spec, Agent(_RecordingProvider(), model_id, params))
     except Captured as captured:
         return captured.request
     except Exception:

@@ -19,9 +19,9 @@ from typing import Any
 
 from runner.core.errors import UserError
 
-LEDGER = "batches.json"
+_LEDGER = "batches.json"
 FORMAT_VERSION = 1
-SUBMITTED, ENDED, COLLECTED = "submitted", "ended", "collected"
+_SUBMITTED, ENDED, COLLECTED = "submitted", "ended", "collected"
 
 
 @dataclass
@@ -32,7 +32,7 @@ class BatchEntry:
     endpoint: str
     remote: dict[str, Any]  # the vendor's ids: id (and the OpenAI input_file_id)
     trials: dict[str, str]  # trial id → hash of the body submitted for it
-    state: str = SUBMITTED
+    state: str = _SUBMITTED
     vendor_status: str = ""
     counts: dict[str, int] = field(default_factory=dict)
     submitted_at: float = 0.0
@@ -42,7 +42,7 @@ class BatchEntry:
 
 def has_open_batches(out: Path) -> bool:
     """True if ``out`` holds batches submitted but not yet collected (a rerun must poll them)."""
-    path = out / LEDGER
+    path = out / _LEDGER
     if not path.exists():
         return False
     return bool(BatchLedger(out).open_entries())
@@ -50,7 +50,7 @@ def has_open_batches(out: Path) -> bool:
 
 class BatchLedger:
     def __init__(self, out: Path) -> None:
-        self.path = out / LEDGER
+        self.path = out / _LEDGER
         self.entries: list[BatchEntry] = []
         if self.path.exists():
             try:

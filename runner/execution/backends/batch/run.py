@@ -239,7 +239,7 @@ def run_batch_sweep(loaded: LoadedSweep, out: Path, *, models: Collection[str], 
     return RunResult(output.out, output.total, len(output.done), stats, counts, elapsed, output.repaired, status)
 
 
-class BatchBackend:
+class _BatchBackend:
     """The ``batch`` backend: ``options.batch_models`` through the vendors' batch APIs, the rest live."""
 
     name = "batch"
@@ -250,4 +250,4 @@ class BatchBackend:
                                retry_kinds=options.retry_kinds, wait=options.wait)
 
 
-BATCH = BatchBackend()
+BATCH = _BatchBackend()

@@ -131,7 +131,7 @@ class VendorBatches:
         raise NotImplementedError
 
 
-class OpenAIBatches(VendorBatches):
+class _OpenAIBatches(VendorBatches):
     name = "openai"
     endpoint = OPENAI_ENDPOINT
 
@@ -195,7 +195,7 @@ class OpenAIBatches(VendorBatches):
         return Answer(error=ProviderError(kind, f"{code or 'error'} in batch {batch_id}: {message}"))
 
 
-class OpenAIResponsesBatches(OpenAIBatches):
+class _OpenAIResponsesBatches(_OpenAIBatches):
     """OpenAI Batch on ``/v1/responses``; the trial seed in ``metadata.trialgrid_seed`` (no seed field, no headers)."""
 
     name = "openai-responses"
@@ -208,7 +208,7 @@ class OpenAIResponsesBatches(OpenAIBatches):
         return body
 
 
-class AnthropicBatches(VendorBatches):
+class _AnthropicBatches(VendorBatches):
     name = "anthropic"
 
     def encode(self, request: ChatRequest) -> dict[str, Any]:
@@ -262,5 +262,5 @@ class AnthropicBatches(VendorBatches):
         return answers
 
 
-VENDORS: dict[str, type[VendorBatches]] = {"openai": OpenAIBatches, "anthropic": AnthropicBatches,
-                                           "openai-responses": OpenAIResponsesBatches}
+VENDORS: dict[str, type[VendorBatches]] = {"openai": _OpenAIBatches, "anthropic": _AnthropicBatches,
+                                           "openai-responses": _OpenAIResponsesBatches}
