@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -151,6 +152,35 @@ def test_sweep_reference_lists_every_key_of_the_sweep_models_and_engine() -> Non
     assert probe == set(MisselectionConfig.model_fields) - {"mcp_server"}
     assert set(EngineConfig().model_dump()) == set(data["engine"])
     assert data["engine"] == EngineConfig().model_dump()
+
+
+def test_sweep_reference_comments_name_every_provider_and_retry_default() -> None:
+    from runner.config.sweep import ModelConfig
+    from runner.providers import PROVIDERS
+
+    lines = section(page("sweep.md"), "## Keys").splitlines()
+    provider = next(line for line in lines if line.strip().startswith("provider:"))
+    assert set(re.findall(r"[a-z][a-z-]+", provider.split("#", 1)[1])) >= set(PROVIDERS), provider
+    retry = next(line for line in lines if line.strip().startswith("retry:")).split("#", 1)[1]
+    defaults = ModelConfig.model_fields["retry"].annotation().model_dump()  # type: ignore[misc]
+    assert {k: float(v) for k, v in re.findall(r"(\w+) \(([\d.]+)\)", retry)} == defaults, retry
+
+
+@pytest.mark.parametrize("name", ["README.md", "sweep.md"])
+def test_the_unknown_key_example_is_what_a_sweep_with_that_typo_prints(name: str, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from runner.config.sweep import load_sweep
+    from runner.core.errors import UserError
+
+    shown = next(line for line in page(name).splitlines() if line.startswith("error: sweep.yaml:11 "))
+    cases = ROOT / "configs" / "misselection"
+    (tmp_path / "sweep.yaml").write_text(
+        "name: quickstart\nseed: 1\nmodels:\n  - name: sim-typical\n    provider: sim\n    model: typical\n"
+        f"probes:\n  - kind: misselection\n    cases: {cases / 'triples.yaml'}\n"
+        f"    catalogue: {cases / 'tools.json'}\n    runz: 20\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError) as exc:
+        load_sweep(Path("sweep.yaml"))
+    assert shown == f"error: {exc.value}"
 
 
 # --- reports.md: the scorecard rules ------------------------------------------------------------------------------
