@@ -258,3 +258,11 @@ def test_readme_and_license_agree_with_pyproject() -> None:
     assert project["license"]["text"] == "MIT"
     assert (ROOT / "LICENSE").read_text().startswith("MIT License")
     assert f"Python ≥ {project['requires-python'].lstrip('>=')}" in README.read_text()
+
+
+def test_output_page_names_every_error_kind() -> None:
+    from runner.providers.errors import ErrorKind
+
+    text = section(page("output.md"), "### Error rows, exit codes and `--retry-errors`")
+    first = text.split("an `error_kind`", 1)[1].split(")", 1)[0]
+    assert set(re.findall(r"`([a-z_]+)`", first)) == {k.value for k in ErrorKind}
