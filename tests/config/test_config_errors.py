@@ -51,7 +51,7 @@ CASES = {
     "wrong type": (lambda d, t: d["probes"][0].update(runs="many"), ["sweep.yaml", "probes[0].runs", "integer"]),
     "out of range": (lambda d, t: d["probes"][0].update(runs=0), ["probes[0].runs", "greater than or equal to 1"]),
     "missing required": (lambda d, t: d.pop("models"), ["sweep.yaml", "models", "required key is missing"]),
-    "unknown provider": (lambda d, t: d["models"][0].update(provider="openia"), ["models[0]", "unknown provider 'openia'"]),
+    "unknown provider": (lambda d, t: d["models"][0].update(provider="openia"), ["models[0]", "unknown provider 'openia' (did you mean 'openai'?)"]),
     "unknown persona": (lambda d, t: d["models"][1].update(model="sloppy"), ["models[1]", "unknown sim persona"]),
     "duplicate model": (lambda d, t: d["models"][1].update(name="sim-careful"), ["models", "used twice"]),
     "unknown probe kind": (lambda d, t: d["probes"][0].update(kind="misselect"), ["probes[0]", "misselect"]),
