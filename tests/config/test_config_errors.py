@@ -93,6 +93,17 @@ def test_malformed_input_is_one_located_line(tmp_path: Path, case: str) -> None:
         assert part in text, f"{part!r} not in {text!r}"
 
 
+def test_an_openai_model_without_its_key_says_which_variable_and_what_to_do(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    code, output = _validate(_sweep_with(tmp_path, lambda d, t: d["models"][0].update(provider="openai",
+                                                                                        model="gpt-4.1-mini")))
+    assert code == 2 and output.count("\n") == 1, output
+    assert "models[0].api_key_env: environment variable OPENAI_API_KEY is not set" in output
+    # the message names the variable: no ", got 'OPENAI_API_KEY'" repeating it after what to do
+    assert output.rstrip().endswith("or set api_key_env: null for an endpoint that needs no key"), output
+
+
 def test_yaml_syntax_error_in_sweep_names_line(tmp_path: Path) -> None:
     path = tmp_path / "sweep.yaml"
     path.write_text("name: x\nmodels:\n  - name: a\n    provider: sim\n   bad: indent\n")
