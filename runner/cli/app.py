@@ -214,9 +214,9 @@ def run(
         raise fail(exc) from None
     except KeyboardInterrupt:
         if terminated is not None and terminated.received:
-            err.print("terminated (SIGTERM): finished trials are saved; rerun the same command to resume")
+            err.print("terminated (SIGTERM): finished trials are saved; rerun the same command to resume", soft_wrap=True)
             raise typer.Exit(EXIT_TERMINATED) from None
-        err.print("interrupted: finished trials are saved; rerun the same command to resume")
+        err.print("interrupted: finished trials are saved; rerun the same command to resume", soft_wrap=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     if result.stopped:
         done = result.skipped + result.stats.done
