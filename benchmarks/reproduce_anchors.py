@@ -10,6 +10,7 @@ figure with a verdict: matches exactly, within Monte Carlo error, or why not.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -254,9 +255,13 @@ def agentprop(base: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    base = Path(argv[1]) if len(argv) > 1 else ROOT.parent / "shared" / "anchors"
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0].splitlines()[0])
+    parser.add_argument("anchors", nargs="?", type=Path, default=ROOT.parent / "shared" / "anchors",
+                        help="the anchor folder (default: ../shared/anchors beside the repository)")
+    base: Path = parser.parse_args(argv[1:]).anchors
     if not base.is_dir():
-        print(f"anchor folder not found: {base}", file=sys.stderr)
+        print(f"anchor folder not found: {base} (pass the folder that holds ungrounded-paper/, "
+              "ungrounded-leaderboard/ and agentprop/)", file=sys.stderr)
         return 2
     print(f"anchors: {base}")
     study3(base)

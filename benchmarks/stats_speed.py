@@ -20,6 +20,7 @@ SECTIONS.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from collections.abc import Callable
@@ -350,7 +351,13 @@ SECTIONS: list[Callable[[dict], None]] = [permutation_section, bootstrap_section
 
 
 def main(argv: list[str]) -> int:
-    quick = "--quick" in argv
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="time `ungrounded` at a tenth of the draws (extrapolated) and the big report at 1 M trials")
+    parser.add_argument("--only", metavar="SECTION[,SECTION]",
+                        help=f"run only these sections: {', '.join(s.__name__ for s in SECTIONS)}")
+    args = parser.parse_args(argv[1:])
+    quick = args.quick
     t = time.perf_counter()
     stats.cluster_permutation_test([0, 0], [1, 0], [1, 0], [2, 2], level="cell")  # load cached kernels
     stats.cluster_permutation_test([0, 0], [1, 0], [1, 0], [2, 2], level="cell", n_resamples=10, seed=0)
@@ -358,7 +365,7 @@ def main(argv: list[str]) -> int:
     stats.cluster_bootstrap_ci([0, 1], [1, 0], [2, 2], n_resamples=10, seed=0)
     print(f"kernel load (numba cache; compiles only on first run after install): {time.perf_counter() - t:.2f}s")
     print("ungrounded:", "available" if ung is not None else "NOT importable (column skipped)")
-    only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else None
+    only = args.only.split(",") if args.only else None
     ctx = {"quick": quick, "designs": [make_design(12), make_design(1000)]}
     for section in SECTIONS:
         if only is None or section.__name__ in only:

@@ -21,7 +21,7 @@ import polars as pl
 import stats
 from runner.core.constants import CONFIDENCE, N_RESAMPLES
 from runner.core.errors import UserError
-from runner.core.manifest import read_manifest
+from runner.core.manifest import require_manifest
 from runner.execution.parts import scan_output
 from runner.probes import PROBES, Contrast
 
@@ -173,9 +173,7 @@ def _contrast_table(cells: pl.DataFrame, contrasts: tuple[Contrast, ...], seed: 
 
 def analyze(out: Path) -> list[ProbeAnalysis]:
     """Every probe of the run at ``out``: condition rates with Wilson and cluster intervals, contrasts with tests."""
-    manifest = read_manifest(out)
-    if manifest is None:
-        raise UserError(f"{out} has no manifest.json; is it a trialgrid output directory?")
+    manifest = require_manifest(out)
     trials = scan_trials(out)
     seed = manifest.seed % (2**32)
     model_order = {m.name: i for i, m in enumerate(manifest.sweep.models)}

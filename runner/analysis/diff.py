@@ -38,7 +38,7 @@ import stats
 from runner.analysis.cells import cell_counts, scan_trials
 from runner.analysis.leaderboard import SUCCESS_RATES
 from runner.core.errors import UserError
-from runner.core.manifest import Manifest, read_manifest
+from runner.core.manifest import Manifest, require_manifest
 from runner.probes import PROBES
 
 #: significance level of the per-cell Fisher exact test
@@ -81,9 +81,7 @@ def _gated_probes(manifest: Manifest, out: Path) -> dict[str, str]:
 
 def case_verdicts(out: Path, select: Iterable[str] | None = None) -> list[CaseVerdict]:
     """Verdicts of every pass/fail probe in run ``out`` (or those named / of the kinds in ``select``)."""
-    manifest = read_manifest(out)
-    if manifest is None:
-        raise UserError(f"{out} has no manifest.json; is it a trialgrid output directory?")
+    manifest = require_manifest(out)
     gated = _gated_probes(manifest, out)
     if select is not None:
         wanted = set(select)
@@ -241,10 +239,7 @@ def diff_runs(old: Path, new: Path, *, force: bool = False) -> DiffResult:
     """Every cell of two runs of one sweep, compared as the module docstring says. Raises ``UserError``."""
     manifests = []
     for out in (old, new):
-        m = read_manifest(out)
-        if m is None:
-            raise UserError(f"{out} has no manifest.json; is it a trialgrid output directory?")
-        manifests.append(m)
+        manifests.append(require_manifest(out))
     names = [m.sweep_name for m in manifests]
     if names[0] != names[1] and not force:
         raise UserError(f"{old} is sweep {names[0]!r} and {new} is sweep {names[1]!r}: different sweeps ask "

@@ -26,7 +26,7 @@ from runner.analysis.cells import ProbeAnalysis, analyze, scan_trials
 from runner.analysis.replies import replies_view
 from runner.config.cost import ModelPrice, prices_from, usage_by_model
 from runner.core.errors import UserError
-from runner.core.manifest import Manifest, read_manifest
+from runner.core.manifest import Manifest, require_manifest
 from runner.core.views import FIELD_SCHEMA, FIELDS, STAGE_SCHEMA, STAGES, ProbeView, view_of
 from runner.probes import PROBES
 
@@ -233,10 +233,7 @@ def summarize(outs: Sequence[Path]) -> Summary:
         raise UserError("no output directory given")
     manifests = []
     for out in outs:
-        m = read_manifest(out)
-        if m is None:
-            raise UserError(f"{out} has no manifest.json; is it a trialgrid output directory?")
-        manifests.append(m)
+        manifests.append(require_manifest(out))
     labels = _labels(outs, manifests)
     runs, run_rows, model_frames, board, conds, contrasts, cells = [], [], [], [], [], [], []
     fields: list[pl.DataFrame] = []

@@ -150,7 +150,7 @@ def validate(
     out.print(Text(one_line(f"{sweep}: ok — sweep {loaded.sweep.name!r} (id {loaded.sweep_id}), "
                             f"{len(loaded.sweep.models)} model(s), {len(loaded.probes)} probe(s), {len(grid):,} trials"
                             + (f"; {len(loaded.unstarted)} probe(s) with an MCP server not checked"
-                               if loaded.unstarted else ""))))
+                               if loaded.unstarted else ""))), soft_wrap=True)
 
 
 @app.command()
@@ -214,9 +214,9 @@ def run(
         raise fail(exc) from None
     except KeyboardInterrupt:
         if terminated is not None and terminated.received:
-            err.print("terminated (SIGTERM): finished trials are saved; rerun the same command to resume")
+            err.print("terminated (SIGTERM): finished trials are saved; rerun the same command to resume", soft_wrap=True)
             raise typer.Exit(EXIT_TERMINATED) from None
-        err.print("interrupted: finished trials are saved; rerun the same command to resume")
+        err.print("interrupted: finished trials are saved; rerun the same command to resume", soft_wrap=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     if result.stopped:
         done = result.skipped + result.stats.done
@@ -356,8 +356,8 @@ def import_bfcl_cmd(
         if n:
             out.print(Text(f"{category:24s} {outcome:48s} {n:6,d}"))
     for name, why in sorted(result.skipped_files.items()):
-        out.print(Text(f"not imported: {name}: {why}"))
-    out.print(Text(f"wrote {dest}; run it with: trialgrid run {dest / 'sweep.yaml'}"))
+        out.print(Text(f"not imported: {name}: {why}"), soft_wrap=True)
+    out.print(Text(f"wrote {dest}; run it with: trialgrid run {dest / 'sweep.yaml'}"), soft_wrap=True)
 
 
 @_import_app.command("ungrounded")
@@ -377,7 +377,7 @@ def import_ungrounded_cmd(
     except UserError as exc:
         raise fail(exc) from None
     out.print(Text(f"{len(triples)} triples, {len(catalogue) if isinstance(catalogue, list) else '?'} tools; "
-                   f"wrote {dest}; run it with: trialgrid run {dest / 'sweep.yaml'}"))
+                   f"wrote {dest}; run it with: trialgrid run {dest / 'sweep.yaml'}"), soft_wrap=True)
 
 
 @_import_app.command("trials")
@@ -412,7 +412,7 @@ def import_trials_cmd(
     except UserError as exc:
         raise fail(exc) from None
     out.print(Text(f"{sum(counts.values()):,} trials ({', '.join(f'{k} {v:,}' for k, v in sorted(counts.items()))}); "
-                   f"wrote {dest}; report it with: trialgrid report {dest}"))
+                   f"wrote {dest}; report it with: trialgrid report {dest}"), soft_wrap=True)
 
 
 @_import_app.command("agentprop")
@@ -430,7 +430,7 @@ def import_agentprop_cmd(
         raise fail(exc) from None
     for probe, n in counts.items():
         out.print(Text(f"{probe:12s} {n:7,d} rows"))
-    out.print(Text(f"wrote {dest}; report it with: trialgrid report {dest}"))
+    out.print(Text(f"wrote {dest}; report it with: trialgrid report {dest}"), soft_wrap=True)
 
 
 @app.command()
@@ -457,22 +457,22 @@ def report(
             from runner.reporting.summary_json import write_json
 
             write_json(summary, json_file)
-            err.print(Text(one_line(f"wrote {json_file}")))
+            err.print(Text(one_line(f"wrote {json_file}")), soft_wrap=True)
         if csv_dir is not None:
             from runner.reporting.summary_csv import write_csv
 
             write_csv(summary, csv_dir)
-            err.print(Text(one_line(f"wrote {csv_dir}/*.csv")))
+            err.print(Text(one_line(f"wrote {csv_dir}/*.csv")), soft_wrap=True)
         if html_file is not None:
             from runner.reporting.html import write_html
 
             write_html(summary, html_file)
-            err.print(Text(one_line(f"wrote {html_file}")))
+            err.print(Text(one_line(f"wrote {html_file}")), soft_wrap=True)
         if badge_dir is not None:
             from runner.reporting.badges import write_badges
 
             badges = write_badges(summary, badge_dir)
-            err.print(Text(one_line(f"wrote {len(set(badges))} badge(s) into {badge_dir}")))
+            err.print(Text(one_line(f"wrote {len(set(badges))} badge(s) into {badge_dir}")), soft_wrap=True)
     except UserError as exc:
         raise fail(exc) from None
 

@@ -7,6 +7,12 @@ is in progress this module turns SIGTERM into SIGINT — the path that already s
 the engine cleanly (asyncio cancels the trials in flight, the sink closes, the
 manifest records the session) — and remembers it, so the command exits 143 (128 +
 SIGTERM) rather than 130.
+
+A shell without job control starts a background command (``trialgrid run ... &`` in
+a script, a supervisor's pipeline) with SIGINT ignored, and then SIGINT would stop
+nothing: the SIGTERM would be swallowed and the run would go on. So within the block
+an ignored SIGINT is given Python's default handler (and asyncio its own), and is
+ignored again afterwards.
 """
 
 from __future__ import annotations
@@ -40,7 +46,12 @@ def sigterm_as_interrupt() -> Iterator[Termination]:
     except ValueError:  # not the main thread (an embedding application): leave signals alone
         yield seen
         return
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield seen
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)

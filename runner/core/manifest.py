@@ -356,6 +356,28 @@ def read_manifest(out: Path) -> Manifest | None:
     return read_manifest_file(path)
 
 
+def require_manifest(out: Path) -> Manifest:
+    """The manifest of the run at ``out``, for a reader (report, diff, ``--fail-on``, rescore); when ``out`` is not
+    a run's output, a one-line ``UserError`` saying what it is instead — missing, a file, a folder of runs."""
+    manifest = read_manifest(out)
+    if manifest is not None:
+        return manifest
+    hint = "give the directory a `trialgrid run` wrote: the sweep's `output`, or its --out"
+    if not out.exists():
+        raise UserError("no such directory: not a trialgrid output directory", file=out, hint=hint)
+    if not out.is_dir():
+        raise UserError("a file, not a trialgrid output directory", file=out, hint=hint)
+    try:
+        runs = sorted(p.name for p in out.iterdir() if (p / MANIFEST).is_file())
+    except OSError:
+        runs = []
+    if runs:
+        shown = ", ".join(runs[:5]) + (f" and {len(runs) - 5} more" if len(runs) > 5 else "")
+        raise UserError(f"a folder of trialgrid output directories ({shown}), not one itself", file=out,
+                        hint=f"name the runs inside it, e.g. {out / runs[0]}")
+    raise UserError(f"no {MANIFEST}: not a trialgrid output directory", file=out, hint=hint)
+
+
 def write_manifest(out: Path, manifest: Manifest) -> None:
     """Write ``out/manifest.json`` atomically (temp file + rename): a crash never leaves half a manifest."""
     path = out / MANIFEST

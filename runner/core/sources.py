@@ -334,6 +334,8 @@ def _describe(err: Mapping[str, Any], model: Any = None, data: Any = None) -> st
     for prefix in _LIBRARY_PREFIXES:
         msg = msg.removeprefix(prefix)
     value = err.get("input")
+    if isinstance(value, str) and len(value) >= 3 and value in msg:
+        return msg  # the message names the value already
     if kind not in ("model_type",) and isinstance(value, (str, int, float, bool)):
         shown = repr(value)
         if len(shown) > 60:

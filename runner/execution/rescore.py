@@ -31,7 +31,7 @@ import pyarrow.ipc as ipc
 
 from runner.config.sweep import LoadedSweep, load_sweep
 from runner.core.errors import UserError
-from runner.core.manifest import Manifest, RescoredFrom, read_manifest, write_manifest
+from runner.core.manifest import Manifest, RescoredFrom, require_manifest, write_manifest
 from runner.core.schema import COMMON_FIELDS, STATUS_ERROR, STATUS_OK, trial_schema
 from runner.core.types import TrialSpec
 from runner.execution.lock import LOCK_FILE, lock_output
@@ -92,10 +92,7 @@ def _cell(row: Mapping[str, Any]) -> Cell:
 def rescore(source: Path, dest: Path, sweep_path: Path | None = None,
             say: Callable[[str], None] = lambda s: None) -> RescoreResult:
     """Re-score ``source`` into the new output ``dest``. Raises ``UserError``; writes nothing on refusal."""
-    manifest = read_manifest(source)
-    if manifest is None:
-        raise UserError(f"{source} has no manifest.json: not a trialgrid output directory",
-                        hint="give the directory a `trialgrid run` wrote")
+    manifest = require_manifest(source)
     if sweep_path is None:
         sweep_path = Path(manifest.sweep_file or "")
         if not sweep_path.is_file():

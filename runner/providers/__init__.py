@@ -15,6 +15,7 @@ remedies, retries); ``pool.ProviderPool`` assembles them for a run.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from typing import Any
 
@@ -71,7 +72,9 @@ def register_provider(name: str, factory: Callable[..., Provider], check: Callab
 def check_model(provider: str, model: str) -> None:
     """Raise ``ValueError`` with a readable message if ``model`` is not valid for ``provider``."""
     if provider not in PROVIDERS:
-        raise ValueError(f"unknown provider {provider!r}: expected one of {', '.join(sorted(PROVIDERS))}")
+        near = difflib.get_close_matches(provider.lower(), PROVIDERS, n=1)
+        raise ValueError(f"unknown provider {provider!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
+                         + f": expected one of {', '.join(sorted(PROVIDERS))}")
     PROVIDERS[provider][1](model)
 
 

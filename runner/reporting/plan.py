@@ -39,9 +39,9 @@ def print_plan(plan: Plan, tradeoffs: list[tuple[Design, Design]], console: Cons
                      f"width: the {interval_name(method)} of A − B ({method}), as the report prints it.")
     table.caption_justify = "left"
     console.print(table)
-    console.print(plan.message)
+    console.print(plan.message, soft_wrap=True)
     for many_prompts, many_runs in tradeoffs:
         console.print(f"  same {many_prompts.trials:,} trials: {many_prompts.n_prompts} prompts × {many_prompts.n_runs} runs "
                       f"→ power {many_prompts.result.power:.0%}, width {100 * many_prompts.result.mean_width:.1f} pp; "
                       f"{many_runs.n_prompts} prompts × {many_runs.n_runs} runs → power {many_runs.result.power:.0%}, "
-                      f"width {100 * many_runs.result.mean_width:.1f} pp")
+                      f"width {100 * many_runs.result.mean_width:.1f} pp", soft_wrap=True)

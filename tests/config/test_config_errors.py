@@ -51,7 +51,7 @@ CASES = {
     "wrong type": (lambda d, t: d["probes"][0].update(runs="many"), ["sweep.yaml", "probes[0].runs", "integer"]),
     "out of range": (lambda d, t: d["probes"][0].update(runs=0), ["probes[0].runs", "greater than or equal to 1"]),
     "missing required": (lambda d, t: d.pop("models"), ["sweep.yaml", "models", "required key is missing"]),
-    "unknown provider": (lambda d, t: d["models"][0].update(provider="openia"), ["models[0]", "unknown provider 'openia'"]),
+    "unknown provider": (lambda d, t: d["models"][0].update(provider="openia"), ["models[0]", "unknown provider 'openia' (did you mean 'openai'?)"]),
     "unknown persona": (lambda d, t: d["models"][1].update(model="sloppy"), ["models[1]", "unknown sim persona"]),
     "duplicate model": (lambda d, t: d["models"][1].update(name="sim-careful"), ["models", "used twice"]),
     "unknown probe kind": (lambda d, t: d["probes"][0].update(kind="misselect"), ["probes[0]", "misselect"]),
@@ -91,6 +91,17 @@ def test_malformed_input_is_one_located_line(tmp_path: Path, case: str) -> None:
     assert text.startswith("error:"), output
     for part in expected:
         assert part in text, f"{part!r} not in {text!r}"
+
+
+def test_an_openai_model_without_its_key_says_which_variable_and_what_to_do(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    code, output = _validate(_sweep_with(tmp_path, lambda d, t: d["models"][0].update(provider="openai",
+                                                                                        model="gpt-4.1-mini")))
+    assert code == 2 and output.count("\n") == 1, output
+    assert "models[0].api_key_env: environment variable OPENAI_API_KEY is not set" in output
+    # the message names the variable: no ", got 'OPENAI_API_KEY'" repeating it after what to do
+    assert output.rstrip().endswith("or set api_key_env: null for an endpoint that needs no key"), output
 
 
 def test_yaml_syntax_error_in_sweep_names_line(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -153,6 +154,35 @@ def test_sweep_reference_lists_every_key_of_the_sweep_models_and_engine() -> Non
     assert data["engine"] == EngineConfig().model_dump()
 
 
+def test_sweep_reference_comments_name_every_provider_and_retry_default() -> None:
+    from runner.config.sweep import ModelConfig
+    from runner.providers import PROVIDERS
+
+    lines = section(page("sweep.md"), "## Keys").splitlines()
+    provider = next(line for line in lines if line.strip().startswith("provider:"))
+    assert set(re.findall(r"[a-z][a-z-]+", provider.split("#", 1)[1])) >= set(PROVIDERS), provider
+    retry = next(line for line in lines if line.strip().startswith("retry:")).split("#", 1)[1]
+    defaults = ModelConfig.model_fields["retry"].annotation().model_dump()  # type: ignore[misc]
+    assert {k: float(v) for k, v in re.findall(r"(\w+) \(([\d.]+)\)", retry)} == defaults, retry
+
+
+@pytest.mark.parametrize("name", ["README.md", "sweep.md"])
+def test_the_unknown_key_example_is_what_a_sweep_with_that_typo_prints(name: str, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from runner.config.sweep import load_sweep
+    from runner.core.errors import UserError
+
+    shown = next(line for line in page(name).splitlines() if line.startswith("error: sweep.yaml:11 "))
+    cases = ROOT / "configs" / "misselection"
+    (tmp_path / "sweep.yaml").write_text(
+        "name: quickstart\nseed: 1\nmodels:\n  - name: sim-typical\n    provider: sim\n    model: typical\n"
+        f"probes:\n  - kind: misselection\n    cases: {cases / 'triples.yaml'}\n"
+        f"    catalogue: {cases / 'tools.json'}\n    runz: 20\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError) as exc:
+        load_sweep(Path("sweep.yaml"))
+    assert shown == f"error: {exc.value}"
+
+
 # --- reports.md: the scorecard rules ------------------------------------------------------------------------------
 
 
@@ -228,3 +258,82 @@ def test_readme_and_license_agree_with_pyproject() -> None:
     assert project["license"]["text"] == "MIT"
     assert (ROOT / "LICENSE").read_text().startswith("MIT License")
     assert f"Python ≥ {project['requires-python'].lstrip('>=')}" in README.read_text()
+
+
+def test_output_page_names_every_error_kind() -> None:
+    from runner.providers.errors import ErrorKind
+
+    text = section(page("output.md"), "### Error rows, exit codes and `--retry-errors`")
+    first = text.split("an `error_kind`", 1)[1].split(")", 1)[0]
+    assert set(re.findall(r"`([a-z_]+)`", first)) == {k.value for k in ErrorKind}
+
+
+# --- every command a page shows -----------------------------------------------------------------------------------
+
+_FLAG_RE = re.compile(r"(?<![\w-])(--?[a-z][a-z0-9-]*)")
+
+
+def _shown_code(text: str) -> list[str]:
+    """Every command-like snippet of a page: lines of fenced blocks (continuations joined) and inline code spans."""
+    blocks = re.findall(r"^```[a-z]*\n(.*?)^```", text, re.S | re.M)
+    lines = [line for block in blocks for line in block.replace("\\\n", " ").splitlines()]
+    return lines + re.findall(r"`([^`]+)`", prose(text))
+
+
+def _without_quotes(snippet: str) -> str:
+    return re.sub(r"\"[^\"]*\"|'[^']*'", "", snippet.split(" #", 1)[0])
+
+
+def _cli_options() -> dict[str, set[str]]:
+    """``"run"``, ``"import bfcl"``... → the options that command accepts (cluster mode's commands included)."""
+    import typer
+
+    from runner.cli.app import app, load_plugins
+
+    plugins = typer.Typer()
+    load_plugins(plugins)
+    commands = dict(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+    if plugins.registered_commands:
+        commands.update(typer.main.get_command(plugins).commands)  # type: ignore[attr-defined]
+    found: dict[str, set[str]] = {}
+    for name, command in commands.items():
+        for sub, leaf in (getattr(command, "commands", None) or {None: command}).items():
+            found[f"{name} {sub}" if sub else name] = {o for p in leaf.params for o in (*p.opts, *p.secondary_opts)}
+    return found
+
+
+@pytest.mark.parametrize("path", pages(), ids=_page_id)
+def test_every_trialgrid_option_a_page_shows_exists(path) -> None:  # type: ignore[no-untyped-def]
+    options = _cli_options()
+    unknown = []
+    for snippet in _shown_code(path.read_text()):
+        for m in re.finditer(r"\btrialgrid ([a-z]+)(?: ([a-z]+))?([^|;&]*)", _without_quotes(snippet)):
+            name, sub, rest = m.groups()
+            command = f"{name} {sub}" if f"{name} {sub}" in options else name
+            if command not in options:
+                continue  # prose such as "trialgrid measures"
+            rest = rest if command != name else f" {sub or ''}{rest}"
+            unknown += [f"trialgrid {command} {flag}" for flag in _FLAG_RE.findall(rest)
+                        if flag not in options[command] | {"--help"}]
+    assert not unknown, f"{path.name} shows options the command does not have: {unknown}"
+
+
+def _scripts_shown() -> dict[str, set[str]]:
+    shown: dict[str, set[str]] = {}
+    for path in pages():
+        for snippet in _shown_code(path.read_text()):
+            for m in re.finditer(r"python\s+((?:benchmarks|scripts)/\w+\.py)([^|;&]*)", _without_quotes(snippet)):
+                shown.setdefault(m.group(1), set()).update(_FLAG_RE.findall(m.group(2)))
+    return shown
+
+
+@pytest.mark.parametrize(("script", "flags"), sorted(_scripts_shown().items()))
+def test_every_script_a_page_runs_answers_help_with_the_options_shown(script: str, flags: set[str]) -> None:
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0 and done.stdout.startswith("usage:"), done.stdout[-2000:] + done.stderr[-2000:]
+    assert not [f for f in flags if f not in _FLAG_RE.findall(done.stdout)], (script, flags, done.stdout)
