@@ -224,7 +224,7 @@ def run(
               "Raise `budget` in the sweep and rerun the same command to continue.")
     if not quiet:
         plain(f"{result.stats.done:,} trials run ({result.skipped:,} already done) in {result.elapsed_s:.1f} s; "
-              f"counts: {result.counts}; output: {target}")
+              f"{_count_text(result.counts)}; output: {target}")
         if not no_report:
             print_report(target, out)
     errors_left = _error_verdict(sweep, target, max_error_rate)
@@ -232,6 +232,11 @@ def run(
         _gate(target, fail_on, exit_now=not errors_left)
     if errors_left:
         raise typer.Exit(EXIT_ERRORS)
+
+
+def _count_text(counts: dict[str, int]) -> str:
+    """Rows by status for a person: ``2,340 ok, 12 error`` (not a Python dict)."""
+    return ", ".join(f"{n:,} {status}" for status, n in sorted(counts.items())) or "no rows"
 
 
 def _error_verdict(sweep: Path, target: Path, max_error_rate: float) -> bool:
@@ -327,7 +332,7 @@ def rescore(
     except UserError as exc:
         raise fail(exc) from None
     plain(f"rescored {result.rows:,} rows into {dest}: {result.changed:,} changed outcome, "
-          f"{result.errors_kept:,} error rows kept as errors; counts: {result.counts}")
+          f"{result.errors_kept:,} error rows kept as errors; {_count_text(result.counts)}")
 
 
 _import_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,

@@ -46,6 +46,9 @@ def test_run_prints_report_and_report_command_reads_output(write_sweep, tmp_path
     assert result.exit_code == 0, result.output
     for text in ("sim-careful", "sim-typical", "sim-reckless", "ungroundable", "groundable_unknown", "groundable_known"):
         assert text in result.output
+    # the summary counts rows by status in words, not as a Python dict
+    assert "trials run (0 already done)" in result.output and " ok; output: " in result.output
+    assert "{'ok'" not in result.output
     report = runner.invoke(app, ["report", str(out)])
     assert report.exit_code == 0 and "sim-reckless" in report.output
 
