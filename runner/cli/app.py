@@ -247,8 +247,7 @@ def _error_verdict(sweep: Path, target: Path, max_error_rate: float) -> bool:
 
     verdict = run_verdict(target)
     for dead in verdict.dead_models:
-        err.print(Text(one_line(f"model {dead.model}: all {dead.trials:,} trials failed fatally; first error: "
-                                f"{dead.first_error[:300]}")), soft_wrap=True)
+        err.print(Text(one_line(dead.summary())), soft_wrap=True)
         err.print(Text(one_line(f"  hint: {dead.hint()}")), soft_wrap=True)
     if not verdict.errors:
         return False

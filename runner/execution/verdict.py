@@ -5,7 +5,8 @@ A sweep that "finishes" with 14% error rows, or with every trial of a model a fa
 output (each trial once, its newest row) and says what the command line needs to
 tell the truth: how many error rows of which kind, the exact ``--retry-errors``
 command that re-attempts the retryable ones, and, for a model whose every trial
-failed fatally, its first error and what usually causes it.
+failed (a fatal 404, or a server that is not running), its first error and what
+usually causes it.
 """
 
 from __future__ import annotations
@@ -24,14 +25,23 @@ from runner.execution.sink import TRIALS_DIR
 
 @dataclass(frozen=True)
 class DeadModel:
-    """A model whose every trial in the output failed fatally (nothing it answered counted)."""
+    """A model whose every trial in the output is an error row (nothing it answered counted)."""
 
     model: str
     trials: int
     first_error: str
+    #: the error kind of most of its rows ("fatal", "transient", ...)
+    kind: str = "fatal"
+
+    def summary(self) -> str:
+        how = "failed fatally" if self.kind == "fatal" else f"ended as {self.kind} errors"
+        return f"model {self.model}: all {self.trials:,} trials {how}; first error: {self.first_error[:300]}"
 
     def hint(self) -> str:
         text = self.first_error.lower()
+        if "cannot connect" in text or "refused" in text or "connect call failed" in text:
+            return ("nothing answered at the model's base_url: start the server it names (a local model server, "
+                    "`trialgrid serve`) or correct base_url, then retry the error rows")
         if "404" in text or "not found" in text:
             return ("a 404 usually means the base_url's path is wrong (OpenAI-style APIs end in /v1) or the "
                     "model id does not exist for this key")
@@ -70,11 +80,11 @@ def run_verdict(out: Path) -> Verdict:
     by_kind = {str(k or "unknown"): int(n) for k, n in errors.group_by("error_kind").len().iter_rows()}
     dead = []
     per_model = frame.group_by("model", maintain_order=True).agg(
-        pl.len().alias("trials"), (pl.col("error_kind") == "fatal").sum().alias("fatal"),
-        pl.col("error").filter(pl.col("error_kind") == "fatal").first().alias("first"))
-    for model, trials, fatal, first in per_model.iter_rows():
-        if trials and fatal == trials:
-            dead.append(DeadModel(str(model), int(trials), str(first or "")))
+        pl.len().alias("trials"), (pl.col("status") != "ok").sum().alias("failed"),
+        pl.col("error").first().alias("first"), pl.col("error_kind").mode().sort().first().alias("kind"))
+    for model, trials, failed, first, kind in per_model.iter_rows():
+        if trials and failed == trials:
+            dead.append(DeadModel(str(model), int(trials), str(first or ""), str(kind or "unknown")))
     return Verdict(frame.height, errors.height, by_kind, dead)
 
 

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -130,6 +131,19 @@ def test_max_error_rate_tolerates_and_a_dead_model_gets_its_first_error(tmp_path
         assert "within --max-error-rate 1" in again.stderr
     finally:
         server.stop()
+
+
+def test_a_model_whose_server_is_not_running_gets_a_hint_not_only_a_retry_command(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a loopback port that nothing listens on once this socket is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    data = http_sweep(f"http://127.0.0.1:{port}/v1", "openai", runs=1,
+                      retry={"max_attempts": 2, "backoff_base_s": 0.01, "backoff_max_s": 0.02})
+    done = cli("run", str(write(tmp_path, data)), "--out", str(tmp_path / "out"), "--no-report")
+    assert done.returncode == 3, done.stderr
+    assert "all 39 trials ended as transient errors; first error: connection failed" in done.stderr
+    assert "nothing answered at the model's base_url" in done.stderr
+    assert "--retry-errors" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_anthropic_base_url_works_with_or_without_v1(tmp_path: Path) -> None:
