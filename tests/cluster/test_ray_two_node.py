@@ -129,17 +129,18 @@ class Cluster:
     def start(self) -> None:
         dashboard = ["--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={self.dashboard_port}"]
         self._start(RAY, ["--head", "--node-ip-address=127.0.0.1", f"--port={self.gcs_port}", "--num-cpus=1",
-                          f"--dashboard-agent-listen-port={self.agent_port}",
-                          f"--ray-client-server-port={self.client_port}",
-                     "--resources={\"head_node\": 1}", *(dashboard if self.dashboard else ["--include-dashboard=false"]),
-                     f"--temp-dir={self.head_temp}", "--disable-usage-stats"], self.head_temp / "head.log", _env())
+                          f"--dashboard-agent-listen-port={self.agent_port}", f"--ray-client-server-port={self.client_port}",
+                          "--resources={\"head_node\": 1}",
+                          *(dashboard if self.dashboard else ["--include-dashboard=false"]),
+                          f"--temp-dir={self.head_temp}", "--disable-usage-stats"], self.head_temp / "head.log", _env())
         if self.dashboard:
             self._wait_for_jobs_api()
         else:
             self._wait_for_nodes(1)
         self._start(RAY_NODE, [f"--address={self.address}", "--node-ip-address=127.0.0.1", "--num-cpus=1",
                                f"--dashboard-agent-listen-port={self.node_agent_port}",
-                     "--resources={\"second_node\": 1}", f"--temp-dir={self.node_temp}", "--disable-usage-stats"],
+                               "--resources={\"second_node\": 1}", f"--temp-dir={self.node_temp}",
+                               "--disable-usage-stats"],
                     self.node_temp / "node2.log", _env(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="1"))
         self._wait_for_nodes(2)
 
@@ -165,7 +166,6 @@ class Cluster:
     def _wait_for_jobs_api(self, timeout_s: float = 90) -> None:
         """Poll, bounded, the two servers a submission goes through: the dashboard (``/api/version``), which takes
         the job, and the head's dashboard agent (its health endpoint), whose HTTP server runs it."""
-        import urllib.error
         import urllib.request
 
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -177,7 +177,7 @@ class Cluster:
             try:
                 opener.open(endpoints[0], timeout=5).read()
                 endpoints.pop(0)
-            except (OSError, urllib.error.HTTPError) as exc:  # not up yet (refused), or up but not ready (5xx)
+            except OSError as exc:  # not up yet (refused, reset), or up but not ready (an HTTPError, 5xx)
                 last[endpoints[0]] = f"{type(exc).__name__}: {exc}"
                 time.sleep(0.5)
         if endpoints:
