@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -98,11 +99,16 @@ _FRAME_HEADER = 9
 
 def _not_grpc(conn: socket.socket, timeout_s: float) -> str | None:
     """Why the server on ``conn`` is not an HTTP/2 (gRPC) server, or None when its first frame is SETTINGS."""
-    conn.settimeout(timeout_s)  # per read; at most 9 reads, each of at least one byte
+    deadline = time.monotonic() + timeout_s  # for the whole answer: a server that trickles bytes gets no more
     got = b""
     try:
+        conn.settimeout(timeout_s)
         conn.sendall(_H2_PREFACE)
         while len(got) < _FRAME_HEADER:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            conn.settimeout(left)
             chunk = conn.recv(_FRAME_HEADER - len(got))
             if not chunk:
                 break
