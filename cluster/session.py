@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -59,9 +60,15 @@ def init_kwargs(address: str, *, num_cpus: int | None = None, temp_dir: str | No
 
 
 def check_reachable(address: str, *, timeout_s: float = 10.0) -> None:
-    """An explicit ``HOST:PORT`` (or ``ray://HOST:PORT``) must accept a TCP connection, else ``UserError`` in one
-    line — before ``ray.init``, which would retry for minutes, print raw warnings, and leave the output running.
-    Only the address given is dialled; ``auto`` and ``local`` are Ray's to find."""
+    """An explicit ``HOST:PORT`` (or ``ray://HOST:PORT``) must be a Ray GCS (or Ray Client server), else
+    ``UserError`` in one line — before ``ray.init``, which would retry for minutes, print raw warnings, and leave
+    the output running; given something else listening there (a web server, a silent port) it can hang outright.
+
+    Two bounded steps on one connection, each within ``timeout_s``: a TCP connect, then an HTTP/2 connection
+    preface. Both Ray endpoints speak gRPC, i.e. HTTP/2, whose server must open with a SETTINGS frame (RFC 9113
+    §3.4); an HTTP/1.1 server answers something else, a silent one nothing. Only the address given is dialled;
+    ``auto`` and ``local`` are Ray's to find. With ``RAY_USE_TLS`` the preface would have to go inside TLS, so
+    only the connect is checked."""
     if address in (AUTO, LOCAL):
         return
     rest = address.split("://", 1)[1] if "://" in address else address
@@ -70,13 +77,59 @@ def check_reachable(address: str, *, timeout_s: float = 10.0) -> None:
         raise UserError(f"--ray {address!r} is not an address: expected HOST:PORT, ray://HOST:PORT, auto or local")
     host = host.strip("[]")
     try:
-        with socket.create_connection((host, int(port_text)), timeout=timeout_s):
-            pass
+        with socket.create_connection((host, int(port_text)), timeout=timeout_s) as conn:
+            if os.environ.get("RAY_USE_TLS", "0").strip().lower() in ("1", "true"):
+                return
+            problem = _not_grpc(conn, timeout_s)
     except OSError as exc:
         reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or type(exc).__name__)
         raise UserError(f"cannot reach Ray at {address}: {reason}",
                         hint="start the head with `ray start --head` and pass its address (HOST:6379), "
                              "or use --ray local for a private one-node Ray") from None
+    if problem:
+        raise UserError(f"{address} does not answer as Ray does: {problem}",
+                        hint="pass the head's GCS port (`ray start --head --port`, default 6379; not the dashboard's "
+                             "8265), ray://HOST:10001 for Ray Client, or --ray local for a private one-node Ray")
+
+
+# the client's HTTP/2 connection preface and an empty SETTINGS frame (length 0, type 0x4, no flags, stream 0)
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 0x4, 0, 0, 0, 0, 0])
+_FRAME_HEADER = 9
+
+
+def _not_grpc(conn: socket.socket, timeout_s: float) -> str | None:
+    """Why the server on ``conn`` is not an HTTP/2 (gRPC) server, or None when its first frame is SETTINGS."""
+    deadline = time.monotonic() + timeout_s  # for the whole answer: a server that trickles bytes gets no more
+    got = b""
+    try:
+        conn.settimeout(timeout_s)
+        conn.sendall(_H2_PREFACE)
+        while len(got) < _FRAME_HEADER:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            conn.settimeout(left)
+            chunk = conn.recv(_FRAME_HEADER - len(got))
+            if not chunk:
+                break
+            got += chunk
+    except TimeoutError:
+        if not got:
+            return f"it accepted the connection but sent nothing in {timeout_s:g} s (a gRPC server answers at once)"
+    except OSError as exc:
+        if not got:
+            return f"it dropped the connection ({exc.strerror or type(exc).__name__}) instead of answering as gRPC"
+    if len(got) == _FRAME_HEADER and got[3] == 0x4 and got[5:9] == bytes(4):
+        return None
+    if not got:
+        return "it closed the connection without answering as gRPC (HTTP/2) does"
+    try:  # a little more of the answer, to name what is there (e.g. an HTTP/1.1 status line)
+        conn.settimeout(min(timeout_s, 1.0))
+        got += conn.recv(80)
+    except OSError:
+        pass
+    text = " ".join(got.decode("ascii", "replace").split())  # one line, whatever it sent
+    return f"it answered {text[:60]!r}, not with HTTP/2 (gRPC)"
 
 
 @contextmanager

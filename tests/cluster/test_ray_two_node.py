@@ -53,10 +53,13 @@ OUTCOMES = ["trial_id", "status", "error_kind", "decoy_called", "expected_called
             "catalogue_order", "tool_calls", "response_text"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_ports(n: int) -> list[int]:
+    """``n`` distinct ports free on loopback now (all held open together, so no two are the same)."""
+    with ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -86,8 +89,11 @@ class Cluster:
     def __init__(self, head_temp: Path, node_temp: Path, *, dashboard: bool) -> None:
         self.head_temp, self.node_temp = head_temp, node_temp
         self.dashboard = dashboard
-        self.gcs_port = _free_port()
-        self.dashboard_port = _free_port()
+        # Every port a node would otherwise take at a fixed default is chosen free here: two nodes on one
+        # machine (and other test runs on it) must not race for the dashboard agent's 52365, whose HTTP server
+        # is where the Jobs API runs a submitted job, or for Ray Client's 10001.
+        (self.gcs_port, self.dashboard_port, self.agent_port, self.client_port,
+         self.node_agent_port) = _free_ports(5)
         self.procs: list[subprocess.Popen[bytes]] = []
         self.logs: list[Path] = []
 
@@ -99,6 +105,12 @@ class Cluster:
     def jobs_address(self) -> str:
         return f"http://127.0.0.1:{self.dashboard_port}"
 
+    def log_tails(self) -> str:
+        """The tail of every log the cluster wrote: the `ray start` output, and each node's Ray logs."""
+        tails = [log_tail(log) for log in self.logs]
+        tails += [log_tail(*session_logs(temp), *_jobs_logs(temp), lines=20) for temp in (self.head_temp, self.node_temp)]
+        return "\n".join(tails)
+
     def _start(self, cli: list[str], args: list[str], log: Path, env: dict[str, str]) -> None:
         self.logs.append(log)
         with open(log, "wb") as out:
@@ -107,9 +119,7 @@ class Cluster:
 
     def failed(self, what: str) -> ClusterStartError:
         """The error for a cluster that did not come up: the tail of every log it wrote (the temp dirs may go)."""
-        tails = [log_tail(log) for log in self.logs]
-        tails += [log_tail(*session_logs(temp), lines=20) for temp in (self.head_temp, self.node_temp)]
-        return ClusterStartError(f"{what}\n" + "\n".join(tails))
+        return ClusterStartError(f"{what}\n{self.log_tails()}")
 
     def _check_alive(self) -> None:
         for proc, log in zip(self.procs, self.logs, strict=True):
@@ -119,14 +129,18 @@ class Cluster:
     def start(self) -> None:
         dashboard = ["--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={self.dashboard_port}"]
         self._start(RAY, ["--head", "--node-ip-address=127.0.0.1", f"--port={self.gcs_port}", "--num-cpus=1",
-                     "--resources={\"head_node\": 1}", *(dashboard if self.dashboard else ["--include-dashboard=false"]),
-                     f"--temp-dir={self.head_temp}", "--disable-usage-stats"], self.head_temp / "head.log", _env())
+                          f"--dashboard-agent-listen-port={self.agent_port}", f"--ray-client-server-port={self.client_port}",
+                          "--resources={\"head_node\": 1}",
+                          *(dashboard if self.dashboard else ["--include-dashboard=false"]),
+                          f"--temp-dir={self.head_temp}", "--disable-usage-stats"], self.head_temp / "head.log", _env())
         if self.dashboard:
             self._wait_for_jobs_api()
         else:
             self._wait_for_nodes(1)
         self._start(RAY_NODE, [f"--address={self.address}", "--node-ip-address=127.0.0.1", "--num-cpus=1",
-                     "--resources={\"second_node\": 1}", f"--temp-dir={self.node_temp}", "--disable-usage-stats"],
+                               f"--dashboard-agent-listen-port={self.node_agent_port}",
+                               "--resources={\"second_node\": 1}", f"--temp-dir={self.node_temp}",
+                               "--disable-usage-stats"],
                     self.node_temp / "node2.log", _env(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="1"))
         self._wait_for_nodes(2)
 
@@ -150,18 +164,25 @@ class Cluster:
             raise self.failed(f"the probe for {count} Ray node(s) hung") from None
 
     def _wait_for_jobs_api(self, timeout_s: float = 90) -> None:
+        """Poll, bounded, the two servers a submission goes through: the dashboard (``/api/version``), which takes
+        the job, and the head's dashboard agent (its health endpoint), whose HTTP server runs it."""
         import urllib.request
 
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        endpoints = [f"{self.jobs_address}/api/version", f"http://127.0.0.1:{self.agent_port}/api/local_raylet_healthz"]
+        last: dict[str, str] = {}
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        while endpoints and time.monotonic() < deadline:
             self._check_alive()
             try:
-                opener.open(f"{self.jobs_address}/api/version", timeout=2).read()
-                return
-            except OSError:
+                opener.open(endpoints[0], timeout=5).read()
+                endpoints.pop(0)
+            except OSError as exc:  # not up yet (refused, reset), or up but not ready (an HTTPError, 5xx)
+                last[endpoints[0]] = f"{type(exc).__name__}: {exc}"
                 time.sleep(0.5)
-        raise self.failed(f"the Ray head's Jobs API ({self.jobs_address}) did not answer within {timeout_s:.0f} s")
+        if endpoints:
+            raise self.failed(f"the Ray head's Jobs API did not come up within {timeout_s:.0f} s: {endpoints[0]} "
+                              f"last said {last.get(endpoints[0], 'nothing')}")
 
     def stop(self) -> None:
         sessions = {p.pid for p in self.procs}
@@ -177,6 +198,12 @@ class Cluster:
         for proc in self.procs:
             proc.wait(10)
         assert not _in_sessions(sessions), "Ray processes outlived the cluster fixture"
+
+
+def _jobs_logs(temp: Path) -> list[Path]:
+    """The logs that say why the Jobs API did not take or run a job, in a Ray temp dir."""
+    logs = temp / "session_latest" / "logs"
+    return [logs / name for name in ("dashboard.log", "dashboard_agent.log", "runtime_env_agent.log")]
 
 
 def _in_sessions(sessions: set[int]) -> list[int]:
@@ -311,10 +338,10 @@ def test_submit_through_ray_jobs(jobs_api: Cluster, server: ServerThread, tmp_pa
     out = tmp_path / "job-out"
     done = _trialgrid("submit", str(sweep), "--address", cluster.jobs_address, "--out", str(out),
                       "--project", str(project), "--workers", "2")
-    assert done.returncode == 0, done.stderr[-8000:]
+    assert done.returncode == 0, f"{done.stderr[-8000:]}\n{cluster.log_tails()}"
     job_id = done.stdout.strip().splitlines()[-1]
     status = _trialgrid("status", job_id, "--address", cluster.jobs_address)
-    assert status.stdout.strip() == "SUCCEEDED"
+    assert status.stdout.strip() == "SUCCEEDED", f"{status.stdout}{status.stderr}\n{cluster.log_tails()}"
     # the run's summary, from the output's manifest (this machine sees the head's disk)
     summary = " ".join(status.stderr.split())
     assert f"output {out}: session 1 complete" in summary and "trials/s" in summary, status.stderr

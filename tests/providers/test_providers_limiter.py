@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 from bisect import bisect_left
+from itertools import pairwise
 from typing import Any
 
 import pytest
 
 from runner.core.types import ChatRequest, Message, ToolSpec
-from runner.providers.limiter import LocalLimiter
+from runner.providers.limiter import LocalLimiter, Permit
 from runner.providers.managed import ManagedProvider, estimate_tokens
 from runner.providers.openai_wire import OpenAIProvider
 from runner.providers.pool import ProviderPool
@@ -67,19 +68,55 @@ def _max_in_window(times: list[float], window: float, weights: list[int] | None 
     return max(prefix[bisect_left(ts, t + window)] - prefix[i] for i, t in enumerate(ts))
 
 
+class _GrantLog(LocalLimiter):
+    """A ``LocalLimiter`` that notes, for every permit, what its own rules decided (on its own clock).
+
+    Whether the limit is *reached* is a question about the limiter's decisions, not about
+    how fast a (possibly loaded) machine runs the client: a waiter told to sleep until
+    ``t`` and woken late, or a client too busy to ask, sends less than the limit allows
+    through no fault of the limiter. So per permit this records until when the rules held
+    it back (``due``: the end of the last wait they set; None when they set none) and
+    when it was granted.
+    """
+
+    def __init__(self, limits: Limits, **kwargs: Any) -> None:
+        super().__init__(limits, **kwargs)
+        self.grants: list[tuple[float | None, float]] = []  # (due, granted), in the order granted
+        self._due: float | None = None
+
+    def _wait(self, now: float, tokens: int) -> float:
+        wait = super()._wait(now, tokens)
+        if wait > 0:
+            self._due = now + wait
+        return wait
+
+    def _admit(self, now: float, tokens: int) -> Permit:
+        # only the holder of the turn waits and is admitted (turnstile.py): the due time set last is its own
+        self.grants.append((self._due, now))
+        self._due = None
+        return super()._admit(now, tokens)
+
+
 @pytest.mark.slow
 def test_rpm_never_exceeded_in_any_window_and_nearly_reached(serve) -> None:  # type: ignore[no-untyped-def]
     server = serve(latency_ms=5)
-    limiter = LocalLimiter(Limits(rpm=40), window_s=1.0)
+    limiter = _GrantLog(Limits(rpm=40), window_s=1.0)
     results = _drive(server, limiter, n=150, workers=16)
     assert all(not isinstance(r, Exception) for r in results)
     times = server.stats(with_log=True)["log"]["t"]
     assert len(times) == 150
     assert _max_in_window(times, 1.0) <= 40
-    # sustained: the three full windows after the first are each close to the limit
-    first = min(times)
-    counts = [sum(1 for t in times if first + k <= t < first + k + 1) for k in range(1, 3)]
-    assert all(c >= 30 for c in counts), counts
+    # Nearly reached, by the limiter's own decisions: a request it holds back is released one pace
+    # interval after the grant before it, never later, so while requests wait it admits rpm per
+    # window + margin (38 of 40 here). How late a loaded machine then wakes the waiter, or how
+    # slowly it asks, is the machine's throughput, not the limiter's: neither is counted.
+    assert len(limiter.grants) == 150
+    pace = (limiter.window_s + limiter.margin_s) / 40
+    held = [(before, due) for (_, before), (due, _) in pairwise(limiter.grants) if due is not None]
+    assert len(held) >= 75, f"the limiter held back only {len(held)} of 150 requests: it was not what paced them"
+    late = [round(due - before, 4) for before, due in held if due > before + pace + 1e-6]
+    assert not late, (f"{len(late)} requests held back longer than the pace ({pace:.4f} s) after the grant before "
+                      f"them, by the limiter's own rules: {late[:10]}")
 
 
 def test_max_concurrent_is_the_servers_max_concurrency(serve) -> None:  # type: ignore[no-untyped-def]
