@@ -64,12 +64,20 @@ class OutputLock:
         self.release()
 
 
-def _holder(path: Path) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return "another process"
-    return text.splitlines()[0][:200] if text else "another process"
+def _holder(path: Path, *, settle_s: float = 0.5) -> str:
+    """The holder's own description of itself. A holder writes it just after taking the lock, so a file
+    still empty is read again for up to ``settle_s`` before the holder is called "another process"."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return "another process"
+        if text:
+            return text.splitlines()[0][:200]
+        if time.monotonic() >= deadline:
+            return "another process"
+        time.sleep(0.02)
 
 
 def lock_output(out: Path, *, wait: bool = False, what: str = "run",
@@ -99,6 +107,7 @@ def lock_output(out: Path, *, wait: bool = False, what: str = "run",
         os.close(fd)
         raise
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"trialgrid {what} (pid {os.getpid()} on {platform.node()}, since {stamp})\n".encode(), 0)
+    line = f"trialgrid {what} (pid {os.getpid()} on {platform.node()}, since {stamp})\n".encode()
+    os.pwrite(fd, line, 0)  # written, then cut to length: a reader never sees the file empty between holders
+    os.ftruncate(fd, len(line))
     return OutputLock(out, fd)

@@ -26,7 +26,7 @@ import pytest
 import runner
 from runner.config.sweep import load_sweep
 from runner.core.errors import UserError
-from runner.execution.lock import lock_output
+from runner.execution.lock import LOCK_FILE, lock_output
 from runner.execution.run import grid_of, run_sweep
 from runner.sim.serve import ServeOptions, ServerThread
 from tests.conftest import ROOT, on_ci, quickstart_dict
@@ -173,6 +173,23 @@ def test_the_lock_refuses_a_second_writer_and_frees_on_release(tmp_path: Path) -
         lock_output(tmp_path / "out")
     held.release()
     lock_output(tmp_path / "out").release()
+
+
+def test_a_holder_that_has_not_yet_described_itself_is_named_once_it_has(tmp_path: Path) -> None:
+    """The race a second `trialgrid run` met on CI: the lock taken, the holder's line not yet written."""
+    import fcntl
+    import threading
+
+    out = tmp_path / "out"
+    out.mkdir()
+    fd = os.open(out / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held, and the file still empty
+        threading.Timer(0.1, os.pwrite, (fd, b"trialgrid run (pid 1 on host, since then)\n", 0)).start()
+        with pytest.raises(UserError, match=r"is being written by trialgrid run \(pid 1 on host"):
+            lock_output(out)
+    finally:
+        os.close(fd)
 
 
 def test_wait_takes_the_lock_once_the_holder_lets_go(tmp_path: Path) -> None:
