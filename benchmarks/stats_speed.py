@@ -216,6 +216,9 @@ def write_big_run(out: Path, prompts: int = BIG_PROMPTS, runs: int = BIG_RUNS, s
         "decoy_called": outcome(decoy),
         "expected_called": outcome(expected),
         "asked": outcome(asked),
+        # the reply columns every misselection run has (issue 19), at rates a careful real model shows
+        **{name: outcome(np.full((prompts, c), rate)) for name, rate in
+           (("empty_reply", 0.005), ("unparsable_call", 0.01), ("unknown_tool", 0.002), ("calls_from_text", 0.0))},
     })
     (out / "trials").mkdir(parents=True)
     parts = 10

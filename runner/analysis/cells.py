@@ -177,6 +177,9 @@ def analyze(out: Path) -> list[ProbeAnalysis]:
     trials = scan_trials(out)
     seed = manifest.seed % (2**32)
     model_order = {m.name: i for i, m in enumerate(manifest.sweep.models)}
+    # an output written by an earlier version lacks the outcome columns added since: it is reported on the
+    # ones it has (and the contrasts over them), never refused for what it could not have recorded
+    present = set(trials.collect_schema().names())
     results = []
     for probe_name, info in manifest.probes.items():
         probe_cls = PROBES.get(info.kind)
@@ -188,6 +191,8 @@ def analyze(out: Path) -> list[ProbeAnalysis]:
             declared = tuple(Contrast.model_validate(c) for c in info.contrasts or ())
         else:
             raise UserError(f"{out}: probe {probe_name!r} has kind {info.kind!r}, unknown to this trialgrid version")
+        rates = tuple(r for r in rates if r in present)
+        declared = tuple(c for c in declared if c.outcome in present)
         cells = cell_counts(trials, probe_name, rates)
         if cells.height == 0:
             continue

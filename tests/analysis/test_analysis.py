@@ -99,3 +99,36 @@ def test_a_null_outcome_is_not_a_miss(tmp_path: Path, write_sweep) -> None:
     assert (known["decoy_called_n"] == known["ok"]).all()
     other = a.conditions.filter(pl.col("condition") != "groundable_known")
     assert (other["asked_n"] == other["ok"]).all()
+
+
+def test_an_output_from_before_newer_outcome_columns_still_reports(quickstart_out: Path, tmp_path: Path) -> None:
+    """Outputs written by an earlier version lack the outcome columns added since (here the reply columns of
+    issue 19): every report format reads them, on the columns they have."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+    from typer.testing import CliRunner
+
+    from runner.cli.app import app
+
+    newer = ("empty_reply", "unparsable_call", "unknown_tool", "calls_from_text")
+    old = tmp_path / "old"
+    shutil.copytree(quickstart_out, old)
+    for part in (old / "trials").glob("*.arrow"):
+        with pa.OSFile(str(part), "rb") as source:
+            table = ipc.open_file(source).read_all()
+        table = table.drop_columns([c for c in newer if c in table.column_names])  # schema metadata kept
+        with pa.OSFile(str(part.with_suffix(".tmp")), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        part.with_suffix(".tmp").replace(part)
+    [a] = analyze(old)
+    assert "decoy_called" in a.rates and not set(newer) & set(a.rates)
+    [current] = analyze(quickstart_out)
+    same = [c for c in current.conditions.columns if not c.startswith(newer)]
+    assert a.conditions.columns == same and a.conditions.equals(current.conditions.select(same))
+    assert a.contrasts.equals(current.contrasts)
+    done = CliRunner().invoke(app, ["report", str(old), "--json", str(tmp_path / "s.json"),
+                                    "--csv", str(tmp_path / "csv"), "--html", str(tmp_path / "r.html")])
+    assert done.exit_code == 0, done.output
+    assert "decoy_called" in done.output and (tmp_path / "r.html").stat().st_size > 0
