@@ -17,8 +17,13 @@ spent their attempts. A ``Pacer`` learns a send rate instead, and the limiter
 - **AIMD** without headers: a 429 cuts the rate to ``BETA`` times the rate that met
   it — or, while nothing was known, to what the server actually admitted lately
   (answers that were not 429 over the last ``_SAMPLE_S``, over at least the
-  retry-after). Only requests sent after the last cut can cut again, so the herd of
-  429s one burst provokes counts once. Each admitted answer then grows the rate:
+  retry-after). A 429 is answered at once while the requests admitted with it are
+  still being answered, so an estimate made when the 429 arrives counts too few:
+  the answers to requests sent before the cut that arrive after it are admissions
+  of the same span, and raise the cut's estimate (never lower it) — otherwise a cold
+  start cut the pace to about one request a second whatever the limit, and the slow
+  growth below took minutes to win it back. Only requests sent after the last cut can
+  cut again, so the herd of 429s one burst provokes counts once. Each admitted answer then grows the rate:
   fast back to just under the rate that failed (``PLATEAU``), then slowly past it,
   faster the longer no 429 comes, as TCP CUBIC does, so the pace sits near the
   limit most of the time instead of sawing between half and all of it.
@@ -170,6 +175,10 @@ class Pacer:
         self._last_cut = -math.inf
         self._informed_at: float | None = None  # when headers first told us a limit
         self._admitted: deque[float] = deque()  # send times of recent answers that were not 429
+        #: the last cut made from the admitted estimate: (when, the pace it may not exceed, the retry-after
+        #: it spans at least). Late answers to requests sent before it revise it — and so every cut after
+        #: it, whose pace came from it — for as long as its sample lasts.
+        self._estimated_cut: tuple[float, float, float] | None = None
         self._probes = 0  # answers since the plateau was reached
         self.cuts = 0
         self.rate_limited = 0
@@ -200,6 +209,8 @@ class Pacer:
             self._cut(sent_at, now, retry_after_s)
         else:
             self._admitted.append(sent_at)
+            if self._estimated_cut is not None and sent_at < self._estimated_cut[0]:
+                self._revise()
             self._grow()
         cutoff = now - _SAMPLE_S
         while self._admitted and self._admitted[0] < cutoff:
@@ -218,19 +229,40 @@ class Pacer:
             return  # sent at the old pace: this burst of 429s has been answered already
         if self._informed_at is not None and sent_at < self._informed_at:
             return  # sent before the headers told us the limit we now keep to
-        # what the server admitted lately (over at least the retry-after): about the rate it allows
-        cutoff = now - _SAMPLE_S
-        admitted = sum(1 for t in self._admitted if t >= cutoff)
-        first = next((t for t in self._admitted if t >= cutoff), now)
-        estimate = max(admitted, 1) / max(now - first, retry_after_s or 0.0, 1.0)
         interval = self.interval()
+        pace = 1.0 / interval if interval > 0 else math.inf
+        wait = retry_after_s or 0.0
         # the pace we kept met the limit — unless it had grown far past what was sent (it did not bind)
-        failing = min(1.0 / interval, 1.5 * estimate) if interval > 0 else estimate
+        estimated = 1.5 * self._estimate(now, wait) if interval > 0 else self._estimate(now, wait)
+        failing = min(pace, estimated)
+        if failing < pace:
+            self._estimated_cut = (now, pace, wait)
         self.ceiling = failing
         self.rate = BETA * failing
         self._probes = 0
         self._last_cut = now
         self.cuts += 1
+
+    def _estimate(self, upto: float, wait: float) -> float:
+        """What the server admitted of the requests sent over ``_SAMPLE_S`` up to ``upto``, per second
+        over at least ``wait`` (the retry-after) and a second: about the rate it allows."""
+        cutoff = upto - _SAMPLE_S
+        sent = [t for t in self._admitted if cutoff <= t <= upto]
+        first = min(sent, default=upto)
+        return max(len(sent), 1) / max(upto - first, wait, 1.0)
+
+    def _revise(self) -> None:
+        """An admitted answer to a request sent before the last estimated cut: that cut's estimate counts it too."""
+        assert self._estimated_cut is not None and self.ceiling is not None and self.rate is not None
+        at, pace, wait = self._estimated_cut
+        if self._clock() - at > _SAMPLE_S:  # its sample is gone: what the pace met since is the better guide
+            self._estimated_cut = None
+            return
+        estimate = self._estimate(at, wait)
+        failing = min(pace, 1.5 * estimate if math.isfinite(pace) else estimate)
+        if failing > self.ceiling:
+            self.ceiling = failing
+            self.rate = max(self.rate, BETA * failing)
 
     def _grow(self) -> None:
         rate, ceiling = self.rate, self.ceiling

@@ -195,3 +195,49 @@ def test_turnstile_serves_re_sends_before_first_sends_and_survives_cancellation(
         return order
 
     assert asyncio.run(go()) == ["retry-1", "retry-2", "new-1", "new-2", "after"]
+
+
+def test_a_cold_start_herd_learns_the_limit_from_the_answers_that_come_after_its_429s(serve) -> None:  # type: ignore[no-untyped-def]
+    """Without rate headers, 32 requests go at once into a bucket of 20 (1,200 rpm): the 429s come back before the
+    20 admitted answers (those take the server's latency), so the first cut saw almost none of them. The answers
+    arriving after it are admissions of the same span and raise the cut's estimate: the pace is learned near the
+    limit, not at about one request a second whatever the limit (the old cut, won back over minutes)."""
+    from runner.core.types import ToolSpec
+    from runner.providers.openai_wire import OpenAIProvider
+    from runner.providers.settings import Connection
+
+    rpm, wanted = 1200, 100
+    limit = rpm / 60
+    server = serve(rpm=rpm, rpm_mode="bucket", rate_headers=False, latency_ms=20)
+    tool = ToolSpec("fetch_invoices", "Fetch invoices for a month.",
+                    {"type": "object", "properties": {"month": {"type": "string"}}, "required": ["month"]})
+    limiter = LocalLimiter(Limits())
+
+    async def go() -> None:
+        inner = OpenAIProvider(Connection("openai", server.base_url, None))
+        managed = ManagedProvider(inner, endpoint=server.base_url, limiter=limiter, book=RemedyBook(),
+                                  policy=RetryPolicy(max_attempts=3, backoff_base_s=0.01, backoff_max_s=0.05))
+        todo = iter(range(wanted))
+
+        async def worker() -> None:
+            for i in todo:
+                await managed.complete(ChatRequest("typical", (Message("user", f"Invoices, batch {i}."),), (tool,),
+                                                   {}, i))
+
+        try:
+            # a bound, not a measurement: at the limit this takes 4 s; at the old one-a-second pace, 80
+            await asyncio.wait_for(asyncio.gather(*(worker() for _ in range(32))), 30)
+        except TimeoutError:
+            pass
+        finally:
+            await managed.aclose()
+
+    asyncio.run(go())
+    assert limiter.pacer is not None and limiter.pacer.ceiling is not None
+    assert limiter.pacer.ceiling >= 0.8 * limit, limiter.pacer.snapshot()
+    log = server.stats(with_log=True)["log"]
+    admitted = sorted(t for t, tag in zip(log["t"], log["tag"], strict=True) if tag != "ratelimit")
+    assert len(admitted) == wanted, f"{len(admitted)} of {wanted} requests answered within the bound"
+    # after the bucket's first burst, the server admitted requests at about its limit (its own clock)
+    paced = admitted[20:]
+    assert (len(paced) - 1) / (paced[-1] - paced[0]) >= 0.5 * limit
