@@ -5,7 +5,7 @@ Prints, side by side in one run on the same ~25-column trial schema (with
 timestamp column):
 
 - ``from_pylist``: ``pa.RecordBatch.from_pylist`` per batch;
-- ``per-column pa.array``: ``runner.execution.sink.to_record_batch``, what the sink uses;
+- ``per-column pa.array``: ``runner.output.sink.to_record_batch``, what the sink uses;
 - ``python flat builders``: a recursive, DataType-driven builder written in Python
   (lists as flat values + int32 offsets, structs as child columns, null masks), the
   alternative the sink does not use because Arrow's C++ converter beats it;
@@ -31,7 +31,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runner.execution.sink import TrialSink, to_record_batch
+from runner.output.sink import TrialSink, to_record_batch
 
 TOOL_CALL = pa.struct(
     [("id", pa.string()), ("name", pa.string()), ("arguments", pa.string()), ("parse_error", pa.string())]

@@ -4,7 +4,7 @@
 output exactly as a single-node run does (``runner.execution.run.open_output``), streams the
 grid in chunks to worker actors that each run ``runner.execution.engine.run_trials`` with a
 ``runner.execution.trial.TrialRunner``, and writes the Arrow record batches they return
-through ``runner.execution.sink.TrialSink``. Rate limits and remedies are shared through two
+through ``runner.output.sink.TrialSink``. Rate limits and remedies are shared through two
 small actors behind runner's ``Limiter`` and ``RemedyBook`` interfaces.
 
 Ray itself is imported lazily (inside functions), so importing ``cluster`` — as the

@@ -27,9 +27,9 @@ from runner.config.cost import spent_in
 from runner.config.sweep import LoadedSweep
 from runner.core.manifest import CacheStats, EngineRecord, write_manifest
 from runner.execution.engine import EngineStats
-from runner.execution.manifest import sweep_snapshot
 from runner.execution.progress import RunProgress
 from runner.execution.run import RunResult, open_output
+from runner.output.manifest import sweep_snapshot
 from runner.providers.cache import ResponseCache
 
 #: the sink's worker name for parts written by a Ray driver (``part-ray-NNNNN.arrow``)

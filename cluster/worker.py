@@ -6,7 +6,7 @@ chunks run at once on the actor's event loop, so the next chunk's trials start
 while the last ones of the previous chunk are still waiting on the network; the
 worker's share of the sweep's concurrency is enforced across all of them by one
 set of semaphores here, not per chunk. A chunk comes back as one Arrow record batch
-(``runner.execution.sink.to_record_batch``): one actor call per chunk, never one per trial.
+(``runner.output.sink.to_record_batch``): one actor call per chunk, never one per trial.
 With a budget, each trial first takes a slot of the worker's ``BudgetGate``
 (``cluster.spend``); once the run's spend meter says "spent", the chunk's remaining
 trials are not started and the chunk comes back ``stopped``. ``stats`` gives the
@@ -31,7 +31,7 @@ from runner.config.sweep import LoadedSweep
 from runner.core.types import TrialSpec
 from runner.execution.engine import run_trials
 from runner.execution.run import build_trial_runner, per_model_concurrency
-from runner.execution.sink import to_record_batch
+from runner.output.sink import to_record_batch
 from runner.providers.errors import Remedy
 
 #: a trial spec on the wire: (trial_id, model, probe, case_id, condition, run, seed); the sweep id is the worker's

@@ -22,7 +22,7 @@ import stats
 from runner.core.constants import CONFIDENCE, N_RESAMPLES
 from runner.core.errors import UserError
 from runner.core.manifest import require_manifest
-from runner.execution.parts import scan_output
+from runner.output.parts import scan_output
 from runner.probes import PROBES, Contrast
 
 #: readable names of ``stats`` interval methods (``BootstrapResult.interval_method``), as reports print them
@@ -46,7 +46,7 @@ def interval_name(keys: str | list[str] | None) -> str:
 
 def scan_trials(out: Path) -> pl.LazyFrame:
     """Every trial of the output once — its newest row (a ``--retry-errors`` row supersedes the error) — from the
-    output's own parts; ``UserError`` in one line for a damaged or foreign part (``runner.execution.parts``)."""
+    output's own parts; ``UserError`` in one line for a damaged or foreign part (``runner.output.parts``)."""
     return scan_output(out)
 
 

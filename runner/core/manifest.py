@@ -6,7 +6,7 @@ is its one definition, so writers and readers agree on every key and a damaged f
 fails in one place with one located line.
 
 The record is the bottom layer: it imports nothing of ``runner`` but ``runner.core``.
-Creating a manifest from a loaded sweep is ``runner.execution.manifest``'s job (it may
+Creating a manifest from a loaded sweep is ``runner.output.manifest``'s job (it may
 know the config); analysis, probes and reporting only read it, through this module.
 
 On disk the shape is ``FORMAT_VERSION`` 1, exactly what trialgrid wrote before the

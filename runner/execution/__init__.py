@@ -1,3 +1,3 @@
-"""Turning a sweep into rows: grid, engine, trial runner, deadlines, sink, manifest, progress, budget, replay,
-rescore, and the run modes (local, batch).
+"""Turning a sweep into rows: grid, engine, trial runner, deadlines, progress, budget, replay, rescore, and the
+run modes (local, batch). What is written where lives one layer down, in ``runner.output``.
 """

@@ -34,12 +34,12 @@ from runner.core.errors import UserError
 from runner.core.manifest import Manifest, RescoredFrom, require_manifest, write_manifest
 from runner.core.schema import COMMON_FIELDS, STATUS_ERROR, STATUS_OK, trial_schema
 from runner.core.types import TrialSpec
-from runner.execution.lock import LOCK_FILE, lock_output
-from runner.execution.manifest import finish_manifest, start_manifest
-from runner.execution.parts import readable_parts
 from runner.execution.replay import ReplayAgent, ReplayExhausted, stored_responses
 from runner.execution.run import count_statuses, grid_of
-from runner.execution.sink import TrialSink
+from runner.output.lock import LOCK_FILE, lock_output
+from runner.output.manifest import finish_manifest, start_manifest
+from runner.output.parts import readable_parts
+from runner.output.sink import TrialSink
 from runner.probes import Probe
 from runner.providers import ErrorKind, ProviderError
 

@@ -30,12 +30,12 @@ from runner.core.types import TrialSpec
 from runner.execution.budget import CostMeter
 from runner.execution.engine import EngineStats, run_trials
 from runner.execution.grid import Grid, skip_done
-from runner.execution.lock import OutputLock, lock_output
-from runner.execution.manifest import finish_manifest, start_manifest, sweep_snapshot
-from runner.execution.parts import inspect_parts, quarantine_parts, resume_keys, scan_latest
 from runner.execution.progress import RunProgress
-from runner.execution.sink import RepairNote, TrialSink, repair_parts
 from runner.execution.trial import ModelBinding, TrialRunner
+from runner.output.lock import OutputLock, lock_output
+from runner.output.manifest import finish_manifest, start_manifest, sweep_snapshot
+from runner.output.parts import inspect_parts, quarantine_parts, resume_keys, scan_latest
+from runner.output.sink import RepairNote, TrialSink, repair_parts
 from runner.providers import Provider
 from runner.providers.cache import ResponseCache
 from runner.providers.pool import ProviderPool

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import polars as pl
 
-from runner.execution.parts import inspect_parts, scan_latest
 from runner.execution.run import DEFAULT_RETRY_KINDS
-from runner.execution.sink import TRIALS_DIR
+from runner.output.parts import inspect_parts, scan_latest
+from runner.output.sink import TRIALS_DIR
 
 
 @dataclass(frozen=True)

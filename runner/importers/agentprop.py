@@ -44,9 +44,9 @@ from runner.core.manifest import (
 )
 from runner.core.safety import read_capped
 from runner.core.schema import STATUS_OK, trial_schema
-from runner.execution.sink import TrialSink
 from runner.importers.output import run_output
 from runner.importers.tables import Table, read_table
+from runner.output.sink import TrialSink
 from runner.probes.judge import JudgeProbe
 from runner.probes.propagation import PropagationProbe
 

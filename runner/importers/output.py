@@ -4,7 +4,7 @@
 out to be bad, so an importer that replaces a run builds the new one in a temporary
 sibling directory and swaps it in only after every row and the manifest are written
 (``runner.core.safety.replacing``). Replacing a run holds that run's writer lock
-(``runner.execution.lock``) from the check to the swap: a run still writing it is
+(``runner.output.lock``) from the check to the swap: a run still writing it is
 never replaced under its feet.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from runner.core.errors import UserError
 from runner.core.safety import check_output_dir, replacing
-from runner.execution.lock import lock_output
+from runner.output.lock import lock_output
 
 
 def _holds_run(out: Path) -> bool:

@@ -38,9 +38,9 @@ from runner.core.manifest import (
     write_manifest,
 )
 from runner.core.schema import STATUS_ERROR, STATUS_OK, trial_schema
-from runner.execution.sink import TrialSink
 from runner.importers.output import run_output
 from runner.importers.tables import read_table
+from runner.output.sink import TrialSink
 from runner.probes import PROBES, Contrast
 
 _TRUE = {"1", "true", "t", "yes", "y", "1.0"}

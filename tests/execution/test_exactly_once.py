@@ -26,8 +26,8 @@ import pytest
 import runner
 from runner.config.sweep import load_sweep
 from runner.core.errors import UserError
-from runner.execution.lock import LOCK_FILE, lock_output
 from runner.execution.run import grid_of, run_sweep
+from runner.output.lock import LOCK_FILE, lock_output
 from runner.sim.serve import ServeOptions, ServerThread
 from tests.conftest import ROOT, on_ci, quickstart_dict
 from tests.providers.conftest import CELL, OUTCOMES, http_sweep, outcomes, write

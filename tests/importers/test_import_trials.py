@@ -100,7 +100,7 @@ def test_bad_mappings_are_clear_errors(tmp_path: Path) -> None:
 
 
 def test_import_force_never_replaces_a_run_another_process_is_writing(tmp_path: Path) -> None:
-    from runner.execution.lock import lock_output
+    from runner.output.lock import lock_output
 
     src = tmp_path / "m1.csv"
     leaderboard_like_csv(src)

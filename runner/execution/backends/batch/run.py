@@ -41,8 +41,8 @@ from runner.execution.backends.batch.vendors import VENDORS, VendorBatches
 from runner.execution.engine import EngineStats, run_trials
 from runner.execution.progress import RunProgress
 from runner.execution.run import RunOutput, RunResult, build_trial_runner, open_output, per_model_concurrency
-from runner.execution.sink import TrialSink
 from runner.execution.trial import ModelBinding, TrialRunner
+from runner.output.sink import TrialSink
 from runner.providers import ProviderError
 from runner.providers.remedies import Learned
 

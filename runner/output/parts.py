@@ -30,7 +30,7 @@ import pyarrow.ipc as ipc
 
 from runner.core.errors import UserError
 from runner.core.manifest import read_manifest
-from runner.execution.sink import TRIALS_DIR, completed_trial_keys, salvage_part, trial_keys
+from runner.output.sink import TRIALS_DIR, completed_trial_keys, salvage_part, trial_keys
 
 __all__ = [
     "DAMAGED_DIR",

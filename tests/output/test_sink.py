@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
-import runner.execution.sink as sink_module
-from runner.execution.sink import (
+import runner.output.sink as sink_module
+from runner.output.sink import (
     RepairNote,
     TrialSink,
     completed_trial_ids,
@@ -484,7 +484,7 @@ WRITER = textwrap.dedent(
     import sys
     from pathlib import Path
     import pyarrow as pa
-    from runner.execution.sink import TrialSink
+    from runner.output.sink import TrialSink
 
     schema = pa.schema([("trial_id", pa.string()), ("tools_called", pa.list_(pa.string())),
                         ("response_text", pa.string())])
@@ -546,7 +546,7 @@ def test_repair_note_is_one_line() -> None:
 def test_trial_keys_parse_hex_ids_vectorised_and_skip_done_filters_exactly() -> None:
     from runner.core.types import TrialSpec
     from runner.execution.grid import skip_done
-    from runner.execution.sink import trial_keys
+    from runner.output.sink import trial_keys
 
     ids = [f"{i * 0x9E3779B97F4A7C15 & (2**64 - 1):016x}" for i in range(10_000)]
     keys = trial_keys(pa.array(ids))

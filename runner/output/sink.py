@@ -24,7 +24,7 @@ complete batch for the next resume's repair).
 
 Concurrency contract: one ``TrialSink`` per worker name per directory at a time;
 ``repair_parts`` only while no sink writes to the directory — the output's lock
-(``runner.execution.lock``) guarantees both for a run.
+(``runner.output.lock``) guarantees both for a run.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Which rows count (``runner.execution.parts``): the newest row of a trial wins, for every reader and for resume."""
+"""Which rows count (``runner.output.parts``): the newest row of a trial wins, for every reader and for resume."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pyarrow.ipc as ipc
 import pytest
 
 from runner.core.errors import UserError
-from runner.execution.parts import inspect_parts, resume_keys, scan_latest
-from runner.execution.sink import TrialSink, trial_keys
+from runner.output.parts import inspect_parts, resume_keys, scan_latest
+from runner.output.sink import TrialSink, trial_keys
 
 SCHEMA = pa.schema([("trial_id", pa.string()), ("status", pa.string()), ("error_kind", pa.string()),
                     ("finished_at", pa.timestamp("ms", tz="UTC"))], metadata={"trialgrid.sweep_id": "s1"})
@@ -59,7 +59,7 @@ def test_a_part_of_another_sweep_is_foreign(tmp_path: Path) -> None:
 
 
 def test_readers_refuse_damage_in_one_line(tmp_path: Path) -> None:
-    from runner.execution.parts import readable_parts
+    from runner.output.parts import readable_parts
 
     with pytest.raises(UserError, match="no finished trial files"):
         readable_parts(tmp_path)
