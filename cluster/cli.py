@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+
 from runner.core.errors import UserError
 
 if TYPE_CHECKING:
