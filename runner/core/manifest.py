@@ -22,6 +22,12 @@ Two rules keep it so:
 
 A change of shape bumps ``FORMAT_VERSION`` and converts older files in
 ``_upgrade`` before validation.
+
+A plug-in's records are not the core's: each session has an ``extensions`` slot, one
+JSON object per plug-in name, kept verbatim here and validated by the plug-in that wrote
+it (cluster mode: ``cluster.records``). The one exception to "rewriting keeps its keys":
+a Ray session written before the slot existed, whose ``engine`` and ``watch`` keys are
+read (and so rewritten) as ``extensions["ray"]``.
 """
 
 from __future__ import annotations
