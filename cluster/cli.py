@@ -9,8 +9,11 @@ entry-point groups ``runner.cli.app`` looks up by name:
 - ``trialgrid.commands``: ``cluster = cluster.cli:register`` — adds ``submit``,
   ``status``, ``logs`` and ``jobs`` to the app.
 
-Nothing here imports Ray at module level, so the lookup costs every other command
-nothing.
+The lookup runs on every ``trialgrid`` command (``--version`` and ``--help`` too), so this
+module imports nothing heavy at load — not Ray, not the sweep, engine or backend modules
+(each of those costs a noticeable part of a second): every command and the backend import
+what they need when they run. Ray itself is an extra (``pip install 'trialgrid[ray]'``);
+without it, ``run --ray`` and these commands say so in one line (``cluster.session.require_ray``).
 """
 
 from __future__ import annotations
@@ -19,14 +22,16 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from runner.config.sweep import LoadedSweep
 from runner.core.errors import UserError
-from runner.execution.backends import RunOptions, backend
-from runner.execution.run import RunResult
+
+if TYPE_CHECKING:
+    from runner.config.sweep import LoadedSweep
+    from runner.execution.backends import RunOptions
+    from runner.execution.run import RunResult
 
 _ADDRESS_ENV = "RAY_ADDRESS"
 
@@ -42,9 +47,14 @@ class _RayBackend:
     name = "ray"
 
     def run(self, loaded: LoadedSweep, out: Path, options: RunOptions) -> RunResult:
+        from cluster.options import RayOptions
+        from cluster.session import require_ray
+
+        ray_options = RayOptions.of(options.backend_options)
+        require_ray("--ray")  # before the output is touched
         from cluster.driver import run_on_ray
 
-        return run_on_ray(loaded, out, address=options.address or "auto", workers=options.workers,
+        return run_on_ray(loaded, out, address=ray_options.address, workers=ray_options.workers,
                           quiet=options.quiet, say=options.say, strict_params=options.strict_params,
                           notify=options.notify, cache_dir=options.cache_dir, retry_kinds=options.retry_kinds,
                           wait=options.wait)
@@ -66,6 +76,7 @@ def _stdout(text: str) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add the Ray Jobs commands to the ``trialgrid`` app."""
+    from cluster.session import require_ray
     from runner.cli import err, fail, out, plain
 
     address_option = typer.Option(..., "--address", envvar=_ADDRESS_ENV,
@@ -87,11 +98,12 @@ def register(app: typer.Typer) -> None:
         wait: bool = typer.Option(True, "--wait/--no-wait", help="Follow the job's log until it ends."),
     ) -> None:
         """Run a sweep on a Ray cluster through Ray Jobs (the project directory travels with it)."""
-        from cluster import jobs
-        from runner.config.sweep import load_sweep
-        from runner.execution.modes import RAY, plan
-
         try:
+            require_ray("trialgrid submit")
+            from cluster import jobs
+            from runner.config.sweep import load_sweep
+            from runner.execution.modes import RAY, plan
+
             # a broken sweep, or one that cannot run on Ray, fails here, not on the cluster
             plan(load_sweep(sweep), None, mode=RAY, workers=workers, cache=Path(cache) if cache else None)
             job_id = jobs.submit(sweep, address=address, out=out_dir, project=project, workers=workers,
@@ -117,10 +129,11 @@ def register(app: typer.Typer) -> None:
         manifest, which the driver rewrites as it goes — when the output directory is
         readable here (on the head node, or a shared filesystem).
         """
-        from cluster import jobs
-        from cluster.watch import output_summary
-
         try:
+            require_ray("trialgrid status")
+            from cluster import jobs
+            from cluster.watch import output_summary
+
             out.print(jobs.status(job_id, address=address), markup=False, highlight=False)
             where = jobs.output_dir(job_id, address=address)
         except UserError as exc:
@@ -133,9 +146,10 @@ def register(app: typer.Typer) -> None:
              address: str = address_option,
              follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing until the job ends.")) -> None:
         """Print a submitted job's log (the driver's output: progress, remedies, the report)."""
-        from cluster import jobs
-
         try:
+            require_ray("trialgrid logs")
+            from cluster import jobs
+
             if follow:
                 jobs.follow(job_id, address=address, write=_stdout)
             else:
@@ -150,6 +164,7 @@ def job_main(argv: list[str] | None = None) -> int:
 
     from runner.config.sweep import load_sweep
     from runner.execution import modes
+    from runner.execution.backends import RunOptions, backend
     from runner.reporting.terminal import print_report
 
     parser = argparse.ArgumentParser(prog="python -m cluster", description="Run a sweep on the Ray cluster "
@@ -176,8 +191,8 @@ def job_main(argv: list[str] | None = None) -> int:
         if chosen.note:
             say(chosen.note)
         options = RunOptions(quiet=True, say=say, notify=lambda s: say(f"note: {s}"), strict_params=args.strict_params,
-                             address=args.address, workers=args.workers, batch_models=chosen.batch_models,
-                             cache_dir=args.cache)
+                             backend_options={"address": args.address, "workers": args.workers},
+                             batch_models=chosen.batch_models, cache_dir=args.cache)
         with ray_session(args.address, ship_code=False):  # the job's runtime env carries the code
             # called directly, not looked up: a job's head node may run the uploaded code without installed entry points
             chosen_backend = ray_backend if chosen.backend == modes.RAY else backend(chosen.backend)

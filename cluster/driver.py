@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cluster.records import RaySessionRecord, put_ray_record
 from cluster.scheduler import Dispatcher, DispatchStats, chunked
 from cluster.session import check_reachable, ray_session
 from cluster.shares import engine_share
@@ -25,7 +26,7 @@ from cluster.watch import Watch, detail_line
 from cluster.worker import TrialWorker
 from runner.config.cost import spent_in
 from runner.config.sweep import LoadedSweep
-from runner.core.manifest import CacheStats, EngineRecord, write_manifest
+from runner.core.manifest import CacheStats, write_manifest
 from runner.execution.engine import EngineStats
 from runner.execution.progress import RunProgress
 from runner.execution.run import RunResult, open_output
@@ -82,7 +83,7 @@ def run_on_ray(loaded: LoadedSweep, out: Path, *, address: str = "auto", workers
     # fails before any cluster work, and the lock is held from here to finish
     output = open_output(loaded, out, say, retry_kinds=retry_kinds, wait=wait)
     output.manifest.strict_params = strict_params
-    output.manifest.sessions[-1].engine = EngineRecord(mode="ray", address=address)
+    put_ray_record(output.manifest.sessions[-1], RaySessionRecord(address=address))
     # prices and budget may change between sessions (they are not the sweep's identity): record the ones in force
     in_force = sweep_snapshot(loaded)
     output.manifest.sweep.prices, output.manifest.sweep.budget = in_force.prices, in_force.budget

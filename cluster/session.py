@@ -26,6 +26,22 @@ from runner.core.errors import UserError
 
 LOCAL = "local"
 AUTO = "auto"
+#: what makes Ray available: it is an extra, not a dependency of trialgrid's base install
+INSTALL_HINT = "pip install 'trialgrid[ray]'"
+
+
+def require_ray(what: str) -> None:
+    """``UserError`` in one line (what to install) when Ray cannot be imported here; ``what`` names the command.
+
+    Called before anything is done for a Ray command (the output is not touched), and only by those:
+    importing Ray costs most of a second, which no other command pays.
+    """
+    try:
+        import ray  # noqa: F401
+    except ImportError as exc:
+        broken = exc.name not in (None, "ray")  # Ray is there, but something it imports is not
+        raise UserError(f"{what} needs Ray, which " + (f"does not import here ({exc})" if broken else "is not installed"),
+                        hint=INSTALL_HINT) from None
 
 
 def our_packages() -> list[str]:

@@ -6,7 +6,8 @@ rate limit, how many chunks were re-run after a worker was lost, and the spend s
 against the budget. ``Watch`` gathers that on the driver (it polls the workers' and the
 shared services' counters once per interval), puts it on the progress line, logs it
 as a line (what a Ray Job's log shows, where there is no terminal) and writes it into
-the manifest's session entry (``watch``), which ``trialgrid status JOB`` prints.
+the session's Ray record (``cluster.records``: ``sessions[-1].extensions.ray.watch``),
+which ``trialgrid status JOB`` prints.
 ``CountingLimiter`` is how a worker counts the waits: it wraps whatever limiter the
 pool builds, so the limiters themselves need not know.
 """
@@ -19,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.core.manifest import Manifest, WatchRecord, WorkerWatch, read_manifest
+from cluster.records import RaySessionRecord, WatchRecord, WorkerWatch, put_ray_record, ray_record
+from runner.core.manifest import MANIFEST, Manifest, read_manifest
 
 
 @dataclass
@@ -78,14 +80,15 @@ def detail_line(record: WatchRecord) -> str:
 
 def output_summary(out: Path) -> str:
     """What ``trialgrid status JOB`` prints below the job's state: the output's last summary, read from its manifest."""
-    manifest = read_manifest(out) if (out / "manifest.json").is_file() else None
+    manifest = read_manifest(out) if (out / MANIFEST).is_file() else None
     if manifest is None or not manifest.sessions:
         return f"output {out}: no manifest yet (the run has not started, or {out} is on another machine's disk)"
     session = manifest.sessions[-1]
     head = f"output {out}: session {len(manifest.sessions)} {session.status}"
-    if session.watch is None:
+    record = ray_record(session, file=out / MANIFEST)
+    if record is None or record.watch is None:
         return f"{head}; {session.trials_run:,} trials run (no cluster summary: not a Ray run, or none written yet)"
-    return f"{head}; as of {session.watch.at}: {summary_line(session.watch)}"
+    return f"{head}; as of {record.watch.at}: {summary_line(record.watch)}"
 
 
 class Watch:
@@ -134,9 +137,11 @@ class Watch:
         return self.record
 
     def publish(self, manifest: Manifest, write: Callable[[], None], say: Callable[[str], None]) -> None:
-        """Put the last record into the manifest's session entry, write it, and log its line."""
+        """Put the last record into the session's Ray record, write the manifest, and log its line."""
         if self.record is None:
             return
-        manifest.sessions[-1].watch = self.record
+        session = manifest.sessions[-1]
+        current = ray_record(session) or RaySessionRecord()  # the driver put the address there when it began
+        put_ray_record(session, current.model_copy(update={"watch": self.record}))
         write()
         say(f"ray: {summary_line(self.record)}")

@@ -166,7 +166,8 @@ def run(
                                                      "`negative`, or a probe name) fails. Repeatable."),
     ray: str | None = typer.Option(None, "--ray", metavar="auto|local|ADDRESS",
                                       help="Run on Ray: `auto` (the cluster this node is part of), `local` (a private "
-                                           "one-node Ray) or a cluster address. Same output as without it."),
+                                           "one-node Ray) or a cluster address. Same output as without it. "
+                                           "Needs Ray: pip install 'trialgrid[ray]'."),
     workers: int | None = typer.Option(None, "--workers", min=1,
                                           help="With --ray: worker actors (default: one per CPU of the cluster)."),
     cache: Path | None = typer.Option(None, "--cache", metavar="DIR",

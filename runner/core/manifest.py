@@ -22,6 +22,12 @@ Two rules keep it so:
 
 A change of shape bumps ``FORMAT_VERSION`` and converts older files in
 ``_upgrade`` before validation.
+
+A plug-in's records are not the core's: each session has an ``extensions`` slot, one
+JSON object per plug-in name, kept verbatim here and validated by the plug-in that wrote
+it (cluster mode: ``cluster.records``). The one exception to "rewriting keeps its keys":
+a Ray session written before the slot existed, whose ``engine`` and ``watch`` keys are
+read (and so rewritten) as ``extensions["ray"]``.
 """
 
 from __future__ import annotations
@@ -180,39 +186,6 @@ class CacheStats(ManifestRecord):
     stored: int = Field(description="answers stored for a rerun")
 
 
-class EngineRecord(ManifestRecord):
-    """How a session was scheduled, when not by the single-node engine."""
-
-    mode: str = Field(description="'ray' for a cluster run")
-    address: str = Field(description="the Ray address asked for (auto, local or a cluster address)")
-
-
-class WorkerWatch(ManifestRecord):
-    """One Ray worker in a cluster run's live summary."""
-
-    index: int = Field(description="the worker's slot")
-    trials: int = Field(description="trials it ran (since it started)")
-    trials_per_s: float = Field(description="its rate over the last interval")
-    in_flight: int = Field(description="requests it had in flight")
-    limiter_waits: int = Field(description="sends that waited on a rate or concurrency limit")
-
-
-class WatchRecord(ManifestRecord):
-    """A cluster run's live summary (``trialgrid status JOB`` prints it while the job runs)."""
-
-    at: str = Field(description="when it was written (ISO 8601, UTC)")
-    done: int = Field(description="trials written, this session and before")
-    total: int = Field(description="trials in the grid")
-    trials_per_s: float = Field(description="the run's rate over the last interval")
-    requeued_chunks: int = Field(default=0, description="chunks re-run after a worker was lost")
-    workers_lost: int = Field(default=0, description="workers lost (and replaced)")
-    spent_usd: float | None = Field(default=None, description="spend so far, with a budget")
-    spent_tokens: int | None = Field(default=None, description="tokens so far, with a budget")
-    budget: str | None = Field(default=None, description="the budget in force")
-    cache_hits: int | None = Field(default=None, description="answers served by the response cache")
-    workers: list[WorkerWatch] = Field(default_factory=list, description="per worker")
-
-
 class SessionRecord(ManifestRecord):
     """One process's pass over the output: a run, or a resume of it."""
 
@@ -226,8 +199,24 @@ class SessionRecord(ManifestRecord):
     retry_errors: list[str] | None = Field(default=None, description="--retry-errors: the error kinds re-attempted")
     elapsed_s: float | None = Field(default=None, description="wall-clock seconds, once finished")
     cache: CacheStats | None = Field(default=None, description="response cache counts, when a cache was used")
-    engine: EngineRecord | None = Field(default=None, description="the scheduler, when not the local engine")
-    watch: WatchRecord | None = Field(default=None, description="a cluster run's live summary, rewritten as it goes")
+    extensions: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="per plug-in (e.g. 'ray'): its own record of the session, kept verbatim "
+                                          "here and validated by the plug-in that wrote it")
+
+    @field_validator("extensions")
+    @classmethod
+    def _extension_names(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for name in value:  # read back from a directory anyone may have written: each name becomes terminal text
+            printable_label(name, "extension name")
+        return value
+
+    @model_serializer(mode="wrap")
+    def _omit_empty_extensions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a session no plug-in wrote into keeps the shape it had before the slot existed
+        data: dict[str, Any] = self._omit_unset_nulls(handler)
+        if not data.get("extensions"):
+            data.pop("extensions", None)
+        return data
 
 
 class ImportRecord(ManifestRecord):
@@ -308,13 +297,42 @@ class Manifest(ManifestRecord):
         return [r for r in self.remedies if r.provider == model.provider and r.model_id == model.model_id]
 
 
+#: session keys a plug-in wrote before ``SessionRecord.extensions`` existed (cluster mode: ``engine`` held
+#: ``{"mode": "ray", "address": ...}``, ``watch`` its live summary); read into ``extensions[mode]``
+_LEGACY_SESSION_KEYS = ("engine", "watch")
+
+
+def _upgrade_session(session: Any) -> Any:
+    """A session written with the legacy plug-in keys, with them moved into ``extensions`` (others as they are)."""
+    if not isinstance(session, dict) or not any(k in session for k in _LEGACY_SESSION_KEYS):
+        return session
+    session = dict(session)
+    engine, watch = session.pop("engine", None), session.pop("watch", None)
+    if not isinstance(engine, dict) or not isinstance(engine.get("mode"), str):
+        return session  # nothing a plug-in can read (only the cluster driver ever wrote these keys)
+    extensions = dict(session.get("extensions") or {})
+    record = {k: v for k, v in engine.items() if k != "mode"}
+    if watch is not None:
+        record["watch"] = watch
+    extensions.setdefault(engine["mode"], record)
+    session["extensions"] = extensions
+    return session
+
+
 def _upgrade(data: Any, path: Path) -> Any:
-    """Convert an older shape to ``FORMAT_VERSION`` (none yet); refuse a newer one."""
+    """Convert an older shape to ``FORMAT_VERSION``; refuse a newer one.
+
+    Within format 1: sessions with the legacy plug-in keys (``engine``, ``watch``) get them in ``extensions``.
+    That needs no version bump: an older trialgrid reads a newer file's ``extensions`` as an unknown key.
+    """
     if isinstance(data, dict):
         version = data.get("format_version")
         if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
             raise UserError(f"manifest format {version} is newer than this trialgrid reads ({FORMAT_VERSION})",
                             file=path, key_path=("format_version",), hint="upgrade trialgrid to read this output")
+        sessions = data.get("sessions")
+        if isinstance(sessions, list):
+            data = {**data, "sessions": [_upgrade_session(s) for s in sessions]}
     return data
 
 

@@ -149,9 +149,11 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     chosen = plan(loaded, target, mode=mode, address=address, workers=workers, cache=cache_dir)
     if chosen.note:
         tell(chosen.note)
+    # the Ray plug-in's own options travel as a mapping it validates (cluster.options); runner knows no Ray fields
+    ray_options = {k: v for k, v in (("address", address), ("workers", workers)) if v is not None}
     options = RunOptions(quiet=quiet, say=tell, notify=notify, strict_params=strict_params, cache_dir=cache_dir,
-                         address=address, workers=workers, batch_models=chosen.batch_models,
-                         retry_kinds=_check_retry_kinds(retry_errors), wait=wait)
+                         batch_models=chosen.batch_models, retry_kinds=_check_retry_kinds(retry_errors), wait=wait,
+                         backend_options=ray_options if chosen.backend == RAY else {})
     return backend(chosen.backend).run(loaded, target, options)
 
 

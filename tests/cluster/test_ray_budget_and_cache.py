@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 
 from cluster.driver import run_on_ray
+from cluster.records import ray_record
 from runner.config.sweep import load_sweep
 from runner.core.manifest import read_manifest
 from runner.execution.run import grid_of, run_sweep
@@ -81,7 +82,8 @@ def test_budget_stops_within_one_window_resumes_and_ends_like_single_node(tmp_pa
     manifest = read_manifest(ray_out)
     assert manifest is not None
     assert [s.status for s in manifest.sessions] == ["stopped_budget"] * 3 + ["complete"]
-    watch = manifest.sessions[0].watch  # the spend meter's final word, as the driver's summary showed it
+    record = ray_record(manifest.sessions[0])
+    watch = record.watch if record is not None else None  # the spend meter's final word, as the driver showed it
     assert watch is not None and watch.budget == "$1.00"
     assert watch.spent_usd == pytest.approx(ray_spent[0], rel=1e-9)
 
@@ -141,8 +143,9 @@ def test_killed_worker_loses_no_stored_answer_but_those_in_flight(tmp_path: Path
     assert sent - total <= 6
     assert after == sent  # and the rerun sends nothing
     manifest = read_manifest(tmp_path / "out")
-    assert manifest is not None and manifest.sessions[-1].watch is not None
-    watch = manifest.sessions[-1].watch
+    record = ray_record(manifest.sessions[-1]) if manifest is not None else None
+    assert record is not None and record.watch is not None
+    watch = record.watch
     assert watch.workers_lost == 1 and watch.requeued_chunks >= 1 and watch.done == total
 
 
@@ -158,8 +161,9 @@ def test_the_driver_logs_what_each_worker_does(tmp_path: Path) -> None:
     assert len(lines) >= 2, said  # as it goes, and once at the end
     assert any(" 0 in flight" not in line for line in lines[:-1]), lines  # requests were out while it ran
     manifest = read_manifest(tmp_path / "out")
-    assert manifest is not None and manifest.sessions[-1].watch is not None
-    watch = manifest.sessions[-1].watch
+    record = ray_record(manifest.sessions[-1]) if manifest is not None else None
+    assert record is not None and record.watch is not None
+    watch = record.watch
     assert watch.done == watch.total == len(grid_of(loaded))
     # 16 trials in flight, 4 sends at a time on the shared key: sends waited, and were counted
     assert sum(w.limiter_waits for w in watch.workers) > 0

@@ -11,6 +11,7 @@ import pytest
 
 import runner
 from cluster.driver import run_on_ray
+from cluster.records import ray_record
 from runner.config.sweep import load_sweep
 from runner.core.manifest import read_manifest
 from runner.execution.run import grid_of, run_sweep
@@ -46,7 +47,8 @@ def test_ray_output_equals_single_node_and_resumes_either_way(write_sweep, tmp_p
     again = run_sweep(loaded, tmp_path / "ray", quiet=True)
     assert again.skipped == ray_df.height and again.stats.done == 0
     manifest = read_manifest(tmp_path / "ray")
-    assert manifest is not None and manifest.sessions[0].engine is not None and manifest.sessions[0].engine.mode == "ray"
+    record = ray_record(manifest.sessions[0]) if manifest is not None else None
+    assert record is not None and record.address == "auto"
     assert all(p.name.startswith("part-ray-") for p in (tmp_path / "ray" / "trials").glob("*.arrow"))
 
 

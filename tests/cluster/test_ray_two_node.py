@@ -31,6 +31,7 @@ import polars as pl
 import psutil
 import pytest
 
+from cluster.records import ray_record
 from runner.config.sweep import load_sweep
 from runner.core.manifest import read_manifest
 from runner.execution.run import grid_of, run_sweep
@@ -290,10 +291,11 @@ def test_two_node_cache_and_budget_cached_rerun_sends_nothing(cluster: Cluster, 
     assert manifest is not None and manifest.sessions[-1].cache is not None
     assert manifest.sessions[-1].cache.hits == total
     first = read_manifest(tmp_path / "first")
-    assert first is not None and first.sessions[-1].watch is not None
-    spent = first.sessions[-1].watch.spent_usd
+    record = ray_record(first.sessions[-1]) if first is not None else None
+    assert record is not None and record.watch is not None
+    spent = record.watch.spent_usd
     assert spent is not None and spent == pytest.approx(_spent(tmp_path / "first", data["prices"]), rel=1e-9)
-    assert {w.index for w in first.sessions[-1].watch.workers} == {0, 1}
+    assert {w.index for w in record.watch.workers} == {0, 1}
 
 
 def _spent(out: Path, prices: dict[str, dict[str, float]]) -> float:

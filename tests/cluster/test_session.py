@@ -50,8 +50,12 @@ def hangup_port() -> Iterator[int]:
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     yield listener.getsockname()[1]
+    # shutdown before close: on Linux, close() alone does not wake an accept() blocked in another thread (the
+    # join then waited its full 10 s); shutdown() makes that accept() fail at once
+    listener.shutdown(socket.SHUT_RDWR)
     listener.close()
     thread.join(10)
+    assert not thread.is_alive(), "the hang-up server did not stop"
 
 
 class _Hello(BaseHTTPRequestHandler):
@@ -70,7 +74,8 @@ class _Hello(BaseHTTPRequestHandler):
 def http1_port() -> Iterator[int]:
     """An HTTP/1.1 server (the standard library's), as a dashboard or any web service on the port would be."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # a short poll: shutdown() waits for serve_forever's next poll (0.5 s by default)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield server.server_address[1]
     server.shutdown()

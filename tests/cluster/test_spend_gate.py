@@ -11,10 +11,10 @@ import asyncio
 import random
 from typing import Any
 
+from cluster.records import WatchRecord, WorkerWatch
 from cluster.spend import BudgetGate, SpendMeterActor
 from cluster.watch import output_summary, summary_line
 from runner.config.cost import Budget, ModelPrice
-from runner.core.manifest import WatchRecord, WorkerWatch
 
 PRICES = {"m": ModelPrice(input=1.0, output=1.0)}
 

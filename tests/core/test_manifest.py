@@ -4,6 +4,8 @@ The fixtures are manifests exactly as trialgrid wrote them before the record was
 typed (format 1): a finished and a running quickstart run, a run with a response
 cache, one with learned remedies, one with an MCP-served catalogue, a batch run, a
 rescore and both importers. Only machine-specific path prefixes were replaced.
+``legacy-manifest-v1-ray.json`` is a Ray run's, written by the code before cluster mode's
+records moved into the session's extension slot: it reads with them moved there.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from runner.core.errors import UserError
 from runner.core.manifest import (
     FORMAT_VERSION,
     MANIFEST,
-    EngineRecord,
     Manifest,
     ProbeRecord,
     SessionRecord,
@@ -107,14 +108,14 @@ def test_a_built_manifest_round_trips_and_writes_only_what_was_set(tmp_path: Pat
     written = manifest.as_json()
     assert written["sweep_sha256"] is None and "sweep_file" not in written and "rescored_from" not in written
     assert written["probes"] == {"p": {"kind": "negative", "cases_sha256": "0" * 64}}
-    assert "engine" not in written["sessions"][0] and "cache" not in written["sessions"][0]
+    assert "extensions" not in written["sessions"][0] and "cache" not in written["sessions"][0]
 
-    manifest.sessions[-1].engine = EngineRecord(mode="ray", address="auto")
+    manifest.sessions[-1].extensions = {"ray": {"address": "auto"}}
     manifest.strict_params = True
     write_manifest(tmp_path, manifest)
     again = read_manifest(tmp_path)
     assert again is not None and again.as_json() == manifest.as_json()
-    assert again.sessions[0].engine == EngineRecord(mode="ray", address="auto") and again.strict_params is True
+    assert again.sessions[0].extensions == {"ray": {"address": "auto"}} and again.strict_params is True
 
 
 def test_unknown_keys_are_tolerated_and_not_rewritten_except_in_copied_records(tmp_path: Path) -> None:
@@ -130,6 +131,36 @@ def test_unknown_keys_are_tolerated_and_not_rewritten_except_in_copied_records(t
     assert "from_a_newer_version" not in written and "gpu" not in written["sessions"][0]
     assert written["sweep"]["a_new_sweep_key"] == 3
     assert written["probes"]["misselection"]["extra_sha256"] == "f" * 64
+
+
+def test_a_plugins_record_is_kept_verbatim_in_its_extension_slot(tmp_path: Path) -> None:
+    """The core knows no plug-in's shape: what one writes under its name reads back as written, nested keys and all."""
+    data = json.loads((FIXTURES / "manifest-v1-run.json").read_text())
+    data["sessions"][0]["extensions"] = {"ray": {"address": "local", "watch": {"done": 3, "later_key": [1]}},
+                                         "other": {"anything": None}}
+    (tmp_path / MANIFEST).write_text(json.dumps(data))
+    manifest = read_manifest(tmp_path)
+    assert manifest is not None and manifest.as_json() == data
+    data["sessions"][0]["extensions"] = {"ray": ["not", "an", "object"]}
+    assert _damaged(tmp_path, json.dumps(data, indent=2)).key_path == "sessions[0].extensions.ray"
+
+
+def test_a_ray_manifest_written_before_the_extension_slot_reads_into_it() -> None:
+    """``legacy-manifest-v1-ray.json`` is a Ray run's manifest as trialgrid wrote it when the core manifest held
+    cluster mode's records (``sessions[].engine`` = mode and address, ``sessions[].watch``): it still reads, with
+    those records in ``extensions["ray"]``, and nothing else changes."""
+    path = FIXTURES / "legacy-manifest-v1-ray.json"
+    on_disk = json.loads(path.read_text())
+    (session,) = on_disk["sessions"]
+    assert session["engine"]["mode"] == "ray" and session["watch"]["workers"]  # the legacy shape
+    manifest = read_manifest_file(path)
+    record = manifest.sessions[0].extensions["ray"]
+    assert record["address"] == session["engine"]["address"] and record["watch"] == session["watch"]
+    rewritten = manifest.as_json()
+    upgraded = {k: v for k, v in session.items() if k not in ("engine", "watch")}
+    assert rewritten["sessions"] == [{**upgraded, "extensions": {"ray": record}}]
+    assert {k: v for k, v in rewritten.items() if k != "sessions"} == {
+        k: v for k, v in on_disk.items() if k != "sessions"}
 
 
 def test_no_manifest_is_none(tmp_path: Path) -> None:

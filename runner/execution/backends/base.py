@@ -4,17 +4,23 @@
 (``runner.execution.modes``); a backend only executes. Every backend opens the output
 the same way (``runner.execution.run.open_output``), so a run's directory, its
 manifest and its resume rules do not depend on the backend that wrote it.
+
+This module imports neither the sweep nor the run modules at load: a plug-in's entry
+point names a backend object, and looking it up (on every ``trialgrid`` command) must
+stay cheap.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from runner.config.sweep import LoadedSweep
-from runner.execution.run import RunResult
+if TYPE_CHECKING:
+    from runner.config.sweep import LoadedSweep
+    from runner.execution.run import RunResult
 
 
 def _silent(line: str) -> None:
@@ -32,18 +38,16 @@ class RunOptions:
     notify: Callable[[str], None] | None = None
     #: no remedies: a rejected parameter fails the trial
     strict_params: bool = False
-    #: local: the response cache directory (else the sweep's ``cache``)
+    #: the response cache directory (else the sweep's ``cache``)
     cache_dir: Path | None = None
-    #: ray: the cluster (``auto``, ``local`` or an address; default ``auto``)
-    address: str | None = None
-    #: ray: worker actors (default one per CPU of the cluster)
-    workers: int | None = None
     #: batch: the models sent through their vendor's batch API (the others run live meanwhile)
     batch_models: frozenset[str] = frozenset()
     #: every backend: error rows of these kinds are run again (``--retry-errors``); None: errors are kept
     retry_kinds: tuple[str, ...] | None = None
     #: every backend: wait for another process writing the output instead of refusing (``--wait``)
     wait: bool = False
+    #: a plug-in backend's own options, which it validates itself (ray: ``address``, ``workers``; see cluster.options)
+    backend_options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 
 @runtime_checkable
