@@ -2,5 +2,10 @@
 manifest's start and finish records.
 
 It sits between ``runner.config`` (a sweep) and ``runner.execution`` (running one), so the run, the readers
-above it (analysis, reporting) and the importers share one definition of what an output holds.
+above it (analysis, reporting) and the importers share one definition of what an output holds. Readers open
+an output once, as an ``Output`` (``runner.output.reader``), and pass the object down.
 """
+
+from runner.output.reader import Output, Spend, as_output, spent_in
+
+__all__ = ["Output", "Spend", "as_output", "spent_in"]

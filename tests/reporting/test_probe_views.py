@@ -170,4 +170,5 @@ def test_terminal_prints_every_view_with_its_numbers(outs: dict[str, Path]) -> N
             if not view.listing:
                 for t in _cells(view):
                     assert t in text, (view.key, t)
-    assert (outs["phantom"] / "phantom.disagreements.jsonl").is_file()
+    assert not list(outs["phantom"].glob("*.jsonl"))  # a reader never writes into the run
+    assert "write them with `trialgrid report --listings DIR`" in text
