@@ -18,6 +18,7 @@ from runner.execution.run import run_sweep
 from runner.probes.judge_report import human_references, kappas, rater_table, read_human_labels
 from runner.probes.propagation_report import _rows, hop_rates
 from runner.reporting.html import render_html
+from runner.reporting.listings import write_listings
 from runner.reporting.summary_csv import write_csv
 from runner.reporting.summary_json import schema_path, summary_dict
 from runner.reporting.terminal import print_report
@@ -156,6 +157,17 @@ def test_html_draws_every_view_escaped(summary: Summary) -> None:
                     assert escape(text) in html, (view.key, text)
     assert "Cohen&#x27;s kappa" in html and "calibrated correct-rate" in html
     assert "<script>" not in html.split("<main>", 1)[1].split("</main>", 1)[0]
+
+
+def test_listings_are_written_only_where_asked_one_file_per_run_probe_and_view(summary: Summary,
+                                                                               tmp_path: Path) -> None:
+    written = write_listings(summary, tmp_path / "l")
+    [(run, probe, key)] = written  # of the three runs, only phantom has a listing view
+    assert (probe, key) == ("phantom", "disagreements")
+    assert written[(run, probe, key)] == tmp_path / "l" / f"{run}.phantom.disagreements.jsonl"  # several runs
+    lines = written[(run, probe, key)].read_text().splitlines()
+    assert len(lines) == views_of(summary, "phantom")["disagreements"].table.height
+    assert all(not list(r.out.glob("*.jsonl")) for r in summary.runs)
 
 
 def test_terminal_prints_every_view_with_its_numbers(outs: dict[str, Path]) -> None:
