@@ -15,6 +15,7 @@ from runner.analysis.leaderboard import Summary, summarize
 from runner.config.sweep import load_sweep
 from runner.core.views import FIELDS, STAGES, ProbeView
 from runner.execution.run import run_sweep
+from runner.output import Output
 from runner.probes.judge_report import human_references, kappas, rater_table, read_human_labels
 from runner.probes.propagation_report import _rows, hop_rates
 from runner.reporting.html import render_html
@@ -80,14 +81,14 @@ def views_of(summary: Summary, kind: str) -> dict[str, ProbeView]:
 def test_views_are_the_probe_computations(summary: Summary, outs: dict[str, Path]) -> None:
     judge = views_of(summary, "judge")
     assert set(judge) == {"kappas", "calibration", "replies"}  # replies: every probe (runner.analysis.replies)
-    trials = pl.scan_ipc(str(outs["judge"] / "trials" / "*.arrow"))
+    trials = Output.open(outs["judge"]).scan()
     raters = rater_table(trials, "judge", None)
     humans = human_references(read_human_labels([outs["judge"].parent / "labels.csv"]))
     assert judge["kappas"].table.equals(kappas(raters, humans))
     assert set(judge["calibration"].table["rater"]) == {c for c in raters.columns if c != "case_id"}
     prop = views_of(summary, "propagation")
     assert {"hop_rates", "rejection_recovery", "fabrication", "interceptor", STAGES} <= set(prop)
-    rows = _rows(pl.scan_ipc(str(outs["propagation"] / "trials" / "*.arrow")), "propagation")
+    rows = _rows(Output.open(outs["propagation"]).scan(), "propagation")
     assert prop["hop_rates"].table.equals(hop_rates(rows))  # deterministic: the same intervals twice
     assert summary.stages.filter(pl.col("kind") == "propagation").drop("run", "probe", "kind").equals(
         prop[STAGES].table)
