@@ -245,7 +245,8 @@ def big_report_section(ctx: dict) -> None:
     import polars as pl
     from rich.console import Console
 
-    from runner.analysis.cells import analyze, cell_counts, scan_trials
+    from runner.analysis.cells import analyze, cell_counts
+    from runner.output import Output
     from runner.probes import PROBES
     from runner.reporting.terminal import print_report
 
@@ -271,7 +272,7 @@ def big_report_section(ctx: dict) -> None:
         row("END TO END: fresh process, import + report (the 10 s target)", fresh, f"{verdict} 10 s "
             f"(of which imports + report {inner:.2f}s)")
         probe = PROBES["misselection"]
-        sec_cells, cells = timed(lambda: cell_counts(scan_trials(out), "misselection", probe.rates))
+        sec_cells, cells = timed(lambda: cell_counts(Output.open(out).scan(), "misselection", probe.rates))
         row("  of which: polars scan + per-cell counts", sec_cells, f"{cells.height:,} cells from {total:,} trials")
         sec_an, analyses = timed(lambda: analyze(out))
         row("  of which: runner.analysis.cells.analyze (counts + all statistics)", sec_an, "")

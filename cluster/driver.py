@@ -24,13 +24,13 @@ from cluster.session import check_reachable, ray_session
 from cluster.shares import engine_share
 from cluster.watch import Watch, detail_line
 from cluster.worker import TrialWorker
-from runner.config.cost import spent_in
 from runner.config.sweep import LoadedSweep
 from runner.core.manifest import CacheStats, write_manifest
 from runner.execution.engine import EngineStats
 from runner.execution.progress import RunProgress
 from runner.execution.run import RunResult, open_output
 from runner.output.manifest import sweep_snapshot
+from runner.output.reader import spent_in
 from runner.providers.cache import ResponseCache
 
 #: the sink's worker name for parts written by a Ray driver (``part-ray-NNNNN.arrow``)

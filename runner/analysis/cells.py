@@ -21,8 +21,7 @@ import polars as pl
 import stats
 from runner.core.constants import CONFIDENCE, N_RESAMPLES
 from runner.core.errors import UserError
-from runner.core.manifest import require_manifest
-from runner.output.parts import scan_output
+from runner.output.reader import Output, as_output
 from runner.probes import PROBES, Contrast
 
 #: readable names of ``stats`` interval methods (``BootstrapResult.interval_method``), as reports print them
@@ -42,12 +41,6 @@ def interval_name(keys: str | list[str] | None) -> str:
         return "no interval"
     items = [keys] if isinstance(keys, str) else list(dict.fromkeys(k for k in keys if k))
     return " / ".join(_INTERVAL_NAMES.get(k, k) for k in items) or "no interval"
-
-
-def scan_trials(out: Path) -> pl.LazyFrame:
-    """Every trial of the output once — its newest row (a ``--retry-errors`` row supersedes the error) — from the
-    output's own parts; ``UserError`` in one line for a damaged or foreign part (``runner.output.parts``)."""
-    return scan_output(out)
 
 
 def cell_counts(trials: pl.LazyFrame, probe: str, rates: tuple[str, ...]) -> pl.DataFrame:
@@ -171,10 +164,11 @@ def _contrast_table(cells: pl.DataFrame, contrasts: tuple[Contrast, ...], seed: 
     return pl.DataFrame(rows)
 
 
-def analyze(out: Path) -> list[ProbeAnalysis]:
-    """Every probe of the run at ``out``: condition rates with Wilson and cluster intervals, contrasts with tests."""
-    manifest = require_manifest(out)
-    trials = scan_trials(out)
+def analyze(output: Output | Path) -> list[ProbeAnalysis]:
+    """Every probe of the run ``output``: condition rates with Wilson and cluster intervals, contrasts with tests."""
+    output = as_output(output)
+    manifest, out = output.manifest, output.path
+    trials = output.scan()
     seed = manifest.seed % (2**32)
     model_order = {m.name: i for i, m in enumerate(manifest.sweep.models)}
     # an output written by an earlier version lacks the outcome columns added since: it is reported on the

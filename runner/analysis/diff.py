@@ -35,10 +35,11 @@ from pathlib import Path
 import polars as pl
 
 import stats
-from runner.analysis.cells import cell_counts, scan_trials
+from runner.analysis.cells import cell_counts
 from runner.analysis.leaderboard import SUCCESS_RATES
 from runner.core.errors import UserError
-from runner.core.manifest import Manifest, require_manifest
+from runner.core.manifest import Manifest
+from runner.output.reader import Output, as_output
 from runner.probes import PROBES
 
 #: significance level of the per-cell Fisher exact test
@@ -69,7 +70,7 @@ class CaseVerdict:
         return f"{self.case_id} [{self.model}, {self.probe}]"
 
 
-def _gated_probes(manifest: Manifest, out: Path) -> dict[str, str]:
+def _gated_probes(manifest: Manifest) -> dict[str, str]:
     """probe name → kind, for the probes of a run that score ``passed`` per trial."""
     gated = {}
     for name, info in manifest.probes.items():
@@ -79,10 +80,10 @@ def _gated_probes(manifest: Manifest, out: Path) -> dict[str, str]:
     return gated
 
 
-def case_verdicts(out: Path, select: Iterable[str] | None = None) -> list[CaseVerdict]:
-    """Verdicts of every pass/fail probe in run ``out`` (or those named / of the kinds in ``select``)."""
-    manifest = require_manifest(out)
-    gated = _gated_probes(manifest, out)
+def case_verdicts(output: Output | Path, select: Iterable[str] | None = None) -> list[CaseVerdict]:
+    """Verdicts of every pass/fail probe in run ``output`` (or those named / of the kinds in ``select``)."""
+    output = as_output(output)
+    gated = _gated_probes(output.manifest)
     if select is not None:
         wanted = set(select)
         unknown = wanted - set(gated) - set(gated.values())
@@ -95,7 +96,7 @@ def case_verdicts(out: Path, select: Iterable[str] | None = None) -> list[CaseVe
         return []
     ok = pl.col("status") == "ok"
     frame = (
-        scan_trials(out)
+        output.scan()
         .filter(pl.col("probe").is_in(list(gated)))
         .group_by("probe", "model", "case_id")
         .agg(pl.len().alias("trials"),
@@ -195,11 +196,11 @@ def _probe_rates(manifest: Manifest) -> dict[str, tuple[str, str]]:
     return out
 
 
-def _cells(out: Path, manifest: Manifest) -> dict[tuple[str, str, str, str], tuple[str, str, int, int]]:
+def _cells(output: Output) -> dict[tuple[str, str, str, str], tuple[str, str, int, int]]:
     """(probe, model, case, condition) → (kind, event, events, scored trials) of one run."""
-    trials = scan_trials(out)
+    trials = output.scan()
     result = {}
-    for probe, (kind, head) in _probe_rates(manifest).items():
+    for probe, (kind, head) in _probe_rates(output.manifest).items():
         counts = cell_counts(trials, probe, (head,))
         for r in counts.iter_rows(named=True):
             n, hits = r[f"n_{head}"], r[head]
@@ -209,13 +210,13 @@ def _cells(out: Path, manifest: Manifest) -> dict[tuple[str, str, str, str], tup
     return result
 
 
-def _reasons(out: Path, manifest: Manifest) -> dict[tuple[str, str, str, str], tuple[str, ...]]:
+def _reasons(output: Output) -> dict[tuple[str, str, str, str], tuple[str, ...]]:
     """Failure reasons of the failing trials of each cell of the pass/fail probes (field and value)."""
-    gated = _gated_probes(manifest, out)
+    gated = _gated_probes(output.manifest)
     if not gated:
         return {}
     ok = pl.col("status") == "ok"
-    frame = (scan_trials(out).filter(pl.col("probe").is_in(list(gated)) & ok & ~pl.col("passed"))
+    frame = (output.scan().filter(pl.col("probe").is_in(list(gated)) & ok & ~pl.col("passed"))
              .group_by("probe", "model", "case_id", "condition")
              .agg(pl.col("reasons").list.explode(keep_nulls=False, empty_as_null=False).unique(maintain_order=True))
              .collect())
@@ -235,23 +236,22 @@ def _status(before: tuple[int, int], after: tuple[int, int], p: float, pass_fail
     return "unchanged"
 
 
-def diff_runs(old: Path, new: Path, *, force: bool = False) -> DiffResult:
+def diff_runs(old_output: Output | Path, new_output: Output | Path, *, force: bool = False) -> DiffResult:
     """Every cell of two runs of one sweep, compared as the module docstring says. Raises ``UserError``."""
-    manifests = []
-    for out in (old, new):
-        manifests.append(require_manifest(out))
-    names = [m.sweep_name for m in manifests]
+    before_run, after_run = as_output(old_output), as_output(new_output)
+    old, new = before_run.path, after_run.path
+    names = [before_run.manifest.sweep_name, after_run.manifest.sweep_name]
     if names[0] != names[1] and not force:
         raise UserError(f"{old} is sweep {names[0]!r} and {new} is sweep {names[1]!r}: different sweeps ask "
                         "different questions", hint="pass --force to compare them anyway")
-    before, after = _cells(old, manifests[0]), _cells(new, manifests[1])
+    before, after = _cells(before_run), _cells(after_run)
     if not before and not after:
         raise UserError(f"neither {old} nor {new} has trials to compare")
     common = before.keys() & after.keys()
     if not common and not force:
         raise UserError(f"{old} and {new} have no (probe, model, case, condition) cell in common",
                         hint="pass --force to list them anyway")
-    reasons = _reasons(new, manifests[1])
+    reasons = _reasons(after_run)
     result = DiffResult()
     for key in sorted(before.keys() | after.keys()):
         probe, model, case_id, condition = key

@@ -3,7 +3,7 @@
 The terminal report, the JSON summary, the CSV files and the HTML page all present
 the same ``Summary``, so they never disagree. It is built from ``runner.analysis.cells``
 (per-cell counts → ``stats``) for each run, plus what only the trial table and the
-manifest know: tokens and cost (``runner.config.cost``), remedies applied to a model, and
+manifest know: tokens and cost (``runner.output.Output.usage``, priced by ``runner.config.cost``), remedies applied to a model, and
 the probe-specific views that exist only when their columns do — field-level
 precision / recall (``<x>_tp/_fp/_fn`` columns, e.g. the phantom auditor and its
 baseline) and stage reach (a ``stage_reached`` column, e.g. propagation).
@@ -22,12 +22,13 @@ from typing import Any
 import polars as pl
 
 import stats
-from runner.analysis.cells import ProbeAnalysis, analyze, scan_trials
+from runner.analysis.cells import ProbeAnalysis, analyze
 from runner.analysis.replies import replies_view
-from runner.config.cost import ModelPrice, prices_from, usage_by_model
+from runner.config.cost import ModelPrice
 from runner.core.errors import UserError
-from runner.core.manifest import Manifest, require_manifest
+from runner.core.manifest import Manifest
 from runner.core.views import FIELD_SCHEMA, FIELDS, STAGE_SCHEMA, STAGES, ProbeView, view_of
+from runner.output.reader import Output, as_output
 from runner.probes import PROBES
 
 #: the test the leaderboard quotes: whole cells permuted within prompt, the conservative one
@@ -38,13 +39,17 @@ HEADLINE_LEVEL = "cell"
 class RunAnalysis:
     """One output directory, analysed."""
 
-    out: Path
+    output: Output
     label: str
     manifest: Manifest
     trials: pl.LazyFrame
     probes: list[ProbeAnalysis]
     prices: dict[str, ModelPrice]
     views: dict[str, tuple[ProbeView, ...]]  # probe name → what its ``Probe.views`` returned
+
+    @property
+    def out(self) -> Path:
+        return self.output.path
 
 
 @dataclass(frozen=True)
@@ -227,27 +232,28 @@ def _with(frame: pl.DataFrame, **cols: str) -> pl.DataFrame:
         list(cols) + [c for c in frame.columns if c not in cols])
 
 
-def summarize(outs: Sequence[Path]) -> Summary:
-    """Analyse every output directory in ``outs`` (each a run of one sweep). Raises ``UserError``."""
-    if not outs:
+def summarize(outputs: Sequence[Output | Path]) -> Summary:
+    """Analyse every output in ``outputs`` (each a run of one sweep; the command line opens each once, a path is
+    opened here). Reads, never writes. Raises ``UserError``."""
+    if not outputs:
         raise UserError("no output directory given")
-    manifests = []
-    for out in outs:
-        manifests.append(require_manifest(out))
+    opened = [as_output(o) for o in outputs]
+    outs = [o.path for o in opened]
+    manifests = [o.manifest for o in opened]
     labels = _labels(outs, manifests)
     runs, run_rows, model_frames, board, conds, contrasts, cells = [], [], [], [], [], [], []
     fields: list[pl.DataFrame] = []
     stages: list[pl.DataFrame] = []
-    for out, manifest, label in zip(outs, manifests, labels, strict=True):
-        trials = scan_trials(out)
-        prices = prices_from(manifest.sweep.prices)
-        probes = analyze(out)
+    for output, out, manifest, label in zip(opened, outs, manifests, labels, strict=True):
+        trials = output.scan()
+        prices = output.prices
+        probes = analyze(output)
         seed = manifest.seed % (2**32)
-        views = {a.probe: (tuple(PROBES[a.kind].views(out, a.probe, trials, seed=seed)) if a.kind in PROBES else ())
+        views = {a.probe: (tuple(PROBES[a.kind].views(output, a.probe, seed=seed)) if a.kind in PROBES else ())
                  + tuple(replies_view(trials, a.probe)) for a in probes}
-        runs.append(RunAnalysis(out, label, manifest, trials, probes, prices, views))
+        runs.append(RunAnalysis(output, label, manifest, trials, probes, prices, views))
         remedies = _remedies_by_model(manifest)
-        usage = usage_by_model(trials, prices)
+        usage = output.usage(prices)
         model_frames.append(_with(_model_rows(usage, manifest, remedies), run=label))
         total = usage["cost_usd"]
         run_rows.append({
@@ -264,7 +270,7 @@ def summarize(outs: Sequence[Path]) -> Summary:
             "imported_from": manifest.imported.source if manifest.imported else None,
         })
         for a in probes:
-            probe_usage = usage_by_model(trials.filter(pl.col("probe") == a.probe), prices)
+            probe_usage = output.usage(prices, frame=trials.filter(pl.col("probe") == a.probe))
             board.extend(_leaderboard_rows(label, a, probe_usage, remedies))
             conds.append(_with(_long_conditions(a), run=label, probe=a.probe, kind=a.kind))
             if a.contrasts.height:

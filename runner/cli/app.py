@@ -107,6 +107,7 @@ class _GuardedGroup(TyperGroup):
 
 if TYPE_CHECKING:
     from runner.config.sweep import LoadedSweep
+    from runner.output import Output
 
 # No locals in tracebacks: a provider's frames hold request headers, i.e. the API key.
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_show_locals=False,
@@ -191,6 +192,7 @@ def run(
     from runner.cli.signals import sigterm_as_interrupt
     from runner.config.sweep import load_sweep
     from runner.execution import modes
+    from runner.output import Output
     from runner.reporting.terminal import print_report
 
     kinds = (retry_kinds.split(",") if retry_kinds else []) if retry_errors else None
@@ -223,14 +225,15 @@ def run(
         done = result.skipped + result.stats.done
         plain(f"stopped: {result.stopped}; {done:,} of {result.total:,} trials written. "
               "Raise `budget` in the sweep and rerun the same command to continue.")
+    output = Output.open(target)  # once: the report, the verdict and the gate read this one object
     if not quiet:
         plain(f"{result.stats.done:,} trials run ({result.skipped:,} already done) in {result.elapsed_s:.1f} s; "
               f"{_count_text(result.counts)}; output: {target}")
         if not no_report:
-            print_report(target, out)
-    errors_left = _error_verdict(sweep, target, max_error_rate)
+            print_report(output, out)
+    errors_left = _error_verdict(sweep, output, max_error_rate)
     if fail_on:
-        _gate(target, fail_on, exit_now=not errors_left)
+        _gate(output, fail_on, exit_now=not errors_left)
     if errors_left:
         raise typer.Exit(EXIT_ERRORS)
 
@@ -240,13 +243,14 @@ def _count_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{n:,} {status}" for status, n in sorted(counts.items())) or "no rows"
 
 
-def _error_verdict(sweep: Path, target: Path, max_error_rate: float) -> bool:
+def _error_verdict(sweep: Path, output: Output, max_error_rate: float) -> bool:
     """Print the error rows by kind, the models that never worked and the --retry-errors command; True if the
     run should exit 3 (error rows beyond ``max_error_rate``)."""
     from runner.execution.run import DEFAULT_RETRY_KINDS
     from runner.execution.verdict import retry_command, run_verdict
 
-    verdict = run_verdict(target)
+    target = output.path
+    verdict = run_verdict(output)
     for dead in verdict.dead_models:
         err.print(Text(one_line(dead.summary())), soft_wrap=True)
         err.print(Text(one_line(f"  hint: {dead.hint()}")), soft_wrap=True)
@@ -280,11 +284,11 @@ def _check_fail_on(loaded: LoadedSweep, names: list[str]) -> None:
                             hint=f"pass/fail probes here: {', '.join(sorted(gated)) or 'none'}")
 
 
-def _gate(target: Path, names: list[str], exit_now: bool = True) -> None:
+def _gate(output: Output, names: list[str], exit_now: bool = True) -> None:
     from runner.analysis.diff import case_verdicts, gate_lines
 
     try:
-        verdicts = case_verdicts(target, names)
+        verdicts = case_verdicts(output, names)
     except UserError as exc:
         raise fail(exc) from None
     lines = gate_lines(verdicts)
@@ -306,9 +310,10 @@ def diff(
     """Compare two runs of a sweep cell by cell (case × condition, every probe): REGRESSION / FIXED by a Fisher
     exact test on the two counts; exit 1 on a regression."""
     from runner.analysis.diff import diff_runs
+    from runner.output import Output
 
     try:
-        result = diff_runs(old, new, force=force)
+        result = diff_runs(Output.open(old), Output.open(new), force=force)
     except UserError as exc:
         raise fail(exc) from None
     for line in result.lines():
@@ -448,16 +453,26 @@ def report(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only write the files asked for."),
     badge_dir: Path | None = typer.Option(None, "--badge", help="Write one SVG badge per model with its "
                                              "misselection scorecard verdict into this directory."),
+    listings_dir: Path | None = typer.Option(None, "--listings", metavar="DIR",
+                                             help="Write each listing view (e.g. the phantom disagreements) as "
+                                                  "<probe>.<view>.jsonl into this directory (--csv writes them "
+                                                  "beside the CSV files too). Never written into a run."),
 ) -> None:
-    """Leaderboards and per-model tables for one or many finished (or partial) runs."""
+    """Leaderboards and per-model tables for one or many finished (or partial) runs. Reads the runs, never
+    writes into them (a read-only or archived output reports the same)."""
     from runner.analysis.leaderboard import summarize
-    from runner.reporting.terminal import print_report
+    from runner.output import Output
+    from runner.reporting.listings import write_listings
+    from runner.reporting.terminal import print_summary
 
     try:
-        if quiet:
-            summary = summarize(out_dirs)
-        else:
-            summary = print_report(out_dirs, out, details=not no_details)
+        summary = summarize([Output.open(o) for o in out_dirs])  # each output opened once, passed down
+        listings = {}
+        for directory in (listings_dir, csv_dir):
+            if directory is not None:
+                listings.update(write_listings(summary, directory))
+        if not quiet:
+            print_summary(summary, out, details=not no_details, listings=listings)
         if json_file is not None:
             from runner.reporting.summary_json import write_json
 

@@ -11,12 +11,14 @@ the sink adds its cost, and the engine asks ``meter.exhausted`` before it starts
 new trial. Trials already in flight when the budget is reached still finish and are
 written (a trial is never cut off half-paid), so a run can overshoot by at most the
 trials in flight — one engine window (``engine.concurrency``).
+
+What an output already spent is read by ``runner.output.Output.spend`` (each trial once, its newest row):
+pricing lives here, reading an output one layer up.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -90,14 +92,3 @@ def usage_by_model(trials: pl.LazyFrame, prices: Mapping[str, ModelPrice],
         .sort(*by)
         .collect()
     )
-
-
-def spent_in(trials_dir: Path, prices: Mapping[str, ModelPrice]) -> tuple[float, int]:
-    """(USD, tokens) already spent by the finished trial files of an output (for a resume)."""
-    parts = sorted(trials_dir.glob("*.arrow"))
-    if not parts:
-        return 0.0, 0
-    usage = usage_by_model(pl.scan_ipc([str(p) for p in parts], glob=False), prices)
-    usd = float(usage["cost_usd"].fill_null(0.0).sum())
-    tokens = int(usage["input_tokens"].sum()) + int(usage["output_tokens"].sum())
-    return usd, tokens

@@ -21,7 +21,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from runner.config.cost import spent_in
 from runner.config.sweep import LoadedSweep
 from runner.core.errors import UserError
 from runner.core.manifest import CacheStats, Manifest, RemedyRecord, write_manifest
@@ -34,7 +33,8 @@ from runner.execution.progress import RunProgress
 from runner.execution.trial import ModelBinding, TrialRunner
 from runner.output.lock import OutputLock, lock_output
 from runner.output.manifest import finish_manifest, start_manifest, sweep_snapshot
-from runner.output.parts import inspect_parts, quarantine_parts, resume_keys, scan_latest
+from runner.output.parts import quarantine_parts, resume_keys
+from runner.output.reader import Output, spent_in
 from runner.output.sink import RepairNote, TrialSink, repair_parts
 from runner.providers import Provider
 from runner.providers.cache import ResponseCache
@@ -63,13 +63,10 @@ def grid_of(loaded: LoadedSweep) -> Grid:
 DEFAULT_RETRY_KINDS = ("rate_limited", "transient", "timeout")
 
 
-def count_statuses(trials_dir: Path) -> dict[str, int]:
-    """Rows by status, each trial once (its newest row), over the parts that count."""
-    parts, _ = inspect_parts(trials_dir, None)
-    if not parts:
-        return {}
-    frame = scan_latest(parts).group_by("status").len().collect()
-    return {row["status"]: int(row["len"]) for row in frame.iter_rows(named=True)}
+def count_statuses(trials_dir: Path, manifest: Manifest | None = None) -> dict[str, int]:
+    """Rows by status, each trial once (its newest row), over the parts that count (``Output.counts``);
+    ``manifest``: the one the writer holds (else it is read)."""
+    return Output.open(trials_dir.parent, manifest=manifest, strict=False).counts()
 
 
 @dataclass
@@ -111,7 +108,7 @@ class RunOutput:
         the manifest cannot be written (a full disk: the next run marks the session crashed).
         """
         try:
-            counts = count_statuses(self.trials_dir)
+            counts = count_statuses(self.trials_dir, self.manifest)
             finish_manifest(self.out, self.manifest, status=status, trials_run=trials_run, counts=counts,
                             elapsed_s=elapsed_s)
             return counts
@@ -266,7 +263,7 @@ def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False,
                 RunProgress(output.total, already_done=len(output.done), quiet=quiet,
                             cache_hits=(lambda: cache.hits) if cache is not None else None) as progress:
             if loaded.sweep.budget is not None:
-                usd, tokens = spent_in(output.trials_dir, loaded.sweep.prices)
+                usd, tokens = spent_in(output.trials_dir, loaded.sweep.prices, output.manifest)
                 meter = CostMeter(sink, loaded.sweep.prices, loaded.sweep.budget, usd, tokens)
             stats = asyncio.run(_run(output.pending(), execute, meter or sink, loaded.sweep.engine.concurrency,
                                      per_model_concurrency(loaded), progress, providers,

@@ -3,7 +3,7 @@
 A sweep that "finishes" with 14% error rows, or with every trial of a model a fatal
 404 (a base_url with the wrong path), used to exit 0. ``run_verdict`` reads the
 output (each trial once, its newest row) and says what the command line needs to
-tell the truth: how many error rows of which kind, the exact ``--retry-errors``
+tell the truth (from the command's one ``runner.output.Output``): how many error rows of which kind, the exact ``--retry-errors``
 command that re-attempts the retryable ones, and, for a model whose every trial
 failed (a fatal 404, or a server that is not running), its first error and what
 usually causes it.
@@ -19,8 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from runner.execution.run import DEFAULT_RETRY_KINDS
-from runner.output.parts import inspect_parts, scan_latest
-from runner.output.sink import TRIALS_DIR
+from runner.output.reader import Output, as_output
 
 
 @dataclass(frozen=True)
@@ -70,12 +69,12 @@ class Verdict:
         return ", ".join(f"{k} {n:,}" for k, n in sorted(self.by_kind.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def run_verdict(out: Path) -> Verdict:
-    """The verdict of the output at ``out`` (no rows: an empty verdict)."""
-    parts, _ = inspect_parts(out / TRIALS_DIR, None)
-    if not parts:
+def run_verdict(output: Output | Path) -> Verdict:
+    """The verdict of the run ``output`` (no rows: an empty verdict)."""
+    output = as_output(output)
+    if not output.parts:
         return Verdict(0, 0)
-    frame = scan_latest(parts).select("model", "status", "error_kind", "error").collect()
+    frame = output.scan().select("model", "status", "error_kind", "error").collect()
     errors = frame.filter(pl.col("status") != "ok")
     by_kind = {str(k or "unknown"): int(n) for k, n in errors.group_by("error_kind").len().iter_rows()}
     dead = []

@@ -1,7 +1,8 @@
 """Which rows of an output directory count: its own parts, each trial once, the newest row.
 
 Every reader of an output — resume, the report, ``runner.load``, diff, rescore, the
-run's own counts — goes through this module, so they agree on three rules:
+run's own counts — goes through this module (readers through ``runner.output.Output``,
+which applies it once per command), so they agree on three rules:
 
 * **Own parts only.** Every part carries its sweep id in its Arrow schema metadata
   (``trialgrid.sweep_id``); a part of another sweep copied into ``trials/`` is never
@@ -41,9 +42,9 @@ __all__ = [
     "latest",
     "quarantine_parts",
     "readable_parts",
+    "refuse_issues",
     "resume_keys",
     "scan_latest",
-    "scan_output",
 ]
 
 SWEEP_ID_KEY = b"trialgrid.sweep_id"
@@ -71,20 +72,46 @@ def _part_order(path: Path) -> tuple[int, str]:
         return 0, path.name
 
 
+#: what a part's footer said, by the file's identity (device, inode, size, mtime, ctime). A finished part is never
+#: changed in place (a sink renames it into place once; a repair writes a new file and renames it over), so a
+#: footer read once holds for the process: the run's own count and the readers after it share one read.
+_FOOTERS: dict[tuple[int, int, int, int, int], bytes | str | None] = {}
+_FOOTERS_MAX = 1 << 16
+
+
+def _footer(path: Path) -> bytes | str | None:
+    """The part's sweep id (None: not recorded), or why it does not read (a str)."""
+    try:
+        st = path.stat()
+    except OSError as exc:
+        return f"does not read as an Arrow file ({exc.strerror or type(exc).__name__})"
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if key in _FOOTERS:
+        return _FOOTERS[key]
+    try:
+        schema = ipc.open_file(str(path)).schema
+        found: bytes | str | None = (schema.metadata or {}).get(SWEEP_ID_KEY)
+    except (pa.ArrowInvalid, OSError) as exc:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"does not read as an Arrow file ({text[:120]})"  # not kept: a part being repaired may read later
+    if len(_FOOTERS) >= _FOOTERS_MAX:
+        _FOOTERS.clear()
+    _FOOTERS[key] = found
+    return found
+
+
 def inspect_parts(trials_dir: Path, sweep_id: str | None) -> tuple[list[Path], list[PartIssue]]:
-    """(the finished parts that count, oldest first; the ones that do not). Reads only each footer."""
+    """(the finished parts that count, oldest first; the ones that do not). Reads only each footer, once per
+    process (``_FOOTERS``)."""
     if not trials_dir.is_dir():
         return [], []
     good: list[Path] = []
     issues: list[PartIssue] = []
     for path in sorted(trials_dir.glob("*.arrow"), key=_part_order):
-        try:
-            schema = ipc.open_file(str(path)).schema
-        except (pa.ArrowInvalid, OSError) as exc:
-            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            issues.append(PartIssue(path, "damaged", f"does not read as an Arrow file ({text[:120]})"))
+        written = _footer(path)
+        if isinstance(written, str):
+            issues.append(PartIssue(path, "damaged", written))
             continue
-        written = (schema.metadata or {}).get(SWEEP_ID_KEY)
         if sweep_id is not None and written is not None and written.decode(errors="replace") != sweep_id:
             issues.append(PartIssue(path, "foreign", f"belongs to sweep {written.decode(errors='replace')!r}, "
                                                      f"not this output's {sweep_id!r}"))
@@ -93,11 +120,8 @@ def inspect_parts(trials_dir: Path, sweep_id: str | None) -> tuple[list[Path], l
     return good, issues
 
 
-def readable_parts(out: Path) -> list[Path]:
-    """The parts a reader scans; ``UserError`` in one line for a damaged or foreign part, or none at all."""
-    manifest = read_manifest(out)
-    trials_dir = out / TRIALS_DIR
-    good, issues = inspect_parts(trials_dir, manifest.sweep_id if manifest is not None else None)
+def refuse_issues(trials_dir: Path, issues: list[PartIssue]) -> None:
+    """A reader's refusal of parts that do not count: one ``UserError`` line naming the first, and what to do."""
     if issues:
         first = issues[0]
         more = f" (and {len(issues) - 1} more)" if len(issues) > 1 else ""
@@ -107,6 +131,15 @@ def readable_parts(out: Path) -> list[Path]:
             hint = ("rerun the sweep on this output (`trialgrid run SWEEP --out OUT`): it keeps the part's complete "
                     "batches, moves the rest to trials/damaged/ and re-runs the missing trials")
         raise UserError(f"{first.problem} trial part {trials_dir / first.path.name}: {first.detail}{more}", hint=hint)
+
+
+def readable_parts(out: Path) -> list[Path]:
+    """The parts a reader scans (``runner.output.Output.open`` reads them once for every reader of a command);
+    ``UserError`` in one line for a damaged or foreign part, or none at all."""
+    manifest = read_manifest(out)
+    trials_dir = out / TRIALS_DIR
+    good, issues = inspect_parts(trials_dir, manifest.sweep_id if manifest is not None else None)
+    refuse_issues(trials_dir, issues)
     if not good:
         raise UserError(f"no finished trial files in {trials_dir}",
                         hint="run a sweep into this directory first; a crashed run is repaired by rerunning it")
@@ -140,11 +173,6 @@ def scan_latest(parts: list[Path]) -> pl.LazyFrame:
     if counts["rows"][0] == counts["ids"][0]:
         return frame
     return latest(frame)
-
-
-def scan_output(out: Path) -> pl.LazyFrame:
-    """Every trial of the output at ``out`` once (its newest row); ``UserError`` for damaged or foreign parts."""
-    return scan_latest(readable_parts(out))
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,6 @@ from types import TracebackType
 from typing import Any
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
@@ -52,9 +51,7 @@ __all__ = [
     "TRIALS_DIR",
     "RepairNote",
     "TrialSink",
-    "completed_trial_ids",
     "completed_trial_keys",
-    "read_trials",
     "repair_parts",
     "salvage_part",
     "to_record_batch",
@@ -435,18 +432,6 @@ def _trial_id_batches(trials_dir: Path, parts: Sequence[Path] | None = None) -> 
                 yield reader.get_batch(i).column(0).drop_null()
 
 
-def completed_trial_ids(trials_dir: Path) -> set[str]:
-    """The ``trial_id`` of every row in the finalized parts of ``trials_dir``.
-
-    Raises ``RuntimeError`` if unrepaired streams are present: their rows would be
-    missing from the answer and a resume would write them a second time.
-    """
-    ids: set[str] = set()
-    for column in _trial_id_batches(trials_dir):
-        ids.update(column.to_pylist())
-    return ids
-
-
 _HEX = np.full(256, 255, dtype=np.uint64)
 _HEX[np.frombuffer(b"0123456789abcdef", dtype=np.uint8)] = np.arange(16, dtype=np.uint64)
 _SHIFTS = np.arange(60, -1, -4, dtype=np.uint64)
@@ -472,23 +457,6 @@ def completed_trial_keys(trials_dir: Path, parts: Sequence[Path] | None = None) 
     keys = np.concatenate(columns) if columns else np.empty(0, dtype=np.uint64)
     keys.sort()
     return keys
-
-
-def read_trials(out_dir: Path) -> pl.LazyFrame:
-    """Lazily scan the finalized parts of a run: ``pl.scan_ipc("OUT/trials/*.arrow")``.
-
-    Raises ``FileNotFoundError`` when the run has no finalized part yet (the schema is
-    not known without one). Unrepaired streams of a crashed run are not included.
-    """
-    trials_dir = Path(out_dir) / TRIALS_DIR
-    parts = sorted(trials_dir.glob(f"*{_FILE_SUFFIX}"))
-    if not parts:
-        raise FileNotFoundError(
-            f"no finalized trial parts in {trials_dir} (expected {TRIALS_DIR}/*.arrow); "
-            "the run has written nothing yet, or crashed and was not resumed"
-        )
-    # the parts by name, not a pattern: polars would read a [ or * in OUT's path as a glob
-    return pl.scan_ipc([str(p) for p in parts], glob=False)
 
 
 def _final_path(stream: Path) -> Path:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -22,7 +22,23 @@ from runner.providers.base import Agent
 if TYPE_CHECKING:
     import polars as pl
 
+    from runner.core.manifest import Manifest
     from runner.core.views import ProbeView
+
+
+class ReadableOutput(Protocol):
+    """What a probe's views read of a run: ``runner.output.Output`` (opened once by the command, a layer above
+    probes, so the views name only this shape). Views read; they never write into ``path``."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def manifest(self) -> Manifest: ...
+
+    def scan(self) -> pl.LazyFrame:
+        """Every trial of the run once, its newest row."""
+        ...
 
 
 class ProbeConfig(BaseModel):
@@ -110,8 +126,8 @@ class Probe(ABC):
         """Run one trial and return its outcome columns."""
 
     @classmethod
-    def views(cls, out: Path, probe_name: str, frame: pl.LazyFrame, *, seed: int) -> list[ProbeView]:
-        """What the generic rates table cannot show, as data (``frame``: the run's trials, lazily).
+    def views(cls, output: ReadableOutput, probe_name: str, *, seed: int) -> list[ProbeView]:
+        """What the generic rates table cannot show, as data (``output.scan()``: the run's trials, lazily).
 
         Called once per run by ``runner.analysis.leaderboard.summarize``; every report format
         draws the views it returns (``runner.core.views``). ``seed`` is the run's

@@ -37,9 +37,8 @@ from runner.probes.casefiles import load_records
 from runner.providers.base import Agent
 
 if TYPE_CHECKING:
-    import polars as pl
-
     from runner.core.views import ProbeView
+    from runner.probes.base import ReadableOutput
 
 CONDITIONS = ("llm",)
 _VERDICT_RE = re.compile(r"verdict\s*:\s*\**\s*(correct|incorrect|yes|no|true|false)\b", re.IGNORECASE)
@@ -157,7 +156,7 @@ class JudgeProbe(Probe):
                 "candidate": trace.candidate, "reference": trace.reference}
 
     @classmethod
-    def views(cls, out: Path, probe_name: str, frame: pl.LazyFrame, *, seed: int) -> list[ProbeView]:
+    def views(cls, output: ReadableOutput, probe_name: str, *, seed: int) -> list[ProbeView]:
         from runner.probes.judge_report import judge_views
 
-        return judge_views(out, probe_name, frame, seed=seed)
+        return judge_views(output, probe_name, seed=seed)

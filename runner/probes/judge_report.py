@@ -21,7 +21,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -30,8 +30,10 @@ import stats
 from runner.core.constants import CONFIDENCE, N_RESAMPLES
 from runner.core.constants import VIEW_SEED as SEED
 from runner.core.errors import UserError
-from runner.core.manifest import read_manifest
 from runner.core.views import Format, ProbeView, ViewColumn
+
+if TYPE_CHECKING:
+    from runner.probes.base import ReadableOutput
 
 _ID_COLUMNS = ("trace_id", "session_id", "case_id", "id")
 _LABELS = {"yes": True, "no": False, "correct": True, "incorrect": False, "true": True, "false": False,
@@ -148,12 +150,11 @@ def calibrated_rate(verdicts: np.ndarray, labelled_verdicts: np.ndarray, labelle
             "p_h_given_no": float(lh[neg].mean()) if neg.any() else float("nan"), "n_labelled": int(lv.size)}
 
 
-def _labels_of(out: Path, probe: str) -> tuple[pl.DataFrame, list[str] | None]:
-    manifest = read_manifest(out)
-    info = manifest.probes.get(probe) if manifest is not None else None
+def _labels_of(output: ReadableOutput, probe: str) -> tuple[pl.DataFrame, list[str] | None]:
+    info = output.manifest.probes.get(probe)
     if info is None:
         return read_human_labels([]), None
-    paths = [Path(p) if Path(p).is_absolute() else out / p for p in info.human_labels or []]
+    paths = [Path(p) if Path(p).is_absolute() else output.path / p for p in info.human_labels or []]
     return read_human_labels(paths), info.ensemble
 
 
@@ -181,13 +182,13 @@ def _calibration_table(raters: pl.DataFrame, humans: pl.DataFrame, reference: st
     return pl.DataFrame(rows, schema=_CALIBRATION_SCHEMA)
 
 
-def judge_views(out: Path, probe: str, frame: pl.LazyFrame | pl.DataFrame, *, seed: int = SEED) -> list[ProbeView]:
+def judge_views(output: ReadableOutput, probe: str, *, seed: int = SEED) -> list[ProbeView]:
     """Kappas of every rater against every reference, and calibrated correct-rates (see the module docstring).
 
     ``seed`` (the run's) is not used: the intervals keep their fixed seed, so they match the paper anchors.
     """
-    labels, ensemble = _labels_of(out, probe)
-    raters = rater_table(frame, probe, ensemble)
+    labels, ensemble = _labels_of(output, probe)
+    raters = rater_table(output.scan(), probe, ensemble)
     if raters.height == 0:
         return []
     humans = human_references(labels)

@@ -44,9 +44,8 @@ from runner.probes.replies import asks_user, is_empty
 from runner.providers.base import Agent
 
 if TYPE_CHECKING:
-    import polars as pl
-
     from runner.core.views import ProbeView
+    from runner.probes.base import ReadableOutput
 
 CONDITIONS = ("negative", "positive")
 _ASK_USER, _NO_CALL, _ANY_CALL = "ask_user", "no_call", "any_call"
@@ -522,10 +521,10 @@ class NegativeProbe(Probe):
         return self._by_id[case_id][0]
 
     @classmethod
-    def views(cls, out: Path, probe_name: str, frame: pl.LazyFrame, *, seed: int) -> list[ProbeView]:
+    def views(cls, output: ReadableOutput, probe_name: str, *, seed: int) -> list[ProbeView]:
         from runner.probes.bfcl_scores import bfcl_views
 
-        return bfcl_views(probe_name, frame, seed=seed)  # only runs of imported BFCL cases have any
+        return bfcl_views(probe_name, output.scan(), seed=seed)  # only runs of imported BFCL cases have any
 
     async def run(self, spec: TrialSpec, agent: Agent) -> dict[str, Any]:
         case, tools, messages, names, request = self._by_id[spec.case_id]

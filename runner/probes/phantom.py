@@ -44,9 +44,8 @@ from runner.providers.base import Agent
 from runner.providers.errors import ProviderError
 
 if TYPE_CHECKING:
-    import polars as pl
-
     from runner.core.views import ProbeView
+    from runner.probes.base import ReadableOutput
 
 CONDITIONS = ("results_visible", "results_hidden")
 _ERROR_PARSE, _ERROR_TRANSPORT = "parse", "transport"
@@ -296,7 +295,7 @@ class PhantomProbe(Probe):
         return row
 
     @classmethod
-    def views(cls, out: Path, probe_name: str, frame: pl.LazyFrame, *, seed: int) -> list[ProbeView]:
+    def views(cls, output: ReadableOutput, probe_name: str, *, seed: int) -> list[ProbeView]:
         from runner.probes.phantom_scores import phantom_views
 
-        return phantom_views(out, probe_name, frame, seed=seed)
+        return phantom_views(probe_name, output.scan(), seed=seed)

@@ -10,14 +10,13 @@ this view. Auditor errors are counted in their own view and left out of the
 scores — an unparsable reply is not an empty prediction — and the baseline is
 scored on the same trials, so the two compare like with like. The disagreement
 listing holds every audit where the auditor and the baseline flagged different
-fields (or the auditor errored); the terminal report writes it to
-``<probe>.disagreements.jsonl``.
+fields (or the auditor errored); the report writes it, when asked, to
+``<probe>.disagreements.jsonl`` (``trialgrid report --listings DIR``, or beside ``--csv``), never into the run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -137,7 +136,7 @@ _ERROR_COLUMNS = (ViewColumn("model", "model"), ViewColumn("condition", "conditi
 _LISTING_COLUMNS = tuple(ViewColumn(c, c.replace("_", " ")) for c in _LISTING_SCHEMA)
 
 
-def phantom_views(out: Path, probe_name: str, frame: pl.LazyFrame | pl.DataFrame, *, seed: int) -> list[ProbeView]:
+def phantom_views(probe_name: str, frame: pl.LazyFrame | pl.DataFrame, *, seed: int) -> list[ProbeView]:
     """Field precision / recall of auditor and baseline, auditor errors, and the disagreement listing."""
     rows = _phantom_rows(frame, probe_name)
     if rows.height == 0:

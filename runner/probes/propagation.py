@@ -44,9 +44,8 @@ from runner.probes.trace import STEP
 from runner.providers.base import Agent
 
 if TYPE_CHECKING:
-    import polars as pl
-
     from runner.core.views import ProbeView
+    from runner.probes.base import ReadableOutput
 
 CONDITIONS = inj.all_conditions()
 
@@ -130,10 +129,10 @@ class PropagationProbe(Probe):
     template = TEMPLATE
 
     @classmethod
-    def views(cls, out: Path, probe_name: str, frame: pl.LazyFrame, *, seed: int) -> list[ProbeView]:
+    def views(cls, output: ReadableOutput, probe_name: str, *, seed: int) -> list[ProbeView]:
         from runner.probes.propagation_report import propagation_views
 
-        return propagation_views(out, probe_name, frame, seed=seed)
+        return propagation_views(probe_name, output.scan(), seed=seed)
 
     def __init__(self, config: PropagationConfig, base_dir: Path, locate: Callable[[str, str], UserError]) -> None:
         super().__init__(config, base_dir)

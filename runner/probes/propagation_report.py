@@ -19,7 +19,6 @@ views come out of a live run and of AgentProp's imported CSVs.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -229,8 +228,7 @@ def _interceptor_columns(eff: pl.DataFrame) -> tuple[ViewColumn, ...]:
     return tuple(cols)
 
 
-def propagation_views(out: Path, probe: str, frame: pl.LazyFrame | pl.DataFrame,
-                      *, seed: int = SEED) -> list[ProbeView]:
+def propagation_views(probe: str, frame: pl.LazyFrame | pl.DataFrame, *, seed: int = SEED) -> list[ProbeView]:
     """Hop rates, rejection vs recovery, fabricated tool use, the interceptor's effect and stage reach.
 
     ``seed`` (the run's) is not used: the intervals keep their fixed seed, so they match the paper anchors.

@@ -10,18 +10,18 @@ differences); every p-value is printed beside the smallest p its design could pr
 Every table is drawn by ``runner.reporting.textgrid.emit``: never cut, full width
 when piped, split into parts on a narrow terminal. Each probe's own views (``runner.core.views``:
 kappas, hop rates, field scores...) follow its detail tables, drawn generically by
-``view_table``; a listing view is written to ``<out>/<probe>.<key>.jsonl`` instead.
+``view_table``; a listing view is counted in one line, and written where the user asks
+(``runner.reporting.listings``: ``--listings DIR`` or beside ``--csv``) — never into the run's directory, so
+a report on a read-only output works.
 
 Every label here comes from a run directory, possibly someone else's: it is printed
-through ``_t`` (control characters escaped, rich markup inert) and becomes part of a
-file name only through ``safe_filename``, confined to the run directory.
+through ``_t`` (control characters escaped, rich markup inert); this module writes no file.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +38,9 @@ from runner.core.formatting import fmt_usd
 from runner.core.formatting import pct as _pct
 from runner.core.formatting import pp as _pp
 from runner.core.formatting import pvalue as _p
-from runner.core.safety import confined, safe_filename, term_text
+from runner.core.safety import term_text
 from runner.core.views import Format, ProbeView
+from runner.output.reader import Output
 from runner.probes import PROBES
 from runner.reporting.textgrid import Col, Grid, cell, emit, fit_width, say
 from runner.reporting.viewformat import cell_parts, is_numeric
@@ -82,21 +83,14 @@ def _view_grid(view: ProbeView) -> Grid:
     return grid
 
 
-def _write_listing(view: ProbeView, path: Path) -> Path:
-    """A listing view as JSON lines, one object per row, without the keys a row has no value for."""
-    with path.open("w", encoding="utf-8") as fh:
-        for row in view.table.iter_rows(named=True):
-            fh.write(json.dumps({k: v for k, v in row.items() if v is not None}, ensure_ascii=False) + "\n")
-    return path
-
-
-def _print_views(views: Sequence[ProbeView], out: Path, probe: str, console: Console,
-                width: int | None = None) -> None:
-    """Every view of one probe's run: tables, then notes; listings go to a JSONL file beside the run."""
+def _print_views(views: Sequence[ProbeView], run: str, probe: str, console: Console,
+                 listings: Mapping[tuple[str, str, str], Path], width: int | None = None) -> None:
+    """Every view of one probe's run: tables, then notes; a listing in one line (and where it was written)."""
     for view in views:
         if view.listing:
-            path = _write_listing(view, confined(out, f"{safe_filename(probe)}.{safe_filename(view.key)}.jsonl"))
-            say(console, f"{view.table.height} {view.caption}: {path}", width, "dim")
+            path = listings.get((run, probe, view.key))
+            where = f": {path}" if path is not None else " (write them with `trialgrid report --listings DIR`)"
+            say(console, f"{view.table.height} {view.caption}{where}", width, "dim")
         elif view.table.height:
             emit(console, _view_grid(view), width)
         for note in view.notes:
@@ -226,12 +220,21 @@ def _leaderboard_grids(summary: Summary, probe: str, kind: str) -> list[Grid]:
     return [rates, tests]
 
 
-def print_report(outs: Path | Sequence[Path], console: Console | None = None, *,
+def print_report(outs: Output | Path | Sequence[Output | Path], console: Console | None = None, *,
                  details: bool = True) -> Summary:
-    """Print the leaderboards of ``outs`` (one or many run directories), then the per-model tables."""
+    """Print the leaderboards of ``outs`` (one or many runs), then the per-model tables. Writes nothing."""
+    summary = summarize([outs] if isinstance(outs, Output | Path) else list(outs))
+    print_summary(summary, console, details=details)
+    return summary
+
+
+def print_summary(summary: Summary, console: Console | None = None, *, details: bool = True,
+                  listings: Mapping[tuple[str, str, str], Path] | None = None) -> None:
+    """Print a summary: leaderboards, then (``details``) the per-model tables and each probe's views;
+    ``listings``: where ``runner.reporting.listings.write_listings`` put the listing views, to say so."""
     console = console or Console()
     width = fit_width(console)
-    summary = summarize([outs] if isinstance(outs, Path) else list(outs))
+    listings = listings or {}
     card = scorecard_table(summary)
     for probe, kind in summary.probe_keys():
         for grid in _leaderboard_grids(summary, probe, kind):
@@ -249,7 +252,7 @@ def print_report(outs: Path | Sequence[Path], console: Console | None = None, *,
                     contrasts = _contrasts_grid(a, model)
                     if contrasts is not None:
                         emit(console, contrasts, width)
-                _print_views(summary.probe_views(run, a.probe), run.out, a.probe, console, width)
+                _print_views(summary.probe_views(run, a.probe), run.label, a.probe, console, listings, width)
                 if a.contrasts.height:
                     methods.update(a.contrasts["method_trial"].unique().to_list()
                                    + a.contrasts["method_cell"].unique().to_list())
@@ -262,7 +265,6 @@ def print_report(outs: Path | Sequence[Path], console: Console | None = None, *,
         "p trial: trial labels permuted within prompt; p cell: whole (prompt, condition) cells permuted within "
         "prompt; both two-sided on the pooled-rate difference; (floor) = smallest p this design can produce. "
         + (f"Methods: {'; '.join(sorted(methods))}." if methods else ""), width, "dim")
-    return summary
 
 
 def _cost_grid(summary: Summary) -> Grid:

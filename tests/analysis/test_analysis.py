@@ -13,6 +13,7 @@ import stats
 from runner.analysis.cells import N_RESAMPLES, analyze
 from runner.config.sweep import load_sweep
 from runner.execution.run import run_sweep
+from runner.output import Output
 from tests.conftest import quickstart_dict
 
 
@@ -75,7 +76,7 @@ def test_error_rows_are_counted_as_errors_not_trials_of_the_rate(tmp_path: Path,
     data["probes"][0]["runs"] = 4
     run_sweep(load_sweep(write_sweep(data)), tmp_path / "out", quiet=True)
     [a] = analyze(tmp_path / "out")
-    trials = pl.scan_ipc(str(tmp_path / "out" / "trials" / "*.arrow")).collect()
+    trials = Output.open(tmp_path / "out").scan().collect()
     errors = int((trials["status"] == "error").sum())
     assert 0 < errors < trials.height
     assert int(a.conditions["errors"].sum()) == errors

@@ -94,3 +94,97 @@ def test_a_commands_own_lines_are_never_wrapped_in_a_log(write_sweep, tmp_path: 
     assert imported.exit_code == 0 and f"report it with: trialgrid report {out}\n" in imported.output, imported.output
     reported = runner.invoke(app, ["report", str(out), "-q", "--json", str(deep / "s.json")])
     assert reported.exit_code == 0 and reported.output == f"wrote {deep / 's.json'}\n", reported.output
+
+
+# -- one output object: a command opens an output once, and a reader never writes into it ----------------------
+
+
+def _bundled_sweep(tmp_path: Path, name: str, runs: int) -> Path:
+    """A bundled sweep with its case files named absolutely and ``runs`` per cell, written into ``tmp_path``."""
+    import yaml
+
+    from tests.conftest import CONFIGS
+
+    data = yaml.safe_load((CONFIGS / name).read_text())
+    for probe in data["probes"]:
+        probe["runs"] = runs
+        for key in ("cases", "catalogue", "traces", "tasks"):
+            if isinstance(probe.get(key), str):
+                probe[key] = str(CONFIGS / probe[key])
+            elif isinstance(probe.get(key), list):
+                probe[key] = [str(CONFIGS / t) for t in probe[key]]
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_run_with_fail_on_reads_the_manifest_once_and_each_part_footer_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the report, the error verdict and the --fail-on gate used to find the output each on its own (6 footer
+    # reads of every part, 7 manifest reads); the command opens it once and hands the object down
+    from collections import Counter
+    from typing import Any
+
+    import pyarrow.ipc
+
+    import runner.core.manifest as manifest_module
+
+    footers: Counter[str] = Counter()
+    manifests: Counter[str] = Counter()
+    real_open_file, real_read_manifest = pyarrow.ipc.open_file, manifest_module.read_manifest_file
+
+    def open_file(source: Any, *args: Any, **kwargs: Any) -> Any:
+        footers[str(source) if isinstance(source, str | Path) else repr(source)] += 1
+        return real_open_file(source, *args, **kwargs)
+
+    def read_manifest_file(path: Path) -> Any:
+        manifests[str(path)] += 1
+        return real_read_manifest(path)
+
+    monkeypatch.setattr(pyarrow.ipc, "open_file", open_file)
+    monkeypatch.setattr(manifest_module, "read_manifest_file", read_manifest_file)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["run", str(_bundled_sweep(tmp_path, "negatives.yaml", 2)), "--out", str(out),
+                                 "--fail-on", "negative"])
+    assert result.exit_code in (0, 1), result.output
+    assert "case verdicts pass" in result.output and "negative · leaderboard" in result.output
+    parts = sorted(str(p) for p in (out / "trials").glob("*.arrow"))
+    assert (dict(footers), dict(manifests)) == (dict.fromkeys(parts, 1), {str(out / "manifest.json"): 1})
+    assert parts
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    """Every path under ``root`` with its size and mtime (a write, a new file or a removed one shows)."""
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))}
+
+
+def test_a_report_on_a_read_only_output_exits_0_and_writes_nothing(tmp_path: Path) -> None:
+    # an archived or shared run: the report used to write phantom.disagreements.jsonl into it (exit 2)
+    import json
+    import stat
+
+    out = tmp_path / "out"
+    ran = runner.invoke(app, ["run", str(_bundled_sweep(tmp_path, "phantom.yaml", 1)), "--out", str(out), "-q"])
+    assert ran.exit_code == 0, ran.output
+    assert not list(out.glob("*.jsonl"))  # the run's own report writes no listing either
+    before = _tree(out)
+    modes = {p: p.stat().st_mode for p in [out, *out.rglob("*")]}
+    for p in modes:
+        p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    try:
+        report = runner.invoke(app, ["report", str(out)])
+        assert report.exit_code == 0, report.output
+        assert _tree(out) == before  # tests run as root, where a-w stops nothing: nothing new, nothing changed
+        assert "write them with `trialgrid report --listings DIR`" in report.output
+        listed = runner.invoke(app, ["report", str(out), "--listings", str(tmp_path / "listings")])
+        assert listed.exit_code == 0, listed.output
+        assert _tree(out) == before
+    finally:
+        for p, mode in modes.items():
+            p.chmod(mode)
+    listing = tmp_path / "listings" / "phantom.disagreements.jsonl"
+    assert str(listing) in listed.output
+    rows = [json.loads(line) for line in listing.read_text().splitlines()]
+    assert rows and all({"model", "trace", "condition"} <= set(r) for r in rows)
+    csv = runner.invoke(app, ["report", str(out), "-q", "--csv", str(tmp_path / "csv")])
+    assert csv.exit_code == 0 and (tmp_path / "csv" / "phantom.disagreements.jsonl").read_text() == listing.read_text()

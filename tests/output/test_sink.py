@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,14 +20,39 @@ import pyarrow.ipc as ipc
 import pytest
 
 import runner.output.sink as sink_module
+from runner.core.errors import UserError
+from runner.core.manifest import MANIFEST
+from runner.output import Output
 from runner.output.sink import (
     RepairNote,
     TrialSink,
-    completed_trial_ids,
-    read_trials,
+    completed_trial_keys,
     repair_parts,
     to_record_batch,
+    trial_keys,
 )
+
+#: a stock run manifest: a sink writes none, and the public reader (``Output``) reads an output with one
+STOCK_MANIFEST = Path(__file__).resolve().parents[1] / "core" / "fixtures" / "manifest-v1-run.json"
+
+
+def opened(out: Path) -> Output:
+    """The sink's directory through the public reader (a stock manifest beside the parts)."""
+    if not (out / MANIFEST).exists():
+        shutil.copyfile(STOCK_MANIFEST, out / MANIFEST)
+    return Output.open(out)
+
+
+def rows_of(out: Path) -> pl.DataFrame:
+    """Every row of the parts the reader counts, superseded ones included (so a duplicate shows)."""
+    parts = opened(out).parts
+    return pl.read_ipc(parts[0]) if len(parts) == 1 else pl.concat([pl.read_ipc(p) for p in parts])
+
+
+def ids_of(out: Path) -> set[str]:
+    """The trial ids an output's readers see (``Output.scan``: each trial once); none without a finished part."""
+    output = opened(out)
+    return set(output.scan().collect()["trial_id"]) if output.parts else set()
 
 TOOL_CALL = pa.struct(
     [("id", pa.string()), ("name", pa.string()), ("arguments", pa.string()), ("parse_error", pa.string())]
@@ -156,7 +182,7 @@ def test_unconvertible_value_names_column_and_trial(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match=r"'run'.*'bad'"):
         sink.close()
     # The batches already on disk were still finalized.
-    assert completed_trial_ids(tmp_path / "trials") == {"00000000", "00000001"}
+    assert ids_of(tmp_path) == {"00000000", "00000001"}
     assert files(tmp_path) == ["part-w0-00000.arrow"]
 
 
@@ -234,7 +260,7 @@ def test_context_manager_finalizes_on_exception(tmp_path: Path) -> None:
             for i in range(5):
                 sink.append(ids_row(i))
             raise ZeroDivisionError
-    assert completed_trial_ids(tmp_path / "trials") == {f"{i:08d}" for i in range(5)}
+    assert ids_of(tmp_path) == {f"{i:08d}" for i in range(5)}
 
 
 # --- rotation and finalize ----------------------------------------------------------
@@ -253,7 +279,7 @@ def test_rotation_at_part_rows(tmp_path: Path) -> None:
         assert reader.schema.equals(SCHEMA)
         sizes.append([reader.get_batch(i).num_rows for i in range(reader.num_record_batches)])
     assert sizes == [[2, 2, 1], [2, 2, 1], [2]]
-    frame = read_trials(tmp_path).collect()
+    frame = rows_of(tmp_path)
     assert frame["trial_id"].to_list() == [f"{i:08d}" for i in range(12)]
 
 
@@ -268,16 +294,17 @@ def test_finalized_parts_are_ipc_files_and_streams_are_gone(tmp_path: Path) -> N
     assert pl.scan_ipc(str(tmp_path / "trials" / "*.arrow")).select(pl.len()).collect().item() == 25
 
 
-def test_read_trials_without_parts_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="no finalized trial parts"):
-        read_trials(tmp_path)
+def test_reading_without_finished_parts_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="no finished trial files"):
+        opened(tmp_path).scan()
     sink = TrialSink(tmp_path, SCHEMA)
     sink.append(ids_row(0))
     sink.flush()  # a stream exists, but nothing is finalized yet
-    with pytest.raises(FileNotFoundError):
-        read_trials(tmp_path)
+    assert opened(tmp_path).parts == () and opened(tmp_path).counts() == {}
+    with pytest.raises(UserError, match="no finished trial files"):
+        opened(tmp_path).scan()
     sink.close()
-    assert read_trials(tmp_path).collect().height == 1
+    assert opened(tmp_path).scan().collect().height == 1
 
 
 # --- part names ---------------------------------------------------------------------
@@ -370,7 +397,7 @@ def test_repair_keeps_exactly_the_complete_batches_at_any_cut(tmp_path: Path, no
         assert not list(trials.glob("*.tmp"))
         if kept:
             assert note.part == trials / "part-w0-00000.arrow"
-            assert completed_trial_ids(trials) == {f"{i:08d}" for i in range(rows)}, cut
+            assert ids_of(trials.parent) == {f"{i:08d}" for i in range(rows)}, cut
             table = ipc.open_file(pa.memory_map(str(note.part))).read_all()
             assert table.to_pylist() == [expected(full_row(i)) for i in range(rows)]
         else:
@@ -414,7 +441,7 @@ def test_crash_between_rename_and_delete_gives_no_duplicates(
     [note] = repair_parts(tmp_path / "trials")
     assert note.rows == 10 and not note.torn_tail  # the footer was written: renamed as it is
     assert files(tmp_path) == ["part-w0-00000.arrow"]
-    frame = read_trials(tmp_path).collect()
+    frame = rows_of(tmp_path)
     assert frame.height == 10 and frame["trial_id"].n_unique() == 10
 
 
@@ -427,7 +454,7 @@ def test_repair_deletes_leftover_tmp_and_refinalizes_from_the_stream(tmp_path: P
     [note] = repair_parts(trials)
     assert (note.batches, note.rows) == (2, 4)
     assert files(tmp_path) == ["part-w0-00000.arrow"]
-    assert completed_trial_ids(trials) == {f"{i:08d}" for i in range(4)}
+    assert ids_of(trials.parent) == {f"{i:08d}" for i in range(4)}
 
 
 def test_repair_on_garbage_and_empty_streams_never_raises(tmp_path: Path) -> None:
@@ -445,20 +472,21 @@ def test_repair_on_garbage_and_empty_streams_never_raises(tmp_path: Path) -> Non
 
 def test_repair_and_completed_ids_on_missing_or_clean_dirs(tmp_path: Path) -> None:
     assert repair_parts(tmp_path / "nope") == []
-    assert completed_trial_ids(tmp_path / "nope") == set()
+    assert len(completed_trial_keys(tmp_path / "nope")) == 0
     with TrialSink(tmp_path, SCHEMA) as sink:
         sink.append(ids_row(0))
     assert repair_parts(tmp_path / "trials") == []
-    assert completed_trial_ids(tmp_path / "trials") == {"00000000"}
+    assert ids_of(tmp_path) == {"00000000"}
 
 
-def test_completed_ids_refuses_unrepaired_streams(tmp_path: Path) -> None:
+def test_completed_keys_refuse_unrepaired_streams(tmp_path: Path) -> None:
     sink = TrialSink(tmp_path, SCHEMA)
     sink.append(ids_row(0))
     sink.flush()
     with pytest.raises(RuntimeError, match="repair_parts"):
-        completed_trial_ids(tmp_path / "trials")
+        completed_trial_keys(tmp_path / "trials")  # what a resume skips: never an answer missing the stream's rows
     sink.close()
+    assert completed_trial_keys(tmp_path / "trials").tolist() == trial_keys(pa.array(["00000000"])).tolist()
 
 
 def test_resume_adds_parts_beside_repaired_ones(tmp_path: Path) -> None:
@@ -467,12 +495,12 @@ def test_resume_adds_parts_beside_repaired_ones(tmp_path: Path) -> None:
         crashed.append(ids_row(i))
     notes = repair_parts(tmp_path / "trials")
     assert [(n.stream.name, n.rows) for n in notes] == [("part-w0-00000.arrows", 4)]
-    done = completed_trial_ids(tmp_path / "trials")
+    done = ids_of(tmp_path)
     with TrialSink(tmp_path, SCHEMA, batch_rows=2) as resumed:
         for i in range(8):
             if f"{i:08d}" not in done:
                 resumed.append(ids_row(i))
-    frame = read_trials(tmp_path).collect().sort("trial_id")
+    frame = rows_of(tmp_path).sort("trial_id")
     assert frame["trial_id"].to_list() == [f"{i:08d}" for i in range(8)]
     assert files(tmp_path) == ["part-w0-00000.arrow", "part-w0-00001.arrow"]
 
@@ -529,12 +557,12 @@ def test_sigkill_mid_run_keeps_exactly_the_flushed_batches(tmp_path: Path) -> No
     trials = tmp_path / "trials"
     notes = repair_parts(trials)
     assert len(notes) == 1 and notes[0].part is not None
-    ids = completed_trial_ids(trials)
+    ids = ids_of(trials.parent)
     k = len(ids)
     assert k % batch == 0 and k >= flushed
     assert ids == {f"{i:08d}" for i in range(k)}
     assert notes[0].rows == k
-    frame = read_trials(tmp_path).collect()
+    frame = rows_of(tmp_path)
     assert frame.height == k and frame["trial_id"].n_unique() == k
 
 

@@ -166,7 +166,9 @@ def test_bundled_phantom_sweep_runs_offline_and_writes_the_disagreement_file(tmp
     flaky = trials.filter(pl.col("model") == "auditor-flaky")
     assert flaky["auditor_failed"].sum() > 0  # the flaky persona breaks the contract and the connection
     assert set(flaky["auditor_error"].drop_nulls()) == {"parse", "transport"}
-    lines = [json.loads(x) for x in (out / "phantom.disagreements.jsonl").read_text().splitlines()]
+    listed = cli.invoke(app, ["report", str(out), "--listings", str(tmp_path / "listings")])
+    assert listed.exit_code == 0, listed.output
+    lines = [json.loads(x) for x in (tmp_path / "listings" / "phantom.disagreements.jsonl").read_text().splitlines()]
     assert any(d["trace"] == "cancel-all-stated" and d.get("baseline_only") == ["cancel_order.reason"] for d in lines)
 
 

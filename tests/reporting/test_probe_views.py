@@ -15,9 +15,11 @@ from runner.analysis.leaderboard import Summary, summarize
 from runner.config.sweep import load_sweep
 from runner.core.views import FIELDS, STAGES, ProbeView
 from runner.execution.run import run_sweep
+from runner.output import Output
 from runner.probes.judge_report import human_references, kappas, rater_table, read_human_labels
 from runner.probes.propagation_report import _rows, hop_rates
 from runner.reporting.html import render_html
+from runner.reporting.listings import write_listings
 from runner.reporting.summary_csv import write_csv
 from runner.reporting.summary_json import schema_path, summary_dict
 from runner.reporting.terminal import print_report
@@ -79,14 +81,14 @@ def views_of(summary: Summary, kind: str) -> dict[str, ProbeView]:
 def test_views_are_the_probe_computations(summary: Summary, outs: dict[str, Path]) -> None:
     judge = views_of(summary, "judge")
     assert set(judge) == {"kappas", "calibration", "replies"}  # replies: every probe (runner.analysis.replies)
-    trials = pl.scan_ipc(str(outs["judge"] / "trials" / "*.arrow"))
+    trials = Output.open(outs["judge"]).scan()
     raters = rater_table(trials, "judge", None)
     humans = human_references(read_human_labels([outs["judge"].parent / "labels.csv"]))
     assert judge["kappas"].table.equals(kappas(raters, humans))
     assert set(judge["calibration"].table["rater"]) == {c for c in raters.columns if c != "case_id"}
     prop = views_of(summary, "propagation")
     assert {"hop_rates", "rejection_recovery", "fabrication", "interceptor", STAGES} <= set(prop)
-    rows = _rows(pl.scan_ipc(str(outs["propagation"] / "trials" / "*.arrow")), "propagation")
+    rows = _rows(Output.open(outs["propagation"]).scan(), "propagation")
     assert prop["hop_rates"].table.equals(hop_rates(rows))  # deterministic: the same intervals twice
     assert summary.stages.filter(pl.col("kind") == "propagation").drop("run", "probe", "kind").equals(
         prop[STAGES].table)
@@ -158,6 +160,17 @@ def test_html_draws_every_view_escaped(summary: Summary) -> None:
     assert "<script>" not in html.split("<main>", 1)[1].split("</main>", 1)[0]
 
 
+def test_listings_are_written_only_where_asked_one_file_per_run_probe_and_view(summary: Summary,
+                                                                               tmp_path: Path) -> None:
+    written = write_listings(summary, tmp_path / "l")
+    [(run, probe, key)] = written  # of the three runs, only phantom has a listing view
+    assert (probe, key) == ("phantom", "disagreements")
+    assert written[(run, probe, key)] == tmp_path / "l" / f"{run}.phantom.disagreements.jsonl"  # several runs
+    lines = written[(run, probe, key)].read_text().splitlines()
+    assert len(lines) == views_of(summary, "phantom")["disagreements"].table.height
+    assert all(not list(r.out.glob("*.jsonl")) for r in summary.runs)
+
+
 def test_terminal_prints_every_view_with_its_numbers(outs: dict[str, Path]) -> None:
     console = Console(record=True, width=400)
     summary = print_report(list(outs.values()), console)
@@ -170,4 +183,5 @@ def test_terminal_prints_every_view_with_its_numbers(outs: dict[str, Path]) -> N
             if not view.listing:
                 for t in _cells(view):
                     assert t in text, (view.key, t)
-    assert (outs["phantom"] / "phantom.disagreements.jsonl").is_file()
+    assert not list(outs["phantom"].glob("*.jsonl"))  # a reader never writes into the run
+    assert "write them with `trialgrid report --listings DIR`" in text

@@ -1,0 +1,121 @@
+"""One output directory, opened for reading: the manifest and the part footers read once, shared by every reader.
+
+A command used to let each reader find the output on its own: one ``trialgrid run … --fail-on negative`` read
+every part's footer 6 times and the manifest 7 times, and the resume's spend globbed the parts itself (so it
+counted a ``--retry-errors`` trial twice). ``Output.open`` is the one place that reads an output's manifest and
+checks its parts (``runner.output.parts``: own parts only, readable parts only); ``Output.scan`` applies the
+third rule (each trial once, its newest row). The command line opens an output once and hands the object to
+the report, the analysis, the probe views, the verdicts, the ``--fail-on`` gate and diff.
+
+Readers never write: an ``Output`` has no method that touches the directory, so a report on a read-only output
+(an archived or shared run) works. Listings a report can produce (e.g. the phantom disagreements) are written
+where the user asks (``trialgrid report --listings DIR``).
+
+Reader errors are ``UserError`` raised here: a missing or damaged manifest, a damaged or foreign part (on
+``open``), an output without a finished part (on ``scan``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import polars as pl
+
+from runner.config.cost import ModelPrice, prices_from, usage_by_model
+from runner.core.errors import UserError
+from runner.core.manifest import Manifest, require_manifest
+from runner.output.parts import PartIssue, inspect_parts, refuse_issues, scan_latest
+from runner.output.sink import TRIALS_DIR
+
+__all__ = ["Output", "Spend", "as_output", "spent_in"]
+
+
+@dataclass(frozen=True)
+class Spend:
+    """What an output's trials cost: dollars (unpriced models count 0) and tokens (input + output)."""
+
+    usd: float
+    tokens: int
+
+
+@dataclass(frozen=True, eq=False)
+class Output:
+    """A run's output directory as readers see it: its manifest, the parts that count (oldest first), and the
+    parts that do not (``issues``: damaged or foreign; empty unless opened with ``strict=False``)."""
+
+    path: Path
+    manifest: Manifest
+    parts: tuple[Path, ...]
+    issues: tuple[PartIssue, ...] = ()
+
+    @classmethod
+    def open(cls, path: str | Path, *, manifest: Manifest | None = None, strict: bool = True) -> Output:
+        """Read ``path``'s manifest (unless a writer passes the one it holds) and its part footers, once.
+
+        ``strict`` (every reader): a damaged or foreign part is a one-line ``UserError``. A writer that holds
+        the output's lock counts with ``strict=False``: those parts are left out and listed in ``issues``.
+        """
+        path = Path(path)
+        if manifest is None:
+            manifest = require_manifest(path)
+        trials_dir = path / TRIALS_DIR
+        parts, issues = inspect_parts(trials_dir, manifest.sweep_id)
+        if strict:
+            refuse_issues(trials_dir, issues)
+        return cls(path, manifest, tuple(parts), tuple(issues))
+
+    @property
+    def trials_dir(self) -> Path:
+        return self.path / TRIALS_DIR
+
+    @property
+    def prices(self) -> dict[str, ModelPrice]:
+        """The prices in force when the run last ran (the manifest's sweep snapshot)."""
+        return prices_from(self.manifest.sweep.prices)
+
+    def scan(self) -> pl.LazyFrame:
+        """Every trial once, its newest row, lazily; ``UserError`` when the output has no finished part yet."""
+        if not self.parts:
+            raise UserError(f"no finished trial files in {self.trials_dir}",
+                            hint="run a sweep into this directory first; a crashed run is repaired by rerunning it")
+        return self._latest
+
+    @cached_property
+    def _latest(self) -> pl.LazyFrame:  # the lazy plan, built once (deciding the newest rows reads trial ids)
+        return scan_latest(list(self.parts))
+
+    def counts(self) -> dict[str, int]:
+        """Rows by status, each trial once (empty for an output without parts)."""
+        if not self.parts:
+            return {}
+        frame = self.scan().group_by("status").len().collect()
+        return {str(status): int(n) for status, n in frame.iter_rows()}
+
+    def usage(self, prices: Mapping[str, ModelPrice] | None = None, by: tuple[str, ...] = ("model",),
+              frame: pl.LazyFrame | None = None) -> pl.DataFrame:
+        """Trials, errors, tokens and cost per model (``runner.config.cost.usage_by_model``), each trial once;
+        ``prices`` default to the manifest's; ``frame``: a filtered ``scan()`` (e.g. one probe's trials)."""
+        return usage_by_model(self.scan() if frame is None else frame, self.prices if prices is None else prices, by)
+
+    def spend(self, prices: Mapping[str, ModelPrice] | None = None) -> Spend:
+        """Dollars and tokens of every trial once (its newest row: a retried error is paid once, by its retry)."""
+        if not self.parts:
+            return Spend(0.0, 0)
+        usage = self.usage(prices)
+        return Spend(float(usage["cost_usd"].fill_null(0.0).sum()),
+                     int(usage["input_tokens"].sum()) + int(usage["output_tokens"].sum()))
+
+
+def as_output(output: Output | str | Path) -> Output:
+    """An ``Output`` as is; a path opened (for notebooks and tests: the command line opens once and passes it)."""
+    return output if isinstance(output, Output) else Output.open(output)
+
+
+def spent_in(trials_dir: Path, prices: Mapping[str, ModelPrice], manifest: Manifest | None = None) -> tuple[float, int]:
+    """(USD, tokens) already spent in an output (for a resume's budget), by the readers' rules: own readable
+    parts, each trial once. ``trials_dir`` is the output's ``trials/``; ``manifest``: the one the writer holds."""
+    spend = Output.open(Path(trials_dir).parent, manifest=manifest, strict=False).spend(prices)
+    return spend.usd, spend.tokens
