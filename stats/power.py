@@ -22,7 +22,7 @@ Monte Carlo with ``n_perm`` arrangements, p = (b + 1) / (R + 1), otherwise.
 Interval width: the interval of A − B the report prints — by default
 (``interval="korn-graubard-tilted"``) the MOVER combination of the arms' tilted
 Korn–Graubard cluster intervals (``"korn-graubard"``: equal-tailed arms),
-computed by ``stats.bootstrap`` from each simulated study's per-prompt arm totals; ``"t"`` the cluster t interval; ``"percentile"`` the
+computed by ``stats.cluster_intervals`` from each simulated study's per-prompt arm totals; ``"t"`` the cluster t interval; ``"percentile"`` the
 cluster bootstrap percentile interval (prompts resampled once for both arms,
 numpy's linear interpolation), resampled inside the kernel. The expected width
 is its mean over studies.
@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import numba as nb
 import numpy as np
 from numpy.typing import ArrayLike
 
-from stats.bootstrap import DEFAULT_METHOD, METHODS, _difference_results
+from stats.cluster_intervals import DEFAULT_METHOD, METHODS, IntervalMethod, difference_results
 
 EXACT_BUDGET = 2_000_000
 
@@ -54,7 +55,7 @@ class PowerResult:
     floor: float            # smallest p the cell-level test can produce in this design
     n_sims: int
     exact: bool             # p-values by exact convolution (else Monte Carlo)
-    interval_method: str = DEFAULT_METHOD  # the ``stats.bootstrap`` method whose width ``mean_width`` is
+    interval_method: str = DEFAULT_METHOD  # the interval key (``ClusterIntervalResult.interval_method``) of ``mean_width``
 
 
 @nb.njit(cache=True)
@@ -236,14 +237,15 @@ def design_floor(arm: ArrayLike, n_prompts: int) -> float:
 def simulate_power(rates: ArrayLike, arm: ArrayLike, *, n_prompts: int, n_runs: int, sd: float,
                    shared: float = 0.0, n_sims: int = 1000, alpha: float = 0.05, n_perm: int = 999,
                    n_boot: int = 400, confidence: float = 0.95, seed: int = 0,
-                   method: str = "auto", interval: str = DEFAULT_METHOD) -> PowerResult:
+                   method: Literal["auto", "exact", "mc"] = "auto",
+                   interval: IntervalMethod = DEFAULT_METHOD) -> PowerResult:
     """Power of the cell-level cluster permutation test and mean cluster-interval width for one design.
 
     ``rates`` and ``arm`` have one entry per condition (arm 1 = A, 0 = B, -1 = not in the
     test); ``sd`` is the logit-scale standard deviation of cell rates across prompts
     and ``shared`` the share of that variance common to all cells of a prompt.
     ``method`` is "exact", "mc" or "auto" (exact when cheap); ``interval`` one of
-    ``stats.bootstrap.METHODS`` (default: the report's). Deterministic given ``seed``.
+    ``stats.cluster_intervals.METHODS`` (default: the report's). Deterministic given ``seed``.
     """
     if n_prompts < 1 or n_runs < 1 or n_sims < 1:
         raise ValueError("n_prompts, n_runs and n_sims must be positive")
@@ -261,11 +263,11 @@ def simulate_power(rates: ArrayLike, arm: ArrayLike, *, n_prompts: int, n_runs: 
     rej, widths, hit_a, hit_b = _simulate(logits, g, int(n_prompts), int(n_runs), float(sd), float(shared),
                                           int(n_sims), int(n_perm), float(alpha), boots, float(confidence),
                                           int(seed) % (2**32), exact)
-    key = interval
+    key: str = interval
     if interval != "percentile":
         a, b = int(g.sum()), int(g.size - g.sum())
-        res = _difference_results(hit_a, np.full(hit_a.shape, float(a * n_runs)), hit_b,
-                                  np.full(hit_b.shape, float(b * n_runs)), float(confidence), interval)
+        res = difference_results(hit_a, np.full(hit_a.shape, float(a * n_runs)), hit_b,
+                                 np.full(hit_b.shape, float(b * n_runs)), float(confidence), interval)
         widths = np.array([r.confidence_interval.high - r.confidence_interval.low for r in res])
         key = res[0].interval_method  # "mover-korn-graubard-tilted", … or "t": the key the report prints for A − B
     power = rej / n_sims

@@ -10,7 +10,7 @@ record of what was computed, not something to be edited.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -68,23 +68,47 @@ class PermutationTestResult:
         return self.hits_b / self.n_b if self.n_b else float("nan")
 
 
+#: the key of the interval a ``ClusterIntervalResult`` holds (``IntervalMethod`` plus the MOVER keys of differences)
+IntervalKey = Literal["korn-graubard-tilted", "mover-korn-graubard-tilted", "korn-graubard", "mover-korn-graubard",
+                      "t", "percentile"]
+
+
 @dataclass(frozen=True, eq=False)
-class BootstrapResult:
-    """Cluster interval of a pooled rate or a difference (``cluster_bootstrap_ci`` / ``_many``).
+class ClusterIntervalResult:
+    """Cluster confidence interval of a pooled rate or a difference (``stats.cluster_rate_ci`` / ``_many``).
 
-    ``interval_method`` names the interval in a stable, machine-readable key:
-    ``"korn-graubard-tilted"`` (pooled rate, the default), ``"mover-korn-graubard-tilted"``
-    (difference, MOVER of the arms' tilted Korn–Graubard intervals), the equal-tailed
-    ``"korn-graubard"`` / ``"mover-korn-graubard"``, ``"t"`` or ``"percentile"``;
-    ``method`` is the human-readable description (method, resamples, clusters).
+    Formerly ``BootstrapResult`` (a deprecated alias remains): the default
+    interval is analytic and draws no resamples.
 
-    For ``"percentile"``, ``bootstrap_distribution`` holds the statistic of
-    every resample in draw order (NaN where a resample left an arm without
-    trials; those are excluded from the percentiles and counted in
-    ``n_undefined``) and ``standard_error`` is their standard deviation. The
-    analytic methods draw no resamples: ``n_resamples`` and ``n_undefined``
-    are 0, ``bootstrap_distribution`` is empty, and ``standard_error`` is the
-    cluster linearisation (Taylor) standard error.
+    Attributes
+    ----------
+    statistic : float
+        The pooled rate Σhits / Σn, or the difference of pooled rates A − B.
+    confidence_interval : ConfidenceInterval
+        (low, high) at the requested confidence level.
+    standard_error : float
+        The cluster linearisation (Taylor) standard error for the analytic
+        methods; the standard deviation of the bootstrap distribution for
+        ``"percentile"``.
+    method : str
+        Human-readable description: the method, its degrees of freedom or
+        resamples, and the number of clusters.
+    n_resamples : int
+        Resamples drawn: 0 for the analytic methods.
+    n_clusters : int
+        Clusters observed.
+    n_undefined : int
+        Resamples whose statistic was undefined (an arm without trials);
+        0 for the analytic methods.
+    bootstrap_distribution : numpy.ndarray
+        For ``"percentile"``, the statistic of every resample in draw order
+        (NaN where a resample left an arm without trials; excluded from the
+        percentiles). Empty for the analytic methods.
+    interval_method : str
+        A stable, machine-readable key of the interval: ``"korn-graubard-tilted"``
+        (pooled rate, the default), ``"mover-korn-graubard-tilted"`` (difference,
+        MOVER of the arms' tilted Korn–Graubard intervals), the equal-tailed
+        ``"korn-graubard"`` / ``"mover-korn-graubard"``, ``"t"`` or ``"percentile"``.
     """
 
     statistic: float
@@ -95,7 +119,7 @@ class BootstrapResult:
     n_clusters: int
     n_undefined: int
     bootstrap_distribution: np.ndarray = field(repr=False)
-    interval_method: str = "percentile"
+    interval_method: IntervalKey = "percentile"
 
 
 @dataclass(frozen=True)
@@ -178,3 +202,10 @@ class Firing(NamedTuple):
 
     firing: int
     clusters: int
+
+
+def __getattr__(name: str) -> Any:
+    """``BootstrapResult``, the former name of ``ClusterIntervalResult``, with a DeprecationWarning."""
+    from stats import _deprecated
+
+    return _deprecated.moved_from("stats.results", name)
