@@ -8,17 +8,25 @@ reference), in the style of ``scipy.stats``.
 Deprecated aliases (same objects, a ``DeprecationWarning`` on use; not in
 ``__all__``): ``cluster_bootstrap_ci`` → ``cluster_rate_ci``,
 ``cluster_bootstrap_many`` → ``cluster_rate_ci_many``, ``BootstrapResult`` →
-``ClusterIntervalResult`` (``stats._deprecated``).
+``ClusterIntervalResult`` (``stats._deprecated`` says how).
 """
 
 from typing import Any
 
 from stats._clusters import factorize_clusters
-# deprecated aliases: attributes, not in __all__ (they warn when called)
-from stats._deprecated import cluster_bootstrap_ci as cluster_bootstrap_ci
-from stats._deprecated import cluster_bootstrap_many as cluster_bootstrap_many
+from stats._deprecated import renamed_attribute
 from stats.agreement import average_ranks, cohen_kappa, spearman
-from stats.cluster_intervals import IntervalMethod, cluster_rate_ci, cluster_rate_ci_many
+from stats.cluster_intervals import (
+    DEFAULT_METHOD,
+    INTERVAL_NAMES,
+    IntervalMethod,
+    cluster_rate_ci,
+    cluster_rate_ci_many,
+)
+
+# deprecated aliases: attributes, not in __all__ (they warn when called)
+from stats.cluster_intervals import cluster_bootstrap_ci as cluster_bootstrap_ci
+from stats.cluster_intervals import cluster_bootstrap_many as cluster_bootstrap_many
 from stats.contingency import fisher_exact, mcnemar_exact
 from stats.fields import field_scores
 from stats.firing import prompts_firing
@@ -41,6 +49,8 @@ from stats.results import (
 )
 
 __all__ = [
+    "DEFAULT_METHOD",
+    "INTERVAL_NAMES",
     "ClusterIntervalResult",
     "ConfidenceInterval",
     "FieldScores",
@@ -71,8 +81,9 @@ __all__ = [
     "wilson_interval",
 ]
 
+_RENAMED = {"BootstrapResult": ("stats.ClusterIntervalResult", ClusterIntervalResult)}
+
+
 def __getattr__(name: str) -> Any:
     """``BootstrapResult``, the former name of ``ClusterIntervalResult``, with a DeprecationWarning."""
-    from stats import _deprecated
-
-    return _deprecated.moved_from("stats", name)
+    return renamed_attribute(__name__, name, _RENAMED)

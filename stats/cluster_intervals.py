@@ -6,7 +6,8 @@ The default (``method="korn-graubard-tilted"``) is analytic and draws no
 resamples; only ``method="percentile"`` resamples clusters (``stats.bootstrap``).
 These functions were called ``cluster_bootstrap_ci`` / ``cluster_bootstrap_many``
 (and their result ``BootstrapResult``) when the percentile bootstrap was the
-default; those names remain as deprecated aliases (``stats._deprecated``).
+default; those names remain as deprecated aliases (at the end of this module and
+in ``stats.results``; the mechanism is ``stats._deprecated``).
 
 The default was chosen by the simulation study benchmarks/interval_coverage.py
 (table and discussion in docs/statistics-coverage.md): the percentile interval
@@ -22,7 +23,7 @@ most skewed cells). The formulas are in ``stats.intervals``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, get_args
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -30,13 +31,29 @@ from numpy.typing import ArrayLike
 from stats import bootstrap as B
 from stats import intervals as I
 from stats._clusters import as_counts, cluster_table, factorize_clusters
+from stats._deprecated import warn_renamed
 from stats._rng import SeedLike
-from stats.results import ClusterIntervalResult, ConfidenceInterval, IntervalKey
+from stats.results import (
+    DEFAULT_METHOD,
+    METHODS,
+    ClusterIntervalResult,
+    ConfidenceInterval,
+    IntervalKey,
+    IntervalMethod,
+)
 
-#: the interval methods, scipy-style keys for ``method=``
-IntervalMethod = Literal["korn-graubard-tilted", "korn-graubard", "t", "percentile"]
-METHODS: tuple[IntervalMethod, ...] = get_args(IntervalMethod)
-DEFAULT_METHOD: IntervalMethod = "korn-graubard-tilted"
+__all__ = ["DEFAULT_METHOD", "INTERVAL_NAMES", "METHODS", "IntervalMethod", "cluster_rate_ci",
+           "cluster_rate_ci_many", "difference_results", "rate_results"]
+
+#: readable name of each interval key (``ClusterIntervalResult.interval_method``), as captions print it
+INTERVAL_NAMES: dict[str, str] = {
+    "korn-graubard-tilted": "tilted Korn–Graubard cluster interval",
+    "mover-korn-graubard-tilted": "MOVER interval from the arms' tilted Korn–Graubard intervals",
+    "korn-graubard": "Korn–Graubard cluster interval",
+    "mover-korn-graubard": "MOVER interval from the arms' Korn–Graubard intervals",
+    "t": "cluster t interval",
+    "percentile": "cluster bootstrap percentile interval",
+}
 
 
 def _check(method: str, n_resamples: int) -> None:
@@ -332,3 +349,15 @@ def cluster_rate_ci_many(
         nB = np.array([nc[b].sum(axis=0) for _, b in pairs])
         out += difference_results(hA, nA, hB, nB, confidence_level, method)
     return tuple(out)
+
+
+def cluster_bootstrap_ci(*args: Any, **kwargs: Any) -> ClusterIntervalResult:
+    """Deprecated alias of ``cluster_rate_ci`` (same arguments, same result), with a DeprecationWarning."""
+    warn_renamed("stats.cluster_bootstrap_ci", "stats.cluster_rate_ci")
+    return cluster_rate_ci(*args, **kwargs)
+
+
+def cluster_bootstrap_many(*args: Any, **kwargs: Any) -> tuple[ClusterIntervalResult, ...]:
+    """Deprecated alias of ``cluster_rate_ci_many`` (same arguments, same results), with a DeprecationWarning."""
+    warn_renamed("stats.cluster_bootstrap_many", "stats.cluster_rate_ci_many")
+    return cluster_rate_ci_many(*args, **kwargs)
