@@ -6,7 +6,7 @@ Simulates studies in which every prompt has its own true rate (logit-normal
 across prompts) and every prompt is run the same number of times, so the
 pooled rate estimates the population mean of prompt rates, which is known
 exactly (by quadrature). For each replication it computes the cluster
-bootstrap 95% percentile interval (trialgrid's ``cluster_bootstrap_ci``) and
+bootstrap 95% percentile interval (trialgrid's ``cluster_rate_ci``) and
 the naive trial-level Wilson interval, and counts how often each covers the
 truth. The cluster interval should cover 93-97% of the time; the Wilson
 interval, which treats correlated trials as independent, covers far less.
@@ -44,8 +44,8 @@ def run(prompts: int, runs: int, mu: float, sigma: float, reps: int, resamples: 
     for r in range(reps):
         p = 1 / (1 + np.exp(-(mu + sigma * rng.standard_normal(prompts))))
         hits = rng.binomial(runs, p)
-        ci = stats.cluster_bootstrap_ci(cluster, hits, n, n_resamples=resamples, seed=seed * 100_003 + r,
-                                        method="percentile").confidence_interval
+        ci = stats.cluster_rate_ci(cluster, hits, n, n_resamples=resamples, seed=seed * 100_003 + r,
+                                   method="percentile").confidence_interval
         cover_boot += ci.low <= truth <= ci.high
         lo, hi = stats.wilson_interval(hits.sum(), n.sum())
         cover_wilson += float(lo) <= truth <= float(hi)

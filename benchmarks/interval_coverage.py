@@ -5,8 +5,8 @@ Usage: PYTHONPATH=. python benchmarks/interval_coverage.py [--quick] [--designs 
                                                           [--only rate|diff|floor|floor-diff] [--floor]
                                                           [--no-stress] [--re-posterior]
 
-Simulation study behind the default interval method of ``stats.cluster_bootstrap_ci`` /
-``stats.cluster_bootstrap_many`` (issue 15). Seeded: the same command prints the same table.
+Simulation study behind the default interval method of ``stats.cluster_rate_ci`` /
+``stats.cluster_rate_ci_many`` (issue 15). Seeded: the same command prints the same table.
 
 Design (one "cell" of the grid = one row of the table):
   prompts k          6, 12, 30, 100

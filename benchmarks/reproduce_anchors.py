@@ -68,7 +68,8 @@ def interval_verdict(ours, published, tol: float, what: str) -> str:
 def default_line(res) -> None:
     """Our default interval for the same figure, beside the published method's (a different method, not a check)."""
     line(f"  trialgrid default ({res.interval_method})", ci_pct(res.confidence_interval), "(other method)",
-         "for comparison: the report's interval; see docs/statistics-coverage.md")
+         f"for comparison: the report's {stats.INTERVAL_NAMES[res.interval_method]} (analytic, no resamples); "
+         "see docs/statistics-coverage.md")
 
 
 def exact_verdict(ours: str, published: str) -> str:
@@ -98,10 +99,10 @@ def study3(base: Path) -> None:
         line("ungroundable hits / n", ours_a, pub["a"], exact_verdict(ours_a, pub["a"]))
         line("known hits / n", ours_b, pub["b"], exact_verdict(ours_b, pub["b"]))
         # The paper published a percentile cluster bootstrap: reproduce that method, then show our default beside it.
-        boot = stats.cluster_bootstrap_ci(cl[a], h[a], n[a], n_resamples=4000, seed=2026, method="percentile")
+        boot = stats.cluster_rate_ci(cl[a], h[a], n[a], n_resamples=4000, seed=2026, method="percentile")
         line("cluster bootstrap 95% CI (A)", ci_pct(boot.confidence_interval), ci_pct(pub["ci"]),
-             interval_verdict(boot.confidence_interval, pub["ci"], 0.005, "4,000 prompt resamples"))
-        default_line(stats.cluster_bootstrap_ci(cl[a], h[a], n[a]))
+             interval_verdict(boot.confidence_interval, pub["ci"], 0.005, f"{boot.n_resamples:,} prompt resamples"))
+        default_line(stats.cluster_rate_ci(cl[a], h[a], n[a]))
         fisher = stats.fisher_exact([[h[a].sum(), n[a].sum() - h[a].sum()], [h[b].sum(), n[b].sum() - h[b].sum()]])
         f_ok = f"{fisher.pvalue:.1e}" == f"{pub['fisher']:.1e}"
         line("trial-level Fisher p", f"{fisher.pvalue:.2e}", f"{pub['fisher']:.1e}",
@@ -191,13 +192,15 @@ def agentprop(base: Path) -> None:
         # Unpaired: every trace its own cluster, arms resampled as independent traces.
         both = np.concatenate([a, b])
         arm = np.concatenate([np.ones_like(a), np.zeros_like(b)])
-        unp = stats.cluster_bootstrap_ci(np.arange(both.size), both, np.ones_like(both), arm=arm, n_resamples=4000, seed=2026,
-                                         method="percentile")
+        unp = stats.cluster_rate_ci(np.arange(both.size), both, np.ones_like(both), arm=arm, n_resamples=4000, seed=2026,
+                                    method="percentile")
         if p["unpaired"] is not None:
             line("unpaired bootstrap 95% CI", ci_pct(unp.confidence_interval), ci_pct(p["unpaired"]),
-                 interval_verdict(unp.confidence_interval, p["unpaired"], 0.005, "published 'about'"))
+                 interval_verdict(unp.confidence_interval, p["unpaired"], 0.005,
+                                  f"published 'about'; {unp.n_resamples:,} resamples"))
             line("paired-by-task bootstrap 95% CI", ci_pct(res.confidence_interval), ci_pct(p["paired"]),
-                 interval_verdict(res.confidence_interval, p["paired"], 0.005, "published 'about'"))
+                 interval_verdict(res.confidence_interval, p["paired"], 0.005,
+                                  f"published 'about'; {res.n_resamples:,} resamples"))
         else:
             spans = res.confidence_interval.low < 0 < res.confidence_interval.high
             spans_u = unp.confidence_interval.low < 0 < unp.confidence_interval.high
@@ -223,13 +226,14 @@ def agentprop(base: Path) -> None:
             line(f"{model} n_S2", str(d.height), str(hops[model]["n_S2"]), "DIFFERS")
             continue
         # Published: percentile bootstrap over traces, 1,000 resamples. Each trace is its own cluster here.
-        boot = stats.cluster_bootstrap_ci(d["session_id"].to_list(), d["wrong"].to_numpy(), np.ones(d.height, np.int64),
-                                          n_resamples=1000, seed=42, method="percentile")
+        boot = stats.cluster_rate_ci(d["session_id"].to_list(), d["wrong"].to_numpy(), np.ones(d.height, np.int64),
+                                     n_resamples=1000, seed=42, method="percentile")
         point_ok = abs(boot.statistic - ref["point"]) < 1e-12
         # Intervals of a proportion of n traces move in steps of 1/n; allow two steps.
         tol = max(0.03, 2.0 / d.height)
         verdict = ("point matches exactly; interval " +
-                   interval_verdict(boot.confidence_interval, (ref["lo"], ref["hi"]), tol, f"1,000 resamples of n={d.height}"))
+                   interval_verdict(boot.confidence_interval, (ref["lo"], ref["hi"]), tol,
+                                    f"{boot.n_resamples:,} resamples of n={d.height}"))
         line(f"{model} r23 (n_S2={d.height})", f"{boot.statistic:.3f} [{boot.confidence_interval[0]:.3f}, {boot.confidence_interval[1]:.3f}]",
              f"{ref['point']:.3f} [{ref['lo']:.3f}, {ref['hi']:.3f}]", verdict if point_ok else "DIFFERS (point)")
 

@@ -153,18 +153,18 @@ def bootstrap_section(ctx: dict) -> None:
         def ci(r) -> str:
             return f"[{r.confidence_interval.low:.4f}, {r.confidence_interval.high:.4f}]"
 
-        sec_p, res = timed(lambda: stats.cluster_bootstrap_ci(cl, h, n, n_resamples=BOOT_DRAWS, seed=1,
-                                                              method="percentile"), repeat=3)
-        row("ours, cluster_bootstrap_ci, method='percentile'", sec_p, ci(res), ref)
-        sec, res = timed(lambda: stats.cluster_bootstrap_ci(cl, h, n, n_resamples=BOOT_DRAWS, seed=1), repeat=3)
-        row(f"ours, cluster_bootstrap_ci, default ({res.interval_method})", sec,
+        sec_p, res = timed(lambda: stats.cluster_rate_ci(cl, h, n, n_resamples=BOOT_DRAWS, seed=1,
+                                                         method="percentile"), repeat=3)
+        row("ours, cluster_rate_ci, method='percentile'", sec_p, ci(res), ref)
+        sec, res = timed(lambda: stats.cluster_rate_ci(cl, h, n, n_resamples=BOOT_DRAWS, seed=1), repeat=3)
+        row(f"ours, cluster_rate_ci, default ({res.interval_method})", sec,
             f"{ci(res)}  percentile / default time = {sec_p / sec:.2f}", ref)
-        sec_p, res = timed(lambda: stats.cluster_bootstrap_ci(d.cluster, d.hits, d.n, arm=d.arm, n_resamples=BOOT_DRAWS,
-                                                              seed=1, method="percentile"), repeat=3)
-        row("ours, cluster_bootstrap_ci of A − B, 'percentile'", sec_p, ci(res), ref)
-        sec, res = timed(lambda: stats.cluster_bootstrap_ci(d.cluster, d.hits, d.n, arm=d.arm, n_resamples=BOOT_DRAWS,
-                                                            seed=1), repeat=3)
-        row(f"ours, cluster_bootstrap_ci of A − B, default ({res.interval_method})", sec,
+        sec_p, res = timed(lambda: stats.cluster_rate_ci(d.cluster, d.hits, d.n, arm=d.arm, n_resamples=BOOT_DRAWS,
+                                                         seed=1, method="percentile"), repeat=3)
+        row("ours, cluster_rate_ci of A − B, 'percentile'", sec_p, ci(res), ref)
+        sec, res = timed(lambda: stats.cluster_rate_ci(d.cluster, d.hits, d.n, arm=d.arm, n_resamples=BOOT_DRAWS,
+                                                       seed=1), repeat=3)
+        row(f"ours, cluster_rate_ci of A − B, default ({res.interval_method})", sec,
             f"{ci(res)}  percentile / default time = {sec_p / sec:.2f}", ref)
 
 
@@ -320,14 +320,14 @@ def _before_after(ctx: dict, cells, analyses) -> None:
     hcols = [np.where(sub["condition"] == c, sub[r], 0) for c in BIG_CONDITIONS for r in a.rates]
     ncols = [np.where(sub["condition"] == c, sub["n"], 0) for c in BIG_CONDITIONS for r in a.rates]
     codes = sub["case_id"].rank("dense").to_numpy()
-    new_boot, _ = timed(lambda: stats.cluster_bootstrap_many(codes, np.column_stack(hcols), np.column_stack(ncols),
-                                                             differences=[(0, 6)], n_resamples=BOOT_DRAWS, seed=1,
-                                                             method="percentile"))
-    row(f"bootstrap: {n_intervals} intervals, one cluster_bootstrap_ci each (previous)", old_boot, "extrapolated")
-    row("bootstrap: cluster_bootstrap_many, one shared resample (percentile)", new_boot, "", old_boot)
-    dflt, res = timed(lambda: stats.cluster_bootstrap_many(codes, np.column_stack(hcols), np.column_stack(ncols),
-                                                          differences=[(0, 6)]), repeat=3)
-    row(f"cluster_bootstrap_many, default method ({res[0].interval_method} / {res[-1].interval_method})", dflt,
+    new_boot, _ = timed(lambda: stats.cluster_rate_ci_many(codes, np.column_stack(hcols), np.column_stack(ncols),
+                                                           differences=[(0, 6)], n_resamples=BOOT_DRAWS, seed=1,
+                                                           method="percentile"))
+    row(f"bootstrap: {n_intervals} intervals, one cluster_rate_ci each (previous)", old_boot, "extrapolated")
+    row("bootstrap: cluster_rate_ci_many, one shared resample (percentile)", new_boot, "", old_boot)
+    dflt, res = timed(lambda: stats.cluster_rate_ci_many(codes, np.column_stack(hcols), np.column_stack(ncols),
+                                                        differences=[(0, 6)]), repeat=3)
+    row(f"cluster_rate_ci_many, default method ({res[0].interval_method} / {res[-1].interval_method})", dflt,
         f"percentile / default time = {new_boot / dflt:.1f}", old_boot)
     # The two ways to read d columns off a shared resample, on the report's distinct per-prompt columns.
     from stats import bootstrap as B
@@ -366,7 +366,7 @@ def main(argv: list[str]) -> int:
     stats.cluster_permutation_test([0, 0], [1, 0], [1, 0], [2, 2], level="cell")  # load cached kernels
     stats.cluster_permutation_test([0, 0], [1, 0], [1, 0], [2, 2], level="cell", n_resamples=10, seed=0)
     stats.cluster_permutation_test([0, 0], [1, 0], [1, 0], [2, 2], level="trial", n_resamples=10, seed=0)
-    stats.cluster_bootstrap_ci([0, 1], [1, 0], [2, 2], n_resamples=10, seed=0)
+    stats.cluster_rate_ci([0, 1], [1, 0], [2, 2], n_resamples=10, seed=0)
     print(f"kernel load (numba cache; compiles only on first run after install): {time.perf_counter() - t:.2f}s")
     print("ungrounded:", "available" if ung is not None else "NOT importable (column skipped)")
     only = args.only.split(",") if args.only else None

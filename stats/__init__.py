@@ -1,12 +1,32 @@
 """trialgrid's statistics core: pure functions on numpy arrays, no I/O.
 
 Imports neither ``runner`` nor ``cluster``. The cluster (prompt, case, task)
-is the unit of inference throughout; inputs are per-cell counts.
+is the unit of inference throughout; inputs are per-cell counts. Every public
+function has a numpydoc docstring (Parameters, Returns, the method and a
+reference), in the style of ``scipy.stats``.
+
+Deprecated aliases (same objects, a ``DeprecationWarning`` on use; not in
+``__all__``): ``cluster_bootstrap_ci`` → ``cluster_rate_ci``,
+``cluster_bootstrap_many`` → ``cluster_rate_ci_many``, ``BootstrapResult`` →
+``ClusterIntervalResult`` (``stats._deprecated`` says how).
 """
 
+from typing import Any
+
 from stats._clusters import factorize_clusters
+from stats._deprecated import renamed_attribute
 from stats.agreement import average_ranks, cohen_kappa, spearman
-from stats.bootstrap import cluster_bootstrap_ci, cluster_bootstrap_many
+from stats.cluster_intervals import (
+    DEFAULT_METHOD,
+    INTERVAL_NAMES,
+    IntervalMethod,
+    cluster_rate_ci,
+    cluster_rate_ci_many,
+)
+
+# deprecated aliases: attributes, not in __all__ (they warn when called)
+from stats.cluster_intervals import cluster_bootstrap_ci as cluster_bootstrap_ci
+from stats.cluster_intervals import cluster_bootstrap_many as cluster_bootstrap_many
 from stats.contingency import fisher_exact, mcnemar_exact
 from stats.fields import field_scores
 from stats.firing import prompts_firing
@@ -15,11 +35,12 @@ from stats.permutation import cluster_permutation_test
 from stats.power import PowerResult, design_floor, simulate_power
 from stats.proportions import wilson_interval
 from stats.results import (
-    BootstrapResult,
+    ClusterIntervalResult,
     ConfidenceInterval,
     FieldScores,
     Firing,
     FisherResult,
+    IntervalKey,
     KappaResult,
     McNemarResult,
     PairedDifferenceResult,
@@ -28,11 +49,15 @@ from stats.results import (
 )
 
 __all__ = [
-    "BootstrapResult",
+    "DEFAULT_METHOD",
+    "INTERVAL_NAMES",
+    "ClusterIntervalResult",
     "ConfidenceInterval",
     "FieldScores",
     "Firing",
     "FisherResult",
+    "IntervalKey",
+    "IntervalMethod",
     "KappaResult",
     "McNemarResult",
     "PairedDifferenceResult",
@@ -40,9 +65,9 @@ __all__ = [
     "PowerResult",
     "SpearmanResult",
     "average_ranks",
-    "cluster_bootstrap_ci",
-    "cluster_bootstrap_many",
     "cluster_permutation_test",
+    "cluster_rate_ci",
+    "cluster_rate_ci_many",
     "cohen_kappa",
     "design_floor",
     "factorize_clusters",
@@ -55,3 +80,10 @@ __all__ = [
     "spearman",
     "wilson_interval",
 ]
+
+_RENAMED = {"BootstrapResult": ("stats.ClusterIntervalResult", ClusterIntervalResult)}
+
+
+def __getattr__(name: str) -> Any:
+    """``BootstrapResult``, the former name of ``ClusterIntervalResult``, with a DeprecationWarning."""
+    return renamed_attribute(__name__, name, _RENAMED)

@@ -31,11 +31,29 @@ def _is_missing(value: Any) -> bool:
 def factorize_clusters(cluster: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Map cluster ids to dense codes ``0..k-1`` in order of first appearance.
 
-    Ids may be any hashable values (ints, strings, tuples). Returns
-    ``(codes, uniques)`` with ``uniques[codes[i]] == cluster[i]``.
-    A missing id (None, NaN, NaT) raises ``ValueError`` naming the position:
-    a trial without a cluster cannot be assigned to a unit of inference, and
-    silently pooling such trials into one "missing" cluster would invent one.
+    Parameters
+    ----------
+    cluster : array_like, shape (cells,)
+        Cluster ids: any hashable values (ints, strings, tuples).
+
+    Returns
+    -------
+    codes : numpy.ndarray of int64, shape (cells,)
+        The dense code of each id, numbered in order of first appearance.
+    uniques : numpy.ndarray, shape (k,)
+        The distinct ids, with ``uniques[codes[i]] == cluster[i]``.
+
+    Raises
+    ------
+    ValueError
+        For a missing id (None, NaN, NaT), naming its position: a trial
+        without a cluster cannot be assigned to a unit of inference, and
+        silently pooling such trials into one "missing" cluster would invent one.
+
+    Notes
+    -----
+    Like ``pandas.factorize`` (``sort=False``): the codes do not depend on
+    how the ids sort.
     """
     if isinstance(cluster, np.ndarray) and cluster.dtype.kind in "iub":
         arr = cluster.ravel()

@@ -53,14 +53,42 @@ def cohen_kappa(
     confidence_level: float = 0.95,
     seed: SeedLike = None,
 ) -> KappaResult:
-    """Cohen's kappa between two raters' labels on the same items, with interval.
+    """Cohen's kappa between two raters' labels on the same items, with a cluster bootstrap interval.
 
-    Method: kappa = (p_o − p_e) / (1 − p_e), p_o the observed agreement, p_e
-    the agreement expected from the two raters' marginal label frequencies
-    (unweighted, any hashable labels). The interval is a percentile bootstrap
-    resampling clusters of items (default: every item its own cluster).
-    Kappa is undefined (NaN) when p_e = 1, i.e. both raters always give the
-    same single label; such resamples are excluded from the percentiles.
+    Parameters
+    ----------
+    rater1, rater2 : array_like, shape (items,)
+        The two raters' labels of the same items, aligned (any hashable labels).
+    cluster : array_like, shape (items,), optional
+        Cluster of each item for the bootstrap (default: every item its own cluster).
+    n_resamples : int, default 4000
+        Cluster resamples of the percentile interval.
+    confidence_level : float, default 0.95
+        Two-sided confidence level, in (0, 1).
+    seed : None, int, or numpy.random.Generator, optional
+        Seed of the resampling.
+
+    Returns
+    -------
+    res : KappaResult
+        ``statistic`` (kappa), ``confidence_interval``, ``observed_agreement``
+        (p_o), ``expected_agreement`` (p_e), ``method``, ``n`` items and
+        ``n_resamples``.
+
+    Notes
+    -----
+    kappa = (p_o − p_e) / (1 − p_e), p_o the observed agreement, p_e the
+    agreement expected from the two raters' marginal label frequencies
+    (unweighted). The interval is a percentile bootstrap resampling clusters
+    of items with replacement. Kappa is undefined (NaN) when p_e = 1, i.e.
+    both raters always give the same single label; such resamples are
+    excluded from the percentiles. As ``sklearn.metrics.cohen_kappa_score``
+    for the statistic.
+
+    References
+    ----------
+    .. [1] J. Cohen, "A coefficient of agreement for nominal scales",
+           Educational and Psychological Measurement 20(1), 37–46, 1960.
     """
     r1 = _labels(rater1, "rater1")
     r2 = _labels(rater2, "rater2")
@@ -93,7 +121,23 @@ def cohen_kappa(
 
 
 def average_ranks(x: ArrayLike) -> np.ndarray:
-    """Ranks 1..n with ties given their average rank (``scipy.stats.rankdata``)."""
+    """Ranks 1..n with ties given their average rank, as ``scipy.stats.rankdata(method="average")``.
+
+    Parameters
+    ----------
+    x : array_like, shape (n,)
+        Values to rank; NaN is refused (``ValueError``).
+
+    Returns
+    -------
+    ranks : numpy.ndarray of float64, shape (n,)
+        The rank of each value, ties sharing the mean of the ranks they span.
+
+    Notes
+    -----
+    A stable sort, then each run of equal values gets (first + last) / 2 of
+    the ranks it spans: the ranks Spearman's rho correlates.
+    """
     v = np.asarray(x, dtype=np.float64)
     if v.ndim != 1:
         raise ValueError("expected a 1-D array")
@@ -117,16 +161,41 @@ def spearman(
     n_resamples: int | None = None,
     seed: SeedLike = None,
 ) -> SpearmanResult:
-    """Spearman's rho (Pearson correlation of average ranks) with a permutation p.
+    """Spearman's rank correlation rho with an exact or Monte Carlo permutation p.
 
-    The p-value is two-sided: the share of pairings of x with a permutation of
-    y whose |rho| is at least the observed |rho|. It is exact (all n!
-    pairings) for n ≤ 10 when ``n_resamples`` is None, else Monte Carlo with
-    ``n_resamples`` (default 20,000) draws, p = (b + 1) / (R + 1). Ranks are
-    compared as integers (doubled average ranks), so ties in rho are exact.
-    A constant input has no ranks to correlate: rho and p are NaN, as in
-    ``scipy.stats.spearmanr``. Assumes the pairs are exchangeable under the
-    null of no association.
+    Parameters
+    ----------
+    x, y : array_like, shape (n,)
+        Paired observations, n ≥ 2.
+    n_resamples : int, optional
+        Monte Carlo draws of the permutation p. None (default): exact for
+        n ≤ 10, else 20,000 draws.
+    seed : None, int, or numpy.random.Generator, optional
+        Seed of the Monte Carlo draws.
+
+    Returns
+    -------
+    res : SpearmanResult
+        ``statistic`` (rho), two-sided ``pvalue``, ``method``, ``n``, and
+        ``n_resamples`` / ``mc_stderr`` (None when the p is exact).
+
+    Notes
+    -----
+    rho is the Pearson correlation of the average ranks. The p-value is the
+    share of pairings of x with a permutation of y whose |rho| is at least the
+    observed |rho|: exact over all n! pairings, or Monte Carlo with
+    p = (b + 1) / (R + 1). Ranks are compared as integers (doubled average
+    ranks), so ties in rho are exact. A constant input has no ranks to
+    correlate: rho and p are NaN, as in ``scipy.stats.spearmanr``. Assumes
+    the pairs are exchangeable under the null of no association.
+
+    References
+    ----------
+    .. [1] C. Spearman, "The proof and measurement of association between two
+           things", American Journal of Psychology 15(1), 72–101, 1904.
+    .. [2] B. Phipson and G. K. Smyth, "Permutation p-values should never be
+           zero", Statistical Applications in Genetics and Molecular Biology
+           9(1), 2010 (the (b + 1) / (R + 1) estimate).
     """
     xv = np.asarray(x, dtype=np.float64)
     yv = np.asarray(y, dtype=np.float64)

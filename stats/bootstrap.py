@@ -1,21 +1,19 @@
-"""Cluster intervals for a pooled rate or an A − B difference: tilted Korn–Graubard (default), Korn–Graubard, t, bootstrap percentile.
+"""The cluster bootstrap: clusters resampled with replacement, and the percentile interval read off them.
 
-The default interval (``method="korn-graubard-tilted"``) was chosen by the
-simulation study benchmarks/interval_coverage.py (table and discussion in
-docs/statistics-coverage.md): the percentile interval below covers only
-30–90% at 6–12 prompts, while the tilted Korn–Graubard interval for a rate
-(Clopper–Pearson at the effective trials, tails split α(½ ± 0.1(1 − 2r))), and
-the MOVER combination of the arms' tilted intervals for a difference, stay at
-or above 94% coverage in every cell of the study from 6 prompts up, at a
-fraction of the cost (no resampling). ``"korn-graubard"`` is the equal-tailed
-interval (the default before; it falls to 93.9–94.0% in the most skewed
-cells). The formulas are in ``stats.intervals``.
+This is the one place in ``stats`` that draws resamples. It serves
+``stats.cluster_rate_ci(..., method="percentile")`` and
+``stats.cluster_rate_ci_many(..., method="percentile")`` (the analytic
+default intervals, which draw none, are in ``stats.cluster_intervals``), and
+``stats.paired_difference`` and ``stats.cohen_kappa``, whose intervals are
+percentile bootstraps.
 
-Why the cluster bootstrap exists: with a dozen prompts the uncertainty that matters is which
+Why whole clusters: with a dozen prompts the uncertainty that matters is which
 prompts happened to be chosen, so whole clusters are resampled with
 replacement, never trials. For a difference, clusters are resampled once and
 both arms are read off the same resample, which keeps the within-prompt
-pairing of the arms.
+pairing of the arms. The simulation study benchmarks/interval_coverage.py
+(docs/statistics-coverage.md) shows that the percentile interval under-covers
+with few prompts (30–90% at 6–12 prompts), which is why it is not the default.
 
 Percentiles are taken with numpy's default (linear interpolation between
 order statistics, "type 7"), which is what ``scipy.stats.bootstrap`` uses for
@@ -26,16 +24,15 @@ the order statistic one place too high at both ends).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from stats import _kernels as K
-from stats import intervals as I
-from stats._clusters import as_counts, cluster_table, factorize_clusters
+from stats import results as _results
+from stats._deprecated import renamed_attribute
 from stats._rng import SeedLike, kernel_seed
-from stats.results import BootstrapResult, ConfidenceInterval
+from stats.results import ClusterIntervalResult, ConfidenceInterval
 
 
 def percentile_interval(values: np.ndarray, confidence_level: float) -> ConfidenceInterval:
@@ -102,11 +99,11 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 
 def _result(statistic: float, dist: np.ndarray, confidence_level: float, what: str, r: int, k: int,
-            shared: str = "") -> BootstrapResult:
+            shared: str = "") -> ClusterIntervalResult:
     """The percentile interval's result."""
     ci = percentile_interval(dist, confidence_level)
     finite = dist[np.isfinite(dist)]
-    return BootstrapResult(
+    return ClusterIntervalResult(
         statistic=float(statistic),
         confidence_interval=ci,
         standard_error=float(finite.std(ddof=1)) if finite.size > 1 else float("nan"),
@@ -119,142 +116,19 @@ def _result(statistic: float, dist: np.ndarray, confidence_level: float, what: s
     )
 
 
-#: the interval methods, scipy-style keys for ``method=``
-METHODS = ("korn-graubard-tilted", "korn-graubard", "t", "percentile")
-DEFAULT_METHOD = "korn-graubard-tilted"
+def percentile_rate(values: np.ndarray, difference: bool, n_resamples: int, confidence_level: float,
+                    seed: SeedLike) -> ClusterIntervalResult:
+    """Percentile interval of one pooled rate, or of A − B, from per-cluster (k × 2) or (k × 4) counts.
 
-
-def _check(method: str, n_resamples: int) -> None:
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if int(n_resamples) != n_resamples or n_resamples < 1:
-        raise ValueError("n_resamples must be a positive integer")
-
-
-def _analytic(statistic: float, lo: float, hi: float, se: float, key: str, what: str, k: int) -> BootstrapResult:
-    return BootstrapResult(
-        statistic=float(statistic),
-        confidence_interval=ConfidenceInterval(float(lo), float(hi)),
-        standard_error=float(se),
-        method=f"{what}, {k} clusters",
-        n_resamples=0,
-        n_clusters=int(k),
-        n_undefined=0,
-        bootstrap_distribution=np.empty(0),
-        interval_method=key,
-    )
-
-
-def _kg(method: str, r: np.ndarray, v: np.ndarray, N: np.ndarray, k: np.ndarray,
-        confidence_level: float) -> tuple[np.ndarray, np.ndarray]:
-    """The Korn–Graubard interval of ``method`` ("korn-graubard-tilted" or "korn-graubard")."""
-    if method == "korn-graubard-tilted":
-        return I.korn_graubard_tilted(r, v, N, k, confidence_level)
-    return I.korn_graubard(r, v, N, k, confidence_level)
-
-
-_KG_WHAT = {"korn-graubard-tilted": "tilted Korn–Graubard", "korn-graubard": "Korn–Graubard"}
-_KG_TAILS = {"korn-graubard-tilted": f"α split α(½ + {I.TILT:g}(1 − 2r)) below and α(½ − {I.TILT:g}(1 − 2r)) above, ",
-             "korn-graubard": ""}
-
-
-def _rate_results(h: np.ndarray, n: np.ndarray, confidence_level: float, method: str) -> list[BootstrapResult]:
-    """Analytic intervals of the pooled rate of each row of (columns × clusters) counts."""
-    k_all = h.shape[1]
-    _, N, r, v, k = I.ratio_moments(h, n)
-    if method in _KG_WHAT:
-        lo, hi = _kg(method, r, v, N, k, confidence_level)
-    else:
-        lo, hi = I.t_interval(r, v, k, confidence_level)
-        lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
-    out = []
-    for j in range(h.shape[0]):
-        df = int(k[j]) - 1
-        if method in _KG_WHAT:
-            what = (f"{_KG_WHAT[method]} interval of the pooled rate (Clopper–Pearson at the effective number of "
-                    f"trials from the cluster linearisation variance, {_KG_TAILS[method]}{df} df)")
-        else:
-            what = f"t interval of the pooled rate (cluster linearisation standard error, {df} df)"
-        out.append(_analytic(r[j], lo[j], hi[j], np.sqrt(v[j]), method, what, k_all))
-    return out
-
-
-def _difference_results(hA: np.ndarray, nA: np.ndarray, hB: np.ndarray, nB: np.ndarray, confidence_level: float,
-                        method: str) -> list[BootstrapResult]:
-    """Analytic intervals of rate A − rate B for each row of paired (rows × clusters) counts."""
-    k_all = hA.shape[1]
-    _, NA, rA, vA, kA = I.ratio_moments(hA, nA)
-    _, NB, rB, vB, kB = I.ratio_moments(hB, nB)
-    cov = I.ratio_covariance(hA, nA, hB, nB)
-    k = ((np.asarray(nA) + np.asarray(nB)) > 0).sum(axis=-1).astype(np.float64).reshape(-1)
-    d = rA - rB
-    var = np.maximum(vA + vB - 2.0 * cov, 0.0)
-    if method in _KG_WHAT:
-        la, ua = _kg(method, rA, vA, NA, kA, confidence_level)
-        lb, ub = _kg(method, rB, vB, NB, kB, confidence_level)
-        lo, hi = I.mover(rA, la, ua, rB, lb, ub, I.correlation(vA, vB, cov))
-        key = "mover-" + method
-    else:
-        lo, hi = I.t_interval(d, var, k, confidence_level)
-        lo, hi = np.clip(lo, -1.0, 1.0), np.clip(hi, -1.0, 1.0)
-        key = "t"
-    out = []
-    for j in range(d.shape[0]):
-        if method in _KG_WHAT:
-            what = ("MOVER (Newcombe hybrid) interval of the difference of pooled rates A − B from the arms' "
-                    f"{_KG_WHAT[method]} intervals and their cluster-estimated correlation "
-                    f"({int(kA[j]) - 1} and {int(kB[j]) - 1} df)")
-        else:
-            what = (f"t interval of the difference of pooled rates A − B (paired cluster linearisation standard "
-                    f"error, {int(k[j]) - 1} df)")
-        out.append(_analytic(d[j], lo[j], hi[j], np.sqrt(var[j]), key, what, k_all))
-    return out
-
-
-def cluster_bootstrap_ci(
-    cluster: ArrayLike,
-    hits: ArrayLike,
-    n: ArrayLike,
-    *,
-    arm: ArrayLike | None = None,
-    n_resamples: int = 4000,
-    confidence_level: float = 0.95,
-    seed: SeedLike = None,
-    method: str = DEFAULT_METHOD,
-) -> BootstrapResult:
-    """Cluster bootstrap percentile interval of a pooled rate, or of A − B with ``arm``.
-
-    Inputs are per-cell arrays (cluster id, hits, trials; optionally arm with
-    1 = A, 0 = B); cells of one cluster are pooled. Each resample draws as many
-    clusters as observed, with replacement, and computes the pooled rate
+    ``values`` holds per cluster (hits, trials), or with ``difference`` (hits A, trials A, hits B,
+    trials B); each resample draws as many clusters as observed, with replacement, and computes
     Σhits / Σtrials (or rate A − rate B, both from the same drawn clusters).
-
-    Assumptions: clusters are independent and exchangeable draws from the
-    population of prompts; the percentile interval is adequate when the
-    bootstrap distribution is not badly skewed and there are enough clusters
-    (with few clusters it under-covers somewhat).
-
-    Edge cases: no trials at all gives statistic NaN and a (NaN, NaN)
-    interval. A resample in which an arm has no trials has an undefined
-    statistic: it is stored as NaN, excluded from the percentiles and counted
-    in ``n_undefined``. A single cluster gives a zero-width interval.
     """
-    _check(method, n_resamples)
-    _, hk, nk = cluster_table(cluster, hits, n, arm)
-    if method != "percentile":
-        if arm is None:
-            return _rate_results(hk[:, 0][None, :], nk[:, 0][None, :], confidence_level, method)[0]
-        return _difference_results(hk[:, 1][None, :], nk[:, 1][None, :], hk[:, 0][None, :], nk[:, 0][None, :],
-                                   confidence_level, method)[0]
-    if arm is None:
-        values = np.column_stack([hk[:, 0], nk[:, 0]])
-    else:
-        values = np.column_stack([hk[:, 1], nk[:, 1], hk[:, 0], nk[:, 0]])
     k = values.shape[0]
     r = int(n_resamples)
     sums = resample_clusters(values, r, seed)
     tot = values.sum(axis=0)
-    if arm is None:
+    if not difference:
         statistic = tot[0] / tot[1] if tot[1] else float("nan")
         dist = _ratio(sums[:, 0], sums[:, 1])
         what = "pooled rate"
@@ -265,79 +139,15 @@ def cluster_bootstrap_ci(
     return _result(statistic, dist, confidence_level, what, r, k)
 
 
-def _side(side: int | Sequence[int], d: int) -> list[int]:
-    cols = [int(j) for j in np.atleast_1d(side)]
-    if not cols or any(not 0 <= j < d for j in cols):
-        raise ValueError(f"difference side {side!r} must name columns in 0..{d - 1}")
-    return cols
+def percentile_many(cols_h: list[np.ndarray], cols_n: list[np.ndarray], k: int,
+                    pairs: list[tuple[list[int], list[int]]], n_resamples: int, confidence_level: float,
+                    seed: SeedLike) -> tuple[ClusterIntervalResult, ...]:
+    """Percentile intervals of d pooled rates and of the differences ``pairs`` from one shared resample.
 
-
-def cluster_bootstrap_many(
-    cluster: ArrayLike,
-    hits: ArrayLike,
-    n: ArrayLike,
-    *,
-    differences: Sequence[tuple[int | Sequence[int], int | Sequence[int]]] = (),
-    n_resamples: int = 4000,
-    confidence_level: float = 0.95,
-    seed: SeedLike = None,
-    method: str = DEFAULT_METHOD,
-) -> tuple[BootstrapResult, ...]:
-    """Cluster bootstrap intervals of many pooled rates (and differences) from one shared resample.
-
-    ``cluster`` has one entry per cell; ``hits`` is (cells × d) — one column per
-    rate, e.g. per condition × outcome — and ``n`` is (cells × d) or (cells,)
-    shared by every column. Column j's statistic is the pooled rate
-    Σhits[:, j] / Σn[:, j]; each pair ``(a, b)`` in ``differences`` adds the
-    interval of rate a − rate b, where a side may also be a sequence of columns
-    pooled into one arm (Σ of their hits over Σ of their trials), e.g. the
-    conditions of arm A. Every resample draws as many clusters as observed,
-    with replacement, *once*, and all d columns (and differences) are read off
-    it, so the cost is one resampling instead of d. Identical columns (e.g. an
-    ``n`` shared by several rates) are resampled once.
-
-    Each returned interval is, on its own, the cluster bootstrap percentile
-    interval of ``cluster_bootstrap_ci``: with the same ``seed`` a single
-    column gives exactly that function's result (with ``arm``, the difference
-    of an arm-A and an arm-B column does). The intervals are dependent (they
-    share resamples), which matters only if they are combined. A cluster with
-    no trials in a column is still drawn for it and adds 0 / 0 (it is a prompt
-    of the population that happened to have no trials there); a resample with
-    no trials in a column gives NaN there, counted in ``n_undefined``.
-
-    Returns d results (columns in order) followed by one per difference.
+    ``cols_h`` / ``cols_n`` are the d columns of hits and trials of the ``k`` clusters; a side of a
+    pair lists columns pooled into one arm. Identical columns (e.g. a shared n) are resampled once.
     """
-    _check(method, n_resamples)
-    codes, uniques = factorize_clusters(cluster)
-    m = codes.size
-    h = np.asarray(hits)
-    if h.ndim == 1:
-        h = h[:, None]
-    nn = np.asarray(n)
-    if nn.ndim == 1:
-        nn = np.repeat(nn[:, None], h.shape[1], axis=1) if nn.shape == (m,) else nn
-    if h.ndim != 2 or h.shape[0] != m or nn.shape != h.shape:
-        raise ValueError(f"hits must be (cells × d) with one row per cell ({m}) and n (cells × d) or (cells,); "
-                         f"got {h.shape} and {np.asarray(n).shape}")
-    d = h.shape[1]
-    k = uniques.size
-    cols_h, cols_n = [], []
-    for j in range(d):
-        hj, nj = as_counts(h[:, j], nn[:, j], m)
-        cols_h.append(np.bincount(codes, hj, k))
-        cols_n.append(np.bincount(codes, nj, k))
-    pairs = [(_side(a, d), _side(b, d)) for a, b in differences]
-    if method != "percentile":
-        hc = np.array(cols_h, dtype=np.float64).reshape(d, k)
-        nc = np.array(cols_n, dtype=np.float64).reshape(d, k)
-        out = _rate_results(hc, nc, confidence_level, method) if d else []
-        if pairs:
-            hA = np.array([hc[a].sum(axis=0) for a, _ in pairs])
-            nA = np.array([nc[a].sum(axis=0) for a, _ in pairs])
-            hB = np.array([hc[b].sum(axis=0) for _, b in pairs])
-            nB = np.array([nc[b].sum(axis=0) for _, b in pairs])
-            out += _difference_results(hA, nA, hB, nB, confidence_level, method)
-        return tuple(out)
+    d = len(cols_h)
     values = np.column_stack(cols_h + cols_n) if d else np.zeros((k, 0))
     r = int(n_resamples)
     first: dict[bytes, int] = {}  # identical columns (e.g. a shared n) are resampled once
@@ -363,3 +173,18 @@ def cluster_bootstrap_many(
         out.append(_result(stat, dist_a - dist_b, confidence_level,
                            "difference of pooled rates A − B (clusters resampled once for both arms)", r, k, shared))
     return tuple(out)
+
+
+_RENAMED = {"BootstrapResult": ("stats.ClusterIntervalResult", ClusterIntervalResult),
+            # imported as the module, so the old names stay absent here and reach __getattr__
+            "METHODS": ("stats.cluster_intervals.METHODS", _results.METHODS),
+            "DEFAULT_METHOD": ("stats.cluster_intervals.DEFAULT_METHOD", _results.DEFAULT_METHOD)}
+
+
+def __getattr__(name: str) -> Any:
+    """Names that used to live here (``METHODS``, ``DEFAULT_METHOD``, ``BootstrapResult``), with a DeprecationWarning.
+
+    The former functions ``cluster_bootstrap_ci`` / ``cluster_bootstrap_many`` are aliased in ``stats``
+    (where they were public): defining them here would make this module import the one that uses it.
+    """
+    return renamed_attribute(__name__, name, _RENAMED)

@@ -24,11 +24,31 @@ from stats.results import FisherResult, McNemarResult
 def fisher_exact(table: ArrayLike) -> FisherResult:
     """Two-sided Fisher exact test on a 2 × 2 table of counts, as ``scipy.stats.fisher_exact``.
 
-    Method: condition on both margins; the top-left count is hypergeometric;
-    the p-value sums the probabilities of all tables no more probable than
-    the observed one. Assumes independent trials. The statistic is the sample
-    odds ratio (inf when a off-diagonal cell is 0). A table with an empty row
-    or column gives odds ratio NaN and p = 1, as in scipy.
+    Parameters
+    ----------
+    table : array_like of int, shape (2, 2)
+        Non-negative counts: rows are the arms, columns hit / miss.
+
+    Returns
+    -------
+    res : FisherResult
+        ``statistic`` (the sample odds ratio; inf when an off-diagonal cell
+        is 0), two-sided ``pvalue`` and ``method``.
+
+    Notes
+    -----
+    Conditions on both margins, so the top-left count is hypergeometric; the
+    p-value sums the probabilities of all tables no more probable than the
+    observed one, compared exactly in integers. Assumes independent trials
+    (too optimistic when trials of a prompt are correlated: the cluster tests
+    are the ones to read). A table with an empty row or column gives odds
+    ratio NaN and p = 1, as in scipy.
+
+    References
+    ----------
+    .. [1] R. A. Fisher, "On the interpretation of χ² from contingency tables,
+           and the calculation of P", Journal of the Royal Statistical Society
+           85(1), 87–94, 1922.
     """
     c = np.asarray(table)
     if c.shape != (2, 2):
@@ -52,12 +72,31 @@ def fisher_exact(table: ArrayLike) -> FisherResult:
 def mcnemar_exact(a_only: int, b_only: int) -> McNemarResult:
     """Exact McNemar test from the discordant pair counts.
 
-    ``a_only``: pairs where arm A had the outcome and B did not; ``b_only`` the
-    reverse. Under the null each discordant pair is equally likely to fall
-    either way, so p = min(1, 2 · P(Binomial(a_only + b_only, ½) ≤ min)) —
-    the two-sided ``scipy.stats.binomtest`` p for p = ½. No discordant pairs
-    gives p = 1. Statistic: ``min(a_only, b_only)`` (the binomial count).
-    Assumes pairs are independent of each other.
+    Parameters
+    ----------
+    a_only : int
+        Pairs where arm A had the outcome and B did not.
+    b_only : int
+        Pairs where arm B had the outcome and A did not.
+
+    Returns
+    -------
+    res : McNemarResult
+        ``statistic`` (``min(a_only, b_only)``, the binomial count), two-sided
+        ``pvalue``, ``method``, and the two counts.
+
+    Notes
+    -----
+    Under the null each discordant pair is equally likely to fall either way,
+    so p = min(1, 2 · P(Binomial(a_only + b_only, ½) ≤ min)) — the two-sided
+    ``scipy.stats.binomtest`` p for p = ½, in exact integer arithmetic. No
+    discordant pairs gives p = 1. Assumes pairs are independent of each other.
+
+    References
+    ----------
+    .. [1] Q. McNemar, "Note on the sampling error of the difference between
+           correlated proportions or percentages", Psychometrika 12(2),
+           153–157, 1947.
     """
     if a_only < 0 or b_only < 0 or int(a_only) != a_only or int(b_only) != b_only:
         raise ValueError("discordant counts must be non-negative integers")

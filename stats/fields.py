@@ -22,9 +22,27 @@ from stats.results import FieldScores
 def field_scores(predicted: Iterable[Hashable], gold: Iterable[Hashable]) -> FieldScores:
     """Micro-averaged precision / recall / F1 of ``predicted`` against ``gold``.
 
-    Both are collections of hashable items, typically ``(unit, field)`` tuples
-    so that the same field name on different traces counts separately;
-    duplicates are ignored (set semantics).
+    Parameters
+    ----------
+    predicted : iterable of hashable
+        The items flagged, typically ``(unit, field)`` tuples so that the same
+        field name on different traces counts separately.
+    gold : iterable of hashable
+        The items that should have been flagged.
+
+    Returns
+    -------
+    res : FieldScores
+        ``precision``, ``recall``, ``f1`` and the ``true_positives``,
+        ``false_positives`` and ``false_negatives`` counts.
+
+    Notes
+    -----
+    Duplicates are ignored (set semantics). precision = |P ∩ G| / |P|, 1.0
+    when nothing is predicted; recall = |P ∩ G| / |G|, 1.0 when there is
+    nothing to find; F1 is their harmonic mean, 0.0 when both are 0 (the
+    module docstring lists the cases). As ``sklearn.metrics`` micro averages
+    over the items, except for those empty-set conventions.
     """
     p = set(predicted)
     g = set(gold)

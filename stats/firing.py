@@ -17,9 +17,24 @@ from stats.results import Firing
 def prompts_firing(cluster: ArrayLike, hits: ArrayLike) -> Firing:
     """Number of clusters with at least one hit, and number of clusters.
 
-    ``cluster`` and ``hits`` are per-cell (or per-trial) arrays; hits are
-    summed within each cluster. A cluster present with zero trials still
-    counts in the denominator (it was observed and did not fire).
+    Parameters
+    ----------
+    cluster : array_like, shape (cells,)
+        Cluster id of each cell (or trial).
+    hits : array_like, shape (cells,)
+        Non-negative hit counts; summed within each cluster.
+
+    Returns
+    -------
+    res : Firing
+        ``firing`` (clusters with at least one hit) and ``clusters``
+        (clusters observed).
+
+    Notes
+    -----
+    A cluster present with zero trials still counts in the denominator (it
+    was observed and did not fire). The figure published beside pooled rates
+    in this field (e.g. "8 / 12 prompts").
     """
     codes, uniques = factorize_clusters(cluster)
     h = np.asarray(hits, dtype=np.float64)

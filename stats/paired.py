@@ -39,16 +39,42 @@ def paired_difference(
     confidence_level: float = 0.95,
     seed: SeedLike = None,
 ) -> PairedDifferenceResult:
-    """Rate of A minus rate of B over aligned pairs, with interval and McNemar.
+    """Rate of A minus rate of B over aligned pairs, with a cluster bootstrap interval and exact McNemar.
 
-    ``a[i]`` and ``b[i]`` are the 0/1 outcomes of the two arms on the same unit
-    (align them by unit id first). ``cluster`` optionally groups pairs into
-    clusters for the bootstrap (default: every pair is its own cluster).
+    Parameters
+    ----------
+    a, b : array_like of {0, 1}, shape (pairs,)
+        ``a[i]`` and ``b[i]`` are the outcomes of the two arms on the same
+        unit (align them by unit id first).
+    cluster : array_like, shape (pairs,), optional
+        Groups pairs into clusters for the bootstrap (default: every pair is
+        its own cluster).
+    n_resamples : int, default 4000
+        Cluster resamples of the percentile interval.
+    confidence_level : float, default 0.95
+        Two-sided confidence level, in (0, 1).
+    seed : None, int, or numpy.random.Generator, optional
+        Seed of the resampling.
 
-    Method: the interval is a percentile bootstrap that resamples clusters of
-    pairs with replacement, both arms together; the p-value is the exact
-    McNemar test on discordant pairs (which assumes pairs independent).
-    No pairs gives NaN statistic and interval and McNemar p = 1.
+    Returns
+    -------
+    res : PairedDifferenceResult
+        ``statistic`` (rate A − rate B), ``rate_a``, ``rate_b``,
+        ``confidence_interval``, ``mcnemar`` (a ``McNemarResult``),
+        ``method``, ``n_pairs``, ``n_clusters`` and ``n_resamples``.
+
+    Notes
+    -----
+    The interval is a percentile bootstrap that resamples clusters of pairs
+    with replacement, both arms together, so the pairing is kept; the p-value
+    is the exact McNemar test on discordant pairs (which assumes pairs
+    independent). No pairs gives NaN statistic and interval and McNemar p = 1.
+
+    References
+    ----------
+    .. [1] B. Efron and R. J. Tibshirani, "An Introduction to the Bootstrap",
+           Chapman & Hall, 1993, ch. 13 (percentile interval).
+    .. [2] Q. McNemar, Psychometrika 12(2), 153–157, 1947.
     """
     av = _binary(a, "a")
     bv = _binary(b, "b")

@@ -96,21 +96,51 @@ def cluster_permutation_test(
 ) -> PermutationTestResult:
     """Two-sided cluster permutation test of (pooled rate A − pooled rate B).
 
-    Parameters are per-cell arrays (one entry per cluster × condition cell):
-    ``cluster`` ids (any hashable; missing ids raise ``ValueError``), ``arm``
-    (1 = A, 0 = B), ``hits`` and trials ``n``. ``level`` chooses the scheme:
-    ``"trial"`` permutes trial labels within clusters (exact by convolution of
-    hypergeometrics), ``"cell"`` permutes whole cells within clusters (exact by
-    dynamic programming over clusters). ``n_resamples=None`` means exact when
-    feasible; beyond that, the tilted convolution with a stated error bound
-    where it applies (see the module docstring), else ``DEFAULT_DRAWS``
-    (20,000) Monte Carlo draws; an integer forces Monte Carlo with that many
-    draws, seeded by ``seed``.
+    Parameters
+    ----------
+    cluster : array_like, shape (cells,)
+        Cluster id of each cluster × condition cell (any hashable; missing ids
+        raise ``ValueError``).
+    arm : array_like of {0, 1}, shape (cells,)
+        1 = arm A, 0 = arm B.
+    hits : array_like of int, shape (cells,)
+        Hits in each cell.
+    n : array_like of int, shape (cells,)
+        Trials in each cell.
+    level : {"trial", "cell"}, default "trial"
+        ``"trial"`` permutes trial labels within clusters (exact by
+        convolution of hypergeometrics); ``"cell"`` permutes whole cells
+        within clusters (exact by dynamic programming over clusters).
+    n_resamples : int, optional
+        None (default): exact when feasible; beyond that, the tilted
+        convolution with a stated error bound where it applies (see the
+        module docstring), else ``DEFAULT_DRAWS`` (20,000) Monte Carlo draws.
+        An integer forces Monte Carlo with that many draws.
+    seed : None, int, or numpy.random.Generator, optional
+        Seed of the Monte Carlo draws.
 
-    Assumptions: under the null, labels are exchangeable within each cluster
-    (trials of a prompt for ``"trial"``, conditions of a prompt for
-    ``"cell"``); clusters are independent. See the module docstring for the
-    tie handling and the edge-case conventions.
+    Returns
+    -------
+    res : PermutationTestResult
+        ``statistic`` (rate A − rate B), two-sided ``pvalue``, ``method``,
+        ``level``, ``attainable_floor`` (the smallest p any arrangement of
+        these data could give), ``n_resamples`` / ``mc_stderr`` (None when
+        not Monte Carlo), ``pvalue_error`` (the bound of a tilted-convolution
+        p) and the arms' hits and trials.
+
+    Notes
+    -----
+    Under the null, labels are exchangeable within each cluster (trials of a
+    prompt for ``"trial"``, conditions of a prompt for ``"cell"``); clusters
+    are independent. A Monte Carlo p is (b + 1) / (R + 1). See the module
+    docstring for the tie handling and the edge-case conventions.
+
+    References
+    ----------
+    .. [1] E. S. Edgington and P. Onghena, "Randomization Tests", 4th ed.,
+           Chapman & Hall/CRC, 2007 (permutation within blocks).
+    .. [2] B. Phipson and G. K. Smyth, Statistical Applications in Genetics
+           and Molecular Biology 9(1), 2010 (the (b + 1) / (R + 1) estimate).
     """
     if level not in ("trial", "cell"):
         raise ValueError(f"level must be 'trial' or 'cell', got {level!r}")

@@ -22,7 +22,7 @@ Monte Carlo with ``n_perm`` arrangements, p = (b + 1) / (R + 1), otherwise.
 Interval width: the interval of A − B the report prints — by default
 (``interval="korn-graubard-tilted"``) the MOVER combination of the arms' tilted
 Korn–Graubard cluster intervals (``"korn-graubard"``: equal-tailed arms),
-computed by ``stats.bootstrap`` from each simulated study's per-prompt arm totals; ``"t"`` the cluster t interval; ``"percentile"`` the
+computed by ``stats.cluster_intervals`` from each simulated study's per-prompt arm totals; ``"t"`` the cluster t interval; ``"percentile"`` the
 cluster bootstrap percentile interval (prompts resampled once for both arms,
 numpy's linear interpolation), resampled inside the kernel. The expected width
 is its mean over studies.
@@ -32,19 +32,40 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import numba as nb
 import numpy as np
 from numpy.typing import ArrayLike
 
-from stats.bootstrap import DEFAULT_METHOD, METHODS, _difference_results
+from stats.cluster_intervals import DEFAULT_METHOD, METHODS, IntervalMethod, difference_results
 
 EXACT_BUDGET = 2_000_000
 
 
 @dataclass(frozen=True)
 class PowerResult:
-    """Simulated operating characteristics of one design (prompts × runs)."""
+    """Simulated operating characteristics of one design (prompts × runs).
+
+    Attributes
+    ----------
+    n_prompts, n_runs : int
+        The design: prompts, and trials per prompt × condition cell.
+    power : float
+        Share of simulated studies with p ≤ alpha.
+    power_se : float
+        Its Monte Carlo standard error.
+    mean_width : float
+        Mean width of the interval of A − B.
+    floor : float
+        Smallest p the cell-level test can produce in this design.
+    n_sims : int
+        Simulated studies.
+    exact : bool
+        p-values by exact convolution (else Monte Carlo).
+    interval_method : str
+        The interval key (``ClusterIntervalResult.interval_method``) of ``mean_width``.
+    """
 
     n_prompts: int
     n_runs: int
@@ -54,7 +75,7 @@ class PowerResult:
     floor: float            # smallest p the cell-level test can produce in this design
     n_sims: int
     exact: bool             # p-values by exact convolution (else Monte Carlo)
-    interval_method: str = DEFAULT_METHOD  # the ``stats.bootstrap`` method whose width ``mean_width`` is
+    interval_method: str = DEFAULT_METHOD  # the interval key (``ClusterIntervalResult.interval_method``) of ``mean_width``
 
 
 @nb.njit(cache=True)
@@ -220,9 +241,26 @@ def _arms(rates: ArrayLike, arm: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
 def design_floor(arm: ArrayLike, n_prompts: int) -> float:
     """Smallest p the cell-level test can give in this design, whatever the data: 1 / C(C, a)^K.
 
-    Only the arrangement that puts every prompt's highest cells in arm A (or, with
-    a = b, also its mirror image) is as extreme as the most extreme outcome. No
-    number of runs moves this floor: only prompts do.
+    Parameters
+    ----------
+    arm : array_like of {1, 0, -1}, shape (conditions,)
+        Arm of each condition: 1 = A, 0 = B, -1 = not in the test.
+    n_prompts : int
+        Prompts (clusters) K in the design.
+
+    Returns
+    -------
+    floor : float
+        The attainable floor of the two-sided cell-level permutation p
+        (``cluster_permutation_test(level="cell")``), capped at 1.
+
+    Notes
+    -----
+    With C conditions in the test, a of them in arm A, each prompt has
+    C(C, a) equally likely arrangements; only the one that puts every
+    prompt's highest cells in arm A (or, with a = b, also its mirror image)
+    is as extreme as the most extreme outcome. No number of runs moves this
+    floor: only prompts do.
     """
     g = np.asarray(arm)
     g = g[g >= 0]
@@ -236,14 +274,56 @@ def design_floor(arm: ArrayLike, n_prompts: int) -> float:
 def simulate_power(rates: ArrayLike, arm: ArrayLike, *, n_prompts: int, n_runs: int, sd: float,
                    shared: float = 0.0, n_sims: int = 1000, alpha: float = 0.05, n_perm: int = 999,
                    n_boot: int = 400, confidence: float = 0.95, seed: int = 0,
-                   method: str = "auto", interval: str = DEFAULT_METHOD) -> PowerResult:
+                   method: Literal["auto", "exact", "mc"] = "auto",
+                   interval: IntervalMethod = DEFAULT_METHOD) -> PowerResult:
     """Power of the cell-level cluster permutation test and mean cluster-interval width for one design.
 
-    ``rates`` and ``arm`` have one entry per condition (arm 1 = A, 0 = B, -1 = not in the
-    test); ``sd`` is the logit-scale standard deviation of cell rates across prompts
-    and ``shared`` the share of that variance common to all cells of a prompt.
-    ``method`` is "exact", "mc" or "auto" (exact when cheap); ``interval`` one of
-    ``stats.bootstrap.METHODS`` (default: the report's). Deterministic given ``seed``.
+    Parameters
+    ----------
+    rates : array_like of float, shape (conditions,)
+        Mean rate of each condition, in (0, 1).
+    arm : array_like of {1, 0, -1}, shape (conditions,)
+        Arm of each condition: 1 = A, 0 = B, -1 = not in the test.
+    n_prompts : int
+        Prompts (clusters) per simulated study.
+    n_runs : int
+        Trials per prompt × condition cell.
+    sd : float
+        Logit-scale standard deviation of cell rates across prompts (≥ 0).
+    shared : float, default 0.0
+        Share of that variance common to all cells of a prompt, in [0, 1].
+    n_sims : int, default 1000
+        Simulated studies.
+    alpha : float, default 0.05
+        Level of the test.
+    n_perm : int, default 999
+        Monte Carlo arrangements per study when the p is not exact.
+    n_boot : int, default 400
+        Resamples per study of ``interval="percentile"`` (unused otherwise).
+    confidence : float, default 0.95
+        Confidence level of the interval.
+    seed : int, default 0
+        The simulation is deterministic given it.
+    method : {"auto", "exact", "mc"}, default "auto"
+        p-values by exact convolution, Monte Carlo, or exact when cheap
+        (at most ``EXACT_BUDGET`` operations per study).
+    interval : {"korn-graubard-tilted", "korn-graubard", "t", "percentile"}, default "korn-graubard-tilted"
+        The ``cluster_rate_ci`` method whose A − B interval width is
+        averaged (default: the report's).
+
+    Returns
+    -------
+    res : PowerResult
+        ``power`` and its Monte Carlo ``power_se``, ``mean_width`` of the
+        interval of A − B (``interval_method`` says which), the design's
+        ``floor``, ``n_sims`` and whether the p-values were ``exact``.
+
+    Notes
+    -----
+    The generative model and the test are in the module docstring: prompt
+    effects on the logit scale, binomial trials per cell, the cell-level
+    permutation test of ``cluster_permutation_test``. Power is the share of
+    studies with p ≤ ``alpha``.
     """
     if n_prompts < 1 or n_runs < 1 or n_sims < 1:
         raise ValueError("n_prompts, n_runs and n_sims must be positive")
@@ -261,11 +341,11 @@ def simulate_power(rates: ArrayLike, arm: ArrayLike, *, n_prompts: int, n_runs: 
     rej, widths, hit_a, hit_b = _simulate(logits, g, int(n_prompts), int(n_runs), float(sd), float(shared),
                                           int(n_sims), int(n_perm), float(alpha), boots, float(confidence),
                                           int(seed) % (2**32), exact)
-    key = interval
+    key: str = interval
     if interval != "percentile":
         a, b = int(g.sum()), int(g.size - g.sum())
-        res = _difference_results(hit_a, np.full(hit_a.shape, float(a * n_runs)), hit_b,
-                                  np.full(hit_b.shape, float(b * n_runs)), float(confidence), interval)
+        res = difference_results(hit_a, np.full(hit_a.shape, float(a * n_runs)), hit_b,
+                                 np.full(hit_b.shape, float(b * n_runs)), float(confidence), interval)
         widths = np.array([r.confidence_interval.high - r.confidence_interval.low for r in res])
         key = res[0].interval_method  # "mover-korn-graubard-tilted", … or "t": the key the report prints for A − B
     power = rej / n_sims

@@ -17,9 +17,34 @@ from numpy.typing import ArrayLike
 def wilson_interval(hits: ArrayLike, n: ArrayLike, confidence_level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval for ``hits`` successes in ``n`` trials (vectorised).
 
-    Method: the interval of p solving |p̂ - p| = z sqrt(p(1-p)/n) (Wilson 1927), with
-    z the two-sided normal quantile for ``confidence_level``. Assumes independent
-    trials. Where ``n == 0`` both bounds are NaN (no information), not 0 or 1.
+    Parameters
+    ----------
+    hits : array_like of int
+        Successes, ``0 <= hits <= n``.
+    n : array_like of int
+        Trials, broadcast against ``hits``.
+    confidence_level : float, default 0.95
+        Two-sided confidence level, in (0, 1).
+
+    Returns
+    -------
+    low, high : numpy.ndarray
+        The bounds, shaped like the broadcast inputs; NaN where ``n == 0``
+        (no information), not 0 or 1.
+
+    Notes
+    -----
+    The interval of p solving |p̂ − p| = z √(p(1 − p) / n), with z the
+    two-sided normal quantile for ``confidence_level``; as
+    ``scipy.stats.binomtest(...).proportion_ci(method="wilson")``. Assumes
+    independent trials: it describes the trials observed, not the
+    population of prompts (the cluster interval does that).
+
+    References
+    ----------
+    .. [1] E. B. Wilson, "Probable inference, the law of succession, and
+           statistical inference", Journal of the American Statistical
+           Association 22(158), 209–212, 1927.
     """
     if not 0.0 < confidence_level < 1.0:
         raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level}")

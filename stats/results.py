@@ -10,12 +10,22 @@ record of what was computed, not something to be edited.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 import numpy as np
 
+from stats._deprecated import renamed_attribute
+
 
 class ConfidenceInterval(NamedTuple):
+    """A two-sided confidence interval, as ``scipy.stats``' ``ConfidenceInterval``.
+
+    Attributes
+    ----------
+    low, high : float
+        The bounds (NaN when the interval is undefined, e.g. no trials).
+    """
+
     low: float
     high: float
 
@@ -33,6 +43,35 @@ class PermutationTestResult:
     tilted convolution (None when exact or Monte Carlo — see ``mc_stderr``);
     when that p is below 1e-300 it is reported as the bound 1e-300 with
     ``pvalue_is_bound`` set, and ``log10_pvalue`` carries its actual size.
+
+    Attributes
+    ----------
+    statistic : float
+        Pooled rate A − pooled rate B.
+    pvalue : float
+        Two-sided permutation p.
+    method : str
+        The scheme and how p was computed (exact, tilted convolution, Monte Carlo).
+    level : str
+        ``"trial"`` or ``"cell"``.
+    attainable_floor : float
+        Smallest p any arrangement of these data could give (also ``floor``).
+    n_resamples : int or None
+        Monte Carlo draws; None when not Monte Carlo.
+    mc_stderr : float or None
+        Monte Carlo standard error of p; None when not Monte Carlo.
+    n_clusters : int
+        Clusters in the test.
+    hits_a, n_a, hits_b, n_b : int
+        Hits and trials of each arm (``rate_a`` and ``rate_b`` are their ratios).
+    floor_is_bound : bool
+        True when ``attainable_floor`` is only a lower bound.
+    pvalue_error : float or None
+        Absolute error bound of a tilted-convolution p.
+    pvalue_is_bound : bool
+        True when ``pvalue`` is only an upper bound (see ``log10_pvalue``).
+    log10_pvalue : float or None
+        log10 of a p below the float range.
     """
 
     statistic: float
@@ -68,23 +107,51 @@ class PermutationTestResult:
         return self.hits_b / self.n_b if self.n_b else float("nan")
 
 
+#: the interval methods of ``stats.cluster_rate_ci(method=...)``, scipy-style keys
+IntervalMethod = Literal["korn-graubard-tilted", "korn-graubard", "t", "percentile"]
+METHODS: tuple[IntervalMethod, ...] = get_args(IntervalMethod)
+DEFAULT_METHOD: IntervalMethod = "korn-graubard-tilted"
+#: the key of the interval a ``ClusterIntervalResult`` holds (``IntervalMethod`` plus the MOVER keys of differences)
+IntervalKey = Literal["korn-graubard-tilted", "mover-korn-graubard-tilted", "korn-graubard", "mover-korn-graubard",
+                      "t", "percentile"]
+
+
 @dataclass(frozen=True, eq=False)
-class BootstrapResult:
-    """Cluster interval of a pooled rate or a difference (``cluster_bootstrap_ci`` / ``_many``).
+class ClusterIntervalResult:
+    """Cluster confidence interval of a pooled rate or a difference (``stats.cluster_rate_ci`` / ``_many``).
 
-    ``interval_method`` names the interval in a stable, machine-readable key:
-    ``"korn-graubard-tilted"`` (pooled rate, the default), ``"mover-korn-graubard-tilted"``
-    (difference, MOVER of the arms' tilted Korn–Graubard intervals), the equal-tailed
-    ``"korn-graubard"`` / ``"mover-korn-graubard"``, ``"t"`` or ``"percentile"``;
-    ``method`` is the human-readable description (method, resamples, clusters).
+    Formerly ``BootstrapResult`` (a deprecated alias remains): the default
+    interval is analytic and draws no resamples.
 
-    For ``"percentile"``, ``bootstrap_distribution`` holds the statistic of
-    every resample in draw order (NaN where a resample left an arm without
-    trials; those are excluded from the percentiles and counted in
-    ``n_undefined``) and ``standard_error`` is their standard deviation. The
-    analytic methods draw no resamples: ``n_resamples`` and ``n_undefined``
-    are 0, ``bootstrap_distribution`` is empty, and ``standard_error`` is the
-    cluster linearisation (Taylor) standard error.
+    Attributes
+    ----------
+    statistic : float
+        The pooled rate Σhits / Σn, or the difference of pooled rates A − B.
+    confidence_interval : ConfidenceInterval
+        (low, high) at the requested confidence level.
+    standard_error : float
+        The cluster linearisation (Taylor) standard error for the analytic
+        methods; the standard deviation of the bootstrap distribution for
+        ``"percentile"``.
+    method : str
+        Human-readable description: the method, its degrees of freedom or
+        resamples, and the number of clusters.
+    n_resamples : int
+        Resamples drawn: 0 for the analytic methods.
+    n_clusters : int
+        Clusters observed.
+    n_undefined : int
+        Resamples whose statistic was undefined (an arm without trials);
+        0 for the analytic methods.
+    bootstrap_distribution : numpy.ndarray
+        For ``"percentile"``, the statistic of every resample in draw order
+        (NaN where a resample left an arm without trials; excluded from the
+        percentiles). Empty for the analytic methods.
+    interval_method : str
+        A stable, machine-readable key of the interval: ``"korn-graubard-tilted"``
+        (pooled rate, the default), ``"mover-korn-graubard-tilted"`` (difference,
+        MOVER of the arms' tilted Korn–Graubard intervals), the equal-tailed
+        ``"korn-graubard"`` / ``"mover-korn-graubard"``, ``"t"`` or ``"percentile"``.
     """
 
     statistic: float
@@ -95,14 +162,21 @@ class BootstrapResult:
     n_clusters: int
     n_undefined: int
     bootstrap_distribution: np.ndarray = field(repr=False)
-    interval_method: str = "percentile"
+    interval_method: IntervalKey = "percentile"
 
 
 @dataclass(frozen=True)
 class FisherResult:
     """Fisher's exact test on a 2 × 2 table (trial level, two-sided).
 
-    ``statistic`` is the sample odds ratio, as in ``scipy.stats.fisher_exact``.
+    Attributes
+    ----------
+    statistic : float
+        The sample odds ratio, as in ``scipy.stats.fisher_exact``.
+    pvalue : float
+        Two-sided p.
+    method : str
+        Description of the test.
     """
 
     statistic: float
@@ -112,7 +186,19 @@ class FisherResult:
 
 @dataclass(frozen=True)
 class McNemarResult:
-    """Exact McNemar test: binomial(½) on the discordant pairs, two-sided."""
+    """Exact McNemar test: binomial(½) on the discordant pairs, two-sided.
+
+    Attributes
+    ----------
+    statistic : float
+        ``min(a_only, b_only)``, the binomial count.
+    pvalue : float
+        Two-sided exact p.
+    method : str
+        Description of the test.
+    a_only, b_only : int
+        Discordant pairs with the outcome in arm A only / arm B only.
+    """
 
     statistic: float
     pvalue: float
@@ -123,7 +209,23 @@ class McNemarResult:
 
 @dataclass(frozen=True, eq=False)
 class PairedDifferenceResult:
-    """Paired difference in rates (arm A − arm B) on the same units."""
+    """Paired difference in rates (arm A − arm B) on the same units.
+
+    Attributes
+    ----------
+    statistic : float
+        rate A − rate B.
+    rate_a, rate_b : float
+        The arms' rates over the pairs.
+    confidence_interval : ConfidenceInterval
+        Cluster bootstrap percentile interval, both arms resampled together.
+    mcnemar : McNemarResult
+        Exact McNemar test on the discordant pairs.
+    method : str
+        Description, with the resamples and clusters.
+    n_pairs, n_clusters, n_resamples : int
+        Pairs, clusters of pairs, and bootstrap resamples drawn.
+    """
 
     statistic: float
     rate_a: float
@@ -138,7 +240,23 @@ class PairedDifferenceResult:
 
 @dataclass(frozen=True)
 class KappaResult:
-    """Cohen's kappa of two raters with a cluster bootstrap percentile interval."""
+    """Cohen's kappa of two raters with a cluster bootstrap percentile interval.
+
+    Attributes
+    ----------
+    statistic : float
+        Kappa (NaN when the expected agreement is 1).
+    confidence_interval : ConfidenceInterval
+        Cluster bootstrap percentile interval.
+    observed_agreement, expected_agreement : float
+        p_o and p_e.
+    method : str
+        Description, with the resamples and clusters.
+    n : int
+        Items rated by both.
+    n_resamples : int
+        Bootstrap resamples drawn.
+    """
 
     statistic: float
     confidence_interval: ConfidenceInterval
@@ -151,7 +269,23 @@ class KappaResult:
 
 @dataclass(frozen=True)
 class SpearmanResult:
-    """Spearman's rank correlation with an exact or Monte Carlo permutation p."""
+    """Spearman's rank correlation with an exact or Monte Carlo permutation p.
+
+    Attributes
+    ----------
+    statistic : float
+        rho (NaN for a constant input).
+    pvalue : float
+        Two-sided permutation p.
+    method : str
+        Exact or Monte Carlo, and over how many pairings or draws.
+    n : int
+        Pairs.
+    n_resamples : int or None
+        Monte Carlo draws; None when exact.
+    mc_stderr : float or None
+        Monte Carlo standard error of p; None when exact.
+    """
 
     statistic: float
     pvalue: float
@@ -163,7 +297,15 @@ class SpearmanResult:
 
 @dataclass(frozen=True)
 class FieldScores:
-    """Field-level precision / recall / F1 over sets of (unit, field) tuples."""
+    """Field-level precision / recall / F1 over sets of (unit, field) tuples.
+
+    Attributes
+    ----------
+    precision, recall, f1 : float
+        The scores, with ``stats.field_scores``' empty-set conventions.
+    true_positives, false_positives, false_negatives : int
+        The counts they come from.
+    """
 
     precision: float
     recall: float
@@ -174,7 +316,23 @@ class FieldScores:
 
 
 class Firing(NamedTuple):
-    """Clusters with at least one hit, out of clusters observed."""
+    """Clusters with at least one hit, out of clusters observed.
+
+    Attributes
+    ----------
+    firing : int
+        Clusters with at least one hit.
+    clusters : int
+        Clusters observed.
+    """
 
     firing: int
     clusters: int
+
+
+_RENAMED = {"BootstrapResult": ("stats.ClusterIntervalResult", ClusterIntervalResult)}
+
+
+def __getattr__(name: str) -> Any:
+    """``BootstrapResult``, the former name of ``ClusterIntervalResult``, with a DeprecationWarning."""
+    return renamed_attribute(__name__, name, _RENAMED)

@@ -2,7 +2,7 @@
 
 polars reduces the trial table to per-(model, probe, case, condition) counts once;
 every statistic then works on those counts (``stats`` is numpy in, numbers out), so
-the cost grows with prompts and resamples, not with trials. The seam between the two
+the cost grows with prompts, not with trials. The seam between the two
 is ``cell_counts``: one row per cell with ``n`` (ok trials), ``errors``, and per rate
 column its hits and its own denominator ``n_<rate>`` (ok trials where the column is
 not null: an outcome a trial could not have, such as a stage never reached or a
@@ -19,20 +19,13 @@ import numpy as np
 import polars as pl
 
 import stats
-from runner.core.constants import CONFIDENCE, N_RESAMPLES
+from runner.core.constants import CONFIDENCE, INTERVAL_METHOD, N_RESAMPLES
 from runner.core.errors import UserError
 from runner.output.reader import Output, as_output
 from runner.probes import PROBES, Contrast
 
-#: readable names of ``stats`` interval methods (``BootstrapResult.interval_method``), as reports print them
-_INTERVAL_NAMES = {
-    "korn-graubard-tilted": "tilted Korn–Graubard cluster interval",
-    "mover-korn-graubard-tilted": "MOVER interval from the arms' tilted Korn–Graubard intervals",
-    "korn-graubard": "Korn–Graubard cluster interval",
-    "mover-korn-graubard": "MOVER interval from the arms' Korn–Graubard intervals",
-    "t": "cluster t interval",
-    "percentile": "cluster bootstrap percentile interval",
-}
+#: readable names of ``stats`` interval keys (``ClusterIntervalResult.interval_method``), as reports print them
+_INTERVAL_NAMES = stats.INTERVAL_NAMES
 
 
 def interval_name(keys: str | list[str] | None) -> str:
@@ -72,10 +65,11 @@ def _shared_bootstrap(cells: pl.DataFrame, rates: tuple[str, ...], contrasts: tu
                       seed: int) -> dict[tuple, Any]:
     """Every condition × rate interval and every contrast interval of a model, in one call.
 
-    ``stats.cluster_bootstrap_many`` with its default method: the Korn–Graubard cluster interval of each
-    pooled rate and the MOVER combination of the arms' Korn–Graubard intervals for each difference
-    (analytic, prompt as the unit; no resampling — the name is historical). Each result says which in
-    ``interval_method``; each is identical to ``stats.cluster_bootstrap_ci`` on the same columns when every
+    ``stats.cluster_rate_ci_many`` with ``INTERVAL_METHOD`` (the default): the tilted Korn–Graubard cluster interval of
+    each pooled rate and the MOVER combination of the arms' tilted Korn–Graubard intervals for each
+    difference (analytic, prompt as the unit; no resampling, so ``N_RESAMPLES`` only matters if the method
+    is switched to ``"percentile"``; the helper's name is historical). Each result says which in
+    ``interval_method``; each is identical to ``stats.cluster_rate_ci`` on the same columns when every
     prompt has a cell in each condition (a prompt without cells there adds 0 / 0 and no cluster).
     """
     out: dict[tuple, Any] = {}
@@ -96,9 +90,9 @@ def _shared_bootstrap(cells: pl.DataFrame, rates: tuple[str, ...], contrasts: tu
                 pair_keys.append((model, c.label))
         if not hcols:
             continue
-        res = stats.cluster_bootstrap_many(sub["case_id"].rank("dense").to_numpy(), np.column_stack(hcols),
-                                           np.column_stack(ncols), differences=pairs, n_resamples=N_RESAMPLES,
-                                           confidence_level=CONFIDENCE, seed=seed)
+        res = stats.cluster_rate_ci_many(sub["case_id"].rank("dense").to_numpy(), np.column_stack(hcols),
+                                         np.column_stack(ncols), differences=pairs, n_resamples=N_RESAMPLES,
+                                         confidence_level=CONFIDENCE, seed=seed, method=INTERVAL_METHOD)
         out.update(zip([*keys, *pair_keys], res, strict=True))
     return out
 

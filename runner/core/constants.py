@@ -1,13 +1,19 @@
-"""The inference settings every table shares: bootstrap resamples, confidence, the views' seed.
+"""The inference settings every table shares: interval method, bootstrap resamples, confidence, the views' seed.
 
 Defined once so the leaderboard, the probe views (kappas, hop rates, field scores)
-and the reports that quote them ("4,000 resamples, 95%") can never drift apart.
-Imports nothing, so a probe's report module can use it without pulling in the analysis.
+and the reports that quote them ("tilted Korn–Graubard", "4,000 resamples, 95%") can
+never drift apart. Imports nothing, so a probe's report module can use it without
+pulling in the analysis.
 """
 
 from __future__ import annotations
 
-#: resamples of every percentile bootstrap a report shows
+from typing import Final
+
+#: the ``stats.cluster_rate_ci`` method of every cluster interval of a rate (and, by MOVER, of a difference)
+#: a report shows: analytic, so those intervals draw no resamples
+INTERVAL_METHOD: Final = "korn-graubard-tilted"
+#: resamples of every percentile bootstrap a report shows (paired differences, kappas)
 N_RESAMPLES = 4000
 #: two-sided confidence of every interval a report shows
 CONFIDENCE = 0.95

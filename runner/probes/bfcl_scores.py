@@ -3,7 +3,7 @@
 A run of ``trialgrid import bfcl`` cases carries two verdicts per trial. BFCL's leaderboard
 reports, per category, the plain mean of its verdict over entries; that is ``bfcl acc`` here
 (over trials, which is the same with one run per case). trialgrid's ``passed`` rate sits
-beside it with a prompt-clustered 95% bootstrap interval (cases are the clusters). The
+beside it with a 95% tilted Korn–Graubard cluster interval (cases are the clusters). The
 disagreement table counts trials where the verdicts differ, by direction and reason, so a
 user sees which of trialgrid's stances (docs/bfcl.md) moved the number.
 """
@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from runner.core.constants import INTERVAL_METHOD
 from runner.core.views import Format, ProbeView, ViewColumn
-from stats import cluster_bootstrap_ci
+from stats import INTERVAL_NAMES, cluster_rate_ci
 
 _COLUMNS = ("model", "case_id", "status", "passed", "reasons", "bfcl_passed", "bfcl_category", "bfcl_error")
 
@@ -49,8 +50,8 @@ def _category_table(rows: pl.DataFrame, seed: int = 0) -> pl.DataFrame:
             ["model", "bfcl_category"], maintain_order=True):
         cells = group.group_by("case_id").agg(pl.len().alias("n"), pl.col("passed").cast(pl.Int64).sum().alias("hits"),
                                               pl.col("bfcl_passed").cast(pl.Int64).sum().alias("bfcl_hits"))
-        ci = cluster_bootstrap_ci(np.arange(cells.height), cells["hits"].to_numpy(), cells["n"].to_numpy(),
-                                  n_resamples=2000, seed=seed)
+        ci = cluster_rate_ci(np.arange(cells.height), cells["hits"].to_numpy(), cells["n"].to_numpy(),
+                             method=INTERVAL_METHOD, seed=seed)
         out.append({"model": model, "category": category, "cases": cells.height, "trials": group.height,
                     "bfcl_accuracy": group["bfcl_passed"].mean(), "passed": group["passed"].mean(),
                     "passed_lo": ci.confidence_interval.low, "passed_hi": ci.confidence_interval.high,
@@ -95,7 +96,7 @@ def bfcl_views(probe_name: str, frame: Any, *, seed: int) -> list[ProbeView]:
     return [
         ProbeView("bfcl_categories", f"{probe_name} · BFCL categories: BFCL's own accuracy beside trialgrid's passed",
                   "bfcl acc is BFCL's verdict averaged per category (its leaderboard's accuracy); passed is "
-                  "trialgrid's strict verdict with a 95% cluster bootstrap interval over cases; differ counts "
+                  f"trialgrid's strict verdict with a 95% {INTERVAL_NAMES[INTERVAL_METHOD]} over cases; differ counts "
                   "trials where the two verdicts differ (docs/bfcl.md).",
                   _category_table(rows, seed), _CATEGORY_COLUMNS),
         ProbeView("bfcl_disagreements", f"{probe_name} · trials where the verdicts differ, by reason",

@@ -4,7 +4,8 @@ Units are (trace, run, field) tuples, so the same field of two traces (or of two
 audits of one trace) counts separately: each trial stores its own ``<scorer>_tp/_fp/_fn``
 counts (``PhantomProbe.run``), and ``field_table`` pools them per model × condition
 with the empty-set conventions of ``stats.field_scores`` (nothing predicted →
-precision 1; nothing to find → recall 1) and cluster bootstrap intervals over traces.
+precision 1; nothing to find → recall 1) and tilted Korn–Graubard cluster intervals over
+traces (``INTERVAL_METHOD``; analytic, no resamples).
 This is the one place field precision / recall is computed: ``Summary.fields`` is
 this view. Auditor errors are counted in their own view and left out of the
 scores — an unparsable reply is not an empty prediction — and the baseline is
@@ -23,7 +24,7 @@ import numpy as np
 import polars as pl
 
 import stats
-from runner.core.constants import CONFIDENCE, N_RESAMPLES
+from runner.core.constants import CONFIDENCE, INTERVAL_METHOD
 from runner.core.views import FIELD_SCHEMA, FIELDS, Format, ProbeView, ViewColumn
 
 #: the scorers whose ``<scorer>_tp/_fp/_fn`` columns a phantom trial writes
@@ -48,14 +49,14 @@ def _pooled_scores(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
 def _ratio_ci(cluster: np.ndarray, num: np.ndarray, den: np.ndarray, seed: int) -> tuple[float, float]:
     if den.sum() == 0:
         return float("nan"), float("nan")
-    ci = stats.cluster_bootstrap_ci(cluster, num, den, n_resamples=N_RESAMPLES, confidence_level=CONFIDENCE,
-                                    seed=seed).confidence_interval
+    ci = stats.cluster_rate_ci(cluster, num, den, confidence_level=CONFIDENCE, seed=seed,
+                               method=INTERVAL_METHOD).confidence_interval
     return ci.low, ci.high
 
 
 def field_table(trials: pl.LazyFrame | pl.DataFrame, probe: str, seed: int,
                 scorers: Sequence[str] = _SCORERS) -> pl.DataFrame:
-    """Pooled field-level precision / recall per model × condition × scorer, traces resampled for intervals.
+    """Pooled field-level precision / recall per model × condition × scorer, with cluster intervals over traces.
 
     Scored on the trials where every scorer scored (an auditor error is not an empty
     prediction, and the baseline is held to the same trials).
@@ -145,7 +146,8 @@ def phantom_views(probe_name: str, frame: pl.LazyFrame | pl.DataFrame, *, seed: 
     return [
         ProbeView(FIELDS, f"{probe_name} · field-level scores, auditor vs containment baseline (same trials)",
                   "Field-level scores pooled over (trace, run, field) units, on the trials every scorer scored (an "
-                  f"auditor error is not an empty prediction). [{CONFIDENCE:.0%} cluster bootstrap over traces.] "
+                  f"auditor error is not an empty prediction). [{CONFIDENCE:.0%} "
+                  f"{stats.INTERVAL_NAMES[INTERVAL_METHOD]} over traces.] "
                   "Nothing predicted counts as precision 1; nothing to find as recall 1.",
                   field_table(frame, probe_name, seed), _FIELD_COLUMNS),
         ProbeView("auditor_errors", f"{probe_name} · auditor errors",

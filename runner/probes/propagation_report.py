@@ -1,19 +1,22 @@
 """The propagation probe's own views: hop rates, rejection vs recovery, fabrication, interceptor effect.
 
-Computed from the trial rows with polars (per-task counts) and ``stats`` (cluster
-bootstrap intervals, paired difference with exact McNemar, Spearman), so the same
-views come out of a live run and of AgentProp's imported CSVs.
+Computed from the trial rows with polars (per-task counts) and ``stats`` (tilted
+Korn–Graubard cluster intervals, a paired difference with a cluster bootstrap interval
+and exact McNemar, Spearman), so the same views come out of a live run and of
+AgentProp's imported CSVs. Captions name the interval each table holds; only the
+paired difference draws resamples.
 
 - **Hop rates** per model × injected condition: P(S3 | S2), P(S3 | S1), P(S2 | S1),
   each a pooled rate over the trials that reached the conditioning stage, with a
-  cluster bootstrap interval over tasks.
+  tilted Korn–Graubard cluster interval over tasks (analytic: no resamples).
 - **Rejection vs recovery** per model: rejection = P(not S2 | S1) (the corrupted value
   was refused or caught), recovery = P(correct | S1); Spearman's rho across models.
 - **Fabrication** per model, with the tool-call rate beside it.
 - **Interceptor** per model and intercepted arm: paired difference (interceptor arm
   minus its control, pairs = same task and run) in hallucination and wrong-answer
-  rate, with a cluster bootstrap interval and exact McNemar, the abstention rate
-  beside it, and the unpaired interval for comparison.
+  rate, with a cluster bootstrap percentile interval (``N_RESAMPLES`` resamples of
+  tasks) and exact McNemar, the abstention rate beside it, and the unpaired interval
+  (MOVER of the arms' tilted Korn–Graubard intervals, traces as clusters) for comparison.
 """
 
 from __future__ import annotations
@@ -25,10 +28,15 @@ import numpy as np
 import polars as pl
 
 import stats
-from runner.core.constants import CONFIDENCE, N_RESAMPLES
+from runner.core.constants import CONFIDENCE, INTERVAL_METHOD, N_RESAMPLES
 from runner.core.constants import VIEW_SEED as SEED
 from runner.core.formatting import pvalue as _p
 from runner.core.views import STAGE_SCHEMA, STAGES, Format, ProbeView, ViewColumn
+
+#: the readable names of the intervals these views show, for their captions
+_RATE_INTERVAL = stats.INTERVAL_NAMES[INTERVAL_METHOD]
+_UNPAIRED_INTERVAL = stats.INTERVAL_NAMES["mover-" + INTERVAL_METHOD]
+_PAIRED_INTERVAL = stats.INTERVAL_NAMES["percentile"]
 
 _COLUMNS = ("model", "case_id", "condition", "run", "reached_s1", "reached_s2", "wrong_answer", "correct",
             "hallucinated", "abstained", "fabricated", "tool_called", "fabrication_rules")
@@ -40,15 +48,15 @@ def _rows(frame: pl.LazyFrame | pl.DataFrame, probe: str) -> pl.DataFrame:
 
 
 def _rate_ci(sub: pl.DataFrame, hit: pl.Expr, given: pl.Expr | None) -> dict[str, Any]:
-    """Pooled rate of ``hit`` among rows where ``given`` holds, with a cluster (task) bootstrap interval."""
+    """Pooled rate of ``hit`` among rows where ``given`` holds, with its ``INTERVAL_METHOD`` cluster (task) interval."""
     base = sub.filter(given) if given is not None else sub
     if base.height == 0:
         return {"hits": 0, "n": 0, "rate": float("nan"), "lo": float("nan"), "hi": float("nan")}
     cells = base.group_by("case_id", maintain_order=True).agg(hit.cast(pl.Int64).sum().alias("h"), pl.len().alias("n"))
-    boot = stats.cluster_bootstrap_ci(cells["case_id"].to_numpy(), cells["h"].to_numpy(), cells["n"].to_numpy(),
-                                      n_resamples=N_RESAMPLES, seed=SEED)
-    return {"hits": int(cells["h"].sum()), "n": int(cells["n"].sum()), "rate": boot.statistic,
-            "lo": boot.confidence_interval.low, "hi": boot.confidence_interval.high}
+    ci = stats.cluster_rate_ci(cells["case_id"].to_numpy(), cells["h"].to_numpy(), cells["n"].to_numpy(),
+                               method=INTERVAL_METHOD, seed=SEED)
+    return {"hits": int(cells["h"].sum()), "n": int(cells["n"].sum()), "rate": ci.statistic,
+            "lo": ci.confidence_interval.low, "hi": ci.confidence_interval.high}
 
 
 def hop_rates(rows: pl.DataFrame) -> pl.DataFrame:
@@ -138,9 +146,9 @@ def interceptor_effect(rows: pl.DataFrame) -> pl.DataFrame:
                 res = stats.paired_difference(x, y, cluster=pairs["case_id"].to_numpy(), n_resamples=N_RESAMPLES,
                                               seed=SEED)
                 both = np.concatenate([x, y])
-                unpaired = stats.cluster_bootstrap_ci(np.arange(both.size), both, np.ones_like(both),
-                                                      arm=np.concatenate([np.ones_like(x), np.zeros_like(y)]),
-                                                      n_resamples=N_RESAMPLES, seed=SEED)
+                unpaired = stats.cluster_rate_ci(np.arange(both.size), both, np.ones_like(both),
+                                                 arm=np.concatenate([np.ones_like(x), np.zeros_like(y)]),
+                                                 method=INTERVAL_METHOD, seed=SEED)
                 row.update({f"{outcome}_arm": res.rate_a, f"{outcome}_control": res.rate_b,
                             f"{outcome}_diff": res.statistic, f"{outcome}_lo": res.confidence_interval.low,
                             f"{outcome}_hi": res.confidence_interval.high,
@@ -242,8 +250,8 @@ def propagation_views(probe: str, frame: pl.LazyFrame | pl.DataFrame, *, seed: i
         views.append(ProbeView(
             "hop_rates", f"{probe} · hop rates",
             "S1: the corrupted value entered a call; S2: executed and not rejected; S3: wrong final answer. Rates "
-            f"pooled over trials reaching the conditioning stage; [{CONFIDENCE:.0%} cluster bootstrap over tasks, "
-            f"{N_RESAMPLES:,} resamples].", hops, _HOP_COLUMNS))
+            f"pooled over trials reaching the conditioning stage; [{CONFIDENCE:.0%} {_RATE_INTERVAL} over tasks "
+            "(analytic, no resamples)].", hops, _HOP_COLUMNS))
         rr, rho = rejection_recovery(rows)
         views.append(ProbeView(
             "rejection_recovery", f"{probe} · rejection vs recovery",
@@ -257,14 +265,15 @@ def propagation_views(probe: str, frame: pl.LazyFrame | pl.DataFrame, *, seed: i
             "fabrication", f"{probe} · fabricated tool use",
             "fabricated: an answer asserting a tool result no tool produced (rules in README, 'Fabricated tool "
             "use'). An agent that rarely calls tools cannot be corrupted by a tool and looks robust to injection "
-            f"for that reason alone. [{CONFIDENCE:.0%} cluster bootstrap over tasks]", fab, _FABRICATION_COLUMNS))
+            f"for that reason alone. [{CONFIDENCE:.0%} {_RATE_INTERVAL} over tasks]", fab, _FABRICATION_COLUMNS))
     eff = interceptor_effect(rows)
     if eff.height:
         views.append(ProbeView(
             "interceptor", f"{probe} · interceptor (arm − its control, paired by task and run)",
-            "Paired difference: cluster bootstrap over tasks with both arms kept together; exact McNemar on "
-            "discordant pairs (arm-only/control-only). Unpaired CI: traces resampled independently, for "
-            "comparison. Abstained: the interceptor arm's abstention rate — the price of its accuracy.",
+            f"Paired difference: {CONFIDENCE:.0%} {_PAIRED_INTERVAL} over tasks with both arms kept together "
+            f"({N_RESAMPLES:,} resamples); exact McNemar on discordant pairs (arm-only/control-only). Unpaired CI: "
+            f"{_UNPAIRED_INTERVAL}, each trace its own cluster (pairing ignored), for comparison. Abstained: the "
+            "interceptor arm's abstention rate — the price of its accuracy.",
             eff, _interceptor_columns(eff)))
     lazy = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
     stages = stage_table(lazy, probe)

@@ -32,7 +32,7 @@ from runner.analysis.cells import interval_name
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label
 from runner.analysis.scorecard import ALPHA, scorecard_table
 from runner.analysis.scorecard import KIND as SCORECARD_KIND
-from runner.core.constants import CONFIDENCE
+from runner.core.constants import CONFIDENCE, INTERVAL_METHOD
 from runner.core.formatting import fmt_usd
 from runner.core.formatting import pct as _pct
 from runner.core.formatting import pp as _pp
@@ -307,7 +307,8 @@ def _fields_section(summary: Summary, probe: str, kind: str) -> str | None:
         parts.append(f"<h4>{metric}</h4>" + S.dot_interval_plot(rows, label=f"{probe} field {metric}",
                                                                 label_width=280))
     note = ('<p class="note">Field-level scores pooled over (trace, run, field) units, on the trials every scorer '
-            "scored (an auditor error is not an empty prediction). Intervals: cluster bootstrap over traces. "
+            f"scored (an auditor error is not an empty prediction). Intervals: {escape(interval_name(INTERVAL_METHOD))}s "
+            "over traces. "
             "Nothing predicted counts as precision 1; nothing to find as recall 1. The numbers are in the "
             "field-level scores table below.</p>")
     return _section("fields", probe, f"{probe} · field-level precision and recall", "".join(parts) + note)

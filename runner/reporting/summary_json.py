@@ -23,11 +23,12 @@ import polars as pl
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary
 from runner.analysis.scorecard import scorecard_table
 from runner.analysis.scorecard import settings as scorecard_settings
-from runner.core.constants import CONFIDENCE, N_RESAMPLES
+from runner.core.constants import CONFIDENCE, INTERVAL_METHOD
 from runner.core.views import ProbeView
 
 _FORMAT = "trialgrid-summary"
-FORMAT_VERSION = 2
+#: 3: ``settings.interval_method`` replaces ``settings.bootstrap_resamples`` (the intervals draw no resamples)
+FORMAT_VERSION = 3
 
 
 def schema_path() -> Path:
@@ -112,7 +113,7 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
         "format": _FORMAT,
         "format_version": FORMAT_VERSION,
         "generated_by": f"trialgrid {version}",
-        "settings": {"confidence": CONFIDENCE, "bootstrap_resamples": N_RESAMPLES, "headline_test": HEADLINE_LEVEL,
+        "settings": {"confidence": CONFIDENCE, "interval_method": INTERVAL_METHOD, "headline_test": HEADLINE_LEVEL,
                      "scorecard": scorecard_settings()},
         "runs": summary.run_table.to_dicts(),
         "models": summary.models.select("run", "model", "provider", "model_id", "trials", "errors", "error_rate",

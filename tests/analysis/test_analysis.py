@@ -49,8 +49,8 @@ def test_condition_intervals_are_the_stats_default_korn_graubard_and_determinist
     assert first.conditions.equals(second.conditions)
     row = first.conditions.row(0, named=True)
     sub = first.cells.filter((pl.col("model") == row["model"]) & (pl.col("condition") == row["condition"]))
-    ci = stats.cluster_bootstrap_ci(sub["case_id"].to_numpy(), sub["decoy_called"].to_numpy(), sub["n"].to_numpy(),
-                                    n_resamples=N_RESAMPLES, seed=20261129 % 2**32).confidence_interval
+    ci = stats.cluster_rate_ci(sub["case_id"].to_numpy(), sub["decoy_called"].to_numpy(), sub["n"].to_numpy(),
+                               n_resamples=N_RESAMPLES, seed=20261129 % 2**32).confidence_interval
     assert (row["decoy_called_cluster_lo"], row["decoy_called_cluster_hi"]) == (ci.low, ci.high)
     assert row["decoy_called_interval_method"] == "korn-graubard-tilted"
     contrast = first.contrasts.row(0, named=True)

@@ -83,6 +83,8 @@ def test_cli_writes_json_valid_against_the_shipped_schema_and_csv(runs: list[Pat
     assert {p["run"] for p in data["probes"]} == {"quickstart", "second"}
     verdicts = {(p["run"], v["model"]): v["verdict"] for p in data["probes"] for v in p["scorecard"]}
     assert len(verdicts) == 4 and data["settings"]["scorecard"]["alpha"] == 0.05
+    # the intervals draw no resamples: the summary names their method instead of a resample count
+    assert data["settings"]["interval_method"] == "korn-graubard-tilted" and "bootstrap_resamples" not in data["settings"]
     assert verdicts == {(r["run"], r["model"]): r["verdict"] for r in scorecard_table(summarize(runs)).to_dicts()}
     for name in ("runs", "models", "leaderboard", "conditions", "contrasts", "cells"):
         assert pl.read_csv(tmp_path / "csv" / f"{name}.csv").height > 0

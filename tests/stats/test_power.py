@@ -63,7 +63,7 @@ def test_interval_width_matches_the_stats_core_interval(interval: str) -> None:
     widths = []
     for _ in range(60):
         hits = rng.binomial(20, np.tile(RATES, 12))
-        ci = stats.cluster_bootstrap_ci(np.repeat(np.arange(12), 3), hits, np.full(36, 20), arm=np.tile(ARM, 12),
+        ci = stats.cluster_rate_ci(np.repeat(np.arange(12), 3), hits, np.full(36, 20), arm=np.tile(ARM, 12),
                                         n_resamples=2000, seed=1, method=interval).confidence_interval
         widths.append(ci.high - ci.low)
     assert res.mean_width == pytest.approx(float(np.mean(widths)), rel=0.08)

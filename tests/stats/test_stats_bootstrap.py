@@ -12,8 +12,8 @@ from scipy import stats as sps
 import stats
 from stats.bootstrap import percentile_interval
 
-percentile_ci = partial(stats.cluster_bootstrap_ci, method="percentile")
-percentile_many = partial(stats.cluster_bootstrap_many, method="percentile")
+percentile_ci = partial(stats.cluster_rate_ci, method="percentile")
+percentile_many = partial(stats.cluster_rate_ci_many, method="percentile")
 
 
 def exact_bootstrap_moments(values, fn):

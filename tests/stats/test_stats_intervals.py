@@ -189,10 +189,10 @@ def test_default_rate_interval_is_tilted_korn_graubard(seed, method):
     n = rng.integers(0, 30, k)
     n[0] = max(n[0], 1)
     h = rng.binomial(n, rng.beta(0.5, 3, k))
-    kwargs = {} if method == stats.bootstrap.DEFAULT_METHOD else {"method": method}
-    res = stats.cluster_bootstrap_ci(np.arange(k), h, n, seed=1, **kwargs)
+    kwargs = {} if method == stats.cluster_intervals.DEFAULT_METHOD else {"method": method}
+    res = stats.cluster_rate_ci(np.arange(k), h, n, seed=1, **kwargs)
     r, se, lo, hi = _kg_reference(h[n > 0], n[n > 0], tilt=0.1 if method == "korn-graubard-tilted" else 0.0)
-    assert stats.bootstrap.DEFAULT_METHOD == "korn-graubard-tilted"
+    assert stats.cluster_intervals.DEFAULT_METHOD == "korn-graubard-tilted"
     assert res.interval_method == method and "Korn–Graubard" in res.method
     assert res.statistic == pytest.approx(r, rel=1e-14)
     assert res.standard_error == pytest.approx(se, rel=1e-12)
@@ -204,17 +204,17 @@ def test_default_rate_interval_is_tilted_korn_graubard(seed, method):
 def test_confidence_level_is_respected():
     h, n = [3, 0, 5, 1, 2], [10, 4, 12, 6, 8]
     for level in (0.8, 0.9, 0.99):
-        res = stats.cluster_bootstrap_ci(np.arange(5), h, n, confidence_level=level)
+        res = stats.cluster_rate_ci(np.arange(5), h, n, confidence_level=level)
         _, _, lo, hi = _kg_reference(h, n, level)
         assert tuple(res.confidence_interval) == pytest.approx((lo, hi), rel=1e-9)
-    w = [np.diff(stats.cluster_bootstrap_ci(np.arange(5), h, n, confidence_level=c).confidence_interval)[0]
+    w = [np.diff(stats.cluster_rate_ci(np.arange(5), h, n, confidence_level=c).confidence_interval)[0]
          for c in (0.8, 0.9, 0.95, 0.99)]
     assert np.all(np.diff(w) > 0)
 
 
 def test_t_method_is_the_t_interval_on_the_linearised_ratio():
     h, n = np.array([3, 0, 5, 1, 2, 7]), np.array([10, 4, 12, 6, 8, 9])
-    res = stats.cluster_bootstrap_ci(np.arange(6), h, n, method="t")
+    res = stats.cluster_rate_ci(np.arange(6), h, n, method="t")
     r, se, _, _ = _kg_reference(h, n)
     t = sps.t.ppf(0.975, 5)
     assert res.interval_method == "t"
@@ -226,8 +226,8 @@ def test_korn_graubard_approaches_the_t_interval_with_many_trials_and_clusters()
     k = 3000
     n = np.full(k, 200)
     h = rng.binomial(n, rng.beta(20, 60, k))
-    kg = stats.cluster_bootstrap_ci(np.arange(k), h, n).confidence_interval
-    t = stats.cluster_bootstrap_ci(np.arange(k), h, n, method="t").confidence_interval
+    kg = stats.cluster_rate_ci(np.arange(k), h, n).confidence_interval
+    t = stats.cluster_rate_ci(np.arange(k), h, n, method="t").confidence_interval
     assert kg.low == pytest.approx(t.low, abs=2e-4) and kg.high == pytest.approx(t.high, abs=2e-4)
 
 
@@ -243,8 +243,8 @@ def test_default_difference_is_mover_of_arm_korn_graubard_intervals(method):
     cluster = np.repeat(np.arange(k), 2)
     arm = np.tile([1, 0], k)
     hits = np.column_stack([hA, hB]).ravel()
-    kwargs = {} if method == stats.bootstrap.DEFAULT_METHOD else {"method": method}
-    res = stats.cluster_bootstrap_ci(cluster, hits, np.full(2 * k, 20), arm=arm, **kwargs)
+    kwargs = {} if method == stats.cluster_intervals.DEFAULT_METHOD else {"method": method}
+    res = stats.cluster_rate_ci(cluster, hits, np.full(2 * k, 20), arm=arm, **kwargs)
     rA, sA, lA, uA = _kg_reference(hA, np.full(k, 20), tilt=tilt)
     rB, sB, lB, uB = _kg_reference(hB, np.full(k, 20), tilt=tilt)
     eA, eB = hA - rA * 20, hB - rB * 20
@@ -268,7 +268,7 @@ def test_mover_of_symmetric_intervals_is_the_wald_interval_of_the_difference():
 def test_t_method_for_a_difference_uses_the_paired_linearised_variance():
     hA, hB, n = np.array([3, 0, 5, 1, 2, 7]), np.array([1, 0, 2, 2, 0, 3]), np.array([10, 4, 12, 6, 8, 9])
     cluster, arm = np.repeat(np.arange(6), 2), np.tile([1, 0], 6)
-    res = stats.cluster_bootstrap_ci(cluster, np.column_stack([hA, hB]).ravel(), np.repeat(n, 2), arm=arm,
+    res = stats.cluster_rate_ci(cluster, np.column_stack([hA, hB]).ravel(), np.repeat(n, 2), arm=arm,
                                      method="t")
     rA, rB, N = hA.sum() / n.sum(), hB.sum() / n.sum(), n.sum()
     e = (hA - rA * n) - (hB - rB * n)
@@ -286,54 +286,54 @@ def test_many_equals_single_calls_for_columns_and_differences():
     hits = rng.binomial(20, 0.2, (3 * k, 3))
     n = np.full(3 * k, 20)
     for method in ("korn-graubard-tilted", "korn-graubard", "t"):
-        res = stats.cluster_bootstrap_many(cluster, hits, n, differences=[(0, 2), ([0, 1], 2)], method=method)
+        res = stats.cluster_rate_ci_many(cluster, hits, n, differences=[(0, 2), ([0, 1], 2)], method=method)
         for j in range(3):
-            single = stats.cluster_bootstrap_ci(cluster, hits[:, j], n, method=method)
+            single = stats.cluster_rate_ci(cluster, hits[:, j], n, method=method)
             assert tuple(res[j].confidence_interval) == pytest.approx(tuple(single.confidence_interval), rel=1e-12)
             assert res[j].interval_method == single.interval_method
         arm = np.repeat([[1, 0]], 3 * k, axis=0).ravel()
-        pair = stats.cluster_bootstrap_ci(np.repeat(cluster, 2), np.column_stack([hits[:, 0], hits[:, 2]]).ravel(),
+        pair = stats.cluster_rate_ci(np.repeat(cluster, 2), np.column_stack([hits[:, 0], hits[:, 2]]).ravel(),
                                           np.repeat(n, 2), arm=arm, method=method)
         assert tuple(res[3].confidence_interval) == pytest.approx(tuple(pair.confidence_interval), rel=1e-12)
         pooled_a = np.column_stack([hits[:, 0] + hits[:, 1], hits[:, 2]]).ravel()
-        pooled = stats.cluster_bootstrap_ci(np.repeat(cluster, 2), pooled_a,
+        pooled = stats.cluster_rate_ci(np.repeat(cluster, 2), pooled_a,
                                             np.column_stack([2 * n, n]).ravel(), arm=arm, method=method)
         assert tuple(res[4].confidence_interval) == pytest.approx(tuple(pooled.confidence_interval), rel=1e-12)
 
 
 def test_edge_cases_stay_defined():
-    empty = stats.cluster_bootstrap_ci(["a", "b"], [0, 0], [0, 0])
+    empty = stats.cluster_rate_ci(["a", "b"], [0, 0], [0, 0])
     assert math.isnan(empty.statistic) and all(map(math.isnan, empty.confidence_interval))
-    single = stats.cluster_bootstrap_ci(["a", "a"], [2, 1], [5, 5])
+    single = stats.cluster_rate_ci(["a", "a"], [2, 1], [5, 5])
     assert single.statistic == 0.3 and tuple(single.confidence_interval) == (0.0, 1.0)  # one prompt: no information
-    zero = stats.cluster_bootstrap_ci([1, 2, 3], [0, 0, 0], [5, 6, 7])
+    zero = stats.cluster_rate_ci([1, 2, 3], [0, 0, 0], [5, 6, 7])
     m = 18 * (Z / sps.t.ppf(0.975, 2)) ** 2  # v = 0: n_eff = Σn, then the df adjustment
     assert zero.confidence_interval.low == 0.0  # r = 0: the upper tail is α(½ − 0.1) = 0.02
     assert zero.confidence_interval.high == pytest.approx(1 - 0.02 ** (1 / m), rel=1e-10)
-    one = stats.cluster_bootstrap_ci([1, 2, 3], [5, 6, 7], [5, 6, 7])
+    one = stats.cluster_rate_ci([1, 2, 3], [5, 6, 7], [5, 6, 7])
     assert one.confidence_interval.high == 1.0
     assert one.confidence_interval.low == pytest.approx(0.02 ** (1 / m), rel=1e-10)
-    zero_kg = stats.cluster_bootstrap_ci([1, 2, 3], [0, 0, 0], [5, 6, 7], method="korn-graubard")
+    zero_kg = stats.cluster_rate_ci([1, 2, 3], [0, 0, 0], [5, 6, 7], method="korn-graubard")
     assert zero_kg.confidence_interval.high == pytest.approx(1 - 0.025 ** (1 / m), rel=1e-10)
-    both_zero = stats.cluster_bootstrap_ci([1, 1, 2, 2, 3, 3], [0] * 6, [5] * 6, arm=[1, 0] * 3)
+    both_zero = stats.cluster_rate_ci([1, 1, 2, 2, 3, 3], [0] * 6, [5] * 6, arm=[1, 0] * 3)
     assert both_zero.statistic == 0.0 and both_zero.confidence_interval.low < 0 < both_zero.confidence_interval.high
-    no_b = stats.cluster_bootstrap_ci([1, 2], [1, 2], [4, 4], arm=[1, 1])
+    no_b = stats.cluster_rate_ci([1, 2], [1, 2], [4, 4], arm=[1, 1])
     assert math.isnan(no_b.statistic) and math.isnan(no_b.confidence_interval.low)
-    t_single = stats.cluster_bootstrap_ci(["a"], [1], [4], method="t")
+    t_single = stats.cluster_rate_ci(["a"], [1], [4], method="t")
     assert math.isnan(t_single.confidence_interval.low)  # the t interval needs two clusters
-    many = stats.cluster_bootstrap_many([1, 2, 3], np.array([[0, 0], [0, 2], [0, 0]]), np.array([[5, 0], [5, 4],
+    many = stats.cluster_rate_ci_many([1, 2, 3], np.array([[0, 0], [0, 2], [0, 0]]), np.array([[5, 0], [5, 4],
                                                                                                    [5, 4]]))
     assert many[0].confidence_interval.high > 0 and many[1].n_clusters == 3
 
 
 def test_method_validation_and_percentile_still_available():
     with pytest.raises(ValueError, match="method"):
-        stats.cluster_bootstrap_ci([1, 2], [0, 1], [2, 2], method="bca")
+        stats.cluster_rate_ci([1, 2], [0, 1], [2, 2], method="bca")
     with pytest.raises(ValueError, match="confidence_level"):
-        stats.cluster_bootstrap_ci([1, 2], [0, 1], [2, 2], confidence_level=1.5)
+        stats.cluster_rate_ci([1, 2], [0, 1], [2, 2], confidence_level=1.5)
     with pytest.raises(ValueError, match="n_resamples"):
-        stats.cluster_bootstrap_many([1, 2], [0, 1], [2, 2], n_resamples=0)
-    res = stats.cluster_bootstrap_ci(np.arange(8), [0, 1, 2, 3, 1, 0, 2, 4], [5] * 8, method="percentile",
+        stats.cluster_rate_ci_many([1, 2], [0, 1], [2, 2], n_resamples=0)
+    res = stats.cluster_rate_ci(np.arange(8), [0, 1, 2, 3, 1, 0, 2, 4], [5] * 8, method="percentile",
                                      n_resamples=500, seed=2)
     assert res.interval_method == "percentile" and res.n_resamples == 500
     assert res.bootstrap_distribution.size == 500 and "percentile" in res.method
