@@ -44,7 +44,7 @@ def _phantom_frame() -> pl.DataFrame:
 
 
 def test_propagation_captions_name_the_interval_and_count_only_real_resamples(tmp_path: Path) -> None:
-    views = {v.key: v for v in propagation_views(tmp_path, "prop", _propagation_frame())}
+    views = {v.key: v for v in propagation_views("prop", _propagation_frame())}
     assert {"hop_rates", "fabrication", "interceptor"} <= set(views)
     for key in ("hop_rates", "fabrication"):
         caption = views[key].caption
@@ -59,7 +59,7 @@ def test_propagation_captions_name_the_interval_and_count_only_real_resamples(tm
 
 
 def test_phantom_field_caption_names_the_interval(tmp_path: Path) -> None:
-    views = {v.key: v for v in phantom_views(tmp_path, "ph", _phantom_frame(), seed=1)}
+    views = {v.key: v for v in phantom_views("ph", _phantom_frame(), seed=1)}
     caption = views["fields"].caption
     assert "tilted Korn–Graubard cluster interval over traces" in caption and "bootstrap" not in caption, caption
     assert views["fields"].table.height == 2  # auditor and baseline were scored
