@@ -1,9 +1,11 @@
 """What a run backend is: one way of executing a sweep into an output directory.
 
 ``runner.run`` decides *which* backend runs a sweep and refuses what cannot run
-(``runner.execution.modes``); a backend only executes. Every backend opens the output
-the same way (``runner.execution.run.open_output``), so a run's directory, its
-manifest and its resume rules do not depend on the backend that wrote it.
+(``runner.execution.modes``); a backend only executes. Every backend runs inside the
+same session (``runner.execution.session.Session``: lock, manifest, resume, budget,
+remedies, cache statistics, status, finish) and only turns pending specs into rows in
+its sink, honouring ``should_stop``; so a run's directory, its manifest and its resume
+rules do not depend on the backend that wrote it.
 """
 
 from __future__ import annotations
