@@ -1,64 +1,39 @@
-"""What every run of a sweep shares, whatever runs it: its result, its grid, its trial runner, its counts.
+"""A run of a sweep in this process (``run_sweep``, the local backend), and the trial runner every backend builds.
 
 A run's lifecycle (lock, manifest, resume, budget, remedies, finish) is its session
-(``runner.execution.session``); what turns pending specs into rows is a backend
-(``runner.execution.backends``: local, batch; Ray plugs in). Both build on the pieces
-here: ``RunResult`` (what a run returns), ``grid_of``, ``build_trial_runner``
-(providers and the trial runner a process — or a Ray worker — executes),
-``count_statuses`` and the ``--retry-errors`` defaults. ``run_sweep`` is the local
-backend under its first name.
+(``runner.execution.session``); what turns pending specs into rows is a backend. The
+local one is here: the engine over the session's pending specs. Batch mode and Ray's
+workers build their trial runners with ``build_trial_runner`` (providers, remedies,
+shared limiters, the cache) and read ``per_model_concurrency`` and the
+``--retry-errors`` defaults from here too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+import asyncio
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from runner.config.sweep import LoadedSweep
 from runner.core.errors import UserError
-from runner.core.manifest import RunStatus
-from runner.execution.engine import EngineStats
-from runner.execution.grid import Grid
+from runner.core.types import TrialSpec
+from runner.execution.engine import EngineStats, RowSink, run_trials
+from runner.execution.progress import RunProgress
+from runner.execution.session import RunResult, Session, count_statuses, grid_of
 from runner.execution.trial import ModelBinding, TrialRunner
-from runner.output.parts import inspect_parts, scan_latest
-from runner.output.sink import RepairNote
 from runner.providers import Provider
+from runner.providers.cache import ResponseCache
 from runner.providers.pool import ProviderPool
 from runner.providers.remedies import Learned, remedy_from_json
 
-
-@dataclass
-class RunResult:
-    """What a run returns, whichever backend ran it (``Session.result``)."""
-
-    out: Path
-    total: int
-    skipped: int
-    stats: EngineStats
-    counts: dict[str, int]
-    elapsed_s: float
-    repaired: list[RepairNote] = field(default_factory=list)
-    status: RunStatus = RunStatus.COMPLETE
-    stopped: str | None = None  # why scheduling stopped early (a spent budget, a batch refused); rerun to continue
-
-
-def grid_of(loaded: LoadedSweep) -> Grid:
-    return Grid(loaded.sweep_id, loaded.sweep.seed, [m.name for m in loaded.sweep.models], loaded.probes)
+#: ``RunResult``, ``grid_of`` and ``count_statuses`` live in the session now; re-exported here, their first home
+__all__ = ["DEFAULT_RETRY_KINDS", "RunResult", "build_trial_runner", "count_statuses", "grid_of",
+           "per_model_concurrency", "response_cache_dir", "run_sweep"]
 
 
 #: the error kinds ``--retry-errors`` re-attempts when none are named: the ones a later attempt may pass
 DEFAULT_RETRY_KINDS = ("rate_limited", "transient", "timeout")
-
-
-def count_statuses(trials_dir: Path) -> dict[str, int]:
-    """Rows by status, each trial once (its newest row), over the parts that count."""
-    parts, _ = inspect_parts(trials_dir, None)
-    if not parts:
-        return {}
-    frame = scan_latest(parts).group_by("status").len().collect()
-    return {row["status"]: int(row["len"]) for row in frame.iter_rows(named=True)}
 
 
 def build_trial_runner(loaded: LoadedSweep, *, strict_params: bool = False,
@@ -101,12 +76,15 @@ def response_cache_dir(loaded: LoadedSweep, given: Path | None) -> Path | None:
     return given
 
 
-def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False,
-              say: Callable[[str], None] = lambda s: None, worker: str = "local",
-              strict_params: bool = False, notify: Callable[[str], None] | None = None,
+def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False, say: Callable[[str], None] = lambda s: None,
+              worker: str = "local", strict_params: bool = False, notify: Callable[[str], None] | None = None,
               cache_dir: Path | None = None, retry_kinds: Sequence[str] | None = None,
               wait: bool = False) -> RunResult:
-    """Run (or resume) ``loaded`` into ``out`` in this process, live: the ``local`` backend under its first name.
+    """Run (or resume) ``loaded`` into ``out`` in this process, live (the ``local`` backend).
+
+    Inside its session, the local middle is: build the trial runner (providers, the
+    response cache), run the pending specs through the engine into the session's
+    metered sink while ``should_stop`` is false, close what it opened.
 
     ``notify`` prints the one line announcing each newly learned parameter remedy
     (it is also written into the manifest at once, so a crash keeps it);
@@ -115,7 +93,38 @@ def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False,
     ``retry_kinds`` re-attempts error rows of those kinds; ``wait`` waits for another
     process writing ``out`` instead of refusing. Raises ``UserError`` for a mismatched ``out``.
     """
-    from runner.execution.backends.local import run_local  # the backend runs in a session, which builds on this module
+    cache_dir = response_cache_dir(loaded, cache_dir)
+    stats = EngineStats()
+    with Session(loaded, out, say=say, notify=notify, strict_params=strict_params, retry_kinds=retry_kinds,
+                 wait=wait) as session:
+        cache = ResponseCache(cache_dir, say=say) if cache_dir is not None else None
+        try:
+            execute, providers = build_trial_runner(loaded, strict_params=strict_params, on_learn=session.learned,
+                                                    known_remedies=[r.as_json() for r in session.manifest.remedies],
+                                                    cache=cache)
+            session.begin()
+            with session.sink(worker) as sink, \
+                    RunProgress(session.total, already_done=len(session.done), quiet=quiet,
+                                cache_hits=(lambda: cache.hits) if cache is not None else None) as progress:
+                stats = asyncio.run(_run(session.pending(), execute, session.metered(sink),
+                                         loaded.sweep.engine.concurrency, per_model_concurrency(loaded), progress,
+                                         providers, session.should_stop))
+            if stats.stopped:
+                session.stop()
+        finally:
+            if cache is not None:
+                session.record_cache(cache.stats())
+                cache.close()
+    return session.result(stats)
 
-    return run_local(loaded, out, quiet=quiet, say=say, worker=worker, strict_params=strict_params, notify=notify,
-                     cache_dir=cache_dir, retry_kinds=retry_kinds, wait=wait)
+
+async def _run(specs: Iterable[TrialSpec], execute: TrialRunner, sink: RowSink, concurrency: int,
+               per_model: dict[str, int], progress: RunProgress, providers: list[Provider],
+               stop: Callable[[], bool]) -> EngineStats:
+    try:
+        return await run_trials(specs, execute, sink, concurrency=concurrency, per_model=per_model, progress=progress,
+                                stop=stop)
+    finally:
+        await execute.aclose()
+        for provider in providers:
+            await provider.aclose()

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from types import TracebackType
@@ -56,19 +57,46 @@ from runner.core.schema import trial_schema
 from runner.core.types import TrialSpec
 from runner.execution.budget import CostMeter
 from runner.execution.engine import EngineStats
-from runner.execution.grid import skip_done
-from runner.execution.run import RunResult, count_statuses, grid_of
+from runner.execution.grid import Grid, skip_done
 from runner.output.lock import OutputLock, lock_output
 from runner.output.manifest import finish_manifest, start_manifest, sweep_snapshot
-from runner.output.parts import quarantine_parts, resume_keys
+from runner.output.parts import inspect_parts, quarantine_parts, resume_keys, scan_latest
 from runner.output.sink import RepairNote, TrialSink, repair_parts
 from runner.providers.remedies import Learned
 
-__all__ = ["Phase", "Session"]
+__all__ = ["Phase", "RunResult", "Session", "count_statuses", "grid_of"]
 
 
 def _silent(line: str) -> None:
     return None
+
+
+@dataclass
+class RunResult:
+    """What a run returns, whichever backend ran it (``Session.result``)."""
+
+    out: Path
+    total: int
+    skipped: int
+    stats: EngineStats
+    counts: dict[str, int]
+    elapsed_s: float
+    repaired: list[RepairNote] = field(default_factory=list)
+    status: RunStatus = RunStatus.COMPLETE
+    stopped: str | None = None  # why scheduling stopped early (a spent budget, a batch refused); rerun to continue
+
+
+def grid_of(loaded: LoadedSweep) -> Grid:
+    return Grid(loaded.sweep_id, loaded.sweep.seed, [m.name for m in loaded.sweep.models], loaded.probes)
+
+
+def count_statuses(trials_dir: Path) -> dict[str, int]:
+    """Rows by status, each trial once (its newest row), over the parts that count."""
+    parts, _ = inspect_parts(trials_dir, None)
+    if not parts:
+        return {}
+    frame = scan_latest(parts).group_by("status").len().collect()
+    return {row["status"]: int(row["len"]) for row in frame.iter_rows(named=True)}
 
 
 class Phase(Enum):

@@ -110,3 +110,37 @@ def test_the_mode_is_picked_from_the_sweep(tmp_path: Path) -> None:
 def test_built_in_backends_are_backends(name: str) -> None:
     found = backend(name)
     assert isinstance(found, Backend) and found.name == name
+
+
+def test_a_backend_registered_in_process_is_what_runner_run_uses(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """How the Ray Jobs entrypoint reaches ``runner.run`` on a head without installed entry points."""
+    from runner.execution.backends import RunOptions, register_backend, registry
+
+    calls: list[tuple[str, RunOptions]] = []
+
+    class _Recording:
+        name = "recording"
+
+        def run(self, loaded: Any, out: Path, options: RunOptions) -> Any:
+            calls.append((loaded.sweep.name, options))
+            return "ran"
+
+    monkeypatch.setattr(registry, "_REGISTERED", {})
+    register_backend("recording", _Recording())
+    assert "recording" in runner.execution.backends.backend_names()
+    assert runner.run(_sweep(tmp_path, provider="sim"), tmp_path / "out", mode="recording", strict_params=True) == "ran"
+    assert len(calls) == 1 and calls[0][1].strict_params is True
+    with pytest.raises(ValueError, match="built-in"):
+        register_backend("local", _Recording())
+
+
+def test_the_ray_jobs_entrypoint_goes_through_runner_run() -> None:
+    """``python -m cluster run`` names its backend and calls ``runner.run``; it re-does none of it."""
+    import inspect
+
+    from cluster.cli import job_main
+
+    source = inspect.getsource(job_main)
+    assert "modes.run(" in source and "register_backend(" in source
+    assert "plan(" not in source and ".run(loaded" not in source

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from runner.config.sweep import LoadedSweep
-from runner.execution.run import RunResult
+from runner.execution.session import RunResult
 
 
 def _silent(line: str) -> None:
