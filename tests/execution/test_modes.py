@@ -135,12 +135,33 @@ def test_a_backend_registered_in_process_is_what_runner_run_uses(tmp_path: Path,
         register_backend("local", _Recording())
 
 
-def test_the_ray_jobs_entrypoint_goes_through_runner_run() -> None:
-    """``python -m cluster run`` names its backend and calls ``runner.run``; it re-does none of it."""
-    import inspect
+def test_the_ray_jobs_entrypoint_goes_through_runner_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m cluster run`` hands its arguments to ``runner.run`` (which picks Ray from the address) after
+    naming the Ray backend for a head without entry points; it re-does none of the run. No Ray is started here."""
+    from contextlib import nullcontext
 
-    from cluster.cli import job_main
+    import cluster.session
+    from cluster.cli import job_main, ray_backend
+    from runner.core.errors import UserError
+    from runner.execution import modes
+    from runner.execution.backends import registry
 
-    source = inspect.getsource(job_main)
-    assert "modes.run(" in source and "register_backend(" in source
-    assert "plan(" not in source and ".run(loaded" not in source
+    asked: list[tuple[Any, Any, dict[str, Any]]] = []
+
+    def recording_run(sweep: Any, out: Any = None, **keywords: Any) -> Any:
+        asked.append((sweep, out, keywords))
+        raise UserError("stop here")
+
+    monkeypatch.setattr(registry, "_REGISTERED", {})
+    monkeypatch.setattr(modes, "run", recording_run)
+    monkeypatch.setattr(cluster.session, "ray_session", lambda *a, **k: nullcontext())
+    sweep = _sweep(tmp_path, provider="sim")
+    code = job_main(["run", str(sweep), "--out", str(tmp_path / "out"), "--workers", "3", "--address", "HEAD:6379",
+                     "--strict-params"])
+    assert code == 2 and "error: stop here" in capsys.readouterr().err
+    assert len(asked) == 1
+    given, out, keywords = asked[0]
+    assert Path(given) == sweep and out == (tmp_path / "out").resolve()
+    assert keywords["address"] == "HEAD:6379" and keywords["workers"] == 3 and keywords["strict_params"] is True
+    assert backend("ray") is ray_backend
