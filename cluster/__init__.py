@@ -1,7 +1,7 @@
 """Cluster mode: run a sweep on Ray with the same sweep file and the same output.
 
-``cluster`` wraps ``runner`` and never the other way round: the driver opens the
-output exactly as a single-node run does (``runner.execution.run.open_output``), streams the
+``cluster`` wraps ``runner`` and never the other way round: the driver runs inside the
+same session as a single-node run (``runner.execution.session.Session``), streams the
 grid in chunks to worker actors that each run ``runner.execution.engine.run_trials`` with a
 ``runner.execution.trial.TrialRunner``, and writes the Arrow record batches they return
 through ``runner.output.sink.TrialSink``. Rate limits and remedies are shared through two

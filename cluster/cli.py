@@ -159,12 +159,16 @@ def register(app: typer.Typer) -> None:
 
 
 def job_main(argv: list[str] | None = None) -> int:
-    """``python -m cluster run SWEEP --out OUT``: the entrypoint of a submitted job (driver on the head)."""
+    """``python -m cluster run SWEEP --out OUT``: the entrypoint of a submitted job (driver on the head).
+
+    The run goes through ``runner.run`` as every other run does (the mode and its rules are
+    ``runner.execution.modes``'); an address means Ray.
+    """
     import argparse
 
-    from runner.config.sweep import load_sweep
+    from cluster.session import ray_session
     from runner.execution import modes
-    from runner.execution.backends import RunOptions, backend
+    from runner.execution.backends import register_backend
     from runner.reporting.terminal import print_report
 
     parser = argparse.ArgumentParser(prog="python -m cluster", description="Run a sweep on the Ray cluster "
@@ -179,24 +183,17 @@ def job_main(argv: list[str] | None = None) -> int:
     run.add_argument("--cache", type=Path, default=None)
     args = parser.parse_args(argv)
     say: Callable[[str], Any] = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
-    from cluster.session import ray_session
 
     out = args.out.resolve()
+    # a job's head may run the uploaded code without installed entry points: name the Ray backend here
+    register_backend(modes.RAY, ray_backend)
     try:
-        loaded = load_sweep(args.sweep)
-        for warning in loaded.warnings:
-            say(f"warning: {warning}")
-        # the rules of every run; an address means Ray (naming mode 'ray' would need installed entry points)
-        chosen = modes.plan(loaded, out, address=args.address, workers=args.workers, cache=args.cache)
-        if chosen.note:
-            say(chosen.note)
-        options = RunOptions(quiet=True, say=say, notify=lambda s: say(f"note: {s}"), strict_params=args.strict_params,
-                             backend_options={"address": args.address, "workers": args.workers},
-                             batch_models=chosen.batch_models, cache_dir=args.cache)
         with ray_session(args.address, ship_code=False):  # the job's runtime env carries the code
-            # called directly, not looked up: a job's head node may run the uploaded code without installed entry points
-            chosen_backend = ray_backend if chosen.backend == modes.RAY else backend(chosen.backend)
-            result = chosen_backend.run(loaded, out, options)
+            result = modes.run(args.sweep, out, address=args.address, workers=args.workers, cache=args.cache,
+                               strict_params=args.strict_params, quiet=True, say=say,
+                               notify=lambda s: say(f"note: {s}"))
+            if result.stopped:
+                say(f"stopped: {result.stopped}")
             say(f"{result.stats.done:,} trials run ({result.skipped:,} already done) in {result.elapsed_s:.1f} s; "
                 f"counts: {result.counts}; output: {out}")
             try:

@@ -1,11 +1,14 @@
-"""A whole run of a sweep on Ray: the cluster-mode counterpart of ``runner.execution.run.run_sweep``.
+"""A whole run of a sweep on Ray: the Ray middle of a ``runner.execution.session.Session``.
 
-The output is opened, repaired and resumed by ``runner.execution.run.open_output`` and
-written by its ``TrialSink`` on the driver, so a Ray run's directory is the same as
-a single-node run's: same parts format, same manifest, and either mode resumes the
-other's output (a killed driver leaves streams that the next run repairs). Only
-the middle differs: instead of one engine, ``Dispatcher`` feeds chunks of the
-pending grid to worker actors and writes the record batches they return.
+The session — the same one a local or a batch run is — opens, repairs and resumes the
+output, holds its lock, meters the budget, records remedies and cache statistics and
+finishes the manifest; rows are written by its ``TrialSink`` on the driver, so a Ray
+run's directory is the same as a single-node run's: same parts format, same manifest,
+and either mode resumes the other's output (a killed driver leaves streams that the
+next run repairs). Only the middle is Ray's: instead of one engine, ``Dispatcher`` feeds
+chunks of the pending grid to worker actors and writes the record batches they return,
+the shared services (``cluster.shared``) give the workers one limiter, remedy book,
+spend meter and cache, and ``Watch`` logs and records the cluster's summary.
 """
 
 from __future__ import annotations
@@ -25,12 +28,10 @@ from cluster.shares import engine_share
 from cluster.watch import Watch, detail_line
 from cluster.worker import TrialWorker
 from runner.config.sweep import LoadedSweep
-from runner.core.manifest import CacheStats, write_manifest
 from runner.execution.engine import EngineStats
 from runner.execution.progress import RunProgress
-from runner.execution.run import RunResult, open_output
-from runner.output.manifest import sweep_snapshot
-from runner.output.reader import spent_in
+from runner.execution.run import RunResult, response_cache_dir
+from runner.execution.session import Session
 from runner.providers.cache import ResponseCache
 
 #: the sink's worker name for parts written by a Ray driver (``part-ray-NNNNN.arrow``)
@@ -74,130 +75,115 @@ def run_on_ray(loaded: LoadedSweep, out: Path, *, address: str = "auto", workers
 
     from cluster.shared import SharedServices
 
-    if cache_dir is None and loaded.sweep.cache is not None:
-        cache_dir = Path(loaded.sweep.cache)
+    cache_dir = response_cache_dir(loaded, cache_dir)
     if cache_dir is not None:  # the cache actor runs on this node: a directory it cannot open fails here, in one line
         ResponseCache(cache_dir).close()
     check_reachable(address)  # a dead address fails in one line, before the output is touched
-    # the one place the output is opened (repair, resume set, the output lock, --retry-errors); a wrong --out
-    # fails before any cluster work, and the lock is held from here to finish
-    output = open_output(loaded, out, say, retry_kinds=retry_kinds, wait=wait)
-    output.manifest.strict_params = strict_params
-    put_ray_record(output.manifest.sessions[-1], RaySessionRecord(address=address))
-    # prices and budget may change between sessions (they are not the sweep's identity): record the ones in force
-    in_force = sweep_snapshot(loaded)
-    output.manifest.sweep.prices, output.manifest.sweep.budget = in_force.prices, in_force.budget
-    budget = loaded.sweep.budget
-    spent = spent_in(output.trials_dir, loaded.sweep.prices) if budget is not None else None
-
-    def announce(entry: dict[str, Any]) -> None:
-        if notify is not None:
-            notify(f"remedy learned for {entry['provider']} model {entry['model_id']!r}: {entry['remedy']} "
-                   f"(the server said: {entry['server_message']}); applied to every later request, "
-                   "recorded in the manifest")
-    finished = [False]  # the session is ended once, however the run ends (a worker that cannot start...)
-    try:
-        with ray_session(address, num_cpus=num_cpus, temp_dir=temp_dir, ship_code=ship_code):
-            n = workers or default_workers()
-            size = chunk_size or default_chunk_size(loaded, n)
-            cpus = float(ray.cluster_resources().get("CPU", 1))
-            cpu_each = 1.0 if n <= cpus else cpus / n  # more workers than CPUs: fractional, never unschedulable
-            services = SharedServices.start(loaded, output.manifest, strict_params=strict_params,
-                                            window_s=limiter_window_s, spent=spent, cache_dir=cache_dir)
+    dispatch = DispatchStats()
+    by_status: dict[str, int] = {}
+    # a wrong --out fails here, before any cluster work; the lock is held from here to the session's finish
+    with Session(loaded, out, say=say, notify=notify, strict_params=strict_params, retry_kinds=retry_kinds,
+                 wait=wait) as session, \
+            ray_session(address, num_cpus=num_cpus, temp_dir=temp_dir, ship_code=ship_code):
+        put_ray_record(session.manifest.sessions[-1], RaySessionRecord(address=address))
+        n = workers or default_workers()
+        size = chunk_size or default_chunk_size(loaded, n)
+        cpus = float(ray.cluster_resources().get("CPU", 1))
+        cpu_each = 1.0 if n <= cpus else cpus / n  # more workers than CPUs: fractional, never unschedulable
+        meter = session.meter
+        services = SharedServices.start(loaded, session.manifest, strict_params=strict_params,
+                                        window_s=limiter_window_s, cache_dir=cache_dir,
+                                        spent=(meter.usd, meter.tokens) if meter is not None else None)
+        dispatcher: Dispatcher | None = None
+        try:
             loaded_ref = ray.put(loaded)
             actor = ray.remote(TrialWorker)
             hooks = services.hooks()
 
             def make_worker(index: int) -> Any:
                 return actor.options(num_cpus=cpu_each, scheduling_strategy="SPREAD", max_restarts=0,
-                                     max_concurrency=max(16, 4 * in_flight)).remote(loaded_ref, output.schema, index, n,
-                                                                                    hooks)
+                                     max_concurrency=max(16, 4 * in_flight)).remote(loaded_ref, session.schema, index,
+                                                                                    n, hooks)
 
-            budget_spent = [False]
-            dispatcher = Dispatcher(make_worker, n, in_flight=in_flight, on_lost=say,
-                                    should_stop=lambda: budget_spent[0])
+            dispatcher = Dispatcher(make_worker, n, in_flight=in_flight, on_lost=say, should_stop=session.should_stop)
             ray.get([w.ready.remote() for w in dispatcher.workers])  # a worker that cannot start fails the run now
             nodes = len({n_["NodeID"] for n_ in ray.nodes() if n_.get("Alive")})
             say(f"ray: {n} workers on {nodes} node(s), chunks of {size} trials, {in_flight} in flight per worker")
-
-            started = time.perf_counter()
-            status = "interrupted"
-            dispatch = DispatchStats()
-            by_status: dict[str, int] = {}
-            stopped: str | None = None
-            at_start = services.spend()
-            if at_start is not None and at_start.exhausted:  # a rerun with the same budget: nothing to start
-                budget_spent[0] = True
-            watch = Watch(output.total, len(output.done), interval_s=watch_interval_s)
-            live = [dispatch]
-
-            def cache_hits() -> int:  # as of the last poll: asking the cache actor per chunk would queue behind workers
-                return (watch.record.cache_hits or 0) if watch.record is not None else 0
-
-            def publish() -> None:
-                spend = services.spend()
-                cache = services.cache_stats()
-                watch.poll(dispatcher.workers, requeued=live[0].requeued_chunks, lost=live[0].workers_lost, spend=spend,
-                           budget=budget.describe() if budget is not None else None,
-                           cache_hits=None if cache is None else int(cache["hits"]))
-                # on a terminal the progress bar shows it; in a log (a Ray Job's) a line every interval does
-                watch.publish(output.manifest, lambda: write_manifest(out, output.manifest),
-                              say if log_lines[0] else (lambda line: None))
-            log_lines = [True]
-            try:
-                with output.sink(SINK_NAME) as sink, \
-                        RunProgress(output.total, already_done=len(output.done), quiet=quiet,
-                                    cache_hits=cache_hits if cache_dir is not None else None,
-                                    detail=lambda: detail_line(watch.record) if watch.record else "") as progress:
-                    next_drain = [time.monotonic() + 1.0]
-                    log_lines[0] = not progress.enabled
-
-                    def on_result(chunk: Any, batch: pa.RecordBatch, errors: int, result_stopped: bool) -> None:
-                        sink.write_batch(batch)
-                        _count(batch, by_status)
-                        watch.done += batch.num_rows
-                        progress.advance(batch.num_rows, errors)
-                        if result_stopped:
-                            budget_spent[0] = True  # no new chunk is handed out; the outstanding ones end early
-                        if time.monotonic() >= next_drain[0]:  # remedies reach the manifest as they are learned
-                            next_drain[0] = time.monotonic() + 1.0
-                            if services.drain_remedies(output.manifest, announce):
-                                write_manifest(out, output.manifest)
-                        if watch.due():
-                            publish()
-
-                    def on_idle() -> None:
-                        if watch.due():
-                            publish()
-
-                    dispatch = dispatcher.run(chunked(output.pending(), size), on_result, stats=dispatch, on_idle=on_idle)
-                status = "stopped_budget" if budget_spent[0] else "complete"
-                final = services.spend()
-                if budget_spent[0] and final is not None:
-                    stopped = final.reason
-            finally:
-                elapsed = time.perf_counter() - started
-                try:
-                    services.drain_remedies(output.manifest, announce)
-                    cache = services.cache_stats()
-                    if cache is not None:
-                        output.manifest.sessions[-1].cache = CacheStats.model_validate(
-                            {k: cache[k] for k in ("dir", "hits", "misses", "stored")})
-                        output.manifest.cache_hits = (output.manifest.cache_hits or 0) + int(cache["hits"])
-                    log_lines[0] = True  # the last summary is logged either way
-                    publish()
-                except Exception as exc:
-                    say(f"could not collect the shared services' counts at the end: {type(exc).__name__}")
-                counts = output.finish(status, sum(by_status.values()), elapsed)  # rows written, even if interrupted
-                finished[0] = True
+            session.begin()
+            _dispatch(session, dispatcher, services, size, dispatch, by_status, quiet=quiet,
+                      cache_on=cache_dir is not None, watch_interval_s=watch_interval_s)
+        finally:
+            if dispatcher is not None:
                 _close_workers(dispatcher.workers)
-                services.stop()
+            services.stop()
+    stats = EngineStats(done=dispatch.trials, errors=dispatch.errors, by_status=by_status)
+    return session.result(stats)
+
+
+def _dispatch(session: Session, dispatcher: Dispatcher, services: Any, size: int, dispatch: DispatchStats,
+              by_status: dict[str, int], *, quiet: bool, cache_on: bool, watch_interval_s: float) -> None:
+    """Feed the pending grid to the workers in chunks, write what they return, watch; stop when the budget says."""
+    budget = session.loaded.sweep.budget
+    say = session.say
+    watch = Watch(session.total, len(session.done), interval_s=watch_interval_s)
+    log_lines = [True]
+
+    def cache_hits() -> int:  # as of the last poll: asking the cache actor per chunk would queue behind workers
+        return (watch.record.cache_hits or 0) if watch.record is not None else 0
+
+    def publish() -> None:
+        spend = services.spend()
+        cache = services.cache_stats()
+        watch.poll(dispatcher.workers, requeued=dispatch.requeued_chunks, lost=dispatch.workers_lost, spend=spend,
+                   budget=budget.describe() if budget is not None else None,
+                   cache_hits=None if cache is None else int(cache["hits"]))
+        # on a terminal the progress bar shows it; in a log (a Ray Job's) a line every interval does
+        watch.publish(session.manifest, session.save, say if log_lines[0] else (lambda line: None))
+
+    chunks = chunked(session.pending(), size)
+    try:
+        with session.sink(SINK_NAME) as sink, \
+                RunProgress(session.total, already_done=len(session.done), quiet=quiet,
+                            cache_hits=cache_hits if cache_on else None,
+                            detail=lambda: detail_line(watch.record) if watch.record else "") as progress:
+            rows = session.metered(sink)
+            next_drain = [time.monotonic() + 1.0]
+            log_lines[0] = not progress.enabled
+
+            def on_result(chunk: Any, batch: pa.RecordBatch, errors: int, result_stopped: bool) -> None:
+                rows.write_batch(batch)
+                _count(batch, by_status)
+                watch.done += batch.num_rows
+                progress.advance(batch.num_rows, errors)
+                if result_stopped:
+                    session.stop()  # no new chunk is handed out; the outstanding ones end early
+                if time.monotonic() >= next_drain[0]:  # remedies reach the manifest as they are learned
+                    next_drain[0] = time.monotonic() + 1.0
+                    services.drain_remedies(session.learned)
+                if watch.due():
+                    publish()
+
+            def on_idle() -> None:
+                if watch.due():
+                    publish()
+
+            dispatcher.run(chunks, on_result, stats=dispatch, on_idle=on_idle)
+        if session.should_stop() and next(chunks, None) is not None:  # the budget left chunks never handed out
+            session.stop()
+        if session.stopping:
+            final = services.spend()  # the spend meter's words: it counts every worker's trials, lost ones too
+            if final is not None and final.exhausted:
+                session.stop(final.reason)
     finally:
-        if not finished[0]:
-            output.finish("interrupted", 0, 0.0)
-    stats = EngineStats(done=dispatch.trials, errors=dispatch.errors, by_status=by_status,
-                        stopped=status == "stopped_budget")
-    return RunResult(out, output.total, len(output.done), stats, counts, elapsed, output.repaired, status, stopped)
+        try:
+            services.drain_remedies(session.learned)
+            cache = services.cache_stats()
+            if cache is not None:
+                session.record_cache(cache)
+            log_lines[0] = True  # the last summary is logged either way
+            publish()
+        except Exception as exc:
+            say(f"could not collect the shared services' counts at the end: {type(exc).__name__}")
 
 
 def _count(batch: pa.RecordBatch, into: dict[str, int]) -> None:

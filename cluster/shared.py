@@ -6,8 +6,8 @@ The driver starts them (``SharedServices.start``) before any worker, gives each
 worker a ``WorkerHooks`` — the picklable recipe a worker runs, inside its own
 event loop, to get the keyword arguments ``runner.execution.run.build_trial_runner`` takes
 for a shared ``book`` and ``limiter_factory`` — and at the end (and as it goes)
-drains the remedies learned into the manifest, exactly where a single-node run
-records them.
+drains the remedies learned into the run's session (``Session.learned``), the one
+place every mode records them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from cluster.remedies import RemedyActor, SharedRemedyBook
 from cluster.spend import SpendMeterActor, SpendState
 from cluster.watch import CountingLimiter, WaitCounter
 from runner.config.sweep import LoadedSweep
-from runner.core.manifest import Manifest, RemedyRecord
+from runner.core.manifest import Manifest
 from runner.providers import CONFIGURED
 from runner.providers.limiter import Limiter, make_limiter
 from runner.providers.remedies import remedy_from_json
@@ -132,14 +132,13 @@ class SharedServices:
 
         return None if self.cache_actor is None else ray.get(self.cache_actor.stats.remote())
 
-    def drain_remedies(self, manifest: Manifest, announce: Callable[[dict[str, Any]], None]) -> int:
-        """Move newly learned remedies into ``manifest`` (and announce each once); return how many."""
+    def drain_remedies(self, learned: Callable[[dict[str, Any]], None]) -> int:
+        """Hand each newly learned remedy to ``learned`` once (the run's ``Session.learned``); return how many."""
         import ray
 
         entries = ray.get(self.remedy_actor.new_entries.remote())
         for entry in entries:
-            manifest.remedies.append(RemedyRecord.model_validate(entry))
-            announce(entry)
+            learned(entry)
         return len(entries)
 
     def limiter_counters(self) -> dict[LimiterKey, dict[str, int]]:

@@ -18,10 +18,11 @@ if TYPE_CHECKING:
     from runner.analysis.load import load, load_summary
     from runner.config.sweep import LoadedSweep, Sweep, load_sweep
     from runner.core.errors import TrialgridError, UserError
+    from runner.core.manifest import RunStatus
     from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, TrialSpec, Usage
     from runner.execution.grid import Grid
     from runner.execution.modes import run, run_sweep
-    from runner.execution.run import RunResult
+    from runner.execution.session import RunResult
     from runner.providers.errors import ErrorKind, ProviderError
 
 #: public name -> "module:attribute"
@@ -33,6 +34,7 @@ _EXPORTS: dict[str, str] = {
     "load_sweep": "runner.config.sweep:load_sweep",
     "TrialgridError": "runner.core.errors:TrialgridError",
     "UserError": "runner.core.errors:UserError",
+    "RunStatus": "runner.core.manifest:RunStatus",
     "ChatRequest": "runner.core.types:ChatRequest",
     "ChatResponse": "runner.core.types:ChatResponse",
     "Message": "runner.core.types:Message",
@@ -41,7 +43,7 @@ _EXPORTS: dict[str, str] = {
     "TrialSpec": "runner.core.types:TrialSpec",
     "Usage": "runner.core.types:Usage",
     "Grid": "runner.execution.grid:Grid",
-    "RunResult": "runner.execution.run:RunResult",
+    "RunResult": "runner.execution.session:RunResult",
     "run": "runner.execution.modes:run",
     "run_sweep": "runner.execution.modes:run_sweep",
     "ErrorKind": "runner.providers.errors:ErrorKind",
@@ -49,7 +51,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = ["ChatRequest", "ChatResponse", "ErrorKind", "Grid", "LoadedSweep", "Message", "ProviderError", "RunResult",
-           "Sweep", "ToolCall", "ToolSpec", "TrialSpec", "TrialgridError", "Usage", "UserError", "load", "load_summary",
+           "RunStatus", "Sweep", "ToolCall", "ToolSpec", "TrialSpec", "TrialgridError", "Usage", "UserError", "load", "load_summary",
            "load_sweep", "run", "run_sweep"]
 
 

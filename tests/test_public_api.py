@@ -12,7 +12,7 @@ import runner
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = ["ChatRequest", "ChatResponse", "ErrorKind", "Grid", "LoadedSweep", "Message", "ProviderError", "RunResult",
-          "Sweep", "ToolCall", "ToolSpec", "TrialSpec", "TrialgridError", "Usage", "UserError", "load", "load_summary", "load_sweep",
+          "RunStatus", "Sweep", "ToolCall", "ToolSpec", "TrialSpec", "TrialgridError", "Usage", "UserError", "load", "load_summary", "load_sweep",
           "run", "run_sweep"]
 HEAVY = ("numba", "polars", "pyarrow")
 

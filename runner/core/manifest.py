@@ -35,6 +35,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -186,6 +187,27 @@ class CacheStats(ManifestRecord):
     stored: int = Field(description="answers stored for a rerun")
 
 
+class RunStatus(StrEnum):
+    """How a session (and so the output, as of its last session) stands; written as the bare string.
+
+    A ``StrEnum``: each member *is* its string, so the manifest keeps writing ``"complete"``
+    and every output written before the enum reads unchanged (the fields stay ``str``).
+    """
+
+    RUNNING = "running"
+    COMPLETE = "complete"
+    #: a rescore that found no stored row for some cells of the new sweep
+    PARTIAL = "partial"
+    #: ended by an exception or a signal once trials had started: rerun to resume
+    INTERRUPTED = "interrupted"
+    #: the budget stopped it (``SessionRecord.stopped`` says how); raise ``budget`` and rerun
+    STOPPED_BUDGET = "stopped_budget"
+    #: failed before any trial started (a provider or cache that could not be set up)
+    FAILED = "failed"
+    #: a session a kill left ``running``, as the next session found it
+    CRASHED = "crashed"
+
+
 class SessionRecord(ManifestRecord):
     """One process's pass over the output: a run, or a resume of it."""
 
@@ -196,6 +218,8 @@ class SessionRecord(ManifestRecord):
     status: str = Field(description="running, complete, partial, interrupted, stopped_budget, failed, or crashed "
                                     "(a session a kill left running, as the next session found it)")
     trials_run: int = Field(default=0, description="trial rows this session wrote")
+    stopped: str | None = Field(default=None, description="why the session stopped before the grid was done "
+                                                          "(a budget reached, a batch refused or cut to fit)")
     retry_errors: list[str] | None = Field(default=None, description="--retry-errors: the error kinds re-attempted")
     elapsed_s: float | None = Field(default=None, description="wall-clock seconds, once finished")
     cache: CacheStats | None = Field(default=None, description="response cache counts, when a cache was used")

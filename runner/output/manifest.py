@@ -24,6 +24,7 @@ from runner.core.manifest import (
     MANIFEST,
     Manifest,
     ProbeRecord,
+    RunStatus,
     SessionRecord,
     SweepSnapshot,
     read_manifest,
@@ -65,7 +66,7 @@ def start_manifest(out: Path, loaded: LoadedSweep, trials_total: int, *,
     """
     existing = read_manifest(out)
     session = SessionRecord(started_at=_now(), finished_at=None, pid=os.getpid(), host=platform.node(),
-                            status="running", trials_run=0)
+                            status=RunStatus.RUNNING, trials_run=0)
     if retry_kinds is not None:
         session.retry_errors = list(retry_kinds)
     if existing is None:
@@ -88,7 +89,7 @@ def start_manifest(out: Path, loaded: LoadedSweep, trials_total: int, *,
             created_at=session.started_at,
             sessions=[session],
             counts={},
-            status="running",
+            status=RunStatus.RUNNING,
         )
     else:
         if existing.sweep_id != loaded.sweep_id:
@@ -98,11 +99,11 @@ def start_manifest(out: Path, loaded: LoadedSweep, trials_total: int, *,
                 hint="resume only reruns the same sweep; use another --out directory for a changed sweep")
         manifest = existing
         for earlier in manifest.sessions:
-            if earlier.status == "running":
-                earlier.status = "crashed"
+            if earlier.status == RunStatus.RUNNING:
+                earlier.status = RunStatus.CRASHED
         manifest.sessions.append(session)
         manifest.versions = _versions()
-        manifest.status = "running"
+        manifest.status = RunStatus.RUNNING
     write_manifest(out, manifest)
     return manifest
 

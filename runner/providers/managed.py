@@ -50,6 +50,11 @@ _DEFAULT_OUTPUT_ESTIMATE = 256
 
 def estimate_tokens(request: ChatRequest) -> int:
     """A cheap upper-ish guess of what a request will cost: ~4 characters a token, plus its output cap."""
+    return sum(estimate_usage(request))
+
+
+def estimate_usage(request: ChatRequest) -> tuple[int, int]:
+    """``estimate_tokens`` as (input, output) tokens, for pricing them apart (a batch priced before it is sent)."""
     chars = 0
     for m in request.messages:
         chars += len(m.content)
@@ -60,7 +65,7 @@ def estimate_tokens(request: ChatRequest) -> int:
     params = request.params
     cap = params.get("max_tokens") or params.get("max_completion_tokens") or params.get("max_output_tokens")
     output = min(int(cap), 4096) if isinstance(cap, (int, float)) and cap > 0 else _DEFAULT_OUTPUT_ESTIMATE
-    return chars // 4 + output
+    return chars // 4, output
 
 
 def remedy_params(params: Mapping[str, Any], remedies: Sequence[Remedy]) -> tuple[dict[str, Any], list[str]]:

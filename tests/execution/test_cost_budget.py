@@ -90,3 +90,96 @@ def test_bad_prices_and_budgets_are_located_errors(write_sweep, extra: dict, mes
     data.update(extra)
     with pytest.raises(UserError, match=message):
         load_sweep(write_sweep(data))
+
+
+# -- batch mode: priced before it is submitted -------------------------------------------------------------------
+
+#: $1,000 per million tokens: a quickstart trial costs tens of cents
+DEAR = {"input": 1000.0, "output": 1000.0}
+
+
+def _batch_budget_sweep(tmp_path: Path, base_url: str, usd: float, *, live_model: bool = False,
+                        name: str = "batch.yaml") -> Path:
+    """One `mode: batch` model on `trialgrid serve` (and, with ``live_model``, a second one run live)."""
+    from tests.providers.conftest import write
+    from tests.providers.test_batch import batch_sweep
+
+    data = batch_sweep(base_url, "openai", concurrency=4)  # a small engine window: the live model stops early
+    data["models"] = data["models"][:2 if live_model else 1]
+    data["models"][0]["mode"] = "batch"
+    data["prices"] = {m["name"]: dict(DEAR) for m in data["models"]}
+    if live_model:  # the batch model nearly free: the budget is spent by the live model's trials
+        data["prices"][data["models"][0]["name"]] = {"input": 0.001, "output": 0.001}
+    data["budget"] = {"usd": usd}
+    return write(tmp_path, data, name)
+
+
+def test_batch_mode_cuts_the_batch_to_the_budget_and_the_manifest_says_why(tmp_path: Path) -> None:
+    """Batch mode used to ignore `budget:` (every trial submitted, status complete); now it prices each request before
+    submitting, submits the grid-order prefix that fits, and ends `stopped_budget` saying it cut the batch."""
+    import runner
+    from runner.core.manifest import read_manifest
+    from runner.sim.serve import ServeOptions, ServerThread
+
+    with ServerThread(ServeOptions(host="127.0.0.1", port=0)) as server:
+        path = _batch_budget_sweep(tmp_path, server.base_url, 5.0)
+        out = tmp_path / "out"
+        result = runner.run(path, out, quiet=True)
+        stats = server.stats()
+        submitted = sum(stats["batch_requests"].values())
+        assert result.status == "stopped_budget", result
+        assert 0 < submitted < result.total  # cut, not refused, not all
+        assert result.stopped is not None and "batch cut to what fits" in result.stopped
+        assert f"{submitted:,} of {result.total:,} requests submitted" in result.stopped
+        assert stats["requests"] == 0  # nothing went live
+        assert result.counts == {"ok": submitted}
+        assert _priced(out, DEAR) <= 5.0  # the estimate is on the high side: what was paid fits the budget
+        manifest = read_manifest(out)
+        assert manifest is not None and manifest.status == "stopped_budget"
+        assert manifest.sessions[-1].stopped == result.stopped
+        assert manifest.sweep.budget is not None and manifest.sweep.budget.usd == 5.0
+        # a raised budget submits the rest, once each
+        raised = runner.run(_batch_budget_sweep(tmp_path, server.base_url, 1e6, name="raised.yaml"), out, quiet=True)
+        assert raised.status == "complete" and raised.stopped is None
+        assert sum(server.stats()["batch_requests"].values()) == result.total
+    df = pl.scan_ipc(str(out / "trials" / "*.arrow")).collect()
+    assert df.height == df["trial_id"].n_unique() == result.total
+
+
+def test_batch_mode_refuses_a_batch_nothing_of_which_fits(tmp_path: Path) -> None:
+    from runner.core.manifest import read_manifest
+    from runner.sim.serve import ServeOptions, ServerThread
+
+    with ServerThread(ServeOptions(host="127.0.0.1", port=0)) as server:
+        out = tmp_path / "out"
+        result = CliRunner().invoke(app, ["run", str(_batch_budget_sweep(tmp_path, server.base_url, 0.01)), "--out",
+                                          str(out), "--no-report"])
+        stats = server.stats()
+    assert result.exit_code == 0, result.output
+    assert stats["batches"] == {} and stats["requests"] == 0  # nothing sent at all
+    lines = [line for line in result.output.splitlines() if "batch refused" in line]
+    assert len(lines) == 1 and lines[0].startswith("stopped: budget of $0.01: batch refused, nothing submitted")
+    manifest = read_manifest(out)
+    assert manifest is not None and manifest.status == "stopped_budget"
+    assert manifest.sessions[-1].stopped is not None and "batch refused" in manifest.sessions[-1].stopped
+
+
+def test_live_models_of_a_batch_session_are_metered(tmp_path: Path) -> None:
+    import runner
+    from runner.sim.serve import ServeOptions, ServerThread
+
+    with ServerThread(ServeOptions(host="127.0.0.1", port=0)) as server:
+        out = tmp_path / "out"
+        result = runner.run(_batch_budget_sweep(tmp_path, server.base_url, 3.0, live_model=True), out, quiet=True)
+        stats = server.stats()
+    half = result.total // 2
+    assert stats["batch_requests"] == {"openai": half}  # the cheap batch model fits whole
+    assert result.status == "stopped_budget" and result.stopped is not None and "reached" in result.stopped
+    assert 0 < stats["requests"] < half  # the dear live model stopped at the budget
+    df = pl.scan_ipc(str(out / "trials" / "*.arrow")).collect()
+    assert df.height == half + stats["requests"]
+
+
+def _priced(out: Path, price: dict[str, float]) -> float:
+    t = pl.scan_ipc(str(out / "trials" / "*.arrow")).collect()
+    return float((t["input_tokens"].sum() * price["input"] + t["output_tokens"].sum() * price["output"]) / 1e6)

@@ -110,3 +110,58 @@ def test_the_mode_is_picked_from_the_sweep(tmp_path: Path) -> None:
 def test_built_in_backends_are_backends(name: str) -> None:
     found = backend(name)
     assert isinstance(found, Backend) and found.name == name
+
+
+def test_a_backend_registered_in_process_is_what_runner_run_uses(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """How the Ray Jobs entrypoint reaches ``runner.run`` on a head without installed entry points."""
+    from runner.execution.backends import RunOptions, register_backend, registry
+
+    calls: list[tuple[str, RunOptions]] = []
+
+    class _Recording:
+        name = "recording"
+
+        def run(self, loaded: Any, out: Path, options: RunOptions) -> Any:
+            calls.append((loaded.sweep.name, options))
+            return "ran"
+
+    monkeypatch.setattr(registry, "_REGISTERED", {})
+    register_backend("recording", _Recording())
+    assert "recording" in runner.execution.backends.backend_names()
+    assert runner.run(_sweep(tmp_path, provider="sim"), tmp_path / "out", mode="recording", strict_params=True) == "ran"
+    assert len(calls) == 1 and calls[0][1].strict_params is True
+    with pytest.raises(ValueError, match="built-in"):
+        register_backend("local", _Recording())
+
+
+def test_the_ray_jobs_entrypoint_goes_through_runner_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m cluster run`` hands its arguments to ``runner.run`` (which picks Ray from the address) after
+    naming the Ray backend for a head without entry points; it re-does none of the run. No Ray is started here."""
+    from contextlib import nullcontext
+
+    import cluster.session
+    from cluster.cli import job_main, ray_backend
+    from runner.core.errors import UserError
+    from runner.execution import modes
+    from runner.execution.backends import registry
+
+    asked: list[tuple[Any, Any, dict[str, Any]]] = []
+
+    def recording_run(sweep: Any, out: Any = None, **keywords: Any) -> Any:
+        asked.append((sweep, out, keywords))
+        raise UserError("stop here")
+
+    monkeypatch.setattr(registry, "_REGISTERED", {})
+    monkeypatch.setattr(modes, "run", recording_run)
+    monkeypatch.setattr(cluster.session, "ray_session", lambda *a, **k: nullcontext())
+    sweep = _sweep(tmp_path, provider="sim")
+    code = job_main(["run", str(sweep), "--out", str(tmp_path / "out"), "--workers", "3", "--address", "HEAD:6379",
+                     "--strict-params"])
+    assert code == 2 and "error: stop here" in capsys.readouterr().err
+    assert len(asked) == 1
+    given, out, keywords = asked[0]
+    assert Path(given) == sweep and out == (tmp_path / "out").resolve()
+    assert keywords["address"] == "HEAD:6379" and keywords["workers"] == 3 and keywords["strict_params"] is True
+    assert backend("ray") is ray_backend

@@ -207,3 +207,34 @@ def test_resume_into_parts_of_another_schema_is_refused(write_sweep, tmp_path: P
     result = CliRunner().invoke(app, ["run", str(path), "--out", str(tmp_path / "out"), "--quiet"])
     assert result.exit_code == 2
     assert "different row schema" in result.output and "response_text" in result.output
+
+
+def test_a_session_finishes_once_with_a_typed_status_however_it_ends(write_sweep, tmp_path: Path) -> None:
+    """Before ``begin`` an exception is ``failed``; after it (or a Ctrl-C at any point) ``interrupted``; the lock is
+    released each time, and the manifest keeps the bare strings old outputs have."""
+    import json
+
+    from runner.core.manifest import RunStatus, read_manifest
+    from runner.execution.session import Session
+
+    loaded = load_sweep(write_sweep(runs=1))
+    out = tmp_path / "out"
+
+    def ended(error: BaseException, *, begin: bool) -> str:
+        with pytest.raises(type(error)), Session(loaded, out) as session:
+            if begin:
+                session.begin()
+            raise error
+        session.finish()  # a second finish does nothing
+        manifest = read_manifest(out)
+        assert manifest is not None and manifest.status == session.status
+        return session.status
+
+    assert ended(RuntimeError("setup"), begin=False) == RunStatus.FAILED
+    assert ended(RuntimeError("mid-run"), begin=True) == RunStatus.INTERRUPTED
+    assert ended(KeyboardInterrupt(), begin=False) == RunStatus.INTERRUPTED
+    result = run_sweep(loaded, out, quiet=True)  # the lock was released every time
+    assert result.status is RunStatus.COMPLETE and result.status == "complete"
+    sessions = json.loads((out / "manifest.json").read_text())["sessions"]
+    assert [s["status"] for s in sessions] == ["failed", "interrupted", "interrupted", "complete"]
+    assert "stopped" not in sessions[-1]  # written only when a session stopped early

@@ -7,6 +7,6 @@ and which combinations are refused, is decided in one place, ``runner.execution.
 """
 
 from runner.execution.backends.base import Backend, RunOptions
-from runner.execution.backends.registry import backend, backend_names
+from runner.execution.backends.registry import backend, backend_names, register_backend
 
-__all__ = ["Backend", "RunOptions", "backend", "backend_names"]
+__all__ = ["Backend", "RunOptions", "backend", "backend_names", "register_backend"]

@@ -1,9 +1,11 @@
 """What a run backend is: one way of executing a sweep into an output directory.
 
 ``runner.run`` decides *which* backend runs a sweep and refuses what cannot run
-(``runner.execution.modes``); a backend only executes. Every backend opens the output
-the same way (``runner.execution.run.open_output``), so a run's directory, its
-manifest and its resume rules do not depend on the backend that wrote it.
+(``runner.execution.modes``); a backend only executes. Every backend runs inside the
+same session (``runner.execution.session.Session``: lock, manifest, resume, budget,
+remedies, cache statistics, status, finish) and only turns pending specs into rows in
+its sink, honouring ``should_stop``; so a run's directory, its manifest and its resume
+rules do not depend on the backend that wrote it.
 
 This module imports neither the sweep nor the run modules at load: a plug-in's entry
 point names a backend object, and looking it up (on every ``trialgrid`` command) must
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from runner.config.sweep import LoadedSweep
-    from runner.execution.run import RunResult
+    from runner.execution.session import RunResult
 
 
 def _silent(line: str) -> None:

@@ -1,4 +1,4 @@
-"""The ``local`` backend: every trial in this process through the engine, live (``run.run_sweep``)."""
+"""The ``local`` backend: every pending trial in this process, through the engine, live (``run.run_sweep``)."""
 
 from __future__ import annotations
 

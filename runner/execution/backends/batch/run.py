@@ -2,13 +2,20 @@
 
 The order of a session:
 
-1. open the output as any run does (``run.open_output``: manifest, repair, resume set)
-   and read ``OUT/batches.json``; trials waiting in a batch not yet collected are
-   *covered* and never submitted again;
-2. record the request of every other pending batch-mode trial (``capture``), and
-   submit them per model in batches of ``engine.batch_max_requests`` — each batch is
-   written to the ledger as soon as the vendor accepts it;
-3. run the live-mode models' trials through the ordinary engine meanwhile;
+1. open the session as any run does (``runner.execution.session``: lock, manifest,
+   repair, resume set, budget) and read ``OUT/batches.json``; trials waiting in a batch
+   not yet collected are *covered* and never submitted again;
+2. record the request of every other pending batch-mode trial (``capture``), price it
+   (``CostMeter.estimate``: a submitted batch is paid for whatever it costs, so the
+   budget is checked *before* submitting) and submit them per model in batches of
+   ``engine.batch_max_requests`` — each batch is written to the ledger as soon as the
+   vendor accepts it. With a ``budget:``, requests are taken in grid order while their
+   estimate fits what is left; the first that does not ends the submitting: the batch
+   is *cut* to what fits, or *refused* when nothing fits, and the session ends
+   ``stopped_budget`` with one line that says which (a rerun with a raised budget
+   submits the rest);
+3. run the live-mode models' trials through the ordinary engine meanwhile, metered by
+   the same budget;
 4. poll the open batches every ``engine.batch_poll_s``; when one ends, fetch its
    results and replay its trials through the ordinary ``TrialRunner`` into the same
    sink (the probe scores the batch's answer with its own code), flush, and mark the
@@ -32,27 +39,30 @@ from typing import Any
 
 from runner.config.sweep import LoadedSweep, ModelConfig
 from runner.core.errors import UserError
-from runner.core.manifest import BatchRecord, RemedyRecord, write_manifest
+from runner.core.manifest import BatchRecord
 from runner.core.types import TrialSpec
 from runner.execution.backends.base import RunOptions
 from runner.execution.backends.batch.capture import CURRENT_TRIAL, ReplayProvider, body_hash, capture_request
 from runner.execution.backends.batch.ledger import COLLECTED, ENDED, BatchEntry, BatchLedger
 from runner.execution.backends.batch.vendors import VENDORS, VendorBatches
-from runner.execution.engine import EngineStats, run_trials
+from runner.execution.budget import CostMeter
+from runner.execution.engine import EngineStats, RowSink, run_trials
 from runner.execution.progress import RunProgress
-from runner.execution.run import RunOutput, RunResult, build_trial_runner, open_output, per_model_concurrency
+from runner.execution.run import RunResult, build_trial_runner, per_model_concurrency
+from runner.execution.session import Session
 from runner.execution.trial import ModelBinding, TrialRunner
 from runner.output.sink import TrialSink
 from runner.providers import ProviderError
-from runner.providers.remedies import Learned
 
 
-class _Session:
-    """The state of one batch-mode session: vendors, replay runner, ledger, sink, counts."""
+class _Batches:
+    """The batch side of one session: vendors, replay runner, ledger, the rows' sink, counts."""
 
-    def __init__(self, loaded: LoadedSweep, output: RunOutput, ledger: BatchLedger, chosen: set[str],
-                 say: Callable[[str], None]) -> None:
-        self.loaded, self.output, self.ledger, self.say = loaded, output, ledger, say
+    def __init__(self, session: Session, ledger: BatchLedger, chosen: set[str], sink: TrialSink) -> None:
+        self.session, self.loaded, self.ledger, self.sink = session, session.loaded, ledger, sink
+        self.rows: RowSink = session.metered(sink)  # every row, batch or live, counts against the budget
+        self.say = session.say
+        loaded = session.loaded
         self.models: dict[str, ModelConfig] = {m.name: m for m in loaded.sweep.models if m.name in chosen}
         self.probes = {p.name: p for p in loaded.probes}
         self.vendors: dict[str, VendorBatches] = {}
@@ -78,30 +88,45 @@ class _Session:
             CURRENT_TRIAL.reset(token)
             self.replays[spec.model].forget(spec.trial_id)
 
-    async def write(self, specs: list[TrialSpec], sink: TrialSink, progress: RunProgress) -> EngineStats:
-        stats = await run_trials(specs, self._replay, sink, concurrency=self.loaded.sweep.engine.concurrency,
+    async def write(self, specs: list[TrialSpec], progress: RunProgress) -> EngineStats:
+        # never stopped by the budget: these trials' answers are paid for already
+        stats = await run_trials(specs, self._replay, self.rows, concurrency=self.loaded.sweep.engine.concurrency,
                                  progress=progress)
-        sink.flush()  # before the ledger says "collected": a kill must not lose rows the ledger calls written
+        self.sink.flush()  # before the ledger says "collected": a kill must not lose rows the ledger calls written
         self.stats.done += stats.done
         self.stats.errors += stats.errors
         for status, n in stats.by_status.items():
             self.stats.by_status[status] = self.stats.by_status.get(status, 0) + n
         return stats
 
-    async def submit(self, pending: dict[str, TrialSpec], sink: TrialSink, progress: RunProgress) -> None:
-        """Record and submit every pending trial no open batch covers."""
+    async def submit(self, pending: dict[str, TrialSpec], progress: RunProgress) -> None:
+        """Record, price and submit every pending trial no open batch covers, while it fits the budget."""
         covered = self.ledger.covered()
         cap = self.loaded.sweep.engine.batch_max_requests
+        meter = self.session.meter
         queued: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         unasked: list[TrialSpec] = []
+        fit = _Tally()  # the requests submitted this session, and their estimate
+        cut = _Tally()  # those left out for the budget
         for tid, spec in pending.items():
-            if tid in covered:
-                continue
             m = self.models[spec.model]
+            if tid in covered:
+                if meter is not None:  # submitted by an earlier session, not yet written: its cost is committed
+                    request = await capture_request(self.probes[spec.probe], spec, m.model_id, m.params)
+                    if request is not None:
+                        meter.reserve(tid, *meter.estimate(spec.model, request))
+                continue
             request = await capture_request(self.probes[spec.probe], spec, m.model_id, m.params)
             if request is None:
                 unasked.append(spec)
                 continue
+            if meter is not None:
+                usd, tokens = meter.estimate(spec.model, request)
+                if cut.n or self.session.should_stop() or not meter.fits(usd, tokens):
+                    cut.add(usd, tokens)  # once one does not fit, none after it goes: the cut is a grid-order prefix
+                    continue
+                meter.reserve(tid, usd, tokens)
+                fit.add(usd, tokens)
             items = queued.setdefault(spec.model, [])
             items.append((tid, self.vendors[spec.model].encode(request)))
             if len(items) >= cap:
@@ -110,8 +135,10 @@ class _Session:
         for model, items in queued.items():
             if items:
                 await self._submit(model, items)
+        if cut.n and meter is not None:
+            self.session.stop(_cut_line(meter, fit, cut))
         if unasked:  # the probe ended (or failed) without asking the model: its row needs no batch
-            await self.write(unasked, sink, progress)
+            await self.write(unasked, progress)
 
     async def _submit(self, model: str, items: list[tuple[str, dict[str, Any]]]) -> None:
         m, vendor = self.models[model], self.vendors[model]
@@ -121,7 +148,7 @@ class _Session:
                                    {tid: body_hash(body) for tid, body in items}))
         self.say(f"submitted batch {label} ({remote['id']}): {len(items):,} requests of model {model!r}")
 
-    async def collect(self, pending: dict[str, TrialSpec], sink: TrialSink, progress: RunProgress) -> None:
+    async def collect(self, pending: dict[str, TrialSpec], progress: RunProgress) -> None:
         """Poll until every batch in the ledger is collected."""
         poll_s = self.loaded.sweep.engine.batch_poll_s
         while True:
@@ -148,13 +175,43 @@ class _Session:
                     if spec is not None:  # not written by an earlier session
                         replay.answers[tid] = (answers[tid], submitted)
                         specs.append(spec)
-                stats = await self.write(specs, sink, progress)
+                stats = await self.write(specs, progress)
                 entry.state, entry.collected_at = COLLECTED, time.time()
                 self.ledger.save()
                 self.say(f"collected batch {entry.label} ({entry.remote.get('id')}, {poll.status}): "
                          f"{stats.done:,} rows, {stats.errors:,} errors")
             if self.ledger.open_entries():
                 await asyncio.sleep(poll_s)
+
+
+class _Tally:
+    """Requests counted with their estimated cost."""
+
+    def __init__(self) -> None:
+        self.n, self.usd, self.tokens = 0, 0.0, 0
+
+    def add(self, usd: float, tokens: int) -> None:
+        self.n += 1
+        self.usd += usd
+        self.tokens += tokens
+
+
+def _cut_line(meter: CostMeter, fit: _Tally, cut: _Tally) -> str:
+    """The one line saying whether the budget refused the batch or cut it to what fits."""
+    budget = meter.budget
+
+    def cost(usd: float, tokens: int) -> str:
+        return " and ".join(([f"${usd:,.2f}"] if budget.usd is not None else [])
+                            + ([f"{tokens:,} tokens"] if budget.tokens is not None else []))
+
+    total = fit.n + cut.n
+    spent = cost(meter.usd, meter.tokens)
+    if not fit.n:
+        return (f"budget of {budget.describe()}: batch refused, nothing submitted: its {total:,} requests are "
+                f"estimated at {cost(cut.usd, cut.tokens)} and {spent} is already spent")
+    return (f"budget of {budget.describe()}: batch cut to what fits: {fit.n:,} of {total:,} requests submitted "
+            f"(estimated {cost(fit.usd, fit.tokens)} of {cost(fit.usd + cut.usd, fit.tokens + cut.tokens)}; "
+            f"{spent} already spent); the other {cut.n:,} are not")
 
 
 def run_batch_sweep(loaded: LoadedSweep, out: Path, *, models: Collection[str], quiet: bool = False,
@@ -167,76 +224,60 @@ def run_batch_sweep(loaded: LoadedSweep, out: Path, *, models: Collection[str], 
     calls this through ``BATCH``): each has a batch API and every probe is single-turn.
     """
     submitting = set(models)
-    output = open_output(loaded, out, say, retry_kinds=retry_kinds, wait=wait)
-    try:
-        ledger = BatchLedger(output.out)
-        covered = ledger.covered()
-        # a batch an earlier session submitted is polled even if this session runs its model live
-        chosen = submitting | {e.model for e in ledger.open_entries() if any(m.name == e.model for m in loaded.sweep.models)}
-        if not chosen:
-            raise UserError("no model of this sweep runs in batch mode", file=loaded.path,
-                            hint="set `mode: batch` on an openai or anthropic model, or pass --batch")
-        output.manifest.strict_params = strict_params
-        output.manifest.batch_models = sorted(chosen)
-
-        def learned(entry: Learned) -> None:
-            output.manifest.remedies.append(RemedyRecord.model_validate(entry.as_json()))
-            write_manifest(output.out, output.manifest)
-            if notify is not None:
-                notify(f"remedy learned for {entry.provider} model {entry.model_id!r}: {entry.remedy.describe()} "
-                       f"(the server said: {entry.message}); applied to every later live request, recorded in the manifest")
-
-        live, providers = build_trial_runner(loaded, strict_params=strict_params, on_learn=learned,
-                                             known_remedies=[r.as_json() for r in output.manifest.remedies])
-        pending = {s.trial_id: s for s in output.pending() if s.model in submitting or s.trial_id in covered}
-    except BaseException:
-        output.finish("failed", 0, 0.0)
-        raise
-    started = time.perf_counter()
-    status = "interrupted"
-    session: _Session | None = None
     stats = EngineStats()
-    opened: list[TrialSink] = []
-    try:
-        with output.sink(worker) as sink, \
-                RunProgress(output.total, already_done=len(output.done), quiet=quiet) as progress:
-            opened.append(sink)
-            session = _Session(loaded, output, ledger, chosen, say)
+    with Session(loaded, out, say=say, notify=notify, strict_params=strict_params, retry_kinds=retry_kinds,
+                 wait=wait, remedies_apply_to="every later live request") as session:
+        ledger = BatchLedger(session.out)
+        try:
+            covered = ledger.covered()
+            # a batch an earlier session submitted is polled even if this session runs its model live
+            chosen = submitting | {e.model for e in ledger.open_entries()
+                                   if any(m.name == e.model for m in loaded.sweep.models)}
+            if not chosen:
+                raise UserError("no model of this sweep runs in batch mode", file=loaded.path,
+                                hint="set `mode: batch` on an openai or anthropic model, or pass --batch")
+            session.manifest.batch_models = sorted(chosen)
+            live, providers = build_trial_runner(loaded, strict_params=strict_params, on_learn=session.learned,
+                                                 known_remedies=[r.as_json() for r in session.manifest.remedies])
+            pending = {s.trial_id: s for s in session.pending() if s.model in submitting or s.trial_id in covered}
+            session.begin()
+            with session.sink(worker) as sink, \
+                    RunProgress(session.total, already_done=len(session.done), quiet=quiet) as progress:
+                batches = _Batches(session, ledger, chosen, sink)
 
-            async def main() -> EngineStats:
-                assert session is not None
+                async def main() -> EngineStats:
+                    try:
+                        await batches.submit(pending, progress)
+                        live_specs = (s for s in session.pending()
+                                      if s.model not in submitting and s.trial_id not in covered)
+                        live_stats = await run_trials(live_specs, live, batches.rows,
+                                                      concurrency=loaded.sweep.engine.concurrency,
+                                                      per_model=per_model_concurrency(loaded), progress=progress,
+                                                      stop=session.should_stop)
+                        await batches.collect(pending, progress)
+                    finally:
+                        await batches.aclose()
+                        await live.aclose()
+                        for provider in providers:
+                            await provider.aclose()
+                    if live_stats.stopped:
+                        session.stop()
+                    total = batches.stats
+                    total.done += live_stats.done
+                    total.errors += live_stats.errors
+                    for key, n in live_stats.by_status.items():
+                        total.by_status[key] = total.by_status.get(key, 0) + n
+                    return total
+
                 try:
-                    await session.submit(pending, sink, progress)
-                    live_specs = (s for s in output.pending() if s.model not in submitting and s.trial_id not in covered)
-                    live_stats = await run_trials(live_specs, live, sink,
-                                                  concurrency=loaded.sweep.engine.concurrency,
-                                                  per_model=per_model_concurrency(loaded), progress=progress)
-                    await session.collect(pending, sink, progress)
-                finally:
-                    await session.aclose()
-                    await live.aclose()
-                    for provider in providers:
-                        await provider.aclose()
-                total = session.stats
-                total.done += live_stats.done
-                total.errors += live_stats.errors
-                for key, n in live_stats.by_status.items():
-                    total.by_status[key] = total.by_status.get(key, 0) + n
-                return total
-
-            try:
-                stats = asyncio.run(main())
-            except ProviderError as exc:
-                raise UserError(f"batch mode: {exc.message}", hint="submitted batches and written trials are kept "
-                                f"(see {ledger.path}); fix the cause and rerun the same command to resume") from None
-        status = "complete"
-    finally:
-        elapsed = time.perf_counter() - started
-        output.manifest.batches = [BatchRecord.model_validate(b) for b in ledger.summary()]
-        if session is not None and stats.done == 0:
-            stats = session.stats
-        counts = output.finish(status, opened[0].rows_written if opened else 0, elapsed)
-    return RunResult(output.out, output.total, len(output.done), stats, counts, elapsed, output.repaired, status)
+                    stats = asyncio.run(main())
+                except ProviderError as exc:
+                    raise UserError(f"batch mode: {exc.message}", hint="submitted batches and written trials are "
+                                    f"kept (see {ledger.path}); fix the cause and rerun the same command to "
+                                    "resume") from None
+        finally:
+            session.manifest.batches = [BatchRecord.model_validate(b) for b in ledger.summary()]
+    return session.result(stats)
 
 
 class _BatchBackend:

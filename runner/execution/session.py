@@ -1,0 +1,330 @@
+"""One session of a sweep on an output directory: the lifecycle every backend runs inside.
+
+A run in any mode — local, batch, Ray — is the same session around a different middle.
+``Session`` owns everything that is not "turn pending specs into rows":
+
+- the output's **lock** (``runner.output.lock``), held from ``open`` to ``finish``;
+- the **manifest** (``runner.output.manifest``): started (or resumed) on open, with the
+  prices, budget and ``strict_params`` in force this session, finished once;
+- opening the **output**: repair of parts a crash left, quarantine, the written schema,
+  the resume set (``--retry-errors`` included), and the lines that say so;
+- **remedy notices** (``learned``): recorded in the manifest and written at once (a crash
+  keeps them), and the one announcement line;
+- **cache statistics** (``record_cache``) into the session's entry;
+- the **budget**: one ``CostMeter`` in front of the sink, started from what the output
+  already spent, and the budget **stop** with its reason;
+- the typed **status** (``RunStatus``) and the **finish**, exactly once however the run
+  ends: ``complete``, ``stopped_budget``, ``interrupted`` (an exception or a signal once
+  trials started), ``failed`` (before any started).
+
+A backend opens a session, builds what it needs (providers, vendors, Ray actors),
+calls ``begin``, writes rows into ``sink(...)`` — through ``metered`` — while
+``should_stop`` is false, and returns ``result(stats)``::
+
+    with Session(loaded, out, say=say, notify=notify, strict_params=...) as session:
+        runner = build(...)              # an exception here: the session ends "failed"
+        session.begin()                  # from here an exception ends it "interrupted"
+        with session.sink("local") as sink:
+            stats = engine(session.pending(), runner, session.metered(sink), stop=session.should_stop)
+        if stats.stopped:
+            session.stop()               # the budget left trials unstarted
+    return session.result(stats)
+
+The states are ``new → open → running → finished`` (``Phase``); ``finish`` from any of
+them ends the session once. Ray keeps its own pieces (dispatcher, shared services,
+watch) in ``cluster``; the lifecycle is this one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from runner.config.sweep import LoadedSweep
+from runner.core.errors import UserError
+from runner.core.manifest import CacheStats, Manifest, RemedyRecord, RunStatus, write_manifest
+from runner.core.schema import trial_schema
+from runner.core.types import TrialSpec
+from runner.execution.budget import CostMeter
+from runner.execution.engine import EngineStats
+from runner.execution.grid import Grid, skip_done
+from runner.output.lock import OutputLock, lock_output
+from runner.output.manifest import finish_manifest, start_manifest, sweep_snapshot
+from runner.output.parts import quarantine_parts, resume_keys
+from runner.output.reader import Output, spent_in
+from runner.output.sink import RepairNote, TrialSink, repair_parts
+from runner.providers.remedies import Learned
+
+__all__ = ["Phase", "RunResult", "Session", "count_statuses", "grid_of"]
+
+
+def _silent(line: str) -> None:
+    return None
+
+
+@dataclass
+class RunResult:
+    """What a run returns, whichever backend ran it (``Session.result``)."""
+
+    out: Path
+    total: int
+    skipped: int
+    stats: EngineStats
+    counts: dict[str, int]
+    elapsed_s: float
+    repaired: list[RepairNote] = field(default_factory=list)
+    status: RunStatus = RunStatus.COMPLETE
+    stopped: str | None = None  # why scheduling stopped early (a spent budget, a batch refused); rerun to continue
+
+
+def grid_of(loaded: LoadedSweep) -> Grid:
+    return Grid(loaded.sweep_id, loaded.sweep.seed, [m.name for m in loaded.sweep.models], loaded.probes)
+
+
+def count_statuses(trials_dir: Path, manifest: Manifest | None = None) -> dict[str, int]:
+    """Rows by status, each trial once (its newest row), over the parts that count (``Output.counts``);
+    ``manifest``: the one the writer holds (else it is read)."""
+    return Output.open(trials_dir.parent, manifest=manifest, strict=False).counts()
+
+
+class Phase(Enum):
+    """Where a session is: ``finish`` decides ``failed`` or ``interrupted`` from it."""
+
+    NEW = "new"
+    OPEN = "open"  # output opened, lock held, manifest started; the backend is setting up
+    RUNNING = "running"  # ``begin`` was called: trials may be in flight
+    FINISHED = "finished"
+
+
+class Session:
+    """One session of ``loaded`` on ``out`` (see the module's docstring for what it owns).
+
+    ``say`` hears progress lines (resuming, repaired parts); ``notify`` the one line
+    announcing each newly learned remedy; ``strict_params`` is recorded in the manifest;
+    ``retry_kinds`` re-attempts error rows of those kinds; ``wait`` waits for another
+    process writing ``out`` instead of refusing; ``remedies_apply_to`` ends the remedy
+    announcement (batch mode's remedies apply to its live requests only).
+    """
+
+    def __init__(self, loaded: LoadedSweep, out: Path, *, say: Callable[[str], None] = _silent,
+                 notify: Callable[[str], None] | None = None, strict_params: bool = False,
+                 retry_kinds: Sequence[str] | None = None, wait: bool = False,
+                 remedies_apply_to: str = "every later request") -> None:
+        self.loaded, self.out, self.say, self.notify = loaded, out, say, notify
+        self.strict_params, self.retry_kinds, self.wait = strict_params, retry_kinds, wait
+        self.remedies_apply_to = remedies_apply_to
+        self.phase = Phase.NEW
+        self.grid = grid_of(loaded)
+        self.total = len(self.grid)
+        self.status: RunStatus = RunStatus.RUNNING
+        self.counts: dict[str, int] = {}
+        self.elapsed_s = 0.0
+        self.stopped: str | None = None  # the reason, once finished ``stopped_budget``
+        #: the budget's meter (None without a budget); every row reaching the output passes it (``metered``)
+        self.meter: CostMeter | None = None
+        self._stop_asked = False
+        self._stop_reason: str | None = None
+        self._sinks: list[TrialSink] = []
+        self._started: float | None = None
+        self._lock: OutputLock | None = None
+        # set by ``open``
+        self.manifest: Manifest
+        self.repaired: list[RepairNote] = []
+        self.done: np.ndarray = np.empty(0, dtype=np.uint64)  # sorted keys of trial ids already written
+        self.retrying: dict[str, int] = {}  # error rows re-attempted this session, by kind
+        self.schema: pa.Schema
+
+    # -- lifecycle -------------------------------------------------------------------------------------------------
+
+    def __enter__(self) -> Session:
+        self.open()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.finish(exc)
+
+    def open(self) -> None:
+        """Take the lock, start the manifest, repair and check the parts, read what is done.
+
+        Raises ``UserError`` for a mismatched ``out``, or one another process writes
+        (``wait``: wait for it instead); the lock is released again then.
+        """
+        assert self.phase is Phase.NEW, "a session opens once"
+        loaded, out = self.loaded, self.out
+        self._lock = lock_output(out, wait=self.wait)
+        try:
+            self.manifest = start_manifest(out, loaded, self.total, retry_kinds=self.retry_kinds)
+            trials_dir = self.trials_dir
+            trials_dir.mkdir(exist_ok=True)
+            self.repaired = repair_parts(trials_dir)
+            for note in self.repaired:
+                self.say(f"repaired {note}")
+            parts = quarantine_parts(trials_dir, loaded.sweep_id, self.say)
+            self.schema = trial_schema(loaded.schema_fields, metadata={"trialgrid.sweep_id": loaded.sweep_id})
+            _check_written_schema(parts, trials_dir, self.schema)
+            resume = resume_keys(parts, self.retry_kinds)
+            sweep = loaded.sweep
+            if sweep.budget is not None:  # what earlier sessions spent counts against the budget
+                usd, tokens = spent_in(trials_dir, sweep.prices, manifest=self.manifest)
+                self.meter = CostMeter(None, sweep.prices, sweep.budget, usd, tokens)
+        except BaseException:
+            self._lock.release()
+            raise
+        self.done, self.retrying = resume.done, resume.retry
+        manifest = self.manifest
+        manifest.strict_params = self.strict_params
+        # prices and budget may change between sessions (they are not the sweep's identity): record the ones in force
+        in_force = sweep_snapshot(loaded)
+        manifest.sweep.prices, manifest.sweep.budget = in_force.prices, in_force.budget
+        if self.retry_kinds is not None:
+            what = ", ".join(f"{n:,} {k}" for k, n in sorted(resume.retry.items())) or "none"
+            self.say(f"retrying error rows of kind {', '.join(self.retry_kinds)}: {what}")
+        if len(self.done):
+            self.say(f"resuming: {len(self.done):,} of {self.total:,} trials already written, running the rest")
+        self.phase = Phase.OPEN
+
+    def begin(self) -> None:
+        """The backend is set up; trials start now (an exception from here ends the session ``interrupted``)."""
+        assert self.phase is Phase.OPEN, f"begin() on a session that is {self.phase.value}"
+        self.phase = Phase.RUNNING
+        self._started = time.perf_counter()
+
+    def finish(self, error: BaseException | None = None) -> None:
+        """Record how this session ended and release the output; a second call does nothing.
+
+        ``error`` is what is ending the run, if anything: before ``begin`` an ``Exception``
+        means ``failed``; after it, or a ``KeyboardInterrupt`` at any point, ``interrupted``.
+        While ``error`` is on its way out, a manifest that cannot be written (a full disk) is
+        said in a line instead of replacing it.
+        """
+        if self.phase in (Phase.NEW, Phase.FINISHED):
+            return
+        if error is None:
+            self.status = RunStatus.STOPPED_BUDGET if self._stop_asked else RunStatus.COMPLETE
+        elif self.phase is Phase.RUNNING or not isinstance(error, Exception):
+            self.status = RunStatus.INTERRUPTED
+        else:
+            self.status = RunStatus.FAILED
+        if self.status is RunStatus.STOPPED_BUDGET:
+            self.stopped = self._stop_reason or (self.meter.reason() if self.meter is not None else "stopped")
+            self.manifest.sessions[-1].stopped = self.stopped
+        self.elapsed_s = time.perf_counter() - self._started if self._started is not None else 0.0
+        written = sum(sink.rows_written for sink in self._sinks)  # rows on disk, even if interrupted
+        try:
+            self.counts = count_statuses(self.trials_dir, self.manifest)
+            finish_manifest(self.out, self.manifest, status=self.status, trials_run=written, counts=self.counts,
+                            elapsed_s=self.elapsed_s)
+        except (OSError, UserError) as exc:
+            if error is None:
+                raise
+            self.say(f"could not record the end of this session in the manifest: {exc}")
+        finally:
+            self.phase = Phase.FINISHED
+            if self._lock is not None:
+                self._lock.release()  # even if the manifest could not be written: the next run marks it crashed
+
+    def result(self, stats: EngineStats) -> RunResult:
+        """What the run returns, once finished: ``stats`` are the backend's counts of this session's trials."""
+        assert self.phase is Phase.FINISHED, "result() after the session finished"
+        stats.stopped = self.status is RunStatus.STOPPED_BUDGET
+        return RunResult(self.out, self.total, len(self.done), stats, self.counts, self.elapsed_s, self.repaired,
+                         self.status, self.stopped)
+
+    # -- what a backend reads and writes ---------------------------------------------------------------------------
+
+    @property
+    def trials_dir(self) -> Path:
+        return self.out / "trials"
+
+    def pending(self) -> Iterator[TrialSpec]:
+        """The grid's specs not yet written, in grid order (lazily)."""
+        return skip_done(self.grid, self.done)
+
+    def sink(self, worker: str) -> TrialSink:
+        """A writer for this session's rows (use it as a context manager); its rows count as the session's."""
+        engine = self.loaded.sweep.engine
+        sink = TrialSink(self.out, self.schema, worker=worker, batch_rows=engine.batch_rows,
+                         flush_seconds=engine.flush_seconds)
+        self._sinks.append(sink)
+        return sink
+
+    def metered(self, sink: Any) -> Any:
+        """What the backend writes rows into: ``sink``, behind the budget's meter when there is a budget.
+
+        Rows (``append``) and record batches (``write_batch``) are both counted.
+        """
+        if self.meter is None:
+            return sink
+        assert self.meter.sink in (None, sink), "one metered sink per session"
+        self.meter.sink = sink
+        return self.meter
+
+    def should_stop(self) -> bool:
+        """Whether to start no new trial: the budget is spent (or a stop was recorded)."""
+        return self._stop_asked or (self.meter is not None and self.meter.exhausted())
+
+    @property
+    def stopping(self) -> bool:
+        """Whether ``stop`` was called: the session will end ``stopped_budget``."""
+        return self._stop_asked
+
+    def stop(self, reason: str | None = None) -> None:
+        """Record that the budget left trials unstarted: the session ends ``stopped_budget``.
+
+        ``reason`` is the line that says why (default: the meter's words at the finish,
+        e.g. "budget of $0.50 reached ($0.5012 and 1,234 tokens spent)"); the first one
+        recorded is kept.
+        """
+        self._stop_asked = True
+        if reason is not None and self._stop_reason is None:
+            self._stop_reason = reason
+
+    def save(self) -> None:
+        """Write the manifest now (a remedy, a batch, Ray's live summary: what a crash must not lose)."""
+        write_manifest(self.out, self.manifest)
+
+    def learned(self, entry: Learned | Mapping[str, Any]) -> None:
+        """A parameter remedy learned for the first time (``Learned``, or its JSON from Ray's remedy actor).
+
+        Appended to the manifest and written at once, so a crash keeps it, and announced in one line.
+        """
+        record = RemedyRecord.model_validate(entry.as_json() if isinstance(entry, Learned) else dict(entry))
+        self.manifest.remedies.append(record)
+        self.save()
+        if self.notify is not None:
+            self.notify(f"remedy learned for {record.provider} model {record.model_id!r}: {record.remedy} "
+                        f"(the server said: {record.server_message}); applied to {self.remedies_apply_to}, "
+                        "recorded in the manifest")
+
+    def record_cache(self, stats: Mapping[str, Any]) -> None:
+        """This session's response-cache counts (``ResponseCache.stats()`` or the Ray cache actor's) into its
+        manifest entry, and its hits into the run's total."""
+        counts = CacheStats.model_validate({k: stats[k] for k in ("dir", "hits", "misses", "stored")})
+        self.manifest.sessions[-1].cache = counts
+        self.manifest.cache_hits = (self.manifest.cache_hits or 0) + counts.hits
+
+
+def _check_written_schema(parts: list[Path], trials_dir: Path, schema: pa.Schema) -> None:
+    """Refuse to resume into parts of another shape: one glob must scan as one table."""
+    part = parts[0] if parts else None
+    if part is None:
+        return
+    written = ipc.open_file(str(part)).schema
+    if written.equals(schema, check_metadata=False):
+        return
+    missing = [n for n in schema.names if n not in written.names]
+    extra = [n for n in written.names if n not in schema.names]
+    detail = "; ".join(x for x in (f"this version adds {missing}" if missing else "",
+                                   f"the output has {extra}" if extra else "") if x) or "column types differ"
+    raise UserError(f"{trials_dir} was written with a different row schema ({detail})",
+                    hint="resume with the trialgrid version that started the run, or start again in a new --out")
