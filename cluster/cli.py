@@ -168,9 +168,7 @@ def job_main(argv: list[str] | None = None) -> int:
 
     out = args.out.resolve()
     try:
-        loaded = load_sweep(args.sweep)
-        for warning in loaded.warnings:
-            say(f"warning: {warning}")
+        loaded = load_sweep(args.sweep)  # its warnings are TrialgridWarnings: Python prints them on stderr
         # the rules of every run; an address means Ray (naming mode 'ray' would need installed entry points)
         chosen = modes.plan(loaded, out, address=args.address, workers=args.workers, cache=args.cache)
         if chosen.note:
