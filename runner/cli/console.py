@@ -57,8 +57,9 @@ def warn(lines: list[str]) -> None:
 
 @contextmanager
 def warnings_as_lines() -> Iterator[None]:
-    """While a command runs: each ``TrialgridWarning`` is printed as its ``warning:`` line, every time it is issued
-    (a person reads it once per command, not once per Python process); other warnings show as Python shows them."""
+    """While a command runs, each ``TrialgridWarning`` is printed as its ``warning:`` line, each time it is issued
+    (no once-per-process memory: a second command in one process, as under ``CliRunner``, says it again); other
+    warnings show as Python shows them."""
     with warnings.catch_warnings():
         shown = warnings.showwarning  # pytest's recorder under a test, else Python's own
 

@@ -161,6 +161,10 @@ class TrialgridWarning(UserWarning):
     server that will queue, a damaged part set aside, a damaged cache rebuilt. Issued with ``warn``."""
 
 
+# Shown every time it is issued (a notebook that runs a sweep twice hears its warnings twice), not once per
+# line per process as Python's default would: appended, so any filter the user or a test sets comes first.
+warnings.filterwarnings("always", category=TrialgridWarning, append=True)
+
 # the folder of the runner package: frames in it are trialgrid's, not the caller's
 _RUNNER_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
 

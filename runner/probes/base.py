@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, get_args
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -65,6 +65,7 @@ class Contrast(BaseModel):
 
 
 class Probe(ABC):
+    #: the config's ``kind`` literal, set when the class is defined (never declared twice)
     kind: ClassVar[str]
     config_model: ClassVar[type[ProbeConfig]]
     all_conditions: ClassVar[tuple[str, ...]]
@@ -84,9 +85,15 @@ class Probe(ABC):
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
+        config = cls.__dict__.get("config_model")
+        if config is None:
+            return
+        # the kind is declared once, as the config's `kind: Literal["NAME"]` (the sweep's tag for this entry)
+        (kind,) = get_args(config.model_fields["kind"].annotation)
+        cls.kind = kind
         # the conditions are declared once, on the probe; its config validates `conditions:` against them
-        if "all_conditions" in cls.__dict__ and "config_model" in cls.__dict__:
-            cls.config_model.known_conditions = tuple(cls.all_conditions)
+        if "all_conditions" in cls.__dict__:
+            config.known_conditions = tuple(cls.all_conditions)
 
     def __init__(self, config: ProbeConfig, base_dir: Path, locate: Callable[[str, str], UserError] | None = None) -> None:
         self.config = config

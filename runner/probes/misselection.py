@@ -123,7 +123,6 @@ def _drift_warnings(triples: list[Triple], source: Source) -> list[str]:
 
 
 class MisselectionProbe(Probe):
-    kind = "misselection"
     single_turn = True
     config_model = MisselectionConfig
     all_conditions = CONDITIONS

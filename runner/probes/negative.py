@@ -452,7 +452,6 @@ def load_cases(path: Path, catalogue: tuple[ToolSpec, ...] | None) -> tuple[list
 
 
 class NegativeProbe(Probe):
-    kind = "negative"
     single_turn = True
     config_model = NegativeConfig
     all_conditions = CONDITIONS

@@ -191,7 +191,6 @@ def load_traces(path: Path) -> tuple[list[Trace], str]:
 
 
 class PhantomProbe(Probe):
-    kind = "phantom"
     single_turn = True
     config_model = PhantomConfig
     all_conditions = CONDITIONS

@@ -89,7 +89,6 @@ def _interceptor_pairs(conditions: tuple[str, ...]) -> list[tuple[str, str]]:
 
 
 class PropagationProbe(Probe):
-    kind = "propagation"
     single_turn = False
     config_model = PropagationConfig
     config: PropagationConfig

@@ -85,3 +85,14 @@ def test_the_cli_hook_leaves_other_warnings_and_python_state_alone() -> None:
 def test_warn_is_a_trialgrid_warning() -> None:
     with pytest.warns(TrialgridWarning, match="^something to know$"):
         warn("something to know")
+
+
+def test_a_repeated_warning_is_shown_again_unless_the_user_filters_it(tmp_path: Path) -> None:
+    script = ("import warnings, runner\n"
+              "from runner.core.errors import warn\n"
+              "for _ in range(2): warn('again')\n"
+              "warnings.simplefilter('ignore', runner.TrialgridWarning)\n"
+              "warn('silenced')\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("TrialgridWarning: again") == 2 and "silenced" not in proc.stderr
