@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cluster.worker import ChunkResult, SpecTuple, spec_tuple
+from runner.core.errors import TrialgridError
 from runner.core.types import TrialSpec
 
 
@@ -59,8 +60,9 @@ class DispatchStats:
     lost: list[str] = field(default_factory=list)
 
 
-class WorkersExhausted(RuntimeError):
-    """Workers kept dying past the replacement budget."""
+class WorkersExhausted(TrialgridError):
+    """Workers kept dying past the replacement budget. A ``TrialgridError`` (the tree: ``runner.core.errors``), so
+    the CLI prints it as one ``error:`` line; the trials finished before it are kept, a rerun resumes."""
 
 
 def _accepted_rows(chunk: Chunk, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -176,7 +178,9 @@ class Dispatcher:
         except Exception:
             pass
         if self._replacements_left <= 0:
-            raise WorkersExhausted(f"{reason}; no replacements left after {stats.workers_lost} lost workers") from exc
+            raise WorkersExhausted(f"{reason}; no replacements left after {stats.workers_lost} lost workers (finished "
+                                   "trials are kept: rerun the same command to resume; the Ray logs say why "
+                                   "workers died)") from exc
         self._replacements_left -= 1
         self._generation[slot] += 1
         outstanding[slot] = 0

@@ -2,7 +2,8 @@
 
 ``run`` is the one entry point for running a sweep (``trialgrid run`` calls it too;
 ``run_sweep`` is its earlier name, kept as an alias); every error trialgrid raises to a
-caller derives from ``TrialgridError`` (the tree: ``runner.core.errors``).
+caller derives from ``TrialgridError`` and every warning is a ``TrialgridWarning`` issued
+through ``warnings`` (the tree: ``runner.core.errors``).
 
 The public names below load lazily: ``import runner`` imports none of the layers (no
 numba, polars or pyarrow); the first use of a name imports the module that defines it.
@@ -17,13 +18,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from runner.analysis.load import load, load_summary
     from runner.config.sweep import LoadedSweep, Sweep, load_sweep
-    from runner.core.errors import TrialgridError, UserError
+    from runner.core.errors import ErrorKind, ProviderError, TrialgridError, TrialgridWarning, UserError
     from runner.core.manifest import RunStatus
     from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, TrialSpec, Usage
     from runner.execution.grid import Grid
     from runner.execution.modes import run, run_sweep
     from runner.execution.session import RunResult
-    from runner.providers.errors import ErrorKind, ProviderError
 
 #: public name -> "module:attribute"
 _EXPORTS: dict[str, str] = {
@@ -35,6 +35,7 @@ _EXPORTS: dict[str, str] = {
     "TrialgridError": "runner.core.errors:TrialgridError",
     "UserError": "runner.core.errors:UserError",
     "RunStatus": "runner.core.manifest:RunStatus",
+    "TrialgridWarning": "runner.core.errors:TrialgridWarning",
     "ChatRequest": "runner.core.types:ChatRequest",
     "ChatResponse": "runner.core.types:ChatResponse",
     "Message": "runner.core.types:Message",
@@ -46,13 +47,13 @@ _EXPORTS: dict[str, str] = {
     "RunResult": "runner.execution.session:RunResult",
     "run": "runner.execution.modes:run",
     "run_sweep": "runner.execution.modes:run_sweep",
-    "ErrorKind": "runner.providers.errors:ErrorKind",
-    "ProviderError": "runner.providers.errors:ProviderError",
+    "ErrorKind": "runner.core.errors:ErrorKind",
+    "ProviderError": "runner.core.errors:ProviderError",
 }
 
 __all__ = ["ChatRequest", "ChatResponse", "ErrorKind", "Grid", "LoadedSweep", "Message", "ProviderError", "RunResult",
-           "RunStatus", "Sweep", "ToolCall", "ToolSpec", "TrialSpec", "TrialgridError", "Usage", "UserError", "load", "load_summary",
-           "load_sweep", "run", "run_sweep"]
+           "RunStatus", "Sweep", "ToolCall", "ToolSpec", "TrialSpec", "TrialgridError", "TrialgridWarning", "Usage",
+           "UserError", "load", "load_summary", "load_sweep", "run", "run_sweep"]
 
 
 def __getattr__(name: str) -> Any:

@@ -12,8 +12,8 @@ import runner
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = ["ChatRequest", "ChatResponse", "ErrorKind", "Grid", "LoadedSweep", "Message", "ProviderError", "RunResult",
-          "RunStatus", "Sweep", "ToolCall", "ToolSpec", "TrialSpec", "TrialgridError", "Usage", "UserError", "load", "load_summary", "load_sweep",
-          "run", "run_sweep"]
+          "RunStatus", "Sweep", "ToolCall", "ToolSpec", "TrialSpec", "TrialgridError", "TrialgridWarning", "Usage", "UserError",
+          "load", "load_summary", "load_sweep", "run", "run_sweep"]
 HEAVY = ("numba", "polars", "pyarrow")
 
 

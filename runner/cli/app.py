@@ -2,7 +2,8 @@
 
 Exit codes: 0 ok (for ``run``: every trial ok); 1 the run finished but something the
 user asked to gate on failed; 2 bad input (config, case file, output directory, an
-output another process is writing, a full disk); 3 ``run`` finished with error rows
+output another process is writing, a full disk) or a run that cannot go on (any
+``TrialgridError``, e.g. Ray's workers exhausted); 3 ``run`` finished with error rows
 (beyond ``--max-error-rate``); 130 interrupted (Ctrl-C); 143 terminated (SIGTERM).
 Bad input prints one located line on stderr, never a traceback.
 """
@@ -31,8 +32,9 @@ from runner.cli.console import (
     out,
     plain,
     warn,
+    warnings_as_lines,
 )
-from runner.core.errors import UserError
+from runner.core.errors import TrialgridError, UserError
 from runner.core.safety import check_output_dir, one_line, term_text
 
 
@@ -87,8 +89,9 @@ class _GuardedGroup(TyperGroup):
 
     def invoke(self, ctx: Any) -> Any:  # typer's (vendored) click.Context
         try:
-            return super().invoke(ctx)
-        except UserError as exc:
+            with warnings_as_lines():  # a TrialgridWarning, from any layer, is one `warning:` line
+                return super().invoke(ctx)
+        except TrialgridError as exc:  # bad input, or a run that cannot go on (Ray's workers exhausted)
             raise fail(exc) from None
         except OSError as exc:
             raise fail(_os_error(exc)) from None
@@ -146,7 +149,6 @@ def validate(
         loaded = load_sweep(sweep, start_servers=start_servers, announce=note)
     except UserError as exc:
         raise fail(exc, every=True) from None
-    warn(loaded.warnings + loaded.unstarted)
     grid = grid_of(loaded)
     out.print(Text(one_line(f"{sweep}: ok — sweep {loaded.sweep.name!r} (id {loaded.sweep_id}), "
                             f"{len(loaded.sweep.models)} model(s), {len(loaded.probes)} probe(s), {len(grid):,} trials"
@@ -203,11 +205,10 @@ def run(
         loaded = load_sweep(sweep, announce=note)  # a sweep that names an MCP server starts it: say so
         if fail_on:
             _check_fail_on(loaded, fail_on)
-        warn(loaded.warnings)
         target = out_dir or Path(loaded.sweep.output)
         check_output_dir(target)
-        # --quiet keeps the warnings (a damaged part set aside, a damaged cache rebuilt)
-        say = (lambda s: plain(s) if s.startswith("warning:") else None) if quiet else plain
+        # --quiet keeps the warnings (a damaged part set aside, a damaged cache rebuilt): they are TrialgridWarnings
+        say = None if quiet else plain
         # the mode and every rule about it are runner.run's (runner/execution/modes.py): --ray is an address
         with sigterm_as_interrupt() as terminated:
             result = modes.run(loaded, target, mode=modes.BATCH if batch else None, address=ray, workers=workers,

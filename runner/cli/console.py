@@ -1,4 +1,4 @@
-"""How the ``trialgrid`` command speaks: its two consoles, exit codes, and one-line errors and notes.
+"""How the ``trialgrid`` command speaks: its two consoles, exit codes, and one-line errors, warnings and notes.
 
 Public so the commands a plug-in adds (cluster mode's ``submit``, ``status``, ``logs``)
 print and fail exactly as the built-in ones do.
@@ -6,11 +6,16 @@ print and fail exactly as the built-in ones do.
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TextIO
+
 import typer
 from rich.console import Console
 from rich.text import Text
 
-from runner.core.errors import UserError
+from runner.core.errors import TrialgridError, TrialgridWarning
 from runner.core.safety import one_line, term_text
 
 err = Console(stderr=True, highlight=False)
@@ -23,7 +28,7 @@ EXIT_ERRORS = 3
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 
-def fail(exc: UserError, *, every: bool = False) -> typer.Exit:
+def fail(exc: TrialgridError, *, every: bool = False) -> typer.Exit:
     """Print ``exc``'s one line on stderr (``every``: each of its problems on a line of its own); return the
     exit (code 2) to raise: ``raise fail(exc) from None``."""
     problems = getattr(exc, "problems", None) if every else None
@@ -45,5 +50,26 @@ def note(line: str) -> None:
 
 
 def warn(lines: list[str]) -> None:
+    """A yellow ``warning:`` line per item on stderr (what every ``TrialgridWarning`` becomes under the CLI)."""
     for line in lines:
         err.print(Text.assemble(("warning:", "yellow"), " ", one_line(line)), soft_wrap=True)
+
+
+@contextmanager
+def warnings_as_lines() -> Iterator[None]:
+    """While a command runs, each ``TrialgridWarning`` is printed as its ``warning:`` line, each time it is issued
+    (no once-per-process memory: a second command in one process, as under ``CliRunner``, says it again); other
+    warnings show as Python shows them."""
+    with warnings.catch_warnings():
+        shown = warnings.showwarning  # pytest's recorder under a test, else Python's own
+
+        def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: TextIO | None = None, line: str | None = None) -> None:
+            if issubclass(category, TrialgridWarning):
+                warn([str(message)])
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        warnings.simplefilter("always", TrialgridWarning)
+        yield

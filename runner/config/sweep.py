@@ -23,13 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 import runner.sim  # noqa: F401  (registers the built-in "sim" provider)
 from runner.config.cost import Budget, ModelPrice
-from runner.core.errors import UserError
+from runner.core.errors import UserError, warn
 from runner.core.safety import check_regular_file, printable_label
 from runner.core.sources import Source, load_source, register_union_tags, validate
 from runner.probes import PROBES, Probe, ProbeConfig
 from runner.providers import CONFIGURED, check_model
 from runner.providers.callable_provider import load_function
-from runner.providers.settings import CREDENTIAL_HEADER, DEFAULT_KEY_ENV, Connection, Limits, RetryPolicy
+from runner.providers.settings import CREDENTIAL_HEADER, DEFAULT_KEY_ENV, Connection, Limits, RetryPolicy, is_loopback
 from runner.providers.textcalls import ToolCallParser
 
 register_union_tags(PROBES)
@@ -60,6 +60,10 @@ class ModelConfig(BaseModel):
     timeout_s: float = Field(default=60.0, gt=0, description="per-request timeout")
     limits: Limits = Field(default_factory=Limits, description="per provider key: max_concurrent, rpm, tpm")
     retry: RetryPolicy = Field(default_factory=RetryPolicy, description="max_attempts, backoff_base_s, backoff_max_s")
+    sim_seed: bool | None = Field(
+        default=None, description="send the trial seed where `trialgrid serve` reads it (the x-trialgrid-seed header; "
+                                  "in a batch, metadata): default only to a loopback base_url; true for a trialgrid "
+                                  "serve on another host, false never (see docs/providers.md)")
     tool_call_parser: ToolCallParser | None = Field(
         default=None, description="read tool calls the model writes in its text: json, hermes or functions-prefix "
                                   "(off: only native tool calls count; see docs/local-models.md)")
@@ -71,7 +75,7 @@ class ModelConfig(BaseModel):
     @property
     def connection(self) -> Connection:
         return Connection(self.provider, self.base_url, self.api_key_env, tuple(sorted(self.headers.items())),
-                          self.timeout_s, self.function)
+                          self.timeout_s, self.function, self.sim_seed)
 
     @model_validator(mode="before")
     @classmethod
@@ -144,7 +148,8 @@ class ModelConfig(BaseModel):
         if self.mode == "batch" and self.provider not in ("openai", "anthropic", "openai-responses"):
             raise ValueError(f"mode: batch needs provider openai, openai-responses or anthropic (their batch APIs), not {self.provider}")
         if self.provider not in CONFIGURED:
-            used: list[str] = [k for k in ("base_url", "headers", "limits", "retry", "timeout_s") if k in self.model_fields_set]
+            used: list[str] = [k for k in ("base_url", "headers", "limits", "retry", "timeout_s", "sim_seed")
+                               if k in self.model_fields_set]
             if used or self.api_key_env is not None:
                 raise ValueError(f"{(used or ['api_key_env'])[0]} is not used by provider {self.provider} "
                                  "(it applies to openai, anthropic and callable)")
@@ -245,7 +250,7 @@ def _sweep_identity(sweep: Sweep, probes: list[Probe]) -> str:
     for m in what["models"]:
         m.pop("concurrency", None)  # how fast, not what
         m.pop("mode", None)  # how the requests travel, not what they ask: batch and live share trial ids
-        for key in ("api_key_env", "timeout_s", "limits", "retry"):  # which account and how fast, not what
+        for key in ("api_key_env", "timeout_s", "limits", "retry", "sim_seed"):  # which account, how fast, by what channel; not what
             m.pop(key, None)
         for key in ("base_url", "headers", "function", "tool_call_parser"):  # unset: leave the identity of older sweeps as it was
             if not m.get(key):
@@ -260,15 +265,11 @@ def _sweep_identity(sweep: Sweep, probes: list[Probe]) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-_LOOPBACK = ("127.", "localhost", "[::1]", "0.0.0.0")
-
-
 def _local_server_warnings(sweep: Sweep) -> list[str]:
     """A model on a local server with several requests in flight or retries: they queue behind each other."""
     out = []
     for m in sweep.models:
-        host = urlsplit(m.base_url).netloc if m.base_url else ""
-        if not host.startswith(_LOOPBACK) or (m.concurrency == 1 and m.retry.max_attempts == 1):
+        if not is_loopback(m.base_url) or (m.concurrency == 1 and m.retry.max_attempts == 1):
             continue
         out.append(f"model {m.name!r} is served on this machine ({m.base_url}) with concurrency {m.concurrency} and "
                    f"retry.max_attempts {m.retry.max_attempts}: a server that runs one request at a time (llama.cpp, "
@@ -342,4 +343,6 @@ def load_sweep(path: Path | str, *, start_servers: bool = True,
     warnings = [w for p in probes for w in p.warnings] + _local_server_warnings(sweep)
     loaded = LoadedSweep(sweep, path, probes, _sweep_identity(sweep, probes), source.sha256, warnings, unstarted)
     loaded.schema_fields  # noqa: B018 — surface column type conflicts at load time
+    for line in warnings + unstarted:  # whoever loads the sweep hears them: a notebook as the CLI does
+        warn(line)
     return loaded

@@ -129,7 +129,8 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     cluster and its worker count (an address alone means ``ray``). ``cache``: the
     response cache directory (else the sweep's ``cache``). ``strict_params``: no
     remedies, a rejected parameter fails the trial. ``say`` hears progress lines,
-    ``notify`` each newly learned remedy. Trials already in ``out`` are skipped, except,
+    ``notify`` each newly learned remedy; warnings (too few runs, a local server that
+    queues, a damaged part or cache) are ``TrialgridWarning``s, through ``warnings``. Trials already in ``out`` are skipped, except,
     with ``retry_errors`` (error kinds, e.g. ``DEFAULT_RETRY_KINDS``), trials whose newest
     row is an error of one of those kinds: they run again and their new row supersedes
     the old one. ``wait``: wait for another process writing ``out`` instead of refusing.
@@ -141,9 +142,7 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     if isinstance(sweep, LoadedSweep):
         loaded = sweep
     else:
-        loaded = load_sweep(Path(sweep))
-        for warning in loaded.warnings:
-            tell(f"warning: {warning}")
+        loaded = load_sweep(Path(sweep))  # its warnings are TrialgridWarnings, issued as it loads
     target = Path(out) if out is not None else Path(loaded.sweep.output)
     cache_dir = Path(cache) if cache is not None else None
     chosen = plan(loaded, target, mode=mode, address=address, workers=workers, cache=cache_dir)

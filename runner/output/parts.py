@@ -29,7 +29,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from runner.core.errors import UserError
+from runner.core.errors import UserError, warn
 from runner.core.manifest import read_manifest
 from runner.output.sink import TRIALS_DIR, completed_trial_keys, salvage_part, trial_keys
 
@@ -209,9 +209,10 @@ def _free_bytes(path: Path) -> int:
     return shutil.disk_usage(path).free
 
 
-def quarantine_parts(trials_dir: Path, sweep_id: str, say: Callable[[str], None]) -> list[Path]:
+def quarantine_parts(trials_dir: Path, sweep_id: str, say: Callable[[str], None] | None = None) -> list[Path]:
     """Under the output's lock: move foreign parts to ``trials/foreign/``; salvage damaged ones (their complete
-    batches stay as a new part, the original goes to ``trials/damaged/``). Returns the parts that count."""
+    batches stay as a new part, the original goes to ``trials/damaged/``), each with a ``TrialgridWarning``
+    (``say`` is kept for callers and unused). Returns the parts that count."""
     good, issues = inspect_parts(trials_dir, sweep_id)
     for issue in issues:
         where = trials_dir / (FOREIGN_DIR if issue.problem == "foreign" else DAMAGED_DIR)
@@ -219,8 +220,7 @@ def quarantine_parts(trials_dir: Path, sweep_id: str, say: Callable[[str], None]
         moved = where / issue.path.name
         if issue.problem == "foreign":
             os.replace(issue.path, moved)
-            say(f"warning: moved {issue.path.name} to trials/{FOREIGN_DIR}/: it {issue.detail}; its rows are not "
-                "counted")
+            warn(f"moved {issue.path.name} to trials/{FOREIGN_DIR}/: it {issue.detail}; its rows are not counted")
             continue
         size = issue.path.stat().st_size
         if _free_bytes(trials_dir) < size + (1 << 20):
@@ -230,6 +230,6 @@ def quarantine_parts(trials_dir: Path, sweep_id: str, say: Callable[[str], None]
         batches, rows, _ = salvage_part(moved, issue.path)
         if batches:
             good.append(issue.path)
-        say(f"warning: damaged part {issue.path.name} ({issue.detail}): kept {batches} complete batches ({rows:,} rows); "
-            f"the original is in trials/{DAMAGED_DIR}/; its other trials run again")
+        warn(f"damaged part {issue.path.name} ({issue.detail}): kept {batches} complete batches ({rows:,} rows); "
+             f"the original is in trials/{DAMAGED_DIR}/; its other trials run again")
     return good

@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, get_args
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -51,7 +51,8 @@ class ProbeConfig(BaseModel):
     runs: int = Field(default=5, ge=1, le=1_000_000, description="trials per (model, case, condition) cell")
     conditions: list[str] | None = Field(default=None, description="subset of the probe's conditions; default all")
 
-    #: the conditions this probe kind knows; each probe's config sets it
+    #: the conditions this probe kind knows: its probe's ``all_conditions``, copied here when the probe class is
+    #: defined (``Probe.__init_subclass__``), so a kind declares its conditions once
     known_conditions: ClassVar[tuple[str, ...]] = ()
     #: how an error names the valid conditions, when listing them all would not help
     conditions_hint: ClassVar[str | None] = None
@@ -80,6 +81,7 @@ class Contrast(BaseModel):
 
 
 class Probe(ABC):
+    #: the config's ``kind`` literal, set when the class is defined (never declared twice)
     kind: ClassVar[str]
     config_model: ClassVar[type[ProbeConfig]]
     all_conditions: ClassVar[tuple[str, ...]]
@@ -96,6 +98,18 @@ class Probe(ABC):
     template: ClassVar[str] = ""
     #: asks the model exactly once per trial, so one batch-API answer is the whole trial (batch mode runs only these)
     single_turn: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        config = cls.__dict__.get("config_model")
+        if config is None:
+            return
+        # the kind is declared once, as the config's `kind: Literal["NAME"]` (the sweep's tag for this entry)
+        (kind,) = get_args(config.model_fields["kind"].annotation)
+        cls.kind = kind
+        # the conditions are declared once, on the probe; its config validates `conditions:` against them
+        if "all_conditions" in cls.__dict__:
+            config.known_conditions = tuple(cls.all_conditions)
 
     def __init__(self, config: ProbeConfig, base_dir: Path, locate: Callable[[str, str], UserError] | None = None) -> None:
         self.config = config

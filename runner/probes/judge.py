@@ -101,7 +101,6 @@ def parse_verdict(text: str) -> bool | None:
 
 
 class JudgeProbe(Probe):
-    kind = "judge"
     single_turn = True
     config_model = JudgeConfig
     config: JudgeConfig

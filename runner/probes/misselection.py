@@ -56,8 +56,6 @@ class MisselectionConfig(ProbeConfig):
     decoy_name: str | None = Field(default=None, description="use this catalogue tool as the decoy instead of injecting one")
     system: str = Field(default=DEFAULT_SYSTEM, description="system prompt")
 
-    known_conditions = CONDITIONS
-
     @model_validator(mode="after")
     def _one_catalogue(self) -> MisselectionConfig:
         if (self.catalogue is None) == (self.mcp_server is None):
@@ -125,7 +123,6 @@ def _drift_warnings(triples: list[Triple], source: Source) -> list[str]:
 
 
 class MisselectionProbe(Probe):
-    kind = "misselection"
     single_turn = True
     config_model = MisselectionConfig
     all_conditions = CONDITIONS

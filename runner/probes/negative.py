@@ -67,8 +67,6 @@ class NegativeConfig(ProbeConfig):
     system: str = Field(default=DEFAULT_SYSTEM, description="system prompt for cases without their own `system`")
     runs: int = Field(default=5, ge=1, le=1_000_000, description="trials per (model, case) cell")
 
-    known_conditions = CONDITIONS
-
     @model_validator(mode="after")
     def _one_catalogue(self) -> NegativeConfig:
         if self.catalogue is not None and self.mcp_server is not None:
@@ -453,7 +451,6 @@ def load_cases(path: Path, catalogue: tuple[ToolSpec, ...] | None) -> tuple[list
 
 
 class NegativeProbe(Probe):
-    kind = "negative"
     single_turn = True
     config_model = NegativeConfig
     all_conditions = CONDITIONS

@@ -68,8 +68,6 @@ class PhantomConfig(ProbeConfig):
     system: str = Field(default=_AUDITOR_SYSTEM, description="the auditor's instructions (must keep the JSON contract)")
     runs: int = Field(default=3, ge=1, le=1_000_000, description="audits per (model, trace, condition) cell")
 
-    known_conditions = CONDITIONS
-
     @field_validator("system")
     @classmethod
     def _keeps_contract(cls, value: str) -> str:
@@ -192,7 +190,6 @@ def load_traces(path: Path) -> tuple[list[Trace], str]:
 
 
 class PhantomProbe(Probe):
-    kind = "phantom"
     single_turn = True
     config_model = PhantomConfig
     all_conditions = CONDITIONS

@@ -62,7 +62,6 @@ class PropagationConfig(ProbeConfig):
     max_turns: int = Field(default=6, ge=1, le=50, description="model turns per trial before it counts as unfinished")
     system: str = Field(default=DEFAULT_SYSTEM, description="system prompt; must ask for a 'Final Answer:'")
 
-    known_conditions = CONDITIONS
     conditions_hint = ("control, param.KIND or result.KIND (KIND one of " + ", ".join(inj.KINDS)
                        + "), optionally with '+interceptor'")
 
@@ -89,7 +88,6 @@ def _interceptor_pairs(conditions: tuple[str, ...]) -> list[tuple[str, str]]:
 
 
 class PropagationProbe(Probe):
-    kind = "propagation"
     single_turn = False
     config_model = PropagationConfig
     config: PropagationConfig

@@ -8,16 +8,18 @@ types.
 In-process providers (``sim``, and any registered with a no-argument factory) are
 used bare. The simulated agent lives above the probes (``runner.sim``), so it is not
 imported here: ``runner.sim`` registers itself with ``register_provider`` when it is
-imported, and the sweep loader imports it. The ``CONFIGURED`` ones (``openai``, ``anthropic``, ``openai-responses``, ``callable``) are built
-from a ``settings.Connection`` and run behind ``managed.ManagedProvider`` (limits,
+imported, and the sweep loader imports it. The ``CONFIGURED`` ones (registered with
+``configured=True``: ``openai``, ``anthropic``, ``openai-responses``, ``callable``) are
+built from a ``settings.Connection`` and run behind ``managed.ManagedProvider`` (limits,
 remedies, retries); ``pool.ProviderPool`` assembles them for a run.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
+from typing import Any, NamedTuple
 
 from runner.providers.base import Agent, Provider
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
@@ -53,20 +55,51 @@ def _callable(connection: Connection, **kw: Any) -> Provider:
     return CallableProvider(connection)
 
 
-#: provider name → (factory, model check). Later providers register here.
-PROVIDERS: dict[str, tuple[Callable[..., Provider], Callable[[str], None]]] = {
-    "openai": (_openai, _check_any),
-    "anthropic": (_anthropic, _check_any),
-    "openai-responses": (_openai_responses, _check_any),
-    "callable": (_callable, _check_any),
+class Registered(NamedTuple):
+    """One ``provider:`` name: how to build it, how to check a model id, and whether it is built from a
+    ``Connection`` (and so runs behind ``ManagedProvider``: limits, remedies, retries) or bare."""
+
+    factory: Callable[..., Provider]
+    check: Callable[[str], None]
+    configured: bool = False
+
+
+#: provider name → its registration. Later providers register here (``register_provider``).
+PROVIDERS: dict[str, Registered] = {
+    "openai": Registered(_openai, _check_any, configured=True),
+    "anthropic": Registered(_anthropic, _check_any, configured=True),
+    "openai-responses": Registered(_openai_responses, _check_any, configured=True),
+    "callable": Registered(_callable, _check_any, configured=True),
 }
+
+
+class _Configured(AbstractSet[str]):
+    """The registered providers built from a ``Connection``: a live view of ``PROVIDERS``, never a second list."""
+
+    def __contains__(self, name: object) -> bool:
+        entry = PROVIDERS.get(name) if isinstance(name, str) else None
+        return bool(getattr(entry, "configured", False))  # a bare (factory, check) pair is not configured
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([name for name in PROVIDERS if name in self])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __repr__(self) -> str:
+        return f"CONFIGURED({sorted(self)})"
+
+
 #: providers whose factory takes a ``Connection`` (and that run behind ``ManagedProvider``)
-CONFIGURED: frozenset[str] = frozenset({"openai", "anthropic", "openai-responses", "callable"})
+CONFIGURED: AbstractSet[str] = _Configured()
 
 
-def register_provider(name: str, factory: Callable[..., Provider], check: Callable[[str], None]) -> None:
-    """Make ``provider: NAME`` usable in sweeps: ``factory()`` builds one, ``check(model)`` validates a model id."""
-    PROVIDERS[name] = (factory, check)
+def register_provider(name: str, factory: Callable[..., Provider], check: Callable[[str], None], *,
+                      configured: bool = False) -> None:
+    """Make ``provider: NAME`` usable in sweeps: ``factory()`` builds one (``factory(connection, **kw)`` when
+    ``configured``: the model entry's ``base_url``, key, headers and limits apply), ``check(model)`` validates
+    a model id."""
+    PROVIDERS[name] = Registered(factory, check, configured)
 
 
 def check_model(provider: str, model: str) -> None:
@@ -75,7 +108,7 @@ def check_model(provider: str, model: str) -> None:
         near = difflib.get_close_matches(provider.lower(), PROVIDERS, n=1)
         raise ValueError(f"unknown provider {provider!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
                          + f": expected one of {', '.join(sorted(PROVIDERS))}")
-    PROVIDERS[provider][1](model)
+    PROVIDERS[provider][1](model)  # by position: a (factory, check) pair registers as well
 
 
 def make_provider(provider: str, connection: Connection | None = None, **kw: Any) -> Provider:
@@ -94,6 +127,7 @@ __all__ = [
     "ErrorKind",
     "Provider",
     "ProviderError",
+    "Registered",
     "Remedy",
     "check_model",
     "make_provider",

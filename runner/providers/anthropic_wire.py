@@ -6,8 +6,8 @@ as ``tool_result`` blocks in a user turn; consecutive turns of one role merged, 
 the API requires alternation); tools as ``{name, description, input_schema}``;
 ``tool_choice`` auto / none / required (→ ``any``) / a tool name; ``max_tokens``
 (required by the API) from the params or 1024; the version header. The Messages
-API has no seed field, so the trial seed travels in the ``x-trialgrid-seed``
-header only.
+API has no seed field, so to ``trialgrid serve`` the trial seed travels in the
+``x-trialgrid-seed`` header only (never to a vendor unasked: ``seed_channel.py``).
 
 Decoding: text blocks joined; each ``tool_use`` block is a tool call whose
 ``input`` is already an object — its raw string is the compact JSON of it, the same

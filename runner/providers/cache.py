@@ -39,7 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from runner.core.errors import UserError
+from runner.core.errors import UserError, warn
 from runner.core.types import ChatRequest, ChatResponse, ToolCall, ToolSpec, Usage, parse_tool_arguments
 from runner.providers.base import Provider
 
@@ -147,9 +147,9 @@ class AnswerStore(Protocol):
 class ResponseCache:
     """``DIR/responses.sqlite`` and the hit / miss / store counts of this process."""
 
-    def __init__(self, directory: Path, say: Callable[[str], None] = lambda line: None) -> None:
+    def __init__(self, directory: Path, say: Callable[[str], None] | None = None) -> None:
+        """``say`` is kept for callers and unused: a damaged or failing cache is a ``TrialgridWarning``."""
         self.directory = directory
-        self._say = say
         self._warned = False
         self.hits = 0
         self.misses = 0
@@ -172,8 +172,8 @@ class ResponseCache:
                             hint="choose a writable --cache directory (or remove the sweep's `cache` key)") from None
         if problem is not None:
             aside = self._move_aside(path)
-            say(f"warning: the response cache {path} is damaged: {problem}; moved it to {aside.name} and started "
-                "an empty cache (answers are asked of the models again)")
+            warn(f"the response cache {path} is damaged: {problem}; moved it to {aside.name} and started "
+                 "an empty cache (answers are asked of the models again)")
             try:
                 self._db = self._connect(path)
             except (OSError, sqlite3.Error) as exc:
@@ -205,8 +205,8 @@ class ResponseCache:
         self.failures += 1
         if not self._warned:
             self._warned = True
-            self._say(f"warning: the response cache in {self.directory} failed to {what} ({exc}); such requests "
-                      "go to the model instead (said once)")
+            warn(f"the response cache in {self.directory} failed to {what} ({exc}); such requests "
+                 "go to the model instead (said once)")
 
     def get(self, key: bytes) -> ChatResponse | None:
         try:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -27,6 +28,7 @@ from runner.providers.classify import classify_http
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
 from runner.providers.pacing import note_rate_headers
 from runner.providers.secrets import Secret, secret_from_env
+from runner.providers.seed_channel import SEED_HEADER
 from runner.providers.settings import DEFAULT_BASE_URL, Connection
 from runner.providers.transport import DEFAULT_TRANSPORT, Client, make_client
 
@@ -35,7 +37,6 @@ try:  # aiohttp's own errors, when the aiohttp transport lets one through unmapp
 except ImportError:  # pragma: no cover
     _AiohttpError = OSError  # type: ignore[misc,assignment]
 
-SEED_HEADER = "x-trialgrid-seed"
 #: body keys that are the request's structure, never a "parameter" a remedy may touch
 _STRUCTURAL = frozenset({"model", "messages", "tools", "system"})
 
@@ -86,6 +87,8 @@ class HttpProvider:
         self._client: Client = make_client(transport, timeout_s=connection.timeout_s, headers=headers,
                                            max_connections=max_connections)
         self._where = f" from {self.url}"
+        # the seed header is the simulator's plumbing: only to `trialgrid serve` (seed_channel.py)
+        self._sends_seed = connection.sends_seed
 
     # -- what subclasses provide
 
@@ -115,7 +118,7 @@ class HttpProvider:
     async def complete(self, request: ChatRequest, remedies: Sequence[Remedy] = ()) -> ChatResponse:
         body = self.encode(request)
         applied = _apply_remedies(body, remedies) if remedies else []
-        headers = {SEED_HEADER: str(request.seed)} if request.seed is not None else {}
+        headers = {SEED_HEADER: str(request.seed)} if request.seed is not None and self._sends_seed else {}
         payload = orjson.dumps(body)  # ~8x json.dumps on these bodies; CPU is the limit at high concurrency
         started = time.perf_counter()
         try:
@@ -164,8 +167,7 @@ class HttpProvider:
 
 
 def _with(response: ChatResponse, latency: float, applied: list[str]) -> ChatResponse:
-    return ChatResponse(response.text, response.tool_calls, response.usage, latency, response.finish_reason,
-                        1, tuple(applied))
+    return replace(response, latency_s=latency, attempts=1, remedies=tuple(applied))
 
 
 def _timed_out(exc: BaseException) -> bool:

@@ -33,6 +33,7 @@ import asyncio
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from runner.core.types import ChatRequest, ChatResponse
@@ -153,8 +154,7 @@ class ManagedProvider:
             sent, applied = request, list[str]()
             if remedies and not self._wire:
                 params, applied = remedy_params(request.params, remedies)
-                sent = ChatRequest(request.model, request.messages, request.tools, params, request.seed,
-                                   request.tool_choice)
+                sent = replace(request, params=params)  # every other field as asked (trial_seed keys the cache)
             # a re-send has had its turn in the key's queue once: it goes ahead of first sends
             permit = await limiter.acquire(estimate, first=attempts > 0)
             attempts += 1
@@ -180,9 +180,8 @@ class ManagedProvider:
                     inflight.returned()
                     usage = response.usage
                     await limiter.release(permit, usage.input_tokens + usage.output_tokens, info=slot.info)
-                    return ChatResponse(response.text, response.tool_calls, usage, response.latency_s,
-                                        response.finish_reason, attempts,
-                                        response.remedies if self._wire else tuple(applied))
+                    return replace(response, attempts=attempts,
+                                   remedies=response.remedies if self._wire else tuple(applied))
             error.attempts = attempts
             if not self._wire:
                 error.remedies = tuple(applied)

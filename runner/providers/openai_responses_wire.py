@@ -13,8 +13,8 @@ raw argument string back unchanged; tool results as ``{"type":
 name, description, parameters, "strict": false}`` (strict mode would rewrite the
 schema the probe chose); ``tool_choice`` auto / none / required as is, a tool name
 as ``{"type": "function", "name"}``; the model's params as top-level fields. The
-API has no seed field: the trial seed travels in the ``x-trialgrid-seed`` header
-(and, in a batch, in ``metadata.trialgrid_seed``).
+API has no seed field: to ``trialgrid serve`` (``seed_channel.py``) the trial seed
+travels in the ``x-trialgrid-seed`` header (and, in a batch, in ``metadata.trialgrid_seed``).
 
 Decoding: ``output`` items in order — ``message`` items' ``output_text`` parts
 joined as the text, ``function_call`` items as tool calls (``call_id`` is the id
@@ -31,8 +31,6 @@ from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Usag
 from runner.providers.openai_wire import OpenAIProvider
 
 _MODES = ("auto", "none", "required")
-#: where a batch request carries the trial seed (no header per batch request)
-SEED_METADATA_KEY = "trialgrid_seed"
 
 
 def _encode_items(m: Message) -> list[dict[str, Any]]:

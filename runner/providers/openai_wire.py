@@ -4,8 +4,8 @@ Encoding: system/user/assistant/tool messages as Chat Completions messages (an
 assistant turn's tool calls carry their *raw* argument string back unchanged);
 tools as ``{"type": "function", "function": {name, description, parameters}}``;
 ``tool_choice`` "auto" / "none" / "required" as is, any other value as a forced
-function; the trial seed as the ``seed`` field (and the ``x-trialgrid-seed`` header
-that ``trialgrid serve`` also reads); the model's params as top-level fields.
+function; the trial seed as the ``seed`` field (and, to ``trialgrid serve`` only, the
+``x-trialgrid-seed`` header: ``seed_channel.py``); the model's params as top-level fields.
 
 Decoding: ``choices[0].message``. A tool call's ``arguments`` is a JSON *string*; it
 is parsed into an object when it is one, and otherwise kept as received with

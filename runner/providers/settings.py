@@ -8,9 +8,11 @@ never a setting — only the *name* of the environment variable that holds it.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -80,12 +82,39 @@ class Connection:
     headers: tuple[tuple[str, str], ...] = ()
     timeout_s: float = 60.0
     function: str | None = None
+    #: send the trial seed where ``trialgrid serve`` reads it; None: only to a loopback ``base_url``
+    sim_seed: bool | None = None
 
     @property
     def header_map(self) -> Mapping[str, str]:
         return dict(self.headers)
 
     @property
+    def sends_seed(self) -> bool:
+        """Whether requests carry the simulator's seed channels (``seed_channel.py``): never to a vendor unasked."""
+        return self.sim_seed if self.sim_seed is not None else is_loopback(self.base_url)
+
+    @property
     def limiter_key(self) -> tuple[str, str, str]:
         """Limits are per provider and per API key: the endpoint plus the key's variable."""
         return (self.provider, self.base_url or self.function or "", self.api_key_env or "")
+
+
+def is_loopback(base_url: str | None) -> bool:
+    """``base_url`` names this machine (``localhost``, ``127.0.0.0/8``, ``::1``, or ``0.0.0.0``, which a client
+    reaches as this machine). No ``base_url`` is the vendor's public API: not loopback."""
+    if not base_url:
+        return False
+    try:
+        host = urlsplit(base_url).hostname
+    except ValueError:
+        return False
+    if host is None:
+        return False
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
 import runner
 from runner.core.errors import TrialgridError, UserError
 from runner.execution.backends.batch.capture import Captured
@@ -9,6 +15,7 @@ from runner.execution.replay import ReplayExhausted
 from runner.probes.toolsim import ToolFailure
 from runner.providers.errors import ErrorKind, ProviderError
 from runner.sim.serve.codecs import BadRequest
+from tests.conftest import quickstart_dict
 
 
 def test_caller_facing_errors_share_the_root() -> None:
@@ -16,6 +23,35 @@ def test_caller_facing_errors_share_the_root() -> None:
         assert issubclass(error, TrialgridError) and issubclass(error, Exception)
     assert isinstance(ProviderError(ErrorKind.FATAL, "no"), TrialgridError)
     assert str(UserError("bad", file="s.yaml", line=3)) == "s.yaml:3: bad"
+
+
+def test_workers_exhausted_is_one_line_through_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cluster.scheduler import WorkersExhausted
+    from runner.cli.app import app
+    from runner.execution import modes
+
+    assert issubclass(WorkersExhausted, TrialgridError)
+
+    def exhausted(*args: object, **kw: object) -> None:
+        raise WorkersExhausted("worker 3 lost (ActorDiedError); no replacements left after 4 lost workers")
+
+    monkeypatch.setattr(modes, "run", exhausted)
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump(quickstart_dict()))
+    result = CliRunner().invoke(app, ["run", str(sweep), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == ["error: worker 3 lost (ActorDiedError); no replacements left after 4 lost "
+                                          "workers"]
+    assert "Traceback" not in result.output
+
+
+def test_the_tree_in_the_docstring_names_every_error() -> None:
+    from runner.core import errors
+
+    for name in ("TrialgridError", "UserError", "ProviderError", "ErrorKind", "Remedy", "ReplayExhausted",
+                 "WorkersExhausted", "TrialgridWarning"):
+        assert name in (errors.__doc__ or ""), name
+    assert (ErrorKind, ProviderError) == (errors.ErrorKind, errors.ProviderError)  # one definition, re-exported
 
 
 def test_internal_control_flow_is_outside_the_root() -> None:

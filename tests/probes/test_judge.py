@@ -110,3 +110,22 @@ def test_judge_sweep_with_sim_judges_and_human_labels(tmp_path: Path) -> None:
     print_report(tmp_path / "out", console)
     text = console.export_text()
     assert "Cohen's kappa" in text and "calibrated correct-rate" in text
+
+
+def test_a_judge_entry_may_name_its_own_condition(tmp_path: Path) -> None:
+    # the kind's conditions are declared once (JudgeProbe.all_conditions); the config validates against them
+    from runner.probes import PROBES
+
+    (tmp_path / "traces.yaml").write_text(yaml.safe_dump({"traces": [
+        {"id": "t1", "task": "Total?", "candidate": "It is 5.", "reference": "5"}]}))
+    sweep = {"name": "judging", "models": [{"name": "j", "provider": "sim", "model": "careful"}],
+             "probes": [{"kind": "judge", "traces": "traces.yaml", "conditions": ["llm"]}]}
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(sweep))
+    [probe] = load_sweep(tmp_path / "sweep.yaml").probes
+    assert probe.conditions == ("llm",)
+    sweep["probes"][0]["conditions"] = ["human"]
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(sweep))
+    with pytest.raises(UserError, match="unknown condition 'human': expected some of llm"):
+        load_sweep(tmp_path / "sweep.yaml")
+    for kind, probe_cls in PROBES.items():
+        assert probe_cls.config_model.known_conditions == probe_cls.all_conditions != (), kind

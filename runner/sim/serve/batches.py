@@ -41,14 +41,14 @@ import orjson
 from aiohttp import web
 
 from runner.providers.errors import ProviderError
+from runner.providers.seed_channel import SEED_HEADER, SEED_USER_PREFIX
 from runner.sim.serve.codec_table import CODECS
-from runner.sim.serve.codecs import SEED_HEADER, BadRequest, OpenAICodec
+from runner.sim.serve.codecs import BadRequest, OpenAICodec
 
 if TYPE_CHECKING:
     from runner.sim.serve.app import SimServer
 
 _JSON = "application/json"
-SEED_USER_PREFIX = "trialgrid-seed-"
 OPENAI_ENDPOINT = "/v1/chat/completions"
 #: OpenAI batch endpoint → the codec that answers its requests
 _OPENAI_ENDPOINTS = {"/v1/chat/completions": "openai", "/v1/responses": "responses"}

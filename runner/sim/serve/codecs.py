@@ -19,11 +19,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec
+from runner.providers.seed_channel import SEED_HEADER
 from runner.providers.toolchoice import neutral_tool_choice
 from runner.sim.serve.options import Rule
 from runner.sim.serve.tool_input import tool_input
 
-SEED_HEADER = "x-trialgrid-seed"
 _FINE_GRAINED_BETA = "fine-grained-tool-streaming-2025-05-14"
 
 

@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolSpec
-from runner.sim.serve.codecs import SEED_HEADER, BadRequest, OpenAICodec, request_seed, served_tool_choice, tool_call
+from runner.providers.seed_channel import SEED_HEADER, SEED_METADATA_KEY
+from runner.sim.serve.codecs import BadRequest, OpenAICodec, request_seed, served_tool_choice, tool_call
 
-SEED_METADATA_KEY = "trialgrid_seed"
 _ROLES = ("system", "developer", "user", "assistant")
 
 

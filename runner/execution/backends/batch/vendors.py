@@ -11,9 +11,12 @@ Request bodies are the live wire encoders' (``openai_wire`` / ``anthropic_wire``
 answers go through the live decoders, and per-request errors through the same
 ``classify_http`` as a live failure — so a batch row and a live row of the same
 trial agree. The custom id of every request is its trial id. The Messages API has
-no seed and a batch has no per-request headers, so an Anthropic request carries
-the trial seed in ``metadata.user_id`` (``trialgrid-seed-N``): the vendor reads that
-field only as an opaque id, and ``trialgrid serve`` reads the seed from it.
+no seed and a batch has no per-request headers, so to ``trialgrid serve`` an
+Anthropic request carries the trial seed in ``metadata.user_id`` (``trialgrid-seed-N``)
+and an OpenAI Responses one in ``metadata.trialgrid_seed``. A vendor reads
+``user_id`` as the end user's id (abuse handling), so neither is ever sent to a
+vendor unasked: only to a loopback ``base_url`` or with ``sim_seed: true``
+(``runner/providers/seed_channel.py``).
 
 Batch-level calls (upload, create, poll, download) retry rate-limited and transient
 failures with the model's retry policy; anything else raises ``ProviderError``.
@@ -35,9 +38,9 @@ from runner.execution.backends.batch.capture import Answer
 from runner.providers import ErrorKind, ProviderError, make_provider
 from runner.providers.classify import classify_http
 from runner.providers.http_base import HttpProvider
+from runner.providers.seed_channel import SEED_METADATA_KEY, SEED_USER_PREFIX
 from runner.providers.settings import Connection, RetryPolicy
 
-SEED_USER_PREFIX = "trialgrid-seed-"
 OPENAI_ENDPOINT = "/v1/chat/completions"
 #: Anthropic's error ``type`` → the HTTP status a live call would have got (for ``classify_http``)
 _ANTHROPIC_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "permission_error": 403,
@@ -196,15 +199,16 @@ class _OpenAIBatches(VendorBatches):
 
 
 class _OpenAIResponsesBatches(_OpenAIBatches):
-    """OpenAI Batch on ``/v1/responses``; the trial seed in ``metadata.trialgrid_seed`` (no seed field, no headers)."""
+    """OpenAI Batch on ``/v1/responses``; to ``trialgrid serve``, the trial seed in ``metadata.trialgrid_seed`` (no seed
+    field, no headers)."""
 
     name = "openai-responses"
     endpoint = "/v1/responses"
 
     def encode(self, request: ChatRequest) -> dict[str, Any]:
         body = self.wire.encode(request)
-        if request.seed is not None and "metadata" not in body:
-            body["metadata"] = {"trialgrid_seed": str(request.seed)}
+        if request.seed is not None and "metadata" not in body and self.wire.connection.sends_seed:
+            body["metadata"] = {SEED_METADATA_KEY: str(request.seed)}
         return body
 
 
@@ -213,7 +217,7 @@ class _AnthropicBatches(VendorBatches):
 
     def encode(self, request: ChatRequest) -> dict[str, Any]:
         body = self.wire.encode(request)
-        if request.seed is not None and "metadata" not in body:
+        if request.seed is not None and "metadata" not in body and self.wire.connection.sends_seed:
             body["metadata"] = {"user_id": f"{SEED_USER_PREFIX}{request.seed}"}
         return body
 
