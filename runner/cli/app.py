@@ -226,7 +226,8 @@ def run(
         done = result.skipped + result.stats.done
         plain(f"stopped: {result.stopped}; {done:,} of {result.total:,} trials written. "
               "Raise `budget` in the sweep and rerun the same command to continue.")
-    output = Output.open(target)  # once: the report, the verdict and the gate read this one object
+    # once: the report, the verdict and the gate read the object the run's session finished with
+    output = result.output or Output.open(target)
     if not quiet:
         plain(f"{result.stats.done:,} trials run ({result.skipped:,} already done) in {result.elapsed_s:.1f} s; "
               f"{_count_text(result.counts)}; output: {target}")

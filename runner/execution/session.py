@@ -84,6 +84,9 @@ class RunResult:
     repaired: list[RepairNote] = field(default_factory=list)
     status: RunStatus = RunStatus.COMPLETE
     stopped: str | None = None  # why scheduling stopped early (a spent budget, a batch refused); rerun to continue
+    #: the output as the session left it (manifest and part footers read once, at the finish): the report, the
+    #: verdict and ``--fail-on`` after a run read this object instead of opening the output again
+    output: Output | None = None
 
 
 def grid_of(loaded: LoadedSweep) -> Grid:
@@ -94,6 +97,12 @@ def count_statuses(trials_dir: Path, manifest: Manifest | None = None) -> dict[s
     """Rows by status, each trial once (its newest row), over the parts that count (``Output.counts``);
     ``manifest``: the one the writer holds (else it is read)."""
     return Output.open(trials_dir.parent, manifest=manifest, strict=False).counts()
+
+
+def _finished_output(out: Path, manifest: Manifest) -> tuple[Output, dict[str, int]]:
+    """The output at a session's finish, opened with the manifest the writer holds, and its counts by status."""
+    output = Output.open(out, manifest=manifest, strict=False)
+    return output, output.counts()
 
 
 class Phase(Enum):
@@ -127,6 +136,7 @@ class Session:
         self.total = len(self.grid)
         self.status: RunStatus = RunStatus.RUNNING
         self.counts: dict[str, int] = {}
+        self.output: Output | None = None
         self.elapsed_s = 0.0
         self.stopped: str | None = None  # the reason, once finished ``stopped_budget``
         #: the budget's meter (None without a budget); every row reaching the output passes it (``metered``)
@@ -221,7 +231,7 @@ class Session:
         self.elapsed_s = time.perf_counter() - self._started if self._started is not None else 0.0
         written = sum(sink.rows_written for sink in self._sinks)  # rows on disk, even if interrupted
         try:
-            self.counts = count_statuses(self.trials_dir, self.manifest)
+            self.output, self.counts = _finished_output(self.out, self.manifest)
             finish_manifest(self.out, self.manifest, status=self.status, trials_run=written, counts=self.counts,
                             elapsed_s=self.elapsed_s)
         except (OSError, UserError) as exc:
@@ -237,8 +247,10 @@ class Session:
         """What the run returns, once finished: ``stats`` are the backend's counts of this session's trials."""
         assert self.phase is Phase.FINISHED, "result() after the session finished"
         stats.stopped = self.status is RunStatus.STOPPED_BUDGET
+        # a part that turned bad during the run is a reader's refusal: readers then open the output themselves
+        output = self.output if self.output is not None and not self.output.issues else None
         return RunResult(self.out, self.total, len(self.done), stats, self.counts, self.elapsed_s, self.repaired,
-                         self.status, self.stopped)
+                         self.status, self.stopped, output)
 
     # -- what a backend reads and writes ---------------------------------------------------------------------------
 

@@ -72,37 +72,19 @@ def _part_order(path: Path) -> tuple[int, str]:
         return 0, path.name
 
 
-#: what a part's footer said, by the file's identity (device, inode, size, mtime, ctime). A finished part is never
-#: changed in place (a sink renames it into place once; a repair writes a new file and renames it over), so a
-#: footer read once holds for the process: the run's own count and the readers after it share one read.
-_FOOTERS: dict[tuple[int, int, int, int, int], bytes | str | None] = {}
-_FOOTERS_MAX = 1 << 16
-
-
 def _footer(path: Path) -> bytes | str | None:
     """The part's sweep id (None: not recorded), or why it does not read (a str)."""
-    try:
-        st = path.stat()
-    except OSError as exc:
-        return f"does not read as an Arrow file ({exc.strerror or type(exc).__name__})"
-    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    if key in _FOOTERS:
-        return _FOOTERS[key]
     try:
         schema = ipc.open_file(str(path)).schema
         found: bytes | str | None = (schema.metadata or {}).get(SWEEP_ID_KEY)
     except (pa.ArrowInvalid, OSError) as exc:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return f"does not read as an Arrow file ({text[:120]})"  # not kept: a part being repaired may read later
-    if len(_FOOTERS) >= _FOOTERS_MAX:
-        _FOOTERS.clear()
-    _FOOTERS[key] = found
+        return f"does not read as an Arrow file ({text[:120]})"
     return found
 
 
 def inspect_parts(trials_dir: Path, sweep_id: str | None) -> tuple[list[Path], list[PartIssue]]:
-    """(the finished parts that count, oldest first; the ones that do not). Reads only each footer, once per
-    process (``_FOOTERS``)."""
+    """(the finished parts that count, oldest first; the ones that do not). Reads only each footer."""
     if not trials_dir.is_dir():
         return [], []
     good: list[Path] = []

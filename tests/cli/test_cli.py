@@ -149,7 +149,10 @@ def test_run_with_fail_on_reads_the_manifest_once_and_each_part_footer_once(
     assert result.exit_code in (0, 1), result.output
     assert "case verdicts pass" in result.output and "negative · leaderboard" in result.output
     parts = sorted(str(p) for p in (out / "trials").glob("*.arrow"))
-    assert (dict(footers), dict(manifests)) == (dict.fromkeys(parts, 1), {str(out / "manifest.json"): 1})
+    assert dict(footers) == dict.fromkeys(parts, 1)
+    # the session holds the manifest it wrote and hands its finished output to the report and the gate: a fresh
+    # run need not read the manifest back at all, and never more than once
+    assert set(manifests) <= {str(out / "manifest.json")} and all(n == 1 for n in manifests.values())
     assert parts
 
 
