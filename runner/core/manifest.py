@@ -9,8 +9,12 @@ The record is the bottom layer: it imports nothing of ``runner`` but ``runner.co
 Creating a manifest from a loaded sweep is ``runner.output.manifest``'s job (it may
 know the config); analysis, probes and reporting only read it, through this module.
 
-On disk the shape is ``FORMAT_VERSION`` 1, exactly what trialgrid wrote before the
-record was typed: every such file reads unchanged, and rewriting one keeps its keys.
+``format_version`` is the version of the whole output. 1 is exactly what trialgrid
+wrote before the record was typed; 2 (issue 24) has the same manifest shape, and its
+trial rows carry every model call (the ``calls`` and ``call_blobs`` columns,
+``runner.core.calls``). Every version-1 file reads unchanged (its version kept: its
+rows have no calls, and readers go by the columns a part has), and rewriting one
+keeps its keys.
 Two rules keep it so:
 
 * a key a writer never set is not written: an optional field left at its ``None``
@@ -48,7 +52,7 @@ from runner.core.sources import Source, load_source, validate
 
 MANIFEST = "manifest.json"
 #: the on-disk shape this version writes and reads (older ones are converted on read)
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 _HINT = "restore it, or start the sweep in an empty --out directory"
 
@@ -309,7 +313,8 @@ class Manifest(ManifestRecord):
 
 
 def _upgrade(data: Any, path: Path) -> Any:
-    """Convert an older shape to ``FORMAT_VERSION`` (none yet); refuse a newer one."""
+    """Convert an older shape to ``FORMAT_VERSION`` (1 → 2 needs nothing: the manifest's shape is the same);
+    refuse a newer one."""
     if isinstance(data, dict):
         version = data.get("format_version")
         if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:

@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 from runner.cli.app import app
 from runner.config.sweep import load_sweep
 from runner.core.errors import UserError
-from runner.core.types import ChatResponse
 from runner.core.schema import CALL_COLUMNS
+from runner.core.types import ChatResponse
 from runner.execution import replay
 from runner.execution.exchange import output_blobs
 from runner.execution.replay import NotReplayable, ReplayAgent, ReplayExhausted, responses_from_steps, stored_responses
