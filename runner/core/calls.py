@@ -11,8 +11,9 @@ alone holds every exchange. Two common columns (``runner.core.schema``):
   the call failed), and the call's ``attempts``, ``latency_ms``, ``error_kind`` and
   ``error``.
 - ``call_blobs``: content stored once. A system message's text, a tool catalogue
-  and a model's params repeat in every trial, so a request names them by a content
-  id (16 hex digits of a sha256) and their content sits in ``call_blobs``. Each
+  and a model's params repeat in every trial (and a long user message in every run
+  of its cell), so a request names them by a content id (16 hex digits of a sha256)
+  and their content sits in ``call_blobs``. Each
   record batch written holds every blob its rows name: a row carries the blobs it
   references, and ``first_in_batch`` (called by the writer as it converts a batch)
   keeps each one only on the first row of the batch that names it. A reader gathers
@@ -45,6 +46,7 @@ from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Tool
 
 __all__ = [
     "BLOB_KINDS",
+    "USER_BLOB_MIN",
     "Blobs",
     "CallRecord",
     "RecordedCall",
@@ -55,8 +57,12 @@ __all__ = [
     "referenced_blobs",
 ]
 
-#: what a blob holds: a system message's text, a tool catalogue (a JSON list), a model's params (a JSON object)
-BLOB_KINDS = ("system", "tools", "params")
+#: what a blob holds: a system message's text, a long user message's text, a tool catalogue (a JSON list), a
+#: model's params (a JSON object)
+BLOB_KINDS = ("system", "user", "tools", "params")
+#: a user message this long is stored once too (a probe's case text repeats in every run and model of its cell:
+#: phantom's traces); shorter ones cost less inline than their id
+USER_BLOB_MIN = 256
 _CACHE_LIMIT = 20_000  # distinct objects cached before a cache starts over (probes that build specs per trial)
 
 
@@ -119,7 +125,7 @@ class _Catalogue:
 # caches of the encoder; objects are held (not just their id()) so an id is never reused while cached
 _TOOLS: dict[int, tuple[ToolSpec, str, str]] = {}            # id(spec) → (spec, content id, JSON)
 _CATALOGUES: dict[frozenset[str], _Catalogue] = {}
-_TEXTS: dict[str, dict[str, str]] = {}                        # system text → its blob
+_TEXTS: dict[tuple[str, str], dict[str, str]] = {}           # (role, text) → its blob
 _PARAMS: dict[int, tuple[Mapping[str, Any], dict[str, str]]] = {}
 
 
@@ -164,10 +170,11 @@ def _new_catalogue(tools: Sequence[ToolSpec]) -> _Catalogue:
     return _Catalogue(blob, {tid: i for i, (_, tid, _) in enumerate(entries)})
 
 
-def _system(text: str) -> dict[str, str]:
-    blob = _TEXTS.get(text)
+def _text(role: str, text: str) -> dict[str, str]:
+    key = (role, text)
+    blob = _TEXTS.get(key)
     if blob is None:
-        blob = _bounded(_TEXTS)[text] = _blob("system", text)
+        blob = _bounded(_TEXTS)[key] = _blob(role, text)
     return blob
 
 
@@ -187,8 +194,8 @@ def _tool_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
 
 
 def _message(m: Message, blobs: dict[str, dict[str, str]]) -> dict[str, Any]:
-    if m.role == "system":
-        blob = _system(m.content)
+    if m.role == "system" or (m.role == "user" and len(m.content) >= USER_BLOB_MIN):
+        blob = _text(m.role, m.content)
         blobs[blob["id"]] = blob
         content, content_id = None, blob["id"]
     else:
