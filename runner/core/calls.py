@@ -115,22 +115,24 @@ def _json(value: Any) -> str:
 
 
 class _Catalogue:
-    __slots__ = ("blob", "index")
+    __slots__ = ("blob", "by_object", "tools")
 
-    def __init__(self, blob: dict[str, str], index: dict[str, int]) -> None:
+    def __init__(self, blob: dict[str, str], by_object: dict[int, int], tools: tuple[ToolSpec, ...]) -> None:
         self.blob = blob
-        self.index = index  # tool content id → position in the stored list
+        self.by_object = by_object  # id(spec) → position in the stored list
+        self.tools = tools          # held, so no id in ``by_object`` is reused while cached
 
 
 # caches of the encoder; objects are held (not just their id()) so an id is never reused while cached
 _TOOLS: dict[int, tuple[ToolSpec, str, str]] = {}            # id(spec) → (spec, content id, JSON)
-_CATALOGUES: dict[frozenset[str], _Catalogue] = {}
+_CATALOGUES: dict[frozenset[int], _Catalogue] = {}           # the ids of a request's spec objects → catalogue
 _TEXTS: dict[tuple[str, str], dict[str, str]] = {}           # (role, text) → its blob
+_MESSAGES: dict[int, tuple[Message, dict[str, Any], dict[str, str]]] = {}  # id(message) → (it, its row value, blob)
 _PARAMS: dict[int, tuple[Mapping[str, Any], dict[str, str]]] = {}
 
 
-def _bounded(cache: dict[Any, Any]) -> dict[Any, Any]:
-    if len(cache) >= _CACHE_LIMIT:
+def _bounded(cache: dict[Any, Any], limit: int = _CACHE_LIMIT) -> dict[Any, Any]:
+    if len(cache) >= limit:
         cache.clear()
     return cache
 
@@ -146,28 +148,32 @@ def _tool(spec: ToolSpec) -> tuple[str, str]:
 
 
 def _catalogue(tools: Sequence[ToolSpec]) -> tuple[dict[str, str], list[int]]:
-    tids = [_tool(t)[0] for t in tools]
-    key = frozenset(tids)
-    if len(key) == len(tids):
-        cat = _CATALOGUES.get(key)
-        if cat is None:
-            cat = _new_catalogue(tools)
-            _bounded(_CATALOGUES)[key] = cat
-        index = cat.index
-        return cat.blob, [index[t] for t in tids]
-    # the same tool offered twice in one request: rare; stored list keeps every copy, no cache
-    stored = sorted(range(len(tools)), key=lambda i: (tools[i].name, tids[i], i))
-    blob = _blob("tools", "[" + ",".join(_tool(tools[i])[1] for i in stored) + "]")
+    # keyed by the spec objects themselves: a probe offers the same objects in every trial (in another order),
+    # so the common case is one frozenset and C-level look-ups, no per-tool Python call
+    key = frozenset(map(id, tools))
+    if len(key) < len(tools):
+        return _catalogue_with_repeats(tools)
+    cat = _CATALOGUES.get(key)
+    if cat is None:
+        cat = _bounded(_CATALOGUES, 1024)[key] = _new_catalogue(tuple(tools))  # each holds a whole catalogue
+    return cat.blob, list(map(cat.by_object.__getitem__, map(id, tools)))
+
+
+def _new_catalogue(tools: tuple[ToolSpec, ...]) -> _Catalogue:
+    entries = sorted((t.name, *_tool(t), i) for i, t in enumerate(tools))
+    blob = _blob("tools", "[" + ",".join(text for _, _, text, _ in entries) + "]")
+    return _Catalogue(blob, {id(tools[i]): pos for pos, (_, _, _, i) in enumerate(entries)}, tools)
+
+
+def _catalogue_with_repeats(tools: Sequence[ToolSpec]) -> tuple[dict[str, str], list[int]]:
+    """The same spec offered twice in one request: rare; the stored list keeps every copy, no cache."""
+    specs = [(t.name, *_tool(t), i) for i, t in enumerate(tools)]
+    entries = sorted(specs)
+    blob = _blob("tools", "[" + ",".join(text for _, _, text, _ in entries) + "]")
     order = [0] * len(tools)
-    for pos, i in enumerate(stored):
+    for pos, (_, _, _, i) in enumerate(entries):
         order[i] = pos
     return blob, order
-
-
-def _new_catalogue(tools: Sequence[ToolSpec]) -> _Catalogue:
-    entries = sorted((t.name, *_tool(t)) for t in tools)
-    blob = _blob("tools", "[" + ",".join(text for _, _, text in entries) + "]")
-    return _Catalogue(blob, {tid: i for i, (_, tid, _) in enumerate(entries)})
 
 
 def _text(role: str, text: str) -> dict[str, str]:
@@ -195,11 +201,19 @@ def _tool_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
 
 def _message(m: Message, blobs: dict[str, dict[str, str]]) -> dict[str, Any]:
     if m.role == "system" or (m.role == "user" and len(m.content) >= USER_BLOB_MIN):
+        hit = _MESSAGES.get(id(m))
+        if hit is not None and hit[0] is m:  # a probe's constant message: the same row value every trial
+            blobs[hit[2]["id"]] = hit[2]
+            return hit[1]
         blob = _text(m.role, m.content)
+        value = _message_value(m, None, blob["id"])
+        _bounded(_MESSAGES)[id(m)] = (m, value, blob)
         blobs[blob["id"]] = blob
-        content, content_id = None, blob["id"]
-    else:
-        content, content_id = m.content, None
+        return value
+    return _message_value(m, m.content, None)
+
+
+def _message_value(m: Message, content: str | None, content_id: str | None) -> dict[str, Any]:
     return {"role": m.role, "content": content, "content_id": content_id,
             "tool_calls": _tool_calls(m.tool_calls) if m.tool_calls else None,
             "tool_call_id": m.tool_call_id, "name": m.name}

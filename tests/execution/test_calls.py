@@ -199,3 +199,34 @@ def test_an_output_from_before_calls_were_recorded_still_reports(tmp_path: Path)
     assert "(not recorded: this output predates recorded calls)" in html
     assert json.loads((tmp_path / "s.json").read_text())["runs"]
     assert not list((CONFIGS / "misselection").glob("*.tmp"))
+
+
+def test_a_batch_run_records_the_request_it_submitted_and_the_batch_answer(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import runner
+    from tests.providers.conftest import trials, write
+    from tests.providers.test_batch import batch_sweep
+
+    received: list[Any] = []
+    decode = OpenAICodec.decode
+
+    def logged(body: Any, headers: Mapping[str, str]) -> ChatRequest:
+        received.append(body)  # each request of the batch file, as the server parsed it
+        return decode(body, headers)
+
+    monkeypatch.setattr(OpenAICodec, "decode", staticmethod(logged))
+    with ServerThread(ServeOptions(host="127.0.0.1", port=0)) as server:
+        path = write(tmp_path, batch_sweep(server.base_url, "openai"))
+        runner.run(path, tmp_path / "batch", mode="batch", quiet=True)
+        assert server.stats()["requests"] == 0  # every call went through the batch API
+    frame = trials(tmp_path / "batch")
+    blobs = output_blobs(tmp_path / "batch")
+    recorded = [(row["trial_id"], exchange(row, blobs) or []) for row in frame.iter_rows(named=True)]
+    assert all(len(calls) == 1 and calls[0].response is not None for _, calls in recorded)
+    bodies = sorted(orjson.dumps(encode_request(calls[0].request), option=orjson.OPT_SORT_KEYS) for _, calls in recorded)
+    assert bodies == sorted(orjson.dumps(b, option=orjson.OPT_SORT_KEYS) for b in received)
+    # the answer recorded is the one the row was scored on
+    for row, (_, calls) in zip(frame.iter_rows(named=True), recorded, strict=True):
+        response = calls[0].response
+        assert response is not None and response.text == (row["response_text"] or "")
+        assert [c.raw_arguments for c in response.tool_calls] == [c["arguments"] for c in row["tool_calls"] or ()]
