@@ -341,7 +341,7 @@ def referenced_blobs(calls: Sequence[Mapping[str, Any]] | None) -> list[str]:
 
 
 def _spec(t: Mapping[str, Any]) -> ToolSpec:
-    return ToolSpec(t["name"], t.get("description", ""), t.get("parameters") or {"type": "object", "properties": {}})
+    return ToolSpec(t["name"], t["description"], t["parameters"])  # as stored by ``_tool``: every key, as sent
 
 
 def _read_call(c: Mapping[str, Any]) -> ToolCall:

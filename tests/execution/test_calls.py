@@ -42,7 +42,7 @@ from tests.conftest import CONFIGS
 from tests.execution.test_rescore import _copy_sweep, _drop_call_columns
 
 WEATHER = ToolSpec("get_weather", "Weather for a city.", {"type": "object", "properties": {"city": {"type": "string"}}})
-TIME = ToolSpec("get_time", "The time in a city.", {"type": "object", "properties": {"city": {"type": "string"}}})
+TIME = ToolSpec("get_time", "", {})  # empty description and parameters: stored as they were, not defaulted
 
 
 class _Scripted:
