@@ -2,8 +2,10 @@
 
 Each bundled sweep (configs/*.yaml) runs against the simulated agent into a temporary
 directory; its rows, minus the columns that depend on the clock (``latency_ms``,
-``finished_at``) or on the sweep's identity hash (``sweep_id``, ``trial_id``), are
-sorted and hashed. A change that alters what any probe measures changes a digest: if
+``finished_at``) or on the sweep's identity hash (``sweep_id``, ``trial_id``), and minus
+the recorded exchange (``calls``, ``call_blobs``: what was asked and answered, not an
+outcome; it holds each call's latency, and its blobs sit on whichever row a batch
+carries them), are sorted and hashed. A change that alters what any probe measures changes a digest: if
 the change is on purpose, update the digest here and list the changed counts in the
 commit and the CHANGELOG.
 """
@@ -36,7 +38,8 @@ DIGESTS = {
     "propagation": "fca510d4cdd9f8add0e464f874b79e65c58b91cbeeb6a94e985ab7876ac5b64a",
 }
 
-_VOLATILE = {"latency_ms", "finished_at", "sweep_id", "trial_id"}
+#: issue 24 added the recorded calls (format 2); the digests above are unchanged by them, as they leave these out
+_VOLATILE = {"latency_ms", "finished_at", "sweep_id", "trial_id", "calls", "call_blobs"}
 _ORDER = ["model", "probe", "case_id", "condition", "run"]
 
 

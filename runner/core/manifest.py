@@ -9,8 +9,12 @@ The record is the bottom layer: it imports nothing of ``runner`` but ``runner.co
 Creating a manifest from a loaded sweep is ``runner.output.manifest``'s job (it may
 know the config); analysis, probes and reporting only read it, through this module.
 
-On disk the shape is ``FORMAT_VERSION`` 1, exactly what trialgrid wrote before the
-record was typed: every such file reads unchanged, and rewriting one keeps its keys.
+``format_version`` is the version of the whole output. 1 is exactly what trialgrid
+wrote before the record was typed; 2 (issue 24) has the same manifest shape, and its
+trial rows carry every model call (the ``calls`` and ``call_blobs`` columns,
+``runner.core.calls``). Every version-1 file reads unchanged (its version kept: its
+rows have no calls, and readers go by the columns a part has), and rewriting one
+keeps its keys.
 Two rules keep it so:
 
 * a key a writer never set is not written: an optional field left at its ``None``
@@ -55,7 +59,7 @@ from runner.core.sources import Source, load_source, validate
 
 MANIFEST = "manifest.json"
 #: the on-disk shape this version writes and reads (older ones are converted on read)
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 _HINT = "restore it, or start the sweep in an empty --out directory"
 
@@ -346,8 +350,9 @@ def _upgrade_session(session: Any) -> Any:
 def _upgrade(data: Any, path: Path) -> Any:
     """Convert an older shape to ``FORMAT_VERSION``; refuse a newer one.
 
-    Within format 1: sessions with the legacy plug-in keys (``engine``, ``watch``) get them in ``extensions``.
-    That needs no version bump: an older trialgrid reads a newer file's ``extensions`` as an unknown key.
+    1 → 2 needs nothing: the manifest's shape is the same (format 2 adds the rows' recorded calls). Sessions with
+    the legacy plug-in keys (``engine``, ``watch``) get them in ``extensions``; an older trialgrid reads a newer
+    file's ``extensions`` as an unknown key.
     """
     if isinstance(data, dict):
         version = data.get("format_version")

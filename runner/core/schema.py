@@ -17,6 +17,54 @@ TOOL_CALL = pa.struct([
     pa.field("parse_error", pa.string()),   # null when the arguments parsed as a JSON object
 ])
 
+#: one message of a recorded request (``runner.core.calls``): a system message's text is in ``call_blobs``
+MESSAGE = pa.struct([
+    pa.field("role", pa.string()),
+    pa.field("content", pa.string()),        # null when the text is stored once, under ``content_id``
+    pa.field("content_id", pa.string()),     # a ``call_blobs`` id (system messages)
+    pa.field("tool_calls", pa.list_(TOOL_CALL)),
+    pa.field("tool_call_id", pa.string()),
+    pa.field("name", pa.string()),
+])
+
+REQUEST = pa.struct([
+    pa.field("prefix", pa.int32()),          # messages taken over from the trial's previous request, before ``messages``
+    pa.field("messages", pa.list_(MESSAGE)),
+    pa.field("tools", pa.string()),          # the catalogue's ``call_blobs`` id (null: no tools)
+    pa.field("tool_order", pa.list_(pa.int16())),  # the offered order, as positions in the stored catalogue
+    pa.field("params", pa.string()),         # the model params' ``call_blobs`` id (null: none)
+    pa.field("seed", pa.int64()),
+    pa.field("tool_choice", pa.string()),
+])
+
+RESPONSE = pa.struct([
+    pa.field("text", pa.string()),
+    pa.field("tool_calls", pa.list_(TOOL_CALL)),
+    pa.field("finish_reason", pa.string()),
+    pa.field("input_tokens", pa.int64()),
+    pa.field("output_tokens", pa.int64()),
+    pa.field("cached", pa.bool_()),
+    pa.field("calls_from_text", pa.int32()),
+    pa.field("remedies", pa.list_(pa.string())),
+])
+
+#: one ``Agent.chat`` of the trial: the request as sent and the response (null when the call failed)
+CALL = pa.struct([
+    pa.field("request", REQUEST),
+    pa.field("response", RESPONSE),
+    pa.field("attempts", pa.int32()),
+    pa.field("latency_ms", pa.float64()),
+    pa.field("error_kind", pa.string()),
+    pa.field("error", pa.string()),
+])
+
+#: content stored once per record batch: system texts, tool catalogues (JSON lists), params (JSON objects)
+BLOB = pa.struct([
+    pa.field("id", pa.string()),
+    pa.field("kind", pa.string()),
+    pa.field("content", pa.string()),
+])
+
 COMMON_FIELDS: tuple[pa.Field, ...] = (
     pa.field("sweep_id", pa.string(), nullable=False),
     pa.field("trial_id", pa.string(), nullable=False),
@@ -40,7 +88,14 @@ COMMON_FIELDS: tuple[pa.Field, ...] = (
     pa.field("tool_calls", pa.list_(TOOL_CALL)),
     pa.field("response_text", pa.string()),
     pa.field("finished_at", pa.timestamp("ms", tz="UTC")),
+    pa.field("calls", pa.list_(CALL)),                    # every model call, in order (format 2; runner.core.calls)
+    pa.field("call_blobs", pa.list_(BLOB)),               # content the calls name, once per record batch
 )
+
+#: the columns that record the exchange rather than an outcome (absent from outputs of format 1)
+CALL_COLUMNS = ("calls", "call_blobs")
+#: columns whose values the writer keeps once per record batch (``runner.core.calls.first_in_batch``)
+ONCE_PER_BATCH = frozenset({"call_blobs"})
 
 STATUS_OK = "ok"
 STATUS_ERROR = "error"

@@ -3,7 +3,8 @@
 After a scorer fix, a new forbidden-token list or another auditor threshold, the
 answers a run already paid for are scored again. Every probe re-scores itself: its
 own ``run`` is called with a ``ReplayAgent`` (``runner.execution.replay``) that hands back the
-row's stored response(s), so there is no second copy of any scoring rule.
+row's recorded calls (``calls``: every response, or the error a call raised, in order),
+so there is no second copy of any scoring rule and no probe column is parsed.
 
 The sweep (``--sweep``, default the one the manifest names) decides *how* to score;
 the source output decides *what the model said*. Each stored row is matched to the
@@ -13,7 +14,8 @@ seed) and is refused. ``NEW`` is a complete output of that sweep: its ids, its
 schema, its manifest (with ``rescored_from`` saying where the answers came from);
 cells the source never ran are left out and ``trialgrid run SWEEP --out NEW`` fills
 them. Common columns (attempts, tokens, latency, tool calls, response text, cache
-hits) are copied unchanged; error rows stay error rows; a row that cannot be
+hits, the recorded calls) are copied unchanged, each row with the stored content its
+calls name (``call_blobs``; the writer keeps it once per batch); error rows stay error rows; a row that cannot be
 replayed stops the command before anything is written.
 """
 
@@ -30,11 +32,12 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from runner.config.sweep import LoadedSweep, load_sweep
+from runner.core.calls import Blobs, referenced_blobs
 from runner.core.errors import UserError
 from runner.core.manifest import Manifest, RescoredFrom, require_manifest, write_manifest
 from runner.core.schema import COMMON_FIELDS, STATUS_ERROR, STATUS_OK, trial_schema
 from runner.core.types import TrialSpec
-from runner.execution.replay import ReplayAgent, ReplayExhausted, stored_responses
+from runner.execution.replay import NotReplayable, ReplayAgent, ReplayExhausted, stored_responses
 from runner.execution.run import count_statuses, grid_of
 from runner.output.lock import LOCK_FILE, lock_output
 from runner.output.manifest import finish_manifest, start_manifest
@@ -58,8 +61,9 @@ class RescoreResult:
     counts: dict[str, int] = field(default_factory=dict)
 
 
-def _read_rows(out: Path) -> Iterator[dict[str, Any]]:
-    """Every row of a finished output, as Python values."""
+def _read_rows(out: Path, blobs: Blobs) -> Iterator[dict[str, Any]]:
+    """Every row of a finished output, as Python values; the content their calls name is added to ``blobs``
+    (from every row: a blob may sit on a row a newer one supersedes)."""
     trials = out / "trials"
     leftovers = sorted(p.name for p in trials.glob("*.arrows")) if trials.is_dir() else []
     if leftovers:
@@ -69,7 +73,9 @@ def _read_rows(out: Path) -> Iterator[dict[str, Any]]:
         with pa.memory_map(str(path)) as source:
             reader = ipc.open_file(source)
             for i in range(reader.num_record_batches):
-                yield from reader.get_batch(i).to_pylist()
+                for row in reader.get_batch(i).to_pylist():
+                    blobs.add(row.get("call_blobs"))
+                    yield row
 
 
 def _newer(row: Mapping[str, Any], than: Mapping[str, Any] | None) -> bool:
@@ -112,7 +118,8 @@ def rescore(source: Path, dest: Path, sweep_path: Path | None = None,
 
 def _rescored_rows(source: Path, loaded: LoadedSweep, say: Callable[[str], None]) -> tuple[list[dict[str, Any]], RescoreResult]:
     stored: dict[Cell, dict[str, Any]] = {}
-    for row in _read_rows(source):
+    blobs = Blobs()
+    for row in _read_rows(source, blobs):
         cell = _cell(row)
         if _newer(row, stored.get(cell)):
             stored[cell] = row
@@ -140,6 +147,8 @@ def _rescored_rows(source: Path, loaded: LoadedSweep, say: Callable[[str], None]
                                 hint="rescore with the sweep's original seed (only scoring may change)")
             row = {k: v for k, v in old.items() if k in common}
             row.update(sweep_id=spec.sweep_id, trial_id=spec.trial_id)
+            if old.get("calls"):  # the row that carried them in the source may not be copied
+                row["call_blobs"] = blobs.rows(referenced_blobs(old["calls"])) or None
             if old["status"] != STATUS_OK:
                 errors_kept += 1
                 out.append(row)
@@ -156,7 +165,8 @@ def _rescored_rows(source: Path, loaded: LoadedSweep, say: Callable[[str], None]
     asyncio.run(score_all())
     if refused:
         raise UserError(f"{len(refused):,} stored row(s) cannot be replayed, e.g. {refused[0]}; nothing was written",
-                        hint="a probe that now needs more model turns than were stored must be rerun: "
+                        hint="a probe that now needs more model turns than were stored, or a multi-step trial of an "
+                             "output written before calls were recorded (format 1), must be rerun: "
                              "`trialgrid run SWEEP` into a new output")
     dropped = len(stored) - len(matched)
     if dropped:
@@ -170,11 +180,13 @@ def _rescored_rows(source: Path, loaded: LoadedSweep, say: Callable[[str], None]
 
 async def _replay(probe: Probe, spec: TrialSpec, old: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
     """(outcome columns with status, None) or ({}, why the row cannot be replayed)."""
-    agent = ReplayAgent(stored_responses(old), old["model_id"], spec.trial_id)
     try:
+        agent = ReplayAgent(stored_responses(old), old["model_id"], spec.trial_id)
         outcome = await probe.run(spec, agent)
     except ReplayExhausted as exc:
         return {}, str(exc)
+    except NotReplayable as exc:
+        return {}, f"trial {old['trial_id']}: {exc}"
     except ProviderError as exc:
         return {}, f"trial {old['trial_id']}: an ok row without a stored answer ({exc.message})"
     except Exception as exc:

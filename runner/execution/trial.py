@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from runner.core.calls import encode_calls
 from runner.core.schema import STATUS_ERROR, STATUS_OK
 from runner.core.types import TrialSpec
 from runner.execution.deadlines import Deadlines
@@ -80,9 +81,13 @@ class TrialRunner:
         row["latency_ms"] = agent.latency_s * 1000.0
         row["input_tokens"] = agent.input_tokens
         row["output_tokens"] = agent.output_tokens
+        last_calls = None
         if last is not None:
-            row["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.raw_arguments, "parse_error": c.parse_error}
-                                 for c in last.tool_calls]
+            last_calls = row["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.raw_arguments,
+                                               "parse_error": c.parse_error} for c in last.tool_calls]
             row["response_text"] = last.text
+        if agent.record:
+            # the last response's tool calls are the same list object in both columns: no second build
+            row["calls"], row["call_blobs"] = encode_calls(agent.record, last_calls)
         row["finished_at"] = int(time.time() * 1000)
         return row

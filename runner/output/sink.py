@@ -45,7 +45,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from runner.core.calls import first_in_batch
 from runner.core.errors import UserError
+from runner.core.schema import ONCE_PER_BATCH
 
 __all__ = [
     "TRIALS_DIR",
@@ -81,6 +83,8 @@ def to_record_batch(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.
             values = list(map(itemgetter(name), rows))
         except KeyError:  # some row lacks the column: it is null there
             values = [row.get(name) for row in rows]
+        if name in ONCE_PER_BATCH:  # content stored once per batch (runner.core.calls)
+            values = first_in_batch(values)
         try:
             array = pa.array(values, type=field.type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError) as exc:

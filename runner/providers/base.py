@@ -3,8 +3,11 @@
 A ``Provider`` turns a ``ChatRequest`` into a ``ChatResponse`` (or raises a
 classified ``ProviderError``). Probes never see a provider: they get an ``Agent``,
 bound to one model's name and params for one trial, which records every call it made
-(attempts, usage, latency, the last response) so the engine can fill the common
-columns of the result row without knowing what the probe did.
+(attempts, usage, latency, the last response, and each request exactly as built with
+its response or failure: ``Agent.record``) so the engine can fill the common columns
+of the result row — ``calls`` among them — without knowing what the probe did.
+Recording keeps references to the request and response objects (frozen), never a
+copy; they become row values once per trial (``runner.core.calls.encode_calls``).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
 
+from runner.core.calls import CallRecord
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolSpec
 from runner.providers import inflight
 from runner.providers.errors import ProviderError
@@ -46,6 +50,7 @@ class Agent:
         "model",
         "output_tokens",
         "params",
+        "record",
         "remedies",
         "tool_call_parser",
         "tool_choice",
@@ -67,6 +72,8 @@ class Agent:
         self.output_tokens = 0
         self.latency_s = 0.0
         self.last: ChatResponse | None = None
+        #: every call of the trial, in order: the request as built, the response or the failure
+        self.record: list[CallRecord] = []
         #: learned parameter remedies applied to this trial's requests (``Remedy.describe()``)
         self.remedies: tuple[str, ...] = ()
         #: answers the response cache served instead of the model
@@ -90,15 +97,21 @@ class Agent:
         try:
             response = await self._provider.complete(request)
         except ProviderError as exc:
-            self.attempts += max(exc.attempts, log.sent)
-            self.latency_s += log.elapsed_s()
+            attempts, elapsed = max(exc.attempts, log.sent), log.elapsed_s()
+            self.attempts += attempts
+            self.latency_s += elapsed
             if exc.remedies:
                 self._note(exc.remedies)
+            self.record.append(CallRecord(request, None, attempts, elapsed, exc.kind.value, exc.message))
             raise
-        except BaseException:
+        except BaseException as exc:
             # cancelled by the trial's deadline (or any other abort): count what was sent all the same
+            elapsed = log.elapsed_s()
             self.attempts += log.sent
-            self.latency_s += log.elapsed_s()
+            self.latency_s += elapsed
+            self.record.append(CallRecord(request, None, log.sent, elapsed, None,
+                                          f"no answer: {type(exc).__name__}" if not str(exc)
+                                          else f"no answer: {type(exc).__name__}: {exc}"))
             raise
         finally:
             inflight.CURRENT.reset(token)
@@ -115,6 +128,7 @@ class Agent:
         self.output_tokens += response.usage.output_tokens
         self.latency_s += response.latency_s
         self.last = response
+        self.record.append(CallRecord(request, response, response.attempts, response.latency_s))
         return response
 
     def _note(self, remedies: tuple[str, ...]) -> None:

@@ -6,22 +6,22 @@ The sample is reproducible (trials ordered by a hash of their id with a fixed
 seed, so the same run gives the same page) and bounded (``MAX_CELLS`` cells per
 probe and run, ``PER_CELL`` trials each, long texts shortened), preferring cells
 and trials where the headline event happened, since those are the ones a reader
-asks about. The request is not stored in a trial row; it is looked up, best
-effort, in the probe's case files named by the run's manifest (the field named
-after the condition, else ``user`` / ``query`` / ``request`` / ``prompt``).
+asks about. What the model was asked comes from the row's recorded calls
+(``runner.execution.exchange``): each request exactly as sent and each response,
+so an example stays true when the case files have changed or are gone. An output
+written before calls were recorded (format 1) shows the last reply only.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import polars as pl
-import yaml
 
 from runner.analysis.leaderboard import SUCCESS_RATES, RunAnalysis
+from runner.execution.exchange import Blobs, RecordedCall, exchange, output_blobs
 from runner.probes import PROBES
 
 MAX_CELLS = 12
@@ -30,7 +30,6 @@ _MAX_TEXT = 700
 _SAMPLE_SEED = 2026
 #: outcome columns too bulky or too internal for an example (the full row is in the trial files)
 _SKIP = frozenset({"steps", "catalogue_order", "judge_verdicts"})
-_REQUEST_KEYS = ("user", "query", "request", "prompt", "question", "task")
 
 
 @dataclass(frozen=True)
@@ -42,10 +41,11 @@ class Example:
     condition: str
     run: int
     event: bool                          # the headline event happened (a failure, for pass/fail probes)
-    request: str | None
+    request: str | None                  # the first request's last user message (None: no call recorded)
     tool_calls: list[tuple[str, str]]    # (tool name, raw arguments)
     reply: str
     outcome: list[tuple[str, str]]       # the probe's outcome columns that hold something
+    calls: tuple[RecordedCall, ...] = () # every model call, its request rebuilt exactly (empty: format 1)
 
 
 def shorten(text: str, limit: int = _MAX_TEXT) -> str:
@@ -53,36 +53,12 @@ def shorten(text: str, limit: int = _MAX_TEXT) -> str:
     return text if len(text) <= limit else f"{text[:limit]} [+{len(text) - limit:,} more characters]"
 
 
-def _case_entries(run: RunAnalysis, probe: str) -> dict[str, dict[str, Any]]:
-    """case id → its entry in the probe's case files (best effort: {} when none can be read)."""
-    config = next((p for p in run.manifest.sweep.probes or [] if (p.get("name") or p.get("kind")) == probe), None)
-    if config is None:
-        return {}
-    base = Path(run.manifest.sweep_file or ".").parent
-    named = [v for v in config.values() if isinstance(v, str)] + [x for v in config.values() if isinstance(v, list)
-                                                                 for x in v if isinstance(x, str)]
-    candidates = [base / v for v in named if v.endswith((".yaml", ".yml"))]
-    if not candidates and (base / config.get("kind", "")).is_dir():
-        candidates = sorted((base / config["kind"]).glob("*.yaml"))
-    entries: dict[str, dict[str, Any]] = {}
-    for path in candidates:
-        try:
-            data = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError):
-            continue
-        items = data if isinstance(data, list) else next((v for v in (data or {}).values() if isinstance(v, list)), [])
-        entries.update({str(e["id"]): e for e in items if isinstance(e, dict) and "id" in e})
-    return entries
-
-
-def _request(entry: dict[str, Any] | None, condition: str) -> str | None:
-    if not entry:
+def _request(calls: list[RecordedCall] | None) -> str | None:
+    """The text the trial asked first: the first request's last user message."""
+    if not calls:
         return None
-    base = condition.split("+")[0]
-    for key in (condition, base, *_REQUEST_KEYS):
-        if isinstance(entry.get(key), str):
-            return str(entry[key])
-    return None
+    users = [m.content for m in calls[0].request.messages if m.role == "user"]
+    return users[-1] if users else None
 
 
 def _value(x: Any) -> str | None:
@@ -105,7 +81,7 @@ def sample_examples(run: RunAnalysis, probe: str, kind: str, head: str) -> list[
     cells = (frame.group_by("case_id", "condition").agg(pl.col("_event").any().alias("_any"),
                                                         pl.col("_order").min().alias("_first"))
              .sort(["_any", "_first"], descending=[True, False]).head(MAX_CELLS))
-    entries = _case_entries(run, probe)
+    blobs: Blobs | None = None
     out = []
     for c in cells.iter_rows(named=True):
         rows = (frame.filter((pl.col("case_id") == c["case_id"]) & (pl.col("condition") == c["condition"]))
@@ -115,7 +91,10 @@ def sample_examples(run: RunAnalysis, probe: str, kind: str, head: str) -> list[
         for r in (picked + rest)[:PER_CELL]:
             calls = [(str(t.get("name")), str(t.get("arguments") or "")) for t in (r.get("tool_calls") or [])]
             outcome = [(k, v) for k in fields if k not in _SKIP and (v := _value(r.get(k))) is not None]
+            if blobs is None and r.get("calls") is not None:
+                blobs = output_blobs(run.out)  # read once, only when a sampled row names stored content
+            recorded = exchange(r, blobs) if blobs is not None else None
             out.append(Example(r["model"], r["case_id"], r["condition"], int(r["run"]), bool(r["_event"]),
-                               _request(entries.get(r["case_id"]), r["condition"]), calls,
-                               r.get("response_text") or "", outcome))
+                               _request(recorded), calls, r.get("response_text") or "", outcome,
+                               tuple(recorded or ())))
     return out

@@ -20,6 +20,7 @@ headless-browser test reads.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime
 from html import escape
@@ -32,6 +33,7 @@ from runner.analysis.cells import interval_name
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label
 from runner.analysis.scorecard import ALPHA, scorecard_table
 from runner.analysis.scorecard import KIND as SCORECARD_KIND
+from runner.core.calls import RecordedCall
 from runner.core.constants import CONFIDENCE, INTERVAL_METHOD
 from runner.core.formatting import fmt_usd
 from runner.core.formatting import pct as _pct
@@ -428,15 +430,38 @@ def _settings_section(summary: Summary) -> str:
     return _section("settings", "all", "Sweep settings", f'<dl class="tg-set">{"".join(parts)}</dl>')
 
 
+def _call_html(i: int, call: RecordedCall) -> str:
+    """One recorded model call: the request as sent (messages, tools in the order offered, params), the answer."""
+    req = call.request
+    lines = [f"{m.role}{f' ({m.name})' if m.name else ''}: {shorten(m.content, 400)}"
+             + "".join(f"\n  → {c.name}({shorten(c.raw_arguments, 200)})" for c in m.tool_calls)
+             for m in req.messages]
+    tools = ", ".join(t.name for t in req.tools) or "(none)"
+    params = json.dumps(dict(req.params), ensure_ascii=False) if req.params else "{}"
+    if call.response is not None:
+        answer = shorten(call.response.text) or "(no text)"
+        answer += "".join(f"\n→ {c.name}({shorten(c.raw_arguments, 400)})" for c in call.response.tool_calls)
+    else:
+        answer = f"failed: {call.error_kind or 'no answer'}: {call.error or ''}"
+    return (f"<b>call {i + 1}</b> · {call.attempts} attempt(s) · {call.latency_ms:,.0f} ms"
+            f"<pre>{escape(chr(10).join(lines))}</pre><b>tools offered</b><pre>{escape(tools)}</pre>"
+            f"<b>params</b><pre>{escape(params)}</pre><b>answer</b><pre>{escape(answer)}</pre>")
+
+
 def _example_html(e: Example) -> str:
     calls = "".join(f"<pre>{escape(name)}({escape(shorten(args, 400))})</pre>" for name, args in e.tool_calls)
     outcome = "".join(f"<dt><code>{escape(k)}</code></dt><dd>{escape(shorten(v, 300))}</dd>" for k, v in e.outcome)
+    exchange = "".join(_call_html(i, c) for i, c in enumerate(e.calls))
+    request = escape(shorten(e.request)) if e.request else "(not recorded: this output predates recorded calls)"
     return (f'<details class="tg-ex"><summary><b>{escape(e.case_id)}</b> · {escape(e.condition)} · '
             f"{escape(e.model)} · run {e.run} · {'event' if e.event else 'no event'}</summary>"
-            f"<div><b>request</b><pre>{escape(shorten(e.request)) if e.request else '(not in the case files)'}</pre>"
+            f"<div><b>request</b><pre>{request}</pre>"
             f"<b>tool calls</b>{calls or '<pre>(none)</pre>'}"
             f"<b>reply</b><pre>{escape(shorten(e.reply)) or '(empty)'}</pre>"
-            f'<b>outcome</b><dl class="tg-set">{outcome}</dl></div></details>')
+            f'<b>outcome</b><dl class="tg-set">{outcome}</dl>'
+            + (f'<details class="tg-calls"><summary>every model call ({len(e.calls)})</summary>{exchange}</details>'
+               if e.calls else "")
+            + "</div></details>")
 
 
 def _examples_section(summary: Summary, probe: str, kind: str, head: str) -> str | None:

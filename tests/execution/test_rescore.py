@@ -19,8 +19,11 @@ from typer.testing import CliRunner
 from runner.cli.app import app
 from runner.config.sweep import load_sweep
 from runner.core.errors import UserError
+from runner.core.schema import CALL_COLUMNS
 from runner.core.types import ChatResponse
-from runner.execution.replay import ReplayAgent, ReplayExhausted, responses_from_steps, stored_responses
+from runner.execution import replay
+from runner.execution.exchange import output_blobs
+from runner.execution.replay import NotReplayable, ReplayAgent, ReplayExhausted, responses_from_steps, stored_responses
 from runner.execution.rescore import rescore
 from runner.execution.run import run_sweep
 from runner.sim.serve import ServeOptions, ServerThread
@@ -129,26 +132,86 @@ def test_an_unchanged_sweep_rescores_to_the_same_outcomes(tmp_path: Path, name: 
     run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True)
     result = rescore(tmp_path / "out", tmp_path / "new")
     before, after = _rows(tmp_path / "out"), _rows(tmp_path / "new")
-    # an auditor that never answered is replayed as such; only the wording of why differs
+    # every call is replayed as it went, an auditor's failed one included: every column the same (the blobs are
+    # kept once per batch, so which row carries them depends on the batching; the content is the same)
+    same = [c for c in before.columns if c not in ("finished_at", "call_blobs")]
+    assert before.select(same).equals(after.select(same))
+    assert output_blobs(tmp_path / "out").content_ids() == output_blobs(tmp_path / "new").content_ids()
+    assert result.changed == 0 and result.rows == before.height
+
+
+def test_propagation_rescores_from_the_recorded_calls_not_from_the_injection_notes(tmp_path: Path) -> None:
+    """The model's own arguments are on the row (``calls``); the loop's prose notes are never parsed back."""
+    assert not hasattr(replay, "_uninjected")
+    sweep = _copy_sweep(tmp_path, "propagation", 2)
+    run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True)
+    before = _rows(tmp_path / "out")
+    injected = 0
+    for row in before.filter(pl.col("status") == "ok").iter_rows(named=True):
+        executed = [s for s in row["steps"] if s["role"] == "call"]
+        sent = [c for call in row["calls"] for c in call["response"]["tool_calls"]]
+        assert [c["name"] for c in sent] == [s["tool"] for s in executed]
+        for step, call in zip(executed, sent, strict=True):
+            if step["injected"]:  # the step holds the corrupted argument; the call the model's own
+                injected += 1
+                assert step["arguments"] != call["arguments"]
+            else:
+                assert step["arguments"] == call["arguments"]
+    assert injected > 0
+    rescore(tmp_path / "out", tmp_path / "new")
+    after = _rows(tmp_path / "new")
+    outcome = [f.name for f in load_sweep(sweep).probes[0].outcome_fields]
+    assert after.select(CELL + outcome).equals(before.select(CELL + outcome))
+
+
+def _drop_call_columns(out: Path, dest: Path) -> Path:
+    """A copy of ``out`` as an output of format 1 would be: no ``calls`` / ``call_blobs`` columns."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    shutil.copytree(out, dest)
+    for part in (dest / "trials").glob("*.arrow"):
+        with pa.OSFile(str(part), "rb") as source:
+            table = ipc.open_file(source).read_all()
+        table = table.drop_columns([c for c in CALL_COLUMNS if c in table.column_names])
+        with pa.OSFile(str(part.with_suffix(".tmp")), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        part.with_suffix(".tmp").replace(part)
+    return dest
+
+
+@pytest.mark.parametrize("name", ["quickstart", "phantom"])
+def test_an_output_from_before_calls_were_recorded_still_rescores(tmp_path: Path, name: str) -> None:
+    sweep = _copy_sweep(tmp_path, name, 1)
+    run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True)
+    old = _drop_call_columns(tmp_path / "out", tmp_path / "old")
+    rescore(old, tmp_path / "new")
+    before, after = _rows(old), _rows(tmp_path / "new")
+    assert after["calls"].null_count() == after.height  # nothing invented
+    # single-call probes replay the last response, as before; an auditor that never answered only words why
+    # differently
     same = [c for c in before.columns if c not in ("finished_at", "auditor_error_detail")]
     assert before.select(same).equals(after.select(same))
-    unanswered = before.filter(pl.col("auditor_error") == "transport").height if name == "phantom" else 0
-    assert result.changed == unanswered and result.rows == before.height
 
 
-def test_replay_restores_the_argument_an_injection_changed() -> None:
+def test_a_format_1_multi_step_row_with_a_corrupted_call_is_refused_not_guessed(tmp_path: Path) -> None:
     steps = [
         {"index": 0, "role": "assistant", "text": "", "tool": None, "call_id": None, "arguments": None, "injected": None},
         {"index": 0, "role": "call", "text": "", "tool": "get_weather", "call_id": "c0",
          "arguments": '{"city":"Madrid","date":"2024-05-22"}', "injected": 'city: "Lisbon" -> "Madrid" (semantic_wrong)'},
-        {"index": 0, "role": "result", "text": "{}", "tool": "get_weather", "call_id": "c0", "arguments": None,
-         "injected": None},
-        {"index": 1, "role": "assistant", "text": "Final Answer: 21C", "tool": None, "call_id": None,
-         "arguments": None, "injected": None},
     ]
-    first, second = responses_from_steps(steps)
-    assert first.tool_calls[0].arguments == {"city": "Lisbon", "date": "2024-05-22"}
-    assert second.text == "Final Answer: 21C" and not second.tool_calls
+    with pytest.raises(NotReplayable, match="stores only the corrupted argument"):
+        responses_from_steps(steps)
+    (first,) = responses_from_steps([{**s, "injected": None} for s in steps])
+    assert first.tool_calls[0].arguments == {"city": "Madrid", "date": "2024-05-22"}
+    sweep = _copy_sweep(tmp_path, "propagation", 1)
+    run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True)
+    old = _drop_call_columns(tmp_path / "out", tmp_path / "old")
+    with pytest.raises(UserError, match="stores only the corrupted argument"):
+        rescore(old, tmp_path / "new")
+    assert not (tmp_path / "new").exists()
 
 
 def test_a_probe_asking_for_more_than_was_stored_is_refused() -> None:

@@ -139,8 +139,8 @@ def test_examples_appear_for_every_probe_kind_and_are_reproducible(outs: list[Pa
     assert {"misselection", "negative", "phantom", "propagation"} <= kinds
     for probe, _ in summary.probe_keys():
         assert f'id="examples-{probe}"' in html, probe
-    for kind in ("misselection", "negative", "propagation"):  # the request, looked up in the case files
+    for kind in ("misselection", "negative", "propagation"):  # the request, from the recorded calls
         section = html.split(f'id="examples-{kind}"', 1)[1].split("</section>", 1)[0]
-        assert re.search(r"<b>request</b><pre>(?!\(not in)", section), kind
+        assert re.search(r"<b>request</b><pre>(?!\(not recorded)", section), kind
     strip = lambda h: re.sub(r"generated [^<]* by", "", h)  # noqa: E731
     assert strip(render_html(summarize(outs))) == strip(html)  # a seeded sample: the same page twice

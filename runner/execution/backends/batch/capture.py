@@ -3,15 +3,17 @@
 Batch mode cannot call the model while ``probe.run(spec, agent)`` waits. Instead:
 
 1. **record**: the probe runs against an ``Agent`` whose provider is a
-   ``_RecordingProvider``; the first ``chat`` raises ``Captured`` carrying the
-   ``ChatRequest`` the probe built (a ``BaseException``, so no probe's own
-   ``except Exception`` / ``except ProviderError`` can swallow it). The probe's
-   outcome is discarded — there is none yet.
+   ``_RecordingProvider``; the first ``chat`` raises ``Captured`` (a
+   ``BaseException``, so no probe's own ``except Exception`` / ``except
+   ProviderError`` can swallow it), and the request submitted is the one the agent
+   recorded for that call (``Agent.record``: the same record that becomes the row's
+   ``calls``). The probe's outcome is discarded — there is none yet.
 2. **replay**: once the batch has ended, the trial runs again through the ordinary
    ``TrialRunner`` whose provider is a ``ReplayProvider``: its ``complete`` returns
    the batch's answer for the current trial (or raises the batch's per-request
    error), so the probe scores it with its own code and the row is built exactly
-   as in live mode. The current trial is a context variable set around each replay.
+   as in live mode — its ``calls`` column holds the request submitted and the
+   batch's answer. The current trial is a context variable set around each replay.
 
 A replayed request must be the one recorded (its wire-body hash is checked): a
 probe that asks something else the second time would be scored against an answer
@@ -62,10 +64,11 @@ class _RecordingProvider:
 
 async def capture_request(probe: Probe, spec: TrialSpec, model_id: str, params: Mapping[str, Any]) -> ChatRequest | None:
     """The request ``probe`` makes first for ``spec``; ``None`` if it finished without asking the model."""
+    agent = Agent(_RecordingProvider(), model_id, params)
     try:
-        await probe.run(spec, Agent(_RecordingProvider(), model_id, params))
-    except Captured as captured:
-        return captured.request
+        await probe.run(spec, agent)
+    except Captured:
+        return agent.record[0].request
     except Exception:
         return None
     return None
