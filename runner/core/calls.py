@@ -55,6 +55,7 @@ __all__ = [
     "encode_calls",
     "first_in_batch",
     "referenced_blobs",
+    "row_calls",
 ]
 
 #: what a blob holds: a system message's text, a long user message's text, a tool catalogue (a JSON list), a
@@ -374,6 +375,14 @@ def decode_calls(calls: Sequence[Mapping[str, Any]] | None, blobs: Blobs, model:
         out.append(RecordedCall(request, decode_response(c), c["attempts"] or 0, c["latency_ms"] or 0.0,
                                 c["error_kind"], c["error"]))
     return out
+
+
+def row_calls(row: Mapping[str, Any], blobs: Blobs) -> list[RecordedCall] | None:
+    """Each model call of a stored ``row`` with its request rebuilt exactly (``blobs``: the output's, from
+    ``runner.output.Output.blobs``); ``None`` when the row records no calls (an output of format 1)."""
+    if row.get("calls") is None:
+        return None
+    return decode_calls(row["calls"], blobs, str(row.get("model_id") or ""), row.get("seed"))
 
 
 def decode_response(c: Mapping[str, Any]) -> ChatResponse | None:

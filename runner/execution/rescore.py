@@ -34,14 +34,14 @@ import pyarrow.ipc as ipc
 from runner.config.sweep import LoadedSweep, load_sweep
 from runner.core.calls import Blobs, referenced_blobs
 from runner.core.errors import UserError
-from runner.core.manifest import Manifest, RescoredFrom, require_manifest, write_manifest
+from runner.core.manifest import Manifest, RescoredFrom, write_manifest
 from runner.core.schema import COMMON_FIELDS, STATUS_ERROR, STATUS_OK, trial_schema
 from runner.core.types import TrialSpec
 from runner.execution.replay import NotReplayable, ReplayAgent, ReplayExhausted, stored_responses
 from runner.execution.run import count_statuses, grid_of
 from runner.output.lock import LOCK_FILE, lock_output
 from runner.output.manifest import finish_manifest, start_manifest
-from runner.output.parts import readable_parts
+from runner.output.reader import Output
 from runner.output.sink import TrialSink
 from runner.probes import Probe
 from runner.providers import ErrorKind, ProviderError
@@ -61,15 +61,17 @@ class RescoreResult:
     counts: dict[str, int] = field(default_factory=dict)
 
 
-def _read_rows(out: Path, blobs: Blobs) -> Iterator[dict[str, Any]]:
+def _read_rows(output: Output, blobs: Blobs) -> Iterator[dict[str, Any]]:
     """Every row of a finished output, as Python values; the content their calls name is added to ``blobs``
     (from every row: a blob may sit on a row a newer one supersedes)."""
-    trials = out / "trials"
+    out, trials = output.path, output.trials_dir
     leftovers = sorted(p.name for p in trials.glob("*.arrows")) if trials.is_dir() else []
     if leftovers:
         raise UserError(f"{out} has unfinished trial streams ({', '.join(leftovers[:3])}); a run was interrupted",
                         hint=f"finish or resume it first (`trialgrid run SWEEP --out {out}` repairs them)")
-    for path in readable_parts(out):  # oldest first: a later row of a trial supersedes an earlier one
+    if not output.parts:
+        output.scan()  # the reader's one-line refusal of an output without a finished part
+    for path in output.parts:  # oldest first: a later row of a trial supersedes an earlier one
         with pa.memory_map(str(path)) as source:
             reader = ipc.open_file(source)
             for i in range(reader.num_record_batches):
@@ -98,7 +100,8 @@ def _cell(row: Mapping[str, Any]) -> Cell:
 def rescore(source: Path, dest: Path, sweep_path: Path | None = None,
             say: Callable[[str], None] = lambda s: None) -> RescoreResult:
     """Re-score ``source`` into the new output ``dest``. Raises ``UserError``; writes nothing on refusal."""
-    manifest = require_manifest(source)
+    output = Output.open(source)  # the manifest and the part footers, read once; damaged or foreign parts refused
+    manifest = output.manifest
     if sweep_path is None:
         sweep_path = Path(manifest.sweep_file or "")
         if not sweep_path.is_file():
@@ -108,7 +111,7 @@ def rescore(source: Path, dest: Path, sweep_path: Path | None = None,
         raise UserError("--out must be a new directory, not the source output", hint="e.g. --out OUT-rescored")
     _check_empty(dest)
     loaded = load_sweep(sweep_path)
-    rows, result = _rescored_rows(source, loaded, say)
+    rows, result = _rescored_rows(output, loaded, say)
     with lock_output(dest, what="rescore"):  # one writer per output, as for a run
         _check_empty(dest)
         _write(dest, loaded, rows, manifest, source, result)
@@ -116,7 +119,8 @@ def rescore(source: Path, dest: Path, sweep_path: Path | None = None,
     return result
 
 
-def _rescored_rows(source: Path, loaded: LoadedSweep, say: Callable[[str], None]) -> tuple[list[dict[str, Any]], RescoreResult]:
+def _rescored_rows(source: Output, loaded: LoadedSweep,
+                   say: Callable[[str], None]) -> tuple[list[dict[str, Any]], RescoreResult]:
     stored: dict[Cell, dict[str, Any]] = {}
     blobs = Blobs()
     for row in _read_rows(source, blobs):

@@ -25,6 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from runner.config.cost import ModelPrice, prices_from, usage_by_model
+from runner.core.calls import Blobs
 from runner.core.errors import UserError
 from runner.core.manifest import Manifest, require_manifest
 from runner.output.parts import PartIssue, inspect_parts, refuse_issues, scan_latest
@@ -86,6 +87,19 @@ class Output:
     @cached_property
     def _latest(self) -> pl.LazyFrame:  # the lazy plan, built once (deciding the newest rows reads trial ids)
         return scan_latest(list(self.parts))
+
+    def blobs(self) -> Blobs:
+        """The content the rows' recorded calls name by id (``call_blobs``), from *every* row of every part: a
+        batch's first row naming a blob may be one a newer row of its trial supersedes. Empty for format 1."""
+        blobs = Blobs()
+        for part in self.parts:
+            frame = pl.scan_ipc(str(part), glob=False)  # literal path: OUT may hold [ or *
+            if "call_blobs" not in frame.collect_schema().names():
+                continue  # written before calls were recorded
+            found = (frame.select(pl.col("call_blobs").explode()).drop_nulls().unnest("call_blobs")
+                     .unique("id", keep="first").collect())
+            blobs.add(found.iter_rows(named=True))
+        return blobs
 
     def counts(self) -> dict[str, int]:
         """Rows by status, each trial once (empty for an output without parts)."""

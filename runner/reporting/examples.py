@@ -21,7 +21,7 @@ from typing import Any
 import polars as pl
 
 from runner.analysis.leaderboard import SUCCESS_RATES, RunAnalysis
-from runner.execution.exchange import Blobs, RecordedCall, exchange, output_blobs
+from runner.core.calls import Blobs, RecordedCall, row_calls
 from runner.probes import PROBES
 
 MAX_CELLS = 12
@@ -92,8 +92,8 @@ def sample_examples(run: RunAnalysis, probe: str, kind: str, head: str) -> list[
             calls = [(str(t.get("name")), str(t.get("arguments") or "")) for t in (r.get("tool_calls") or [])]
             outcome = [(k, v) for k in fields if k not in _SKIP and (v := _value(r.get(k))) is not None]
             if blobs is None and r.get("calls") is not None:
-                blobs = output_blobs(run.out)  # read once, only when a sampled row names stored content
-            recorded = exchange(r, blobs) if blobs is not None else None
+                blobs = run.output.blobs()  # read once, only when a sampled row names stored content
+            recorded = row_calls(r, blobs) if blobs is not None else None
             out.append(Example(r["model"], r["case_id"], r["condition"], int(r["run"]), bool(r["_event"]),
                                _request(recorded), calls, r.get("response_text") or "", outcome,
                                tuple(recorded or ())))

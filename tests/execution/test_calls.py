@@ -28,10 +28,10 @@ from typer.testing import CliRunner
 
 from runner.cli.app import app
 from runner.config.sweep import load_sweep
-from runner.core.calls import Blobs, decode_calls, encode_calls, first_in_batch, referenced_blobs
+from runner.core.calls import Blobs, decode_calls, encode_calls, first_in_batch, referenced_blobs, row_calls
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage
-from runner.execution.exchange import exchange, output_blobs
 from runner.execution.run import run_sweep
+from runner.output import Output
 from runner.output.sink import to_record_batch
 from runner.probes.misselection import DEFAULT_SYSTEM
 from runner.providers import Agent, ErrorKind, ProviderError
@@ -124,9 +124,9 @@ def test_the_recorded_request_is_the_body_serve_received(tmp_path: Path, monkeyp
         sweep = _sweep_on(tmp_path, name, 1, provider="openai", base_url=server.base_url, api_key_env=None)
         run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True)
     frame = pl.scan_ipc(str(tmp_path / "out" / "trials" / "*.arrow")).collect()
-    blobs = output_blobs(tmp_path / "out")
+    blobs = Output.open(tmp_path / "out").blobs()
     recorded = [orjson.dumps(encode_request(c.request), option=orjson.OPT_SORT_KEYS)
-                for row in frame.iter_rows(named=True) for c in exchange(row, blobs) or ()]
+                for row in frame.iter_rows(named=True) for c in row_calls(row, blobs) or ()]
     sent = [orjson.dumps(b, option=orjson.OPT_SORT_KEYS) for b in received]
     assert len(sent) == frame["attempts"].sum() >= frame.height
     if name == "propagation":
@@ -149,10 +149,10 @@ def test_report_examples_come_from_the_output_with_the_case_files_deleted(tmp_pa
     shown = [unescape(m) for m in re.findall(r"<b>request</b><pre>(.*?)</pre>", section, re.S)]
     assert shown and set(shown) <= asked  # the texts the model was asked, though no case file is left
     frame = pl.scan_ipc(str(tmp_path / "out" / "trials" / "*.arrow")).collect()
-    blobs = output_blobs(tmp_path / "out")
+    blobs = Output.open(tmp_path / "out").blobs()
     firsts = {}
     for row in frame.iter_rows(named=True):
-        (call,) = exchange(row, blobs) or ()
+        (call,) = row_calls(row, blobs) or ()
         firsts[(row["case_id"], row["condition"], row["model"], row["run"])] = call.request
     for case, condition, model, run in re.findall(
             r"<summary><b>([^<]*)</b> · ([^ ]*) · ([^ ]*) · run (\d+)", section):
@@ -220,8 +220,8 @@ def test_a_batch_run_records_the_request_it_submitted_and_the_batch_answer(tmp_p
         runner.run(path, tmp_path / "batch", mode="batch", quiet=True)
         assert server.stats()["requests"] == 0  # every call went through the batch API
     frame = trials(tmp_path / "batch")
-    blobs = output_blobs(tmp_path / "batch")
-    recorded = [(row["trial_id"], exchange(row, blobs) or []) for row in frame.iter_rows(named=True)]
+    blobs = Output.open(tmp_path / "batch").blobs()
+    recorded = [(row["trial_id"], row_calls(row, blobs) or []) for row in frame.iter_rows(named=True)]
     assert all(len(calls) == 1 and calls[0].response is not None for _, calls in recorded)
     bodies = sorted(orjson.dumps(encode_request(calls[0].request), option=orjson.OPT_SORT_KEYS) for _, calls in recorded)
     assert bodies == sorted(orjson.dumps(b, option=orjson.OPT_SORT_KEYS) for b in received)

@@ -22,10 +22,10 @@ from runner.core.errors import UserError
 from runner.core.schema import CALL_COLUMNS
 from runner.core.types import ChatResponse
 from runner.execution import replay
-from runner.execution.exchange import output_blobs
 from runner.execution.replay import NotReplayable, ReplayAgent, ReplayExhausted, responses_from_steps, stored_responses
 from runner.execution.rescore import rescore
 from runner.execution.run import run_sweep
+from runner.output import Output
 from runner.sim.serve import ServeOptions, ServerThread
 from tests.conftest import CONFIGS
 
@@ -136,7 +136,7 @@ def test_an_unchanged_sweep_rescores_to_the_same_outcomes(tmp_path: Path, name: 
     # kept once per batch, so which row carries them depends on the batching; the content is the same)
     same = [c for c in before.columns if c not in ("finished_at", "call_blobs")]
     assert before.select(same).equals(after.select(same))
-    assert output_blobs(tmp_path / "out").content_ids() == output_blobs(tmp_path / "new").content_ids()
+    assert Output.open(tmp_path / "out").blobs().content_ids() == Output.open(tmp_path / "new").blobs().content_ids()
     assert result.changed == 0 and result.rows == before.height
 
 
