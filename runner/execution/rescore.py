@@ -34,7 +34,7 @@ import pyarrow.ipc as ipc
 from runner.config.sweep import LoadedSweep, load_sweep
 from runner.core.calls import Blobs, referenced_blobs
 from runner.core.errors import UserError
-from runner.core.manifest import Manifest, RescoredFrom, write_manifest
+from runner.core.manifest import Manifest, RescoredFrom, RunStatus, write_manifest
 from runner.core.schema import COMMON_FIELDS, STATUS_ERROR, STATUS_OK, trial_schema
 from runner.core.types import TrialSpec
 from runner.execution.replay import NotReplayable, ReplayAgent, ReplayExhausted, stored_responses
@@ -224,5 +224,5 @@ def _write(dest: Path, loaded: LoadedSweep, rows: list[dict[str, Any]], source_m
         for row in rows:
             sink.append(row)
     result.out = dest
-    finish_manifest(dest, manifest, status="complete" if not result.missing else "partial", trials_run=len(rows),
+    finish_manifest(dest, manifest, status=RunStatus.COMPLETE if not result.missing else RunStatus.PARTIAL, trials_run=len(rows),
                     counts=count_statuses(dest / "trials"), elapsed_s=time.perf_counter() - started)

@@ -39,6 +39,7 @@ from runner.core.manifest import (
     Manifest,
     ModelSnapshot,
     ProbeRecord,
+    RunStatus,
     SweepSnapshot,
     write_manifest,
 )
@@ -223,6 +224,6 @@ def import_agentprop(source: Path, out: Path, *, force: bool = False) -> dict[st
             imported=ImportRecord(
                 source=_SOURCE, path=str(source.resolve()), files=shas,
                 caveat="the released harness scored API exceptions as wrong answers; the CSVs do not mark them"),
-            created_at=now, finished_at=now, sessions=[], counts={STATUS_OK: total}, status="complete",
+            created_at=now, finished_at=now, sessions=[], counts={STATUS_OK: total}, status=RunStatus.COMPLETE,
         ))
     return counts

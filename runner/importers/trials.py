@@ -34,6 +34,7 @@ from runner.core.manifest import (
     Manifest,
     ModelSnapshot,
     ProbeRecord,
+    RunStatus,
     SweepSnapshot,
     write_manifest,
 )
@@ -193,7 +194,7 @@ def import_trials(source: Path, out: Path, mapping: TrialsMapping, *, force: boo
             imported=ImportRecord(source=str(source), path=str(source.resolve()), sha256=sha,
                                   mapping={k: v for k, v in mapping.__dict__.items() if k != "contrasts"}
                                   | {"contrasts": [c.model_dump(mode="json") for c in contrasts]}),
-            created_at=now, finished_at=now, sessions=[], counts=counts, status="complete",
+            created_at=now, finished_at=now, sessions=[], counts=counts, status=RunStatus.COMPLETE,
         ))
     return counts
 
