@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-import yaml
 
 from cluster.session import check_reachable
 from runner.core.errors import UserError
-from tests.conftest import ROOT, quickstart_dict
+from tests.helpers import quickstart_sweep, trialgrid
 
 
 @pytest.fixture
@@ -50,8 +48,12 @@ def hangup_port() -> Iterator[int]:
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     yield listener.getsockname()[1]
+    # close() alone does not wake a thread blocked in accept() on Linux (the join then waited its full 10 s);
+    # shutdown() does: accept() fails with EINVAL, and the thread returns at once
+    listener.shutdown(socket.SHUT_RDWR)
     listener.close()
     thread.join(10)
+    assert not thread.is_alive(), "the accept loop outlived its listener"
 
 
 class _Hello(BaseHTTPRequestHandler):
@@ -133,15 +135,11 @@ def test_a_malformed_address_says_what_is_expected(address: str) -> None:
 
 
 def _cli(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
-    sweep = tmp_path / "sweep.yaml"
-    data = quickstart_dict()
-    data["probes"][0]["runs"] = 1
-    sweep.write_text(yaml.safe_dump(data, sort_keys=False))
+    sweep = quickstart_sweep(tmp_path, runs=1)
 
     def run(address: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "runner.cli.app", "run", str(sweep), "--out",
-                               str(tmp_path / "out"), "--ray", address], cwd=ROOT, capture_output=True, text=True,
-                              timeout=120)
+        # a real process: what is checked is that `ray.init` is never reached, and a hang there would hang this one
+        return trialgrid("run", str(sweep), "--out", str(tmp_path / "out"), "--ray", address, timeout=120)
     return run
 
 
