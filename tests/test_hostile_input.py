@@ -497,7 +497,7 @@ def test_no_generated_label_writes_outside_its_directory(tmp_path: Path) -> None
     folded: dict[str, str] = {}  # macOS and Windows compare file names without case
     target = tmp_path / "target"
     target.mkdir()
-    for _ in range(3000):
+    for i in range(3000):
         label = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12)))
         name = safe_filename(label)
         assert seen.setdefault(name, label) == label, f"{label!r} and {seen[name]!r} share {name!r}"
@@ -505,8 +505,9 @@ def test_no_generated_label_writes_outside_its_directory(tmp_path: Path) -> None
             f"{label!r} and {folded[name.casefold()]!r} share {name!r} where case is ignored"
         for pattern in ("{}.svg", "{}.disagreements.jsonl", "view.{}.x.csv"):
             path = confined(target, pattern.format(name))
-            path.write_text("x")
             assert path.resolve().parent == target.resolve()
+            if i % 10 == 0:  # and the file system agrees: 900 files written (9,000 were, for the same property)
+                path.write_text("x")
     escaped = [p for p in tmp_path.rglob("*") if target not in p.parents and p != target]
     assert escaped == []
 
@@ -515,7 +516,7 @@ def test_every_label_writing_command_stays_in_its_directory(tmp_path: Path) -> N
     """End to end: hostile model and probe labels, run + report --csv --badge, nothing outside the targets."""
     labels = ["../../x", "/tmp/trialgrid-i13-abs", "a/b", "..", "nosuchdir/y", "=cmd|' /C calc'!A0", "CON", ".hidden"]
     data = quickstart_dict()
-    data["probes"][0]["runs"] = 5
+    data["probes"][0]["runs"] = 1  # every label's files are written whatever the run count (it was 5: 1,560 trials)
     data["probes"][0]["name"] = "../../probe"
     data["models"] = [{"name": label, "provider": "sim", "model": "typical"} for label in labels]
     work = tmp_path / "w" / "w"
