@@ -9,7 +9,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
-import yaml
+
+# re-exported: many test modules import these from here (``from tests.conftest import ROOT``); they live in
+# tests/helpers with the other shared helpers
+from tests.helpers.files import CONFIGS, ROOT, quickstart_dict, quickstart_sweep, write_yaml
+
+__all__ = ["CONFIGS", "ROOT", "chromium", "missing", "on_ci", "quickstart_dict"]
 
 # Nothing a test starts may leave the machine: Ray probes cloud metadata addresses at
 # start, so route any proxy-honouring client to a dead port, except loopback.
@@ -24,9 +29,6 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # (`ray start --address`) refuses to start with it: tests/cluster/test_ray_two_node.py starts
 # that one through a launcher that keeps loopback addresses as given.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-
-ROOT = Path(__file__).resolve().parent.parent
-CONFIGS = ROOT / "configs"
 
 
 def on_ci() -> bool:
@@ -53,14 +55,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         missing("headless Chromium is not installed (apt-get install -y chromium)")
 
 
-def quickstart_dict() -> dict[str, Any]:
-    data = yaml.safe_load((CONFIGS / "quickstart.yaml").read_text())
-    for probe in data["probes"]:
-        for key in ("cases", "catalogue"):
-            probe[key] = str(CONFIGS / probe[key])
-    return data
-
-
 @pytest.fixture(scope="session")
 def quickstart_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A finished quickstart run with 6 runs per cell, shared read-only by the tests that read one."""
@@ -68,11 +62,7 @@ def quickstart_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from runner.execution.run import run_sweep
 
     tmp = tmp_path_factory.mktemp("quickstart")
-    data = quickstart_dict()
-    data["probes"][0]["runs"] = 6
-    path = tmp / "sweep.yaml"
-    path.write_text(yaml.safe_dump(data))
-    run_sweep(load_sweep(path), tmp / "out", quiet=True)
+    run_sweep(load_sweep(quickstart_sweep(tmp, runs=6)), tmp / "out", quiet=True)
     return tmp / "out"
 
 
@@ -86,8 +76,6 @@ def write_sweep(tmp_path: Path) -> Callable[..., Path]:
             for probe in sweep["probes"]:
                 probe["runs"] = runs
         sweep.update(top)
-        path = tmp_path / name
-        path.write_text(yaml.safe_dump(sweep, sort_keys=False))
-        return path
+        return write_yaml(tmp_path / name, sweep)
 
     return _write

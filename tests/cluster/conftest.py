@@ -22,9 +22,8 @@ from typing import Any
 
 import psutil
 import pytest
-import yaml
 
-from tests.conftest import quickstart_dict
+from tests.helpers import quickstart_dict
 
 # Ray's Unix sockets live at <temp>/session_<date>_<time>_<usec>_<pid>/sockets/<name>, and a Unix
 # socket path must stay under 108 bytes: that leaves about 40 characters for <temp> itself.
@@ -101,11 +100,6 @@ def http_sweep(base_url: str, *, runs: int = 2, concurrency: int = 16, params: d
     if batch_rows:
         data["engine"]["batch_rows"] = batch_rows
     return data
-
-
-def write_yaml(path: Path, data: dict[str, Any]) -> Path:
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
 
 
 def trialworker_pids() -> list[int]:

@@ -23,9 +23,10 @@ from runner.execution.run import grid_of, run_sweep
 from runner.providers.cache import ResponseCache
 from runner.sim.serve import ServeOptions
 from runner.sim.serve.thread import ServerThread
-from tests.cluster.conftest import http_sweep, kill_a_worker_after, write_yaml
+from tests.cluster.conftest import http_sweep, kill_a_worker_after
 from tests.cluster.test_ray_run import OUTCOMES
 from tests.conftest import quickstart_dict
+from tests.helpers import write_yaml
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.usefixtures("ray_local")]
 

@@ -17,7 +17,7 @@ import pytest
 
 from cluster.driver import run_on_ray
 from runner.config.sweep import load_sweep
-from tests.cluster.conftest import write_yaml
+from tests.helpers import write_yaml
 from tests.providers.conftest import ServeProcess, http_sweep, limit_used, trials
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.usefixtures("ray_local")]

@@ -17,7 +17,8 @@ from runner.core.manifest import read_manifest
 from runner.execution.run import grid_of, run_sweep
 from runner.sim.serve import ServeOptions, parse_rule
 from runner.sim.serve.thread import ServerThread
-from tests.cluster.conftest import http_sweep, kill_a_worker_after, write_yaml
+from tests.cluster.conftest import http_sweep, kill_a_worker_after
+from tests.helpers import write_yaml
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.usefixtures("ray_local")]
 

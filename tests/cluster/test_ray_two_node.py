@@ -37,8 +37,9 @@ from runner.core.manifest import read_manifest
 from runner.execution.run import grid_of, run_sweep
 from runner.sim.serve import ServeOptions
 from runner.sim.serve.thread import ServerThread
-from tests.cluster.conftest import http_sweep, log_tail, ray_temp, session_logs, write_yaml
+from tests.cluster.conftest import http_sweep, log_tail, ray_temp, session_logs
 from tests.conftest import CONFIGS, ROOT, missing
+from tests.helpers import write_yaml
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

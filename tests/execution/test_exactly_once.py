@@ -4,6 +4,10 @@ Retrying error rows in place, exit codes that tell the truth, one writer per out
 SIGTERM stopping like Ctrl-C, damaged and foreign parts, a damaged response cache, a
 full disk and an unreachable Ray address: each ends in a repair or one line on
 stderr, never a traceback and never a wrong count.
+
+A real ``trialgrid`` process is started where the process is the point (a signal, a kill, two
+writers at once, a full disk); the rest drive the same CLI in-process (``invoke``), which checks the
+same exit codes and lines without paying an interpreter start each time.
 """
 
 from __future__ import annotations
@@ -29,29 +33,13 @@ from runner.core.errors import TrialgridWarning, UserError
 from runner.execution.run import grid_of, run_sweep
 from runner.output.lock import LOCK_FILE, lock_output
 from runner.sim.serve import ServeOptions, ServerThread
-from tests.conftest import ROOT, on_ci, quickstart_dict
+from tests.conftest import on_ci
+from tests.helpers import ROOT, error_line, invoke, quickstart_dict, quickstart_sweep, trialgrid
 from tests.providers.conftest import CELL, OUTCOMES, http_sweep, outcomes, write
 
 
-def cli(*args: str, timeout: float = 180, **kw: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "runner.cli.app", *args], cwd=ROOT, env=os.environ.copy(),
-                          capture_output=True, text=True, timeout=timeout, **kw)
-
-
-def one_line(done: subprocess.CompletedProcess[str]) -> str:
-    assert "Traceback" not in done.stderr, done.stderr
-    lines = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1, done.stderr
-    return lines[0]
-
-
 def sim_sweep(tmp_path: Path, runs: int = 2, name: str = "sweep.yaml", **engine: Any) -> Path:
-    data = quickstart_dict()
-    for probe in data["probes"]:
-        probe["runs"] = runs
-    if engine:
-        data["engine"] = engine
-    return write(tmp_path, data, name)
+    return quickstart_sweep(tmp_path, runs=runs, name=name, **({"engine": engine} if engine else {}))
 
 
 def check_exactly_once(out: Path, sweep: Path) -> pl.DataFrame:
@@ -79,7 +67,7 @@ def test_error_rows_exit_3_then_retry_errors_after_recovery_exits_0(tmp_path: Pa
     sweep = write(tmp_path, data)
     out = tmp_path / "out"
     try:
-        first = cli("run", str(sweep), "--out", str(out), "--no-report")
+        first = trialgrid("run", str(sweep), "--out", str(out), "--no-report")
     finally:
         faulty.stop()
     assert first.returncode == 3, first.stderr
@@ -91,7 +79,7 @@ def test_error_rows_exit_3_then_retry_errors_after_recovery_exits_0(tmp_path: Pa
 
     healthy = ServerThread(ServeOptions(host="127.0.0.1", port=port)).start()  # recovered, same address
     try:
-        second = cli("run", str(sweep), "--out", str(out), "--no-report", "--retry-errors")
+        second = trialgrid("run", str(sweep), "--out", str(out), "--no-report", "--retry-errors")
     finally:
         healthy.stop()
     assert second.returncode == 0, second.stderr
@@ -111,9 +99,9 @@ def test_error_rows_exit_3_then_retry_errors_after_recovery_exits_0(tmp_path: Pa
     # every reader sees the newest row: the report, diff and rescore count each trial once
     per_rate = runner.load_summary(out).conditions.group_by("rate").agg(pl.col("trials").sum())
     assert set(per_rate["trials"]) == {df.height}
-    rescored = cli("rescore", str(out), "--out", str(tmp_path / "rescored"), "--sweep", str(sweep))
+    rescored = trialgrid("rescore", str(out), "--out", str(tmp_path / "rescored"), "--sweep", str(sweep))
     assert rescored.returncode == 0 and f"rescored {df.height:,} rows" in rescored.stderr, rescored.stderr
-    assert cli("diff", str(out), str(tmp_path / "rescored")).returncode == 0
+    assert trialgrid("diff", str(out), str(tmp_path / "rescored")).returncode == 0
 
 
 def test_max_error_rate_tolerates_and_a_dead_model_gets_its_first_error(tmp_path: Path) -> None:
@@ -121,13 +109,13 @@ def test_max_error_rate_tolerates_and_a_dead_model_gets_its_first_error(tmp_path
     try:
         data = http_sweep(server.url + "/wrong", "openai", runs=1, retry={"max_attempts": 1})
         sweep = write(tmp_path, data)
-        done = cli("run", str(sweep), "--out", str(tmp_path / "out"), "--no-report")
-        assert done.returncode == 3, done.stderr
+        done = invoke("run", str(sweep), "--out", str(tmp_path / "out"), "--no-report")
+        assert done.exit_code == 3, done.stderr
         assert "all 39 trials failed fatally; first error: HTTP 404" in done.stderr
         assert "base_url's path is wrong" in done.stderr
         assert "Traceback" not in done.stderr
-        again = cli("run", str(sweep), "--out", str(tmp_path / "out"), "--no-report", "--max-error-rate", "1")
-        assert again.returncode == 0, again.stderr
+        again = invoke("run", str(sweep), "--out", str(tmp_path / "out"), "--no-report", "--max-error-rate", "1")
+        assert again.exit_code == 0, again.stderr
         assert "within --max-error-rate 1" in again.stderr
     finally:
         server.stop()
@@ -139,8 +127,8 @@ def test_a_model_whose_server_is_not_running_gets_a_hint_not_only_a_retry_comman
         port = probe.getsockname()[1]
     data = http_sweep(f"http://127.0.0.1:{port}/v1", "openai", runs=1,
                       retry={"max_attempts": 2, "backoff_base_s": 0.01, "backoff_max_s": 0.02})
-    done = cli("run", str(write(tmp_path, data)), "--out", str(tmp_path / "out"), "--no-report")
-    assert done.returncode == 3, done.stderr
+    done = invoke("run", str(write(tmp_path, data)), "--out", str(tmp_path / "out"), "--no-report")
+    assert done.exit_code == 3, done.stderr
     assert "all 39 trials ended as transient errors; first error: connection failed" in done.stderr
     assert "nothing answered at the model's base_url" in done.stderr
     assert "--retry-errors" in done.stderr and "Traceback" not in done.stderr
@@ -159,9 +147,9 @@ def test_anthropic_base_url_works_with_or_without_v1(tmp_path: Path) -> None:
 
 def test_unknown_retry_kind_is_one_line(tmp_path: Path) -> None:
     sweep = sim_sweep(tmp_path)
-    done = cli("run", str(sweep), "--out", str(tmp_path / "out"), "--retry-errors=flaky")
-    assert done.returncode == 2
-    assert "'flaky' is not an error kind" in one_line(done)
+    done = invoke("run", str(sweep), "--out", str(tmp_path / "out"), "--retry-errors=flaky")
+    assert done.exit_code == 2
+    assert "'flaky' is not an error kind" in error_line(done.stderr)
 
 
 # -- 5: one writer per output
@@ -195,9 +183,24 @@ def test_a_holder_that_has_not_yet_described_itself_is_named_once_it_has(tmp_pat
 def test_wait_takes_the_lock_once_the_holder_lets_go(tmp_path: Path) -> None:
     import threading
 
-    held = lock_output(tmp_path / "out")
-    threading.Timer(0.3, held.release).start()
-    lock_output(tmp_path / "out", wait=True, poll_s=0.05, timeout_s=30).release()
+    out = tmp_path / "out"
+    held = lock_output(out)
+    released = threading.Event()
+
+    def let_go() -> None:
+        held.release()
+        released.set()
+
+    threading.Timer(0.3, let_go).start()
+    waited = lock_output(out, wait=True, what="rescore", poll_s=0.05, timeout_s=30)
+    try:
+        assert released.is_set() and not held.held  # it waited for the holder, it did not take the lock beside it
+        assert waited.held and f"trialgrid rescore (pid {os.getpid()} " in (out / LOCK_FILE).read_text()
+        with pytest.raises(UserError, match=r"is being written by trialgrid rescore"):
+            lock_output(out)  # and what it took is the lock: a third writer is refused
+    finally:
+        waited.release()
+    lock_output(out).release()
 
 
 @pytest.mark.slow
@@ -217,7 +220,7 @@ def test_two_runs_on_one_output_write_every_trial_exactly_once(tmp_path: Path) -
                 assert "is being written by trialgrid run" in stderr and stderr.count("error:") == 1
         check_exactly_once(out, sweep)
         # with --wait the later one waits, then finds nothing left to run
-        waited = cli("run", str(sweep), "--out", str(out), "--quiet", "--wait")
+        waited = trialgrid("run", str(sweep), "--out", str(out), "--quiet", "--wait")
         assert waited.returncode == 0, waited.stderr
         check_exactly_once(out, sweep)
     finally:
@@ -266,7 +269,7 @@ def test_sigterm_flushes_finalizes_and_resume_equals_an_uninterrupted_run(tmp_pa
         written = runner.load(out).collect().height
         assert 0 < written < 702 and session["trials_run"] == written
 
-        resumed = cli("run", str(sweep), "--out", str(out), "--quiet")
+        resumed = trialgrid("run", str(sweep), "--out", str(out), "--quiet")
         assert resumed.returncode == 0, resumed.stderr
         df = check_exactly_once(out, sweep)
     finally:
@@ -302,14 +305,14 @@ def test_a_torn_finished_part_is_refused_by_report_and_repaired_by_resume(tmp_pa
     [part] = list((out / "trials").glob("*.arrow"))
     part.write_bytes(part.read_bytes()[:-5])
 
-    report = cli("report", str(out))
-    assert report.returncode == 2
-    assert "damaged trial part" in one_line(report) and part.name in report.stderr
+    report = invoke("report", str(out))
+    assert report.exit_code == 2
+    assert "damaged trial part" in error_line(report.stderr) and part.name in report.stderr
     with pytest.raises(UserError, match="damaged trial part"):
         runner.load(out)
 
-    resumed = cli("run", str(sweep), "--out", str(out), "--quiet")
-    assert resumed.returncode == 0, resumed.stderr
+    resumed = invoke("run", str(sweep), "--out", str(out), "--quiet")
+    assert resumed.exit_code == 0, resumed.stderr
     assert "Traceback" not in resumed.stderr and f"damaged part {part.name}" in resumed.stderr
     assert (out / "trials" / "damaged" / part.name).exists()
     check_exactly_once(out, sweep)
@@ -319,6 +322,7 @@ def test_a_foreign_part_is_refused_by_report_and_set_aside_by_resume(tmp_path: P
     sweep = sim_sweep(tmp_path, runs=2)
     other = quickstart_dict()
     other["seed"] = 999
+    other["probes"][0]["runs"] = 1  # another sweep's part is foreign whatever its size (it was 20 runs: 2,340 rows)
     other_sweep = write(tmp_path, other, "other.yaml")
     out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
     run_sweep(load_sweep(sweep), out, quiet=True)
@@ -326,15 +330,15 @@ def test_a_foreign_part_is_refused_by_report_and_set_aside_by_resume(tmp_path: P
     [foreign] = list((elsewhere / "trials").glob("*.arrow"))
     shutil.copy(foreign, out / "trials" / "part-copied-00000.arrow")
 
-    report = cli("report", str(out))
-    assert report.returncode == 2 and "foreign trial part" in one_line(report)
+    report = invoke("report", str(out))
+    assert report.exit_code == 2 and "foreign trial part" in error_line(report.stderr)
 
-    resumed = cli("run", str(sweep), "--out", str(out), "--no-report")
-    assert resumed.returncode == 0, resumed.stderr
+    resumed = invoke("run", str(sweep), "--out", str(out), "--no-report")
+    assert resumed.exit_code == 0, resumed.stderr
     assert "moved part-copied-00000.arrow to trials/foreign/" in resumed.stderr
     assert "234 of 234 trials already written" in resumed.stderr
     check_exactly_once(out, sweep)
-    assert cli("report", str(out)).returncode == 0
+    assert invoke("report", str(out)).exit_code == 0
 
 
 # -- 8: response cache damage
@@ -343,13 +347,13 @@ def test_a_foreign_part_is_refused_by_report_and_set_aside_by_resume(tmp_path: P
 def test_a_replaced_cache_table_is_set_aside_and_never_becomes_error_rows(tmp_path: Path) -> None:
     sweep = sim_sweep(tmp_path, runs=1)
     cache = tmp_path / "cache"
-    first = cli("run", str(sweep), "--out", str(tmp_path / "a"), "--cache", str(cache), "--quiet")
-    assert first.returncode == 0, first.stderr
+    first = invoke("run", str(sweep), "--out", str(tmp_path / "a"), "--cache", str(cache), "--quiet")
+    assert first.exit_code == 0, first.stderr
     with sqlite3.connect(cache / "responses.sqlite") as db:
         db.execute("DROP TABLE responses")
         db.execute("CREATE TABLE responses (k TEXT, v TEXT)")
-    second = cli("run", str(sweep), "--out", str(tmp_path / "b"), "--cache", str(cache), "--no-report")
-    assert second.returncode == 0, second.stderr
+    second = invoke("run", str(sweep), "--out", str(tmp_path / "b"), "--cache", str(cache), "--no-report")
+    assert second.exit_code == 0, second.stderr
     assert "the response cache" in second.stderr and "has another shape" in second.stderr
     df = check_exactly_once(tmp_path / "b", sweep)
     assert (df["status"] == "ok").all()
@@ -405,13 +409,13 @@ def test_a_full_disk_is_one_line_and_resume_recovers_once_space_is_freed(tiny_di
     free = shutil.disk_usage(tiny_disk).free
     with filler.open("wb") as fh:  # leave ~24 KB: the manifest fits, the trials do not
         fh.write(b"\0" * (free - 24 * 1024))
-    full = cli("run", str(sweep), "--out", str(out), "--quiet")
+    full = trialgrid("run", str(sweep), "--out", str(out), "--quiet")
     assert full.returncode == 2, full.stderr
-    line = one_line(full)
+    line = error_line(full.stderr)
     assert "no space left on the device" in line and str(out) in line and "MiB" in line
     assert not list(out.glob("*.tmp"))
     filler.unlink()
-    resumed = cli("run", str(sweep), "--out", str(out), "--quiet")
+    resumed = trialgrid("run", str(sweep), "--out", str(out), "--quiet")
     assert resumed.returncode == 0, resumed.stderr
     check_exactly_once(out, sweep)
     assert not list((out / "trials").glob("*.arrows"))
@@ -430,7 +434,7 @@ def test_an_unreachable_ray_address_fails_in_one_line(tmp_path: Path) -> None:
         port = s.getsockname()[1]
     sweep = sim_sweep(tmp_path, runs=1)
     out = tmp_path / "out"
-    done = cli("run", str(sweep), "--out", str(out), "--ray", f"127.0.0.1:{port}", timeout=60)
+    done = trialgrid("run", str(sweep), "--out", str(out), "--ray", f"127.0.0.1:{port}", timeout=60)
     assert done.returncode == 2
-    assert f"cannot reach Ray at 127.0.0.1:{port}" in one_line(done)
+    assert f"cannot reach Ray at 127.0.0.1:{port}" in error_line(done.stderr)
     assert not (out / "manifest.json").exists()

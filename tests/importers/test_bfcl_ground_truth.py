@@ -32,6 +32,7 @@ def response(output: Output) -> ChatResponse:
         ToolCall(name=n, raw_arguments=json.dumps(a), arguments=a) for n, a in output))
 
 
+@pytest.mark.slow  # the whole bundled BFCL data set: seconds of work by its nature
 def test_every_category_bfcl_scores_by_its_ast_or_relevance_checker_is_imported_whole() -> None:
     result = import_bfcl([DATA])
     imported = Counter(c["origin"].split(":")[1] for c in result.negative)
@@ -45,6 +46,7 @@ def test_every_category_bfcl_scores_by_its_ast_or_relevance_checker_is_imported_
     assert all(result.skipped_files.values())
 
 
+@pytest.mark.slow  # the whole bundled BFCL data set: seconds of work by its nature
 def test_every_ground_truth_answer_passes_both_verdicts() -> None:
     reference = bfcl_ast_checker()
     failed_strict, failed_bfcl, differ, n = [], set(), [], 0

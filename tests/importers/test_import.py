@@ -110,6 +110,7 @@ def test_an_unparsable_call_on_an_irrelevance_case_is_a_failure_not_an_abstentio
     assert score_response(case, ChatResponse(text="I can't help with that."), {"health_bmi"}, "")["passed"]
 
 
+@pytest.mark.slow  # the whole bundled BFCL data set: seconds of work by its nature
 def test_real_bfcl_data_imports_and_runs_against_sim(tmp_path: Path) -> None:
     pytest.importorskip("bfcl_eval")
     import importlib.util

@@ -75,6 +75,7 @@ def test_java_and_javascript_values_are_source_text() -> None:
     assert check(java, [("Cache_put", {**good, "ttl": "30"})]) is not None              # an int, not a long
 
 
+@pytest.mark.slow  # the whole bundled BFCL data set, 37,306 perturbed outputs: seconds of work by its nature
 @pytest.mark.skipif(bfcl_data() is None, reason="bfcl-eval is not installed (pip install --no-deps bfcl-eval)")
 def test_bfcl_passed_agrees_with_bfcls_own_ast_checker_on_perturbed_outputs() -> None:
     reference = bfcl_ast_checker()

@@ -13,18 +13,18 @@ import subprocess
 import sys
 import urllib.request
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
-import yaml
 
 from runner.core.types import ToolCall
-from runner.sim.serve import ServeOptions, ServerThread
+from runner.sim.serve import ServerThread
 from runner.sim.serve.tool_input import complete_parameters
-from tests.conftest import ROOT, quickstart_dict
+from tests.helpers import ROOT, quickstart_dict, serving, write_yaml, written_rows
 
 #: the columns that must not depend on how the model was reached
 OUTCOMES = ["model", "case_id", "condition", "run", "seed", "status", "decoy_called", "expected_called", "asked",
@@ -36,17 +36,8 @@ CELL = ["model", "case_id", "condition", "run"]
 @pytest.fixture
 def serve() -> Iterator[Callable[..., ServerThread]]:
     """``serve(**ServeOptions fields)`` → a started server; all are stopped at the end of the test."""
-    started: list[ServerThread] = []
-
-    def _start(**options: Any) -> ServerThread:
-        options.setdefault("port", 0)
-        server = ServerThread(ServeOptions(host="127.0.0.1", **options)).start()
-        started.append(server)
-        return server
-
-    yield _start
-    for server in started:
-        server.stop()
+    with ExitStack() as stack:
+        yield lambda **options: stack.enter_context(serving(**options))
 
 
 def http_sweep(base_url: str, provider: str, *, runs: int = 2, **model: Any) -> dict[str, Any]:
@@ -61,13 +52,11 @@ def http_sweep(base_url: str, provider: str, *, runs: int = 2, **model: Any) -> 
 
 
 def write(tmp_path: Path, data: dict[str, Any], name: str = "sweep.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+    return write_yaml(tmp_path / name, data)
 
 
-def trials(out: Path) -> pl.DataFrame:
-    return pl.scan_ipc(str(out / "trials" / "*.arrow")).collect()
+#: every row the run wrote (tests/helpers/rows.py), the name these tests have always used
+trials = written_rows
 
 
 def outcomes(df: pl.DataFrame) -> pl.DataFrame:

@@ -22,6 +22,7 @@ import runner
 from runner.config.sweep import load_sweep
 from runner.execution.run import run_sweep
 from tests.conftest import CONFIGS, ROOT
+from tests.helpers import invoke
 from tests.providers.conftest import CELL, http_sweep, trials, write
 
 NEGATIVE = {"kind": "negative", "cases": str(CONFIGS / "negative/cases.yaml"),
@@ -190,7 +191,6 @@ def test_multi_turn_probes_and_sim_models_are_refused(tmp_path: Path) -> None:
     assert sim.returncode == 2 and "no batch API" in sim.stderr
 
 
-def _cli(path: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "runner.cli.app", "run", str(path), "--batch", "--out",
-                           str(tmp_path / "refused"), "-q"], cwd=ROOT, env=os.environ.copy(), capture_output=True,
-                          text=True, timeout=60)
+def _cli(path: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:  # in-process: a refusal needs no process
+    done = invoke("run", str(path), "--batch", "--out", str(tmp_path / "refused"), "-q")
+    return subprocess.CompletedProcess([], done.exit_code, done.stdout, done.stderr)

@@ -14,15 +14,14 @@ from typing import Any
 
 import polars as pl
 import pytest
-import yaml
 
 from runner.config.sweep import load_sweep
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage
 from runner.execution.run import run_sweep
 from runner.providers.cache import CachedProvider, ResponseCache, request_key
 from runner.providers.errors import ErrorKind, ProviderError
-from runner.sim.serve import ServeOptions, ServerThread
-from tests.conftest import quickstart_dict
+from runner.sim.serve import ServerThread
+from tests.helpers import quickstart_dict, serving, write_yaml, written_rows
 
 CELL = ["model", "case_id", "condition", "run"]
 LIVE_ONLY = {"trial_id", "attempts", "cache_hits", "latency_ms", "finished_at"}
@@ -30,24 +29,24 @@ LIVE_ONLY = {"trial_id", "attempts", "cache_hits", "latency_ms", "finished_at"}
 
 @pytest.fixture
 def server() -> Iterator[ServerThread]:
-    thread = ServerThread(ServeOptions(host="127.0.0.1", port=0)).start()
-    yield thread
-    thread.stop()
+    with serving() as thread:
+        yield thread
+
+
+TRIALS = 3 * 13 * 3  # models x cases x conditions of the quickstart, one run each
 
 
 def _sweep(tmp_path: Path, base_url: str, name: str = "sweep.yaml", **top: Any) -> Path:
     data = quickstart_dict()
-    data["probes"][0]["runs"] = 2
+    data["probes"][0]["runs"] = 1  # one run per cell: every cache property below is per trial
     for m in data["models"]:
         m.update(provider="openai", base_url=base_url, api_key_env=None, retry={"max_attempts": 1})
     data.update(top)
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+    return write_yaml(tmp_path / name, data)
 
 
 def _rows(out: Path) -> pl.DataFrame:
-    return pl.scan_ipc(str(out / "trials" / "*.arrow")).collect().sort(CELL)
+    return written_rows(out).sort(CELL)
 
 
 def test_cached_rerun_sends_no_request_and_gives_identical_outcomes(tmp_path: Path, server: ServerThread) -> None:
@@ -55,29 +54,28 @@ def test_cached_rerun_sends_no_request_and_gives_identical_outcomes(tmp_path: Pa
     loaded = load_sweep(_sweep(tmp_path, server.base_url, cache=str(cache)))
     first = run_sweep(loaded, tmp_path / "live", quiet=True)
     sent = server.stats()["requests"]
-    assert sent == first.total == 234
+    assert sent == first.total == TRIALS
 
     again = run_sweep(loaded, tmp_path / "cached", quiet=True)
     assert server.stats()["requests"] == sent  # not one request reached the server
     live, cached = _rows(tmp_path / "live"), _rows(tmp_path / "cached")
     same = [c for c in live.columns if c not in LIVE_ONLY]
     assert live.select(same).equals(cached.select(same))
-    assert live["cache_hits"].to_list() == [0] * 234 and cached["cache_hits"].to_list() == [1] * 234
+    assert live["cache_hits"].to_list() == [0] * TRIALS and cached["cache_hits"].to_list() == [1] * TRIALS
     assert cached["attempts"].sum() == 0  # no request was sent for any cached trial
     manifest = json.loads((tmp_path / "cached" / "manifest.json").read_text())
-    assert manifest["cache_hits"] == 234
-    assert manifest["sessions"][-1]["cache"] == {"dir": str(cache), "hits": 234, "misses": 0, "stored": 0}
-    assert again.counts == {"ok": 234}
+    assert manifest["cache_hits"] == TRIALS
+    assert manifest["sessions"][-1]["cache"] == {"dir": str(cache), "hits": TRIALS, "misses": 0, "stored": 0}
+    assert again.counts == {"ok": TRIALS}
 
 
 def test_errors_are_never_cached_so_a_rerun_asks_again_for_exactly_those(tmp_path: Path) -> None:
-    thread = ServerThread(ServeOptions(host="127.0.0.1", port=0, faults={"500": 0.25}, fault_seed=7)).start()
-    try:
+    with serving(faults={"500": 0.25}, fault_seed=7) as thread:
         loaded = load_sweep(_sweep(tmp_path, thread.base_url))
         cache_dir = tmp_path / "cache"
         run_sweep(loaded, tmp_path / "one", quiet=True, cache_dir=cache_dir)
         failed = _rows(tmp_path / "one").filter(pl.col("status") == "error")
-        assert 0 < len(failed) < 234
+        assert 0 < len(failed) < TRIALS
         sent = thread.stats()["requests"]
         run_sweep(loaded, tmp_path / "two", quiet=True, cache_dir=cache_dir)
         # one attempt each (max_attempts: 1) for the trials that failed, and nothing for the rest
@@ -85,9 +83,7 @@ def test_errors_are_never_cached_so_a_rerun_asks_again_for_exactly_those(tmp_pat
         two = _rows(tmp_path / "two")
         asked_again = two.join(failed.select(CELL), on=CELL)
         assert asked_again["cache_hits"].to_list() == [0] * len(failed)
-        assert two.filter(pl.col("cache_hits") == 1).height == 234 - len(failed)
-    finally:
-        thread.stop()
+        assert two.filter(pl.col("cache_hits") == 1).height == TRIALS - len(failed)
 
 
 def test_the_key_separates_trials_endpoints_and_catalogue_order() -> None:

@@ -9,7 +9,7 @@ from email.utils import formatdate
 import httpx
 import pytest
 
-from runner.core.types import ChatRequest, Message, ToolSpec
+from runner.core.types import ChatRequest, ChatResponse, Message, ToolSpec
 from runner.providers.anthropic_wire import AnthropicProvider
 from runner.providers.classify import classify_http, parse_remedy, retry_after_s
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
@@ -97,14 +97,20 @@ def test_require_when_tools_does_not_fire_without_tools(serve) -> None:  # type:
     server = serve(rules=[parse_rule("require:reasoning_effort=none:tools")])
     request = ChatRequest("typical", (Message("user", "hello"),), (), {"reasoning_effort": "low"}, 1)
 
-    async def go() -> None:
+    async def go() -> ChatResponse:
         provider = OpenAIProvider(Connection("openai", server.base_url, None))
         try:
-            await provider.complete(request)
+            return await provider.complete(request)
         finally:
             await provider.aclose()
 
-    asyncio.run(go())
+    answer = asyncio.run(go())
+    assert answer.text and answer.attempts == 1 and answer.remedies == ()  # answered as sent, nothing changed
+    stats = server.stats()
+    assert stats["by_status"] == {"200": 1} and stats["rejections"] == {}
+    # the same rule on the same server does fire once tools are offered: the pass above is not a dead rule
+    with_tools = _one(server, "openai", ChatRequest("typical", request.messages, (TOOL,), request.params, 1))
+    assert with_tools.kind is ErrorKind.REJECTED_PARAM and with_tools.param == "reasoning_effort"
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])

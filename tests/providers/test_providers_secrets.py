@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,30 +10,33 @@ import pytest
 from runner.config.sweep import load_sweep
 from runner.core.errors import UserError
 from runner.providers.secrets import Secret, secret_from_env
-from tests.conftest import ROOT
+from tests.helpers import invoke
 from tests.providers.conftest import http_sweep, trials, write
 
 KEY = "sk-tg-7c1f9a0b4e2d83f6a5b9c0d1e2f3a4b5"
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
-def test_a_failing_run_never_writes_or_prints_the_key(serve, tmp_path: Path, api: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_failing_run_never_writes_or_prints_the_key(serve, tmp_path: Path, api: str, monkeypatch,  # type: ignore[no-untyped-def]
+                                                     capfd: pytest.CaptureFixture[str]) -> None:
     # the server rejects the key and echoes it back in full in its 401 body
     server = serve(keys=("some-other-key",))
     data = http_sweep(server.base_url, api, runs=1, api_key_env="TG_SECRET_TEST_KEY",
                       retry={"max_attempts": 2, "backoff_base_s": 0.001, "backoff_max_s": 0.002})
     path = write(tmp_path, data)
     out = tmp_path / "out"
-    env = {**os.environ, "TG_SECRET_TEST_KEY": KEY}
-    done = subprocess.run([sys.executable, "-m", "runner.cli.app", "run", str(path), "--out", str(out)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 3, done.stderr  # finished, every row an error: exit 3, with the first error printed
+    monkeypatch.setenv("TG_SECRET_TEST_KEY", KEY)
+    # in-process: the CLI's own streams, and (capfd) anything written to file descriptors 1 and 2 around them,
+    # such as a logging handler or a warning that holds the real stderr
+    done = invoke("run", str(path), "--out", str(out))
+    leaked = capfd.readouterr()
+    assert done.exit_code == 3, done.stderr  # finished, every row an error: exit 3, with the first error printed
     assert "all 39 trials failed fatally" in done.stderr
     df = trials(out)
     assert (df["status"] == "error").all() and (df["error_kind"] == "fatal").all()
     assert df["error"].str.contains("[redacted]", literal=True).all()
     fragments = {KEY, KEY[:12], KEY[-12:]}
-    for text in (done.stdout, done.stderr):
+    for text in (done.stdout, done.stderr, leaked.out, leaked.err):
         assert not any(f in text for f in fragments)
     for file in out.rglob("*"):
         if file.is_file():

@@ -11,6 +11,7 @@ import pytest
 
 from runner.sim.serve import ServeOptions, parse_fault, parse_rule
 from tests.conftest import ROOT
+from tests.helpers import error_line, invoke
 
 BODY = {"model": "typical", "messages": [{"role": "user", "content": "Pull last month's invoices from Stripe."}], "seed": 3}
 
@@ -44,11 +45,15 @@ def test_serve_command_prints_its_address_and_answers() -> None:
     (["--fault", "teapot=0.1"], "unknown fault"),
     (["--key-env", "TG_SERVE_UNSET"], "is not set"),
 ])
-def test_serve_refuses_bad_options(argv: list[str], words: str) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "TG_SERVE_UNSET"}
-    done = subprocess.run([sys.executable, "-m", "runner.cli.app", "serve", "--port", "0", *argv], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and words in done.stderr
+def test_serve_refuses_bad_options(argv: list[str], words: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import runner.sim.serve
+
+    monkeypatch.delenv("TG_SERVE_UNSET", raising=False)
+    listened: list[ServeOptions] = []  # in-process, so options that were wrongly accepted must not start serving
+    monkeypatch.setattr(runner.sim.serve, "serve_forever", lambda options, _say: listened.append(options))
+    done = invoke("serve", "--port", "0", *argv)
+    assert not listened, f"serve accepted {argv} and would have listened"
+    assert done.exit_code == 2 and words in error_line(done.stderr)
 
 
 def test_own_rate_limit_gives_real_429s_and_never_admits_more(serve) -> None:  # type: ignore[no-untyped-def]

@@ -98,7 +98,7 @@ def test_anthropic_stream_assembles_to_the_unstreamed_answer(clients: Clients) -
 def test_responses_stream_assembles_to_the_unstreamed_answer(clients: Clients) -> None:
     o, _ = clients
     shapes = set()
-    for i, task in enumerate(TASKS):
+    for i, task in enumerate(TASKS[:9]):  # three tasks per persona: both shapes of answer (it was all 23)
         kw: dict[str, Any] = {"model": PERSONA_NAMES[i % 3], "input": _user(task), "tools": TOOLS_RESPONSES,
                               "extra_headers": {SEED: str(3000 + i)}}
         plain = o.responses.create(**kw)
@@ -178,7 +178,8 @@ ANTHROPIC_CHOICES: list[Any] = [{"type": "auto"}, {"type": "any"}, {"type": "too
 def test_tool_choice_gives_only_legal_replies(clients: Clients, persona: str) -> None:
     o, a = clients
     counts: dict[str, int] = {}
-    for n, task in enumerate(TASKS[:12]):
+    tasks = TASKS[:7]  # the 7th is one the reckless persona asks about rather than calling (it was 12 tasks)
+    for n, task in enumerate(tasks):
         for choice in OPENAI_CHOICES:
             message = o.chat.completions.create(model=persona, messages=_user(task), tools=TOOLS_OPENAI,
                                                 tool_choice=choice, seed=n).choices[0].message
@@ -207,7 +208,7 @@ def test_tool_choice_gives_only_legal_replies(clients: Clients, persona: str) ->
                                      extra_headers={SEED: str(n)}).output
             fn = [x.name for x in out if x.type == "function_call"]
             assert (not fn) if rchoice == "none" else (fn == ["lookup_order"] if isinstance(rchoice, dict) else fn)
-    assert counts["auto"] < 12  # auto still lets the agent ask instead of calling
+    assert counts["auto"] < len(tasks)  # auto still lets the agent ask instead of calling
 
 
 def test_tool_choice_naming_an_unknown_tool_is_a_400(clients: Clients) -> None:

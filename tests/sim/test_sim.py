@@ -83,7 +83,7 @@ def test_outcomes_cluster_by_prompt() -> None:
     """Per-prompt decoy rates of one persona vary far beyond binomial noise (the latent propensity)."""
     prompts = [f"Pull the {w} report from our {v} provider." for w in ("weekly", "monthly", "annual", "audit", "usage", "tax")
                for v in ("billing", "payments", "data")]
-    n = 300
+    n = 100  # 14x the binomial variance at 100 seeds a prompt (50x at 300): far beyond the 5x asked, a third the calls
     rates = np.array([_rate("typical", p, n) for p in prompts])
     binomial_var = rates.mean() * (1 - rates.mean()) / n
     assert rates.var() > 5 * binomial_var

@@ -61,6 +61,7 @@ def brute_spearman_p(x, y):
     return Fraction(int(hits), total)
 
 
+@pytest.mark.slow  # 220 exact enumerations: 29 s measured on 2 shared cores (numba cache warm)
 @pytest.mark.filterwarnings("ignore::scipy.stats.ConstantInputWarning")
 def test_spearman_statistic_matches_scipy_and_exact_p_matches_enumeration():
     rng = np.random.default_rng(32)
