@@ -24,7 +24,7 @@ from runner.sim.serve import ServerThread
 from tests.helpers import quickstart_dict, serving, write_yaml, written_rows
 
 CELL = ["model", "case_id", "condition", "run"]
-LIVE_ONLY = {"trial_id", "attempts", "cache_hits", "latency_ms", "finished_at"}
+LIVE_ONLY = {"trial_id", "attempts", "cache_hits", "latency_ms", "finished_at", "calls"}
 
 
 @pytest.fixture
@@ -61,6 +61,14 @@ def test_cached_rerun_sends_no_request_and_gives_identical_outcomes(tmp_path: Pa
     live, cached = _rows(tmp_path / "live"), _rows(tmp_path / "cached")
     same = [c for c in live.columns if c not in LIVE_ONLY]
     assert live.select(same).equals(cached.select(same))
+    # the recorded calls: the same requests and answers, each cached answer marked so, none of them sent
+    def exchange(frame: pl.DataFrame) -> pl.DataFrame:
+        calls = frame.select("trial_id", pl.col("calls").explode()).unnest("calls")
+        return calls.select("trial_id", "request", pl.col("response").struct.field("text", "tool_calls"),
+                            pl.col("response").struct.field("cached"), "attempts")
+    recorded, replayed = exchange(live), exchange(cached)
+    assert recorded.select("request", "text", "tool_calls").equals(replayed.select("request", "text", "tool_calls"))
+    assert not recorded["cached"].any() and replayed["cached"].all() and replayed["attempts"].sum() == 0
     assert live["cache_hits"].to_list() == [0] * TRIALS and cached["cache_hits"].to_list() == [1] * TRIALS
     assert cached["attempts"].sum() == 0  # no request was sent for any cached trial
     manifest = json.loads((tmp_path / "cached" / "manifest.json").read_text())
