@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from runner.cli.app import app
 from runner.probes.misselection import load_triples
+from tests.helpers import bundled_sweep
 
 runner = CliRunner()
 
@@ -99,25 +100,6 @@ def test_a_commands_own_lines_are_never_wrapped_in_a_log(write_sweep, tmp_path: 
 # -- one output object: a command opens an output once, and a reader never writes into it ----------------------
 
 
-def _bundled_sweep(tmp_path: Path, name: str, runs: int) -> Path:
-    """A bundled sweep with its case files named absolutely and ``runs`` per cell, written into ``tmp_path``."""
-    import yaml
-
-    from tests.conftest import CONFIGS
-
-    data = yaml.safe_load((CONFIGS / name).read_text())
-    for probe in data["probes"]:
-        probe["runs"] = runs
-        for key in ("cases", "catalogue", "traces", "tasks"):
-            if isinstance(probe.get(key), str):
-                probe[key] = str(CONFIGS / probe[key])
-            elif isinstance(probe.get(key), list):
-                probe[key] = [str(CONFIGS / t) for t in probe[key]]
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
-
-
 def test_run_with_fail_on_reads_the_manifest_once_and_each_part_footer_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # the report, the error verdict and the --fail-on gate used to find the output each on its own (6 footer
@@ -144,7 +126,7 @@ def test_run_with_fail_on_reads_the_manifest_once_and_each_part_footer_once(
     monkeypatch.setattr(pyarrow.ipc, "open_file", open_file)
     monkeypatch.setattr(manifest_module, "read_manifest_file", read_manifest_file)
     out = tmp_path / "out"
-    result = runner.invoke(app, ["run", str(_bundled_sweep(tmp_path, "negatives.yaml", 2)), "--out", str(out),
+    result = runner.invoke(app, ["run", str(bundled_sweep(tmp_path, "negatives.yaml", 2)), "--out", str(out),
                                  "--fail-on", "negative"])
     assert result.exit_code in (0, 1), result.output
     assert "case verdicts pass" in result.output and "negative · leaderboard" in result.output
@@ -167,7 +149,7 @@ def test_a_report_on_a_read_only_output_exits_0_and_writes_nothing(tmp_path: Pat
     import stat
 
     out = tmp_path / "out"
-    ran = runner.invoke(app, ["run", str(_bundled_sweep(tmp_path, "phantom.yaml", 1)), "--out", str(out), "-q"])
+    ran = runner.invoke(app, ["run", str(bundled_sweep(tmp_path, "phantom.yaml", 1)), "--out", str(out), "-q"])
     assert ran.exit_code == 0, ran.output
     assert not list(out.glob("*.jsonl"))  # the run's own report writes no listing either
     before = _tree(out)

@@ -7,9 +7,9 @@ fixture and a helper script can all use them.
 """
 
 from tests.helpers.cli import error_line, invoke, invoke_error_line, trialgrid
-from tests.helpers.files import CONFIGS, ROOT, quickstart_dict, quickstart_sweep, write_yaml
+from tests.helpers.files import CONFIGS, ROOT, bundled_sweep, quickstart_dict, quickstart_sweep, write_yaml
 from tests.helpers.rows import written_rows
 from tests.helpers.serving import serving
 
-__all__ = ["CONFIGS", "ROOT", "error_line", "invoke", "invoke_error_line", "quickstart_dict", "quickstart_sweep",
+__all__ = ["CONFIGS", "ROOT", "bundled_sweep", "error_line", "invoke", "invoke_error_line", "quickstart_dict", "quickstart_sweep",
            "serving", "trialgrid", "write_yaml", "written_rows"]

@@ -20,6 +20,20 @@ def quickstart_dict() -> dict[str, Any]:
     return data
 
 
+def bundled_sweep(folder: Path, name: str, runs: int) -> Path:
+    """A bundled sweep (``configs/NAME``) with its case files named absolutely and ``runs`` per cell, written to
+    ``folder``."""
+    data = yaml.safe_load((CONFIGS / name).read_text())
+    for probe in data["probes"]:
+        probe["runs"] = runs
+        for key in ("cases", "catalogue", "traces", "tasks"):
+            if isinstance(probe.get(key), str):
+                probe[key] = str(CONFIGS / probe[key])
+            elif isinstance(probe.get(key), list):
+                probe[key] = [str(CONFIGS / t) for t in probe[key]]
+    return write_yaml(folder / name, data)
+
+
 def write_yaml(path: Path, data: Any) -> Path:
     """``data`` written to ``path``: text as it is, anything else as YAML in its own key order."""
     path.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))

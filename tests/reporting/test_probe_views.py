@@ -24,7 +24,7 @@ from runner.reporting.summary_csv import write_csv
 from runner.reporting.summary_json import schema_path, summary_dict
 from runner.reporting.terminal import print_report
 from runner.reporting.viewformat import cell_parts
-from tests.conftest import CONFIGS
+from tests.helpers import bundled_sweep
 
 TRACES = {"traces": [
     {"id": "t1", "task": "Temperature in Lisbon on 2024-05-22?", "candidate": "It was 19.9 C.", "reference": "19.9"},
@@ -35,18 +35,6 @@ TRACES = {"traces": [
 LABELS = "trace_id,annotator,label\nt1,ann,YES\nt2,ann,NO\nt3,ann,YES\nt4,ann,NO\nt1,bob,YES\nt2,bob,NO\nt4,bob,YES\n"
 
 
-def _bundled(name: str, tmp: Path, runs: int) -> Path:
-    data = yaml.safe_load((CONFIGS / name).read_text())
-    for p in data["probes"]:
-        p["runs"] = runs
-        for key in ("tasks", "traces", "cases", "catalogue"):
-            if isinstance(p.get(key), str):
-                p[key] = str(CONFIGS / p[key])
-            elif isinstance(p.get(key), list):
-                p[key] = [str(CONFIGS / t) for t in p[key]]
-    path = tmp / name
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +46,8 @@ def outs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                                                      for p in ("careful", "typical", "reckless")],
              "probes": [{"kind": "judge", "traces": "traces.yaml", "human_labels": ["labels.csv"], "runs": 3}]}
     (tmp / "judge.yaml").write_text(yaml.safe_dump(judge))
-    paths = {"judge": tmp / "judge.yaml", "propagation": _bundled("propagation.yaml", tmp, 1),
-             "phantom": _bundled("phantom.yaml", tmp, 1)}
+    paths = {"judge": tmp / "judge.yaml", "propagation": bundled_sweep(tmp, "propagation.yaml", 1),
+             "phantom": bundled_sweep(tmp, "phantom.yaml", 1)}
     result = {}
     for name, path in paths.items():
         run_sweep(load_sweep(path), tmp / name, quiet=True)
