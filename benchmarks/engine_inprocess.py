@@ -7,6 +7,11 @@ run count scaled to reach ``--trials``, into a temporary directory, and prints
 trials/s. Then, in a fresh subprocess, runs a ``--rss-trials`` grid and prints its
 peak RSS (a subprocess so the first run's memory does not count). Figures drift with
 machine load; compare runs made side by side.
+
+``compare_with_ungrounded`` (used by ``benchmarks/hot_path.py``) runs this path and the
+``ungrounded`` package's own mock loop alternately in one process and returns their
+trials per CPU-second; ``ungrounded`` is a benchmark-only comparison (pip install
+ungrounded), not a project dependency.
 """
 
 from __future__ import annotations
@@ -45,12 +50,56 @@ def run_once(trials: int) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         loaded = load_sweep(scaled_sweep(Path(tmp), trials))
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         result = run_sweep(loaded, Path(tmp) / "out", quiet=True)
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         rows = sum(result.counts.values())
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"trials": rows, "seconds": elapsed, "trials_per_s": rows / elapsed, "peak_rss_mib": peak_mib}
+    return {"trials": rows, "seconds": elapsed, "cpu_s": cpu, "trials_per_s": rows / elapsed,
+            "trials_per_cpu_s": rows / cpu, "peak_rss_mib": peak_mib}
+
+
+def ungrounded_once(trials: int) -> dict:
+    """``ungrounded``'s bare mock loop: ``Probe(model="mock").run()`` on its default triples, one worker.
+
+    One worker because its threads only add lock contention to pure-Python work (its default
+    of 6 is slower on 2 cores); no CSV is written, as trialgrid's run writes Arrow.
+    """
+    from ungrounded import DEFAULT_TRIPLES, Probe
+    from ungrounded.stimuli import example_catalogue
+
+    runs = max(1, math.ceil(trials / (len(DEFAULT_TRIPLES) * 3)))
+    probe = Probe(model="mock", tools=example_catalogue(), runs=runs, workers=1, verbose=False)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    result = probe.run()
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    rows = len(result.trials)
+    return {"trials": rows, "seconds": elapsed, "cpu_s": cpu, "trials_per_s": rows / elapsed,
+            "trials_per_cpu_s": rows / cpu}
+
+
+def compare_with_ungrounded(trials: int, rounds: int = 2) -> dict:
+    """trialgrid's in-process path against ``ungrounded``'s mock loop, alternated ``rounds`` times in one process.
+
+    Returns the best round of each (the least disturbed by other load on the machine), the
+    ratios of trials per CPU-second and per wall second, and the marginal CPU per trialgrid
+    trial: the CPU difference between a run of ``trials`` and one of a quarter as many,
+    divided by the trials between them, so start-up costs cancel.
+    """
+    run_once(2_000)  # imports, caches: start-up is not measured
+    ungrounded_once(2_000)
+    ours, theirs = [], []
+    for _ in range(rounds):
+        theirs.append(ungrounded_once(trials))
+        ours.append(run_once(trials))
+    small = run_once(max(1, trials // 4))
+    best_ours = max(ours, key=lambda r: r["trials_per_cpu_s"])
+    best_theirs = max(theirs, key=lambda r: r["trials_per_cpu_s"])
+    marginal_us = 1e6 * (best_ours["cpu_s"] - small["cpu_s"]) / max(1, best_ours["trials"] - small["trials"])
+    return {"trialgrid": best_ours, "ungrounded": best_theirs, "small": small,
+            "cpu_ratio": best_ours["trials_per_cpu_s"] / best_theirs["trials_per_cpu_s"],
+            "wall_ratio": max(r["trials_per_s"] for r in ours) / max(r["trials_per_s"] for r in theirs),
+            "marginal_cpu_us": marginal_us}
 
 
 def main() -> None:

@@ -34,8 +34,10 @@ from __future__ import annotations
 
 import html
 import re
+from collections import Counter
 from collections.abc import Iterable
 from difflib import SequenceMatcher
+from functools import lru_cache
 
 #: template tokens that carry no words: removed before anything is read
 _TOKEN_RE = re.compile(
@@ -113,23 +115,66 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_RE.findall(text) if s.strip()]
 
 
+@lru_cache(maxsize=1024)
+def _request_sentences(request: str) -> tuple[str, ...]:
+    """The request's sentences, cut once per request rather than once per reply."""
+    return tuple(_sentences(request))
+
+
 def _is_echo(sentence: str, request_sentences: Iterable[str]) -> bool:
-    """The sentence repeats one of the request's (contained in it, or ≥ ``_ECHO_RATIO`` alike)."""
+    """The sentence repeats one of the request's (contained in it, or ≥ ``_ECHO_RATIO`` alike).
+
+    The verdict of ``SequenceMatcher(None, own, theirs).ratio() >= _ECHO_RATIO`` on the normalised
+    texts, on every pair (``tests/probes/test_replies.py`` keeps that rule and compares the two on
+    generated pairs near the threshold), at a fraction of the cost: difflib's ratio is ``2·M/T``
+    with ``M`` the characters of its matching blocks, and ``M`` is at most the shorter length and
+    at most the characters the two share as multisets, so either bound below the threshold decides
+    "no echo" exactly; only a pair both bounds leave undecided pays for the full comparison
+    (issue 32: the comparison was ≈ 35% of a simulated trial).
+    """
     own = _norm(sentence)
     if not own:
         return True
-    for other in request_sentences:
-        theirs = _norm(other)
-        if not theirs:
-            continue
-        if (len(own.split()) >= 3 and own in theirs) or SequenceMatcher(None, own, theirs).ratio() >= _ECHO_RATIO:
-            return True
-    return False
+    return any(_echoes(own, theirs) for theirs in _request_norms(tuple(request_sentences)))
+
+
+@lru_cache(maxsize=1024)
+def _request_norms(request_sentences: tuple[str, ...]) -> tuple[str, ...]:
+    """The request's normalised, non-empty sentences: a probe asks the same request many times."""
+    return tuple(n for n in map(_norm, request_sentences) if n)
+
+
+@lru_cache(maxsize=8192)
+def _echoes(own: str, theirs: str) -> bool:
+    """``own`` repeats ``theirs`` (both normalised, non-empty): containment, then the exact bounds, then difflib.
+
+    Cached: the simulated agents and real models repeat the same few sentences across runs.
+    """
+    if own in theirs and len(own.split()) >= 3:
+        return True
+    total = len(own) + len(theirs)
+    # each bound is computed as difflib computes its ratio (2.0 * n / total), so a bound below
+    # the threshold puts the ratio below it in floating point too (the ratio's n is smaller)
+    if 2.0 * min(len(own), len(theirs)) / total < _ECHO_RATIO:
+        return False
+    if 2.0 * _shared_chars(own, theirs) / total < _ECHO_RATIO:
+        return False
+    return SequenceMatcher(None, own, theirs).ratio() >= _ECHO_RATIO
+
+
+def _shared_chars(a: str, b: str) -> int:
+    """Characters ``a`` and ``b`` share as multisets (difflib's ``quick_ratio`` numerator)."""
+    counts = Counter(b)
+    shared = 0
+    for ch, n in Counter(a).items():
+        m = counts.get(ch, 0)
+        shared += n if n < m else m
+    return shared
 
 
 def questions(text: str, request: str) -> list[str]:
     """The model's own sentences that ask the user for something (see the module docstring)."""
-    request_sentences = _sentences(request or "")
+    request_sentences = _request_sentences(request or "")
     own = html.unescape(own_text(text))
     if _USER_VOICE_RE.search(own):
         return []  # the model is writing the user's turn: its questions are the user's

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from runner.core.types import ChatResponse, ToolCall
@@ -102,3 +104,103 @@ def test_asking_judge_reads_verdicts_and_reports_agreement() -> None:
     assert "(empty)" in judge_messages("Where is my order?", "  ")[1].content
     a = agreement([True, False, True, False], [True, False, False, None])
     assert (a.n, a.unparsed) == (3, 1) and abs(a.agree - 2 / 3) < 1e-9 and abs(a.kappa - 0.4) < 1e-9
+
+
+# --- the echo rule's cheap path gives difflib's verdicts (issue 32) -------------------------------------------
+
+
+def _is_echo_difflib(sentence: str, request_sentences: list[str]) -> bool:
+    """The rule ``_is_echo`` replaced, verbatim: difflib's ratio on every normalised pair."""
+    from difflib import SequenceMatcher
+
+    from runner.probes.replies import _ECHO_RATIO, _norm
+
+    own = _norm(sentence)
+    if not own:
+        return True
+    for other in request_sentences:
+        theirs = _norm(other)
+        if not theirs:
+            continue
+        if (len(own.split()) >= 3 and own in theirs) or SequenceMatcher(None, own, theirs).ratio() >= _ECHO_RATIO:
+            return True
+    return False
+
+
+_WORDS = ("can you check the status of my order please send tracking number which carrier did use what is "
+          "weather in paris account balance refund invoice 5512 ship tomorrow address confirm email a an to "
+          "for it was i need help".split())
+
+
+def _mutate(rng: random.Random, text: str, edits: int) -> str:
+    """``text`` after ``edits`` random character or word edits (insert, delete, substitute, swap)."""
+    chars = list(text)
+    for _ in range(edits):
+        op = rng.randrange(5)
+        pos = rng.randrange(len(chars) + 1)
+        if op == 0:
+            chars.insert(pos, rng.choice("abcdefghijklmnopqrstuvwxyz ?.,"))
+        elif op == 1 and chars:
+            del chars[min(pos, len(chars) - 1)]
+        elif op == 2 and chars:
+            chars[min(pos, len(chars) - 1)] = rng.choice("aeiou tsrn")
+        elif op == 3:
+            chars[pos:pos] = list(" " + rng.choice(_WORDS))
+        else:
+            words = "".join(chars).split()
+            if len(words) > 1:
+                i, j = rng.randrange(len(words)), rng.randrange(len(words))
+                words[i], words[j] = words[j], words[i]
+            chars = list(" ".join(words))
+    return "".join(chars)
+
+
+def _pairs(seed: int, n: int) -> list[tuple[str, list[str]]]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        # short sentences, and long ones (≥ 200 characters, where difflib's autojunk heuristic applies)
+        words = rng.randint(1, 12) if rng.random() < 0.8 else rng.randint(30, 50)
+        base = " ".join(rng.choice(_WORDS) for _ in range(words)) + rng.choice(["?", ".", "", " ?"])
+        reply = _mutate(rng, base, rng.choice([0, 1, 2, 3, 5, 8, 13, 20]))
+        if rng.random() < 0.3:
+            reply = reply.upper() if rng.random() < 0.5 else reply.replace(" ", "  ,")
+        others = [_mutate(rng, base, rng.randint(0, 12)) for _ in range(rng.randint(0, 2))]
+        request = [base, *others, rng.choice(["", "   ", "?!", "You are a support assistant."])]
+        rng.shuffle(request)
+        out.append((reply, request))
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_echo_rule_gives_difflibs_verdict_on_generated_pairs_near_the_threshold(seed: int) -> None:
+    from difflib import SequenceMatcher
+
+    from runner.probes.replies import _ECHO_RATIO, _is_echo, _norm
+
+    pairs = _pairs(seed, 1_200)
+    near = 0
+    for reply, request in pairs:
+        assert _is_echo(reply, request) == _is_echo_difflib(reply, request), (reply, request)
+        ratios = [SequenceMatcher(None, _norm(reply), _norm(r)).ratio() for r in request if _norm(r)]
+        near += any(abs(r - _ECHO_RATIO) <= 0.05 for r in ratios)
+    # the generator reaches the threshold's neighbourhood often enough to test the bounds there
+    assert near >= 100
+    verdicts = {_is_echo_difflib(reply, request) for reply, request in pairs}
+    assert verdicts == {True, False}
+
+
+@pytest.mark.parametrize(("reply", "sentences", "echo"), [
+    ("abcdefghij", ["abcdefghxy"], True),            # ratio exactly 2·8/20 = 0.8: both bounds pass, difflib decides
+    ("abcdefghij", ["abcdefgxyz"], False),           # 2·7/20 = 0.7, both bounds still ≥ 0.8
+    ("abcd", ["abcd efghijklmno"], False),           # the length bound decides: 2·4/20 = 0.4
+    ("abcdefghij", ["jihgfedcba"], False),           # the shared-characters bound is 1.0, difflib says 0.1
+    ("my order status", ["where is my order status now please"], True),   # contained, three words
+    ("order status", ["where is my order status now please"], False),     # contained, two words, ratio 0.5
+    ("?!", ["anything"], True),                      # no words: nothing to ask
+])
+def test_echo_rule_at_the_bounds(reply: str, sentences: list[str], echo: bool) -> None:
+    from runner.probes.replies import _is_echo
+
+    assert _is_echo_difflib(reply, sentences) is echo
+    assert _is_echo(reply, sentences) is echo
