@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import fields
-from typing import Any
 
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolSpec, Usage
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
-from runner.providers.limiter import Permit
 from runner.providers.managed import ManagedProvider
 from runner.providers.remedies import RemedyBook
 from runner.providers.settings import RetryPolicy
+from tests.helpers.fakes import NoLimits
 
 
 class _RejectsTemperatureOnce:
@@ -33,22 +32,12 @@ class _RejectsTemperatureOnce:
         pass
 
 
-class _NoLimits:
-    async def acquire(self, estimated_tokens: int = 0, *, first: bool = False) -> Permit:
-        return Permit(None)
-
-    async def release(self, permit: Permit, used_tokens: int | None = None, **outcome: Any) -> None:
-        pass
-
-    async def pause(self, seconds: float) -> None:
-        pass
-
 
 def test_a_remedied_resend_keeps_every_field_of_the_request_and_of_the_answer() -> None:
     request = ChatRequest("m", (Message("user", "hi"),), (ToolSpec("t", "a tool", {"type": "object"}),),
                           {"temperature": 0.2, "max_tokens": 5}, seed=7, tool_choice="t", trial_seed=42)
     inner = _RejectsTemperatureOnce()
-    managed = ManagedProvider(inner, endpoint="x", limiter=_NoLimits(), book=RemedyBook(), policy=RetryPolicy())  # type: ignore[arg-type]
+    managed = ManagedProvider(inner, endpoint="x", limiter=NoLimits(), book=RemedyBook(), policy=RetryPolicy())  # type: ignore[arg-type]
     response = asyncio.run(managed.complete(request))
     first, resent = inner.seen
     assert first == request

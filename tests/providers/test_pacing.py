@@ -5,18 +5,18 @@ from __future__ import annotations
 import asyncio
 import itertools
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 from runner.core.types import ChatRequest, ChatResponse, Message, Usage
 from runner.providers.errors import ErrorKind, ProviderError
-from runner.providers.limiter import LocalLimiter, Permit
+from runner.providers.limiter import LocalLimiter
 from runner.providers.managed import ManagedProvider
 from runner.providers.pacing import BETA, PLATEAU, Pacer, RateInfo, read_rate_headers
 from runner.providers.remedies import RemedyBook
 from runner.providers.settings import Limits, RetryPolicy
+from tests.helpers.fakes import NoLimits
 
 
 class Clock:
@@ -123,24 +123,12 @@ class _Limited:
         pass
 
 
-class _NoLimits:
-    """A limiter that admits everything at once (the fake clock would never end a real pause)."""
-
-    async def acquire(self, estimated_tokens: int = 0, *, first: bool = False) -> Permit:
-        return Permit(None)
-
-    async def release(self, permit: Permit, used_tokens: int | None = None, **outcome: Any) -> None:
-        pass
-
-    async def pause(self, seconds: float) -> None:
-        pass
-
 
 def _managed(inner: _Limited, policy: RetryPolicy, clock: Clock) -> ManagedProvider:
     async def sleep(s: float) -> None:
         clock.now += s
 
-    return ManagedProvider(inner, endpoint="x", limiter=_NoLimits(), book=RemedyBook(),
+    return ManagedProvider(inner, endpoint="x", limiter=NoLimits(), book=RemedyBook(),
                            policy=policy, strict_params=True, sleep=sleep, clock=clock)
 
 
