@@ -382,6 +382,10 @@ def test_fuzzed_bad_input_is_a_clean_exit_2(tmp_path: Path) -> None:
             _cpu_s(case.args)
         cpu, result = _cpu_s(case.args)
         check(result.exit_code, result.stderr, result.output, result.exception, case)
+        if cpu > MAX_CPU_RATIO * baseline:
+            # once more before judging: a first path through a module compiles its bytecode (a fresh clone) or
+            # meets a collector pause; an input that really costs too much costs it again
+            cpu = min(cpu, _cpu_s(case.args)[0])
         assert cpu <= MAX_CPU_RATIO * baseline, (f"{case.kind}: {case.label} took {cpu:.2f} s of CPU, "
                                                  f"{cpu / baseline:.0f}x a valid sweep's {baseline:.3f} s")
         slowest = max(slowest, (cpu, f"{case.kind}: {case.label}"))
