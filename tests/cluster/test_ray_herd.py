@@ -1,6 +1,6 @@
 """The thundering herd through Ray (issue 12): two workers, no ``limits:``, one learned pace shared by the limiter actor.
 
-The same server as ``tests/providers/test_herd.py`` — ``trialgrid serve --rpm 60
+The same server as ``tests/providers/test_herd.py`` — ``trialgrid serve --rpm 300
 --rpm-mode bucket`` in its own process, 10% 5xx, and no rate-limit headers, so
 the pace can only be learned from 429s — and the same 117-trial sweep, run by two
 Ray workers. Each worker sees only its own answers; the key's ``LimiterActor``
@@ -22,7 +22,7 @@ from tests.providers.conftest import ServeProcess, http_sweep, limit_used, trial
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.usefixtures("ray_local")]
 
-RPM = 60
+RPM = 300
 
 
 def test_two_workers_learn_one_pace_and_lose_nothing(tmp_path: Path) -> None:
