@@ -10,6 +10,13 @@ from typing import Any, NoReturn
 
 import pytest
 
+# pytest-xdist's workers start with COLUMNS=80 and LINES=24 in their environment (a plain pytest run has neither):
+# the reports would then fit every table to 80 columns, unlike the run a user sees in a pipe. Removed before
+# anything (runner.cli.console's consoles, a subprocess) reads them.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in ("COLUMNS", "LINES"):
+        os.environ.pop(_name, None)
+
 # re-exported: many test modules import these from here (``from tests.conftest import ROOT``); they live in
 # tests/helpers with the other shared helpers
 from tests.helpers.files import CONFIGS, ROOT, quickstart_dict, quickstart_sweep, write_yaml
@@ -46,6 +53,18 @@ def missing(reason: str) -> NoReturn:
 
 def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``-n 2``, set in pyproject.toml), every test that starts Ray runs on one worker.
+
+    Two Ray clusters at once would share one machine's ports, ``/dev/shm`` and both cores;
+    ``--dist loadgroup`` keeps a group on one worker, in order, while the other worker
+    takes the rest of the suite (most of which waits on servers and subprocesses).
+    """
+    for item in items:
+        if item.get_closest_marker("ray") is not None or item.path.parent.name == "cluster":
+            item.add_marker(pytest.mark.xdist_group("ray"))
 
 
 @pytest.hookimpl(tryfirst=True)
