@@ -47,7 +47,7 @@ def cell_counts(trials: pl.LazyFrame, probe: str, rates: tuple[str, ...]) -> pl.
              + [pl.when(ok).then(pl.col(r)).cast(pl.Int64).sum().alias(r) for r in rates]
              + [(ok & pl.col(r).is_not_null()).sum().cast(pl.Int64).alias(f"n_{r}") for r in rates])
         .sort("model", "case_id", "condition")
-        .collect()
+        .collect(engine="streaming")  # per-cell sums: memory follows cells, not trials
     )
 
 

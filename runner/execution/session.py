@@ -59,7 +59,14 @@ from runner.execution.engine import EngineStats
 from runner.execution.grid import Grid, skip_done
 from runner.output.lock import OutputLock, lock_output
 from runner.output.manifest import finish_manifest, start_manifest, sweep_snapshot
-from runner.output.parts import quarantine_parts, resume_keys
+from runner.output.parts import (
+    part_metadata,
+    quarantine_parts,
+    resume_keys,
+    resume_rows,
+    session_token,
+    survey_parts,
+)
 from runner.output.reader import Output, spent_in
 from runner.output.sink import RepairNote, TrialSink, repair_parts
 from runner.providers.remedies import Learned
@@ -149,7 +156,10 @@ class Session:
         # set by ``open``
         self.manifest: Manifest
         self.repaired: list[RepairNote] = []
-        self.done: np.ndarray = np.empty(0, dtype=np.uint64)  # sorted keys of trial ids already written
+        #: the trials already written: sorted grid indexes (``Grid.indexes``), or sorted uint64 keys of their ids
+        #: when the grid's cells do not name one index each (``_by_index`` False)
+        self.done: np.ndarray = np.empty(0, dtype=np.int64)
+        self._by_index = True
         self.retrying: dict[str, int] = {}  # error rows re-attempted this session, by kind
         self.schema: pa.Schema
 
@@ -180,9 +190,15 @@ class Session:
             for note in self.repaired:
                 self.say(f"repaired {note}")
             parts = quarantine_parts(trials_dir, loaded.sweep_id, self.say)
-            self.schema = trial_schema(loaded.schema_fields, metadata={"trialgrid.sweep_id": loaded.sweep_id})
-            _check_written_schema(parts, trials_dir, self.schema)
-            resume = resume_keys(parts, self.retry_kinds)
+            _check_written_schema(parts, trials_dir, trial_schema(loaded.schema_fields))
+            _count_crashed(self.manifest, parts)
+            done, retry, self._by_index = self._resume_set(parts)
+            # the record every part of this session carries (runner.output.parts): readers trust it instead of
+            # checking every row for a repeated trial
+            index = len(self.manifest.sessions) - 1
+            token = session_token(index, self.manifest.sessions[index])
+            self.schema = trial_schema(loaded.schema_fields, metadata={
+                "trialgrid.sweep_id": loaded.sweep_id, **part_metadata(token, sum(retry.values()))})
             sweep = loaded.sweep
             if sweep.budget is not None:  # what earlier sessions spent counts against the budget
                 usd, tokens = spent_in(trials_dir, sweep.prices, manifest=self.manifest)
@@ -190,18 +206,29 @@ class Session:
         except BaseException:
             self._lock.release()
             raise
-        self.done, self.retrying = resume.done, resume.retry
+        self.done, self.retrying = done, retry
         manifest = self.manifest
         manifest.strict_params = self.strict_params
         # prices and budget may change between sessions (they are not the sweep's identity): record the ones in force
         in_force = sweep_snapshot(loaded)
         manifest.sweep.prices, manifest.sweep.budget = in_force.prices, in_force.budget
         if self.retry_kinds is not None:
-            what = ", ".join(f"{n:,} {k}" for k, n in sorted(resume.retry.items())) or "none"
+            what = ", ".join(f"{n:,} {k}" for k, n in sorted(retry.items())) or "none"
             self.say(f"retrying error rows of kind {', '.join(self.retry_kinds)}: {what}")
         if len(self.done):
             self.say(f"resuming: {len(self.done):,} of {self.total:,} trials already written, running the rest")
         self.phase = Phase.OPEN
+
+    def _resume_set(self, parts: list[Path]) -> tuple[np.ndarray, dict[str, int], bool]:
+        """(what is done, the error rows re-attempted by kind, whether ``done`` holds grid indexes)."""
+        if not parts:
+            return np.empty(0, dtype=np.int64), {}, True
+        if self.grid.indexable:
+            rows, retry = resume_rows(parts, self.retry_kinds)
+            if {"probe", "case_id", "condition", "run", "model"} <= set(rows.collect_schema().names()):
+                return self.grid.indexes(rows), retry, True
+        resume = resume_keys(parts, self.retry_kinds)
+        return resume.done, resume.retry, False
 
     def begin(self) -> None:
         """The backend is set up; trials start now (an exception from here ends the session ``interrupted``)."""
@@ -259,8 +286,8 @@ class Session:
         return self.out / "trials"
 
     def pending(self) -> Iterator[TrialSpec]:
-        """The grid's specs not yet written, in grid order (lazily)."""
-        return skip_done(self.grid, self.done)
+        """The grid's specs not yet written, in grid order (lazily; the done ones are never built)."""
+        return self.grid.pending(self.done) if self._by_index else skip_done(self.grid, self.done)
 
     def sink(self, worker: str) -> TrialSink:
         """A writer for this session's rows (use it as a context manager); its rows count as the session's."""
@@ -324,6 +351,28 @@ class Session:
         counts = CacheStats.model_validate({k: stats[k] for k in ("dir", "hits", "misses", "stored")})
         self.manifest.sessions[-1].cache = counts
         self.manifest.cache_hits = (self.manifest.cache_hits or 0) + counts.hits
+
+
+def _count_crashed(manifest: Manifest, parts: list[Path]) -> None:
+    """A crashed session's ``trials_run``: the rows its parts hold now (it died before recording them)."""
+    crashed = {session_token(i, s): s for i, s in enumerate(manifest.sessions)
+               if s.status == RunStatus.CRASHED and s.finished_at is None}
+    if not crashed or not parts:
+        return
+    survey = survey_parts(parts[0].parent, manifest.sweep_id)
+    rows = dict.fromkeys(crashed, 0)
+    for part, record in zip(survey.parts, survey.records, strict=True):
+        if record is not None and record.session in rows:
+            rows[record.session] += _rows_in(part)
+    for token, session in crashed.items():
+        session.trials_run = rows[token]
+
+
+def _rows_in(part: Path) -> int:
+    """Rows of a finished part, from its batches' headers (memory-mapped: no column is read)."""
+    with pa.memory_map(str(part)) as source:
+        reader = ipc.open_file(source)
+        return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
 
 
 def _check_written_schema(parts: list[Path], trials_dir: Path, schema: pa.Schema) -> None:

@@ -74,17 +74,31 @@ def run_verdict(output: Output | Path) -> Verdict:
     output = as_output(output)
     if not output.parts:
         return Verdict(0, 0)
-    frame = output.scan().select("model", "status", "error_kind", "error").collect()
-    errors = frame.filter(pl.col("status") != "ok")
-    by_kind = {str(k or "unknown"): int(n) for k, n in errors.group_by("error_kind").len().iter_rows()}
+    # aggregates only, collected from the lazy scan: memory follows models and error kinds, not trials
+    frame = output.scan().select("model", "status", "error_kind", "error")
+    failed = pl.col("status") != "ok"
+    per_model = (frame.group_by("model", maintain_order=True).agg(pl.len().alias("trials"), failed.sum().alias("failed"))
+                 .collect(engine="streaming"))
+    kinds = (frame.group_by("model", "error_kind").agg(pl.len().alias("n"), failed.sum().alias("failed"))
+             .collect(engine="streaming"))
+    by_kind: dict[str, int] = {}
+    for _model, kind, _n, n_failed in kinds.iter_rows():
+        if n_failed:
+            by_kind[str(kind or "unknown")] = by_kind.get(str(kind or "unknown"), 0) + int(n_failed)
     dead = []
-    per_model = frame.group_by("model", maintain_order=True).agg(
-        pl.len().alias("trials"), (pl.col("status") != "ok").sum().alias("failed"),
-        pl.col("error").first().alias("first"), pl.col("error_kind").mode().sort().first().alias("kind"))
-    for model, trials, failed, first, kind in per_model.iter_rows():
-        if trials and failed == trials:
-            dead.append(DeadModel(str(model), int(trials), str(first or ""), str(kind or "unknown")))
-    return Verdict(frame.height, errors.height, by_kind, dead)
+    for model, trials, n_failed in per_model.iter_rows():
+        if trials and n_failed == trials:  # the model's first row (in output order) says what went wrong
+            first = frame.filter(pl.col("model") == model).head(1).select("error").collect()["error"][0]
+            dead.append(DeadModel(str(model), int(trials), str(first or ""), str(_mode_kind(kinds, model) or "unknown")))
+    return Verdict(int(per_model["trials"].sum()), int(per_model["failed"].sum()), by_kind, dead)
+
+
+def _mode_kind(kinds: pl.DataFrame, model: object) -> str | None:
+    """The model's most frequent error kind (ties: the smallest, a null first), from per-kind counts."""
+    counts = [(kind, int(n)) for m, kind, n, _ in kinds.iter_rows() if m == model]
+    top = max(n for _, n in counts)
+    tied = [kind for kind, n in counts if n == top]
+    return None if None in tied else min(tied)
 
 
 def retry_command(sweep: Path, out: Path, kinds: Sequence[str] = DEFAULT_RETRY_KINDS) -> str:

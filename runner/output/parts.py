@@ -14,13 +14,26 @@ which applies it once per command), so they agree on three rules:
 * **The newest row wins.** ``--retry-errors`` writes a trial again; the row with the
   latest ``finished_at`` (then the later part, then the later row) supersedes older
   rows of the same trial id, for every reader.
+
+Finding the newest rows is a sort of every row, and even checking that no trial repeats
+(``n_unique`` over every key) costs memory in proportion to the output (≈ 260 MiB per
+million trials). So uniqueness is an invariant the writer keeps and records instead: a
+session writes only trials its resume set does not hold, each once (the engines and
+Ray's scheduler accept a trial's row once), so its parts repeat no trial of any part
+written before it, except the error rows ``--retry-errors`` re-attempts. Each part a
+session writes carries that record in its Arrow schema (``PartRecord``: the session,
+as the manifest lists it, and how many older rows it may supersede); a salvaged part
+keeps it (its rows are a subset). When every counted part carries a record of one of
+the manifest's sessions and none supersedes, the rows are the trials, with no check of
+any row; otherwise (a part written by an importer, rescore or an older version, a
+record the manifest does not know, or a retry) the full check decides, as before.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,24 +43,36 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from runner.core.errors import UserError, warn
-from runner.core.manifest import read_manifest
+from runner.core.manifest import Manifest, SessionRecord, read_manifest
 from runner.output.sink import TRIALS_DIR, completed_trial_keys, salvage_part, trial_keys
 
 __all__ = [
     "DAMAGED_DIR",
     "FOREIGN_DIR",
+    "SESSION_KEY",
+    "SUPERSEDES_KEY",
     "SWEEP_ID_KEY",
     "PartIssue",
+    "PartRecord",
+    "Survey",
     "inspect_parts",
     "latest",
+    "part_metadata",
     "quarantine_parts",
     "readable_parts",
+    "recorded_unique",
     "refuse_issues",
     "resume_keys",
+    "resume_rows",
     "scan_latest",
+    "session_token",
+    "sorted_unique",
+    "survey_parts",
 ]
 
 SWEEP_ID_KEY = b"trialgrid.sweep_id"
+SESSION_KEY = b"trialgrid.session"
+SUPERSEDES_KEY = b"trialgrid.supersedes"
 DAMAGED_DIR = "damaged"
 FOREIGN_DIR = "foreign"
 _ROW = "__trialgrid_row"
@@ -65,6 +90,49 @@ class PartIssue:
         return f"{self.path.name}: {self.detail}"
 
 
+@dataclass(frozen=True)
+class PartRecord:
+    """What the writer recorded in a part's schema: the session that wrote it (``session_token``) and how many
+    rows of older parts its rows may supersede (the error rows that session re-attempted; 0: none)."""
+
+    session: str
+    supersedes: int
+
+
+def session_token(index: int, session: SessionRecord) -> str:
+    """A session as a part names it: its place in the manifest, start time and process id (a part copied from
+    another output of the same sweep names a session this manifest does not hold)."""
+    return f"{index}|{session.started_at}|{session.pid}"
+
+
+def part_metadata(token: str, supersedes: int) -> dict[str, str]:
+    """The schema metadata a session's parts carry (besides the sweep id): its ``PartRecord``."""
+    return {SESSION_KEY.decode(): token, SUPERSEDES_KEY.decode(): str(int(supersedes))}
+
+
+def _record(metadata: Mapping[bytes, bytes] | None) -> PartRecord | None:
+    metadata = metadata or {}
+    token, supersedes = metadata.get(SESSION_KEY), metadata.get(SUPERSEDES_KEY)
+    if token is None or supersedes is None:
+        return None
+    try:
+        return PartRecord(token.decode(), int(supersedes))
+    except (UnicodeDecodeError, ValueError):
+        return None  # a damaged record: the full check decides
+
+
+def recorded_unique(records: Sequence[PartRecord | None], manifest: Manifest | None) -> bool | None:
+    """Whether the parts' records prove that no trial repeats (True), say that some may (False: a session
+    superseded older rows), or prove nothing (None: a part without a record, or one naming a session the
+    manifest does not hold): then the rows themselves are checked."""
+    if manifest is None or not records:
+        return None
+    known = {session_token(i, s) for i, s in enumerate(manifest.sessions)}
+    if any(r is None or r.session not in known for r in records):
+        return None
+    return not any(r.supersedes for r in records if r is not None)
+
+
 def _part_order(path: Path) -> tuple[int, str]:
     try:
         return path.stat().st_mtime_ns, path.name
@@ -72,34 +140,49 @@ def _part_order(path: Path) -> tuple[int, str]:
         return 0, path.name
 
 
-def _footer(path: Path) -> bytes | str | None:
-    """The part's sweep id (None: not recorded), or why it does not read (a str)."""
+def _footer(path: Path) -> pa.Schema | str:
+    """The part's schema (its metadata holds the sweep id and the writer's record), or why it does not read."""
     try:
-        schema = ipc.open_file(str(path)).schema
-        found: bytes | str | None = (schema.metadata or {}).get(SWEEP_ID_KEY)
+        return ipc.open_file(str(path)).schema
     except (pa.ArrowInvalid, OSError) as exc:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return f"does not read as an Arrow file ({text[:120]})"
-    return found
+
+
+@dataclass(frozen=True)
+class Survey:
+    """An output's finished parts as their footers say: the ones that count (oldest first) with their records,
+    and the ones that do not."""
+
+    parts: list[Path]
+    records: list[PartRecord | None]
+    issues: list[PartIssue]
+
+
+def survey_parts(trials_dir: Path, sweep_id: str | None) -> Survey:
+    """The finished parts that count, their records, and the ones that do not. Reads only each footer."""
+    survey = Survey([], [], [])
+    if not trials_dir.is_dir():
+        return survey
+    for path in sorted(trials_dir.glob("*.arrow"), key=_part_order):
+        schema = _footer(path)
+        if isinstance(schema, str):
+            survey.issues.append(PartIssue(path, "damaged", schema))
+            continue
+        written = (schema.metadata or {}).get(SWEEP_ID_KEY)
+        if sweep_id is not None and written is not None and written.decode(errors="replace") != sweep_id:
+            survey.issues.append(PartIssue(path, "foreign", f"belongs to sweep {written.decode(errors='replace')!r}, "
+                                                            f"not this output's {sweep_id!r}"))
+            continue
+        survey.parts.append(path)
+        survey.records.append(_record(schema.metadata))
+    return survey
 
 
 def inspect_parts(trials_dir: Path, sweep_id: str | None) -> tuple[list[Path], list[PartIssue]]:
     """(the finished parts that count, oldest first; the ones that do not). Reads only each footer."""
-    if not trials_dir.is_dir():
-        return [], []
-    good: list[Path] = []
-    issues: list[PartIssue] = []
-    for path in sorted(trials_dir.glob("*.arrow"), key=_part_order):
-        written = _footer(path)
-        if isinstance(written, str):
-            issues.append(PartIssue(path, "damaged", written))
-            continue
-        if sweep_id is not None and written is not None and written.decode(errors="replace") != sweep_id:
-            issues.append(PartIssue(path, "foreign", f"belongs to sweep {written.decode(errors='replace')!r}, "
-                                                     f"not this output's {sweep_id!r}"))
-            continue
-        good.append(path)
-    return good, issues
+    survey = survey_parts(trials_dir, sweep_id)
+    return survey.parts, survey.issues
 
 
 def refuse_issues(trials_dir: Path, issues: list[PartIssue]) -> None:
@@ -145,12 +228,17 @@ def latest(frame: pl.LazyFrame) -> pl.LazyFrame:
             .sort(_ROW).drop(_ROW))
 
 
-def scan_latest(parts: list[Path]) -> pl.LazyFrame:
-    """A lazy scan of ``parts`` with superseded rows removed (nothing extra to do when no trial repeats)."""
+def scan_latest(parts: list[Path], unique: bool | None = None) -> pl.LazyFrame:
+    """A lazy scan of ``parts`` with superseded rows removed (nothing extra to do when no trial repeats).
+
+    ``unique`` is what the parts' records say (``recorded_unique``): True, no row is read to decide; False,
+    the newest rows are found without first counting; None, the rows are counted to decide."""
     frame = pl.scan_ipc([str(p) for p in parts], glob=False)  # literal paths: OUT may hold [ or *
     key = _key(frame.collect_schema().names())
-    if "trial_id" not in key:
+    if "trial_id" not in key or unique:
         return frame
+    if unique is False:
+        return latest(frame)
     counts = frame.select(pl.len().alias("rows"), pl.struct(key).n_unique().alias("ids")).collect()
     if counts["rows"][0] == counts["ids"][0]:
         return frame
@@ -165,26 +253,49 @@ class ResumeSet:
     retry: dict[str, int]
 
 
+_CELL = ("probe", "case_id", "condition", "run", "model")
+
+
+def resume_rows(parts: list[Path], retry_kinds: Collection[str] | None = None) -> tuple[pl.LazyFrame, dict[str, int]]:
+    """What a resume skips, lazily: the rows done (``trial_id`` and the cell columns), and the error rows it
+    re-attempts by kind. Every row written is done, except (``retry_kinds``) the trials whose newest row is an
+    error of one of those kinds."""
+    frame = pl.scan_ipc([str(p) for p in parts], glob=False)  # literal paths: OUT may hold [ or *
+    names = frame.collect_schema().names()
+    cols = [c for c in ("trial_id", *_CELL) if c in names]
+    if not retry_kinds:
+        return frame.select(cols), {}
+    picked = [c for c in (*cols, "status", "error_kind", "finished_at") if c in names]
+    newest = latest(frame.select(picked))
+    again = (pl.col("status") == "error") & pl.col("error_kind").fill_null("").is_in(list(retry_kinds))
+    redo = newest.filter(again).group_by("error_kind").len().collect(engine="streaming")
+    retry = {str(k): int(n) for k, n in redo.iter_rows()}
+    return newest.filter(~again).select(cols), retry
+
+
 def resume_keys(parts: list[Path], retry_kinds: Collection[str] | None = None) -> ResumeSet:
-    """Trial ids a resume skips: every id written, except (``retry_kinds``) ids whose newest row is an error of
-    one of those kinds."""
+    """Trial ids a resume skips (``resume_rows``), as sorted uint64 keys."""
     if not parts:
         return ResumeSet(np.empty(0, dtype=np.uint64), {})
-    frame = pl.scan_ipc([str(p) for p in parts], glob=False)  # literal paths: OUT may hold [ or *
-    retry: dict[str, int] = {}
     if retry_kinds:
-        names = frame.collect_schema().names()
-        cols = [c for c in ("trial_id", "status", "error_kind", "finished_at") if c in names]
-        newest = latest(frame.select(cols)).collect()
-        again = (pl.col("status") == "error") & pl.col("error_kind").fill_null("").is_in(list(retry_kinds))
-        redo = newest.filter(again)
-        retry = {str(k): int(n) for k, n in redo.group_by("error_kind").len().iter_rows()}
-        ids = newest.filter(~again)["trial_id"]
+        done, retry = resume_rows(parts, retry_kinds)
+        ids = done.select("trial_id").collect()["trial_id"]
         keys = trial_keys(ids.to_arrow()) if len(ids) else np.empty(0, dtype=np.uint64)
         keys.sort()
-        return ResumeSet(keys, retry)
-    # every id written, read a batch at a time into 8-byte keys
-    return ResumeSet(np.unique(completed_trial_keys(parts[0].parent, parts)), retry)
+        return ResumeSet(sorted_unique(keys), retry)
+    # every id written, read a batch at a time into 8-byte keys, sorted
+    return ResumeSet(sorted_unique(completed_trial_keys(parts[0].parent, parts)), {})
+
+
+def sorted_unique(keys: np.ndarray) -> np.ndarray:
+    """``np.unique`` of keys already sorted, in one linear pass (``np.unique`` sorts again: with numpy ≥ 2.3 it
+    measured ≈ n^1.25, 1 CPU s at 1M keys and 5.7 s at 4M, where this takes milliseconds)."""
+    if len(keys) < 2:
+        return keys
+    keep = np.empty(len(keys), dtype=bool)
+    keep[0] = True
+    np.not_equal(keys[1:], keys[:-1], out=keep[1:])
+    return keys if keep.all() else keys[keep]
 
 
 def _free_bytes(path: Path) -> int:

@@ -28,7 +28,7 @@ from runner.config.cost import ModelPrice, prices_from, usage_by_model
 from runner.core.calls import Blobs
 from runner.core.errors import UserError
 from runner.core.manifest import Manifest, require_manifest
-from runner.output.parts import PartIssue, inspect_parts, refuse_issues, scan_latest
+from runner.output.parts import PartIssue, PartRecord, recorded_unique, refuse_issues, scan_latest, survey_parts
 from runner.output.sink import TRIALS_DIR
 
 __all__ = ["Output", "Spend", "as_output", "spent_in"]
@@ -45,12 +45,14 @@ class Spend:
 @dataclass(frozen=True, eq=False)
 class Output:
     """A run's output directory as readers see it: its manifest, the parts that count (oldest first), and the
-    parts that do not (``issues``: damaged or foreign; empty unless opened with ``strict=False``)."""
+    parts that do not (``issues``: damaged or foreign; empty unless opened with ``strict=False``), and what the
+    writer recorded in each counted part (``records``, in the order of ``parts``; None: no record)."""
 
     path: Path
     manifest: Manifest
     parts: tuple[Path, ...]
     issues: tuple[PartIssue, ...] = ()
+    records: tuple[PartRecord | None, ...] = ()
 
     @classmethod
     def open(cls, path: str | Path, *, manifest: Manifest | None = None, strict: bool = True) -> Output:
@@ -63,10 +65,10 @@ class Output:
         if manifest is None:
             manifest = require_manifest(path)
         trials_dir = path / TRIALS_DIR
-        parts, issues = inspect_parts(trials_dir, manifest.sweep_id)
+        survey = survey_parts(trials_dir, manifest.sweep_id)
         if strict:
-            refuse_issues(trials_dir, issues)
-        return cls(path, manifest, tuple(parts), tuple(issues))
+            refuse_issues(trials_dir, survey.issues)
+        return cls(path, manifest, tuple(survey.parts), tuple(survey.issues), tuple(survey.records))
 
     @property
     def trials_dir(self) -> Path:
@@ -84,9 +86,16 @@ class Output:
                             hint="run a sweep into this directory first; a crashed run is repaired by rerunning it")
         return self._latest
 
+    @property
+    def unique(self) -> bool | None:
+        """Whether the parts' records prove each trial is one row (True), say a retry superseded rows (False),
+        or prove nothing (None: a part without a record; then the rows are counted). ``runner.output.parts``."""
+        return recorded_unique(self.records, self.manifest) if len(self.records) == len(self.parts) else None
+
     @cached_property
-    def _latest(self) -> pl.LazyFrame:  # the lazy plan, built once (deciding the newest rows reads trial ids)
-        return scan_latest(list(self.parts))
+    def _latest(self) -> pl.LazyFrame:
+        # the lazy plan, built once; without a record that proves uniqueness, deciding it reads every trial id
+        return scan_latest(list(self.parts), self.unique)
 
     def blobs(self) -> Blobs:
         """The content the rows' recorded calls name by id (``call_blobs``), from *every* row of every part: a
@@ -105,7 +114,7 @@ class Output:
         """Rows by status, each trial once (empty for an output without parts)."""
         if not self.parts:
             return {}
-        frame = self.scan().group_by("status").len().collect()
+        frame = self.scan().group_by("status").len().collect(engine="streaming")  # memory: one count per status
         return {str(status): int(n) for status, n in frame.iter_rows()}
 
     def usage(self, prices: Mapping[str, ModelPrice] | None = None, by: tuple[str, ...] = ("model",),

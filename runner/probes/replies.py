@@ -77,6 +77,9 @@ _USER_VOICE_RE = re.compile(
     re.IGNORECASE)
 _WORDS_RE = re.compile(r"[a-z0-9]+")
 
+#: the template-token pattern as a string, for readers that apply it as a polars expression (runner.analysis.replies)
+TOKEN_PATTERN = _TOKEN_RE.pattern
+
 _ECHO_RATIO = 0.8
 
 

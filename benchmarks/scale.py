@@ -1,0 +1,222 @@
+"""Scale on real outputs: run, resume, report, a ``runner.load`` query and diff, at 1M (or more) real trials.
+
+Usage: python benchmarks/scale.py [--trials 1000000] [--cache DIR] [--steps run,resume,kill,report,load,diff]
+
+The outputs are real: the quickstart sweep (3 simulated agents × 13 triples × 3 conditions, ``provider: sim``)
+with its run count scaled to ``--trials``, written through the engine with every common column (``trial_id``,
+``tool_calls``, ``response_text``, the recorded calls). The complete output is a fixture cached under
+``--cache`` (default ``$TMPDIR/trialgrid-scale``), keyed by the trial count and the sweep's id, so it is built
+once; delete the directory to rebuild it. Each step runs in a fresh Python process, which prints its wall
+time, CPU time and peak RSS (``ru_maxrss``), so no step's memory counts against another:
+
+- ``run``: the build itself (only when the fixture is missing; else its cached figures, marked so);
+- ``resume``: ``run`` again on the complete output (nothing to do);
+- ``kill``: a run of the same sweep into a scratch output, killed (SIGKILL) at half the build's wall time,
+  then resumed: the time to the resume's first new trial and the whole resume, and a check that the output
+  holds every trial once (rows = distinct ids = trials). With ``--cut`` (for big grids, where a second build
+  takes as long as the first), the scratch output is instead the fixture as a kill at 50% leaves it: the
+  first half of its record batches in a part, the session left ``running``; the resume is timed to its first
+  new trial and stopped there;
+- ``report``: ``trialgrid report OUT --json FILE -q``;
+- ``load``: ``runner.load(OUT)`` with a per-cell query (decoy rate per model × condition) collected;
+- ``diff``: ``trialgrid diff OUT OUT``.
+
+Figures drift with the machine's load (printed with them); compare steps of one run, side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+QUICKSTART = ROOT / "configs" / "quickstart.yaml"
+STEPS = ("run", "resume", "kill", "report", "load", "diff")
+
+
+def scaled_sweep(folder: Path, trials: int) -> Path:
+    """The quickstart with its run count scaled so the grid holds at least ``trials`` trials."""
+    sweep = yaml.safe_load(QUICKSTART.read_text())
+    cells = 3 * 13 * 3  # models × triples × conditions of the quickstart
+    sweep["probes"][0]["runs"] = max(1, math.ceil(trials / cells))
+    for probe in sweep["probes"]:
+        for key in ("cases", "catalogue"):
+            probe[key] = str(QUICKSTART.parent / probe[key])
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "sweep.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    return path
+
+
+# -- one step, in its own process -------------------------------------------------------------------------------------
+
+def _figures(started: float, cpu: float, **extra: object) -> dict[str, object]:
+    return {"wall_s": round(time.perf_counter() - started, 3), "cpu_s": round(time.process_time() - cpu, 3),
+            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), **extra}
+
+
+def _step(name: str, sweep: Path, out: Path) -> dict[str, object]:
+    started, cpu = time.perf_counter(), time.process_time()
+    if name in ("run", "resume"):
+        import runner.output.sink as sink_module
+        from runner.config.sweep import load_sweep
+        from runner.execution.run import run_sweep
+
+        first: list[float] = []
+        append = sink_module.TrialSink.append
+        stop_at_first = os.environ.get("SCALE_STOP_AT_FIRST") == "1"
+
+        def timed_append(self: object, row: object) -> None:  # when the first new trial reaches the writer
+            if not first:
+                first.append(time.perf_counter() - started)
+                if stop_at_first:
+                    print(json.dumps(_figures(started, cpu, first_new_trial_s=round(first[0], 3))), flush=True)
+                    os._exit(0)
+            append(self, row)  # type: ignore[arg-type]
+
+        sink_module.TrialSink.append = timed_append  # type: ignore[method-assign]
+        result = run_sweep(load_sweep(sweep), out, quiet=True)
+        return _figures(started, cpu, trials=sum(result.counts.values()), skipped=result.skipped,
+                        run=result.stats.done, first_new_trial_s=round(first[0], 3) if first else None)
+    if name == "load":
+        import polars as pl
+
+        import runner
+
+        table = (runner.load(out).group_by("model", "condition")
+                 .agg(pl.len().alias("trials"), pl.col("decoy_called").mean().alias("decoy")).collect())
+        return _figures(started, cpu, cells=table.height)
+    if name == "check":  # every trial once (not timed as a step)
+        import polars as pl
+
+        frame = pl.scan_ipc(str(out / "trials" / "*.arrow"))
+        counts = frame.select(pl.len().alias("rows"), pl.col("trial_id").n_unique().alias("ids")).collect()
+        return {"rows": int(counts["rows"][0]), "distinct_ids": int(counts["ids"][0])}
+    raise SystemExit(f"unknown step {name!r}")
+
+
+# -- the driver -------------------------------------------------------------------------------------------------------
+
+def _in_child(step: str, sweep: Path, out: Path, *, stop_at_first: bool = False) -> dict[str, object]:
+    env = {**os.environ, "SCALE_STOP_AT_FIRST": "1" if stop_at_first else "0"}
+    done = subprocess.run([sys.executable, __file__, "--step", step, "--sweep", str(sweep), "--out", str(out)],
+                          capture_output=True, text=True, check=True, env=env)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _cli(args: list[str]) -> dict[str, object]:
+    """A ``trialgrid`` command in a fresh process: wall, CPU (user + sys of the child) and peak RSS."""
+    code = ("import resource, sys, time; from runner.cli import main; sys.argv = ['trialgrid', *sys.argv[1:]]\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n")
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, _, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    return {"wall_s": round(wall, 3), "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
+            "peak_rss_mib": round(usage.ru_maxrss / 1024, 1)}
+
+
+def _fixture(cache: Path, trials: int) -> tuple[Path, Path, dict[str, object]]:
+    """The cached complete output (built on first use) and the build's figures."""
+    folder = cache / f"quickstart-{trials}"
+    sweep = scaled_sweep(folder, trials)
+    out = folder / "out"
+    record = folder / "build.json"
+    if record.exists() and (out / "manifest.json").exists():
+        return sweep, out, {**json.loads(record.read_text()), "cached": True}
+    shutil.rmtree(out, ignore_errors=True)
+    figures = _in_child("run", sweep, out)
+    record.write_text(json.dumps(figures))
+    return sweep, out, figures
+
+
+def _kill_and_resume(sweep: Path, scratch: Path, build_wall: float) -> dict[str, object]:
+    shutil.rmtree(scratch, ignore_errors=True)
+    code = ("from pathlib import Path; import sys; from runner.config.sweep import load_sweep; "
+            "from runner.execution.run import run_sweep; run_sweep(load_sweep(Path(sys.argv[1])), Path(sys.argv[2]), "
+            "quiet=True)")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(sweep), str(scratch)])
+    time.sleep(build_wall / 2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = _in_child("check", sweep, scratch) if any((scratch / "trials").glob("*.arrow")) else {"rows": 0}
+    resumed = _in_child("run", sweep, scratch)
+    after = _in_child("check", sweep, scratch)
+    return {"rows_at_kill_finalized": before["rows"], **resumed, "exactly_once": after}
+
+
+def _cut_and_resume(sweep: Path, out: Path, scratch: Path) -> dict[str, object]:
+    """The fixture as a kill at 50% leaves it (half its batches, the session ``running``), resumed to its first
+    new trial."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    shutil.rmtree(scratch, ignore_errors=True)
+    (scratch / "trials").mkdir(parents=True)
+    manifest = json.loads((out / "manifest.json").read_text())
+    for session in manifest["sessions"]:
+        session.update(status="running", finished_at=None, trials_run=0)
+    manifest["status"] = "running"
+    (scratch / "manifest.json").write_text(json.dumps(manifest))
+    rows = 0
+    for part in sorted((out / "trials").glob("*.arrow")):
+        with pa.memory_map(str(part)) as source:
+            reader = ipc.open_file(source)
+            half = reader.num_record_batches // 2
+            with pa.OSFile(str(scratch / "trials" / part.name), "wb") as sink, \
+                    ipc.new_file(sink, reader.schema) as writer:
+                for i in range(half):
+                    batch = reader.get_batch(i)
+                    rows += batch.num_rows
+                    writer.write_batch(batch)
+    return {"rows_kept": rows, **_in_child("run", sweep, scratch, stop_at_first=True)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=1_000_000)
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "trialgrid-scale")
+    parser.add_argument("--steps", default=",".join(STEPS))
+    parser.add_argument("--cut", action="store_true", help="kill step: cut the fixture at 50%% instead of a 2nd run")
+    parser.add_argument("--step", help=argparse.SUPPRESS)
+    parser.add_argument("--sweep", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.step:  # a child: one step, its figures as the last line
+        print(json.dumps(_step(args.step, args.sweep, args.out)))
+        return
+    steps = [s for s in args.steps.split(",") if s]
+    print(f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs; cache {args.cache}")
+    sweep, out, build = _fixture(args.cache, args.trials)
+    results: dict[str, dict[str, object]] = {"run": build}
+    if "resume" in steps:
+        results["resume"] = _in_child("run", sweep, out)
+    if "kill" in steps and args.cut:
+        results["cut+resume"] = _cut_and_resume(sweep, out, args.cache / f"scratch-{args.trials}")
+    elif "kill" in steps:
+        results["kill+resume"] = _kill_and_resume(sweep, args.cache / f"scratch-{args.trials}",
+                                                  float(build["wall_s"]))  # type: ignore[arg-type]
+    if "report" in steps:
+        results["report"] = _cli(["report", str(out), "--json", str(args.cache / "report.json"), "-q"])
+    if "load" in steps:
+        results["load"] = _in_child("load", sweep, out)
+    if "diff" in steps:
+        results["diff"] = _cli(["diff", str(out), str(out)])
+    for name, figures in results.items():
+        print(f"{name:12s} " + "  ".join(f"{k} {v}" for k, v in figures.items()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""Issue 30: uniqueness is an invariant the writer keeps and records per part, so readers do not check every row.
+
+Each part a session writes names the session (as the manifest lists it) and how many older rows it may
+supersede (``runner.output.parts.PartRecord``). Readers trust a complete set of records; a part without one,
+or naming a session the manifest does not hold, sends them back to the full check, which still resolves every
+duplicate exactly as before. The resume skips done trials by grid index, never rebuilding their specs, and
+ends equal to an uninterrupted run, row for row.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as ipc
+import pytest
+
+import runner
+from runner.config.sweep import load_sweep
+from runner.core.manifest import MANIFEST, RunStatus, read_manifest
+from runner.execution.grid import Grid
+from runner.execution.run import grid_of, run_sweep
+from runner.output import Output
+from runner.output.parts import SESSION_KEY, SUPERSEDES_KEY, session_token, sorted_unique
+from tests.helpers import quickstart_sweep
+from tests.helpers.rows import written_rows
+from tests.providers.conftest import outcomes
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(sweep, a complete output of it): the quickstart, 2 runs a cell (234 trials), batches of 16 rows."""
+    tmp = tmp_path_factory.mktemp("records")
+    sweep = quickstart_sweep(tmp, runs=2, engine={"batch_rows": 16})
+    run_sweep(load_sweep(sweep), tmp / "out", quiet=True)
+    return sweep, tmp / "out"
+
+
+def copy_of(built: tuple[Path, Path], tmp_path: Path) -> Path:
+    shutil.copytree(built[1], tmp_path / "out")
+    return tmp_path / "out"
+
+
+def rewrite(part: Path, dest: Path, *, metadata: dict[bytes, bytes] | None = None,
+            keep: slice | None = None, table: pa.Table | None = None) -> None:
+    """``part`` rewritten to ``dest``: its schema metadata replaced, its batches cut, or its rows replaced."""
+    original = ipc.open_file(str(part)).read_all()
+    table = original if table is None else table
+    schema = table.schema.with_metadata(metadata if metadata is not None else original.schema.metadata)
+    batches = table.cast(schema).to_batches(max_chunksize=16)
+    with pa.OSFile(str(dest), "wb") as sink, ipc.new_file(sink, schema) as writer:
+        for batch in batches[keep] if keep is not None else batches:
+            writer.write_batch(batch)
+
+
+def the_part(out: Path) -> Path:
+    (part,) = sorted((out / "trials").glob("*.arrow"))
+    return part
+
+
+def test_a_sessions_part_records_its_session_and_readers_trust_it(built: tuple[Path, Path]) -> None:
+    _, out = built
+    metadata = ipc.open_file(str(the_part(out))).schema.metadata
+    manifest = read_manifest(out)
+    assert manifest is not None
+    assert metadata[SESSION_KEY].decode() == session_token(0, manifest.sessions[0])
+    assert metadata[SUPERSEDES_KEY] == b"0"
+    output = Output.open(out)
+    assert output.unique is True  # no row read to decide
+    frame = output.scan().collect()
+    assert frame.height == frame["trial_id"].n_unique() == 234 == written_rows(out).height
+
+
+@pytest.mark.parametrize("record", ["none", "unknown session", "damaged"])
+def test_a_part_without_a_trusted_record_falls_back_to_the_full_check(built: tuple[Path, Path], tmp_path: Path,
+                                                                      record: str) -> None:
+    out = copy_of(built, tmp_path)
+    part = the_part(out)
+    metadata = dict(ipc.open_file(str(part)).schema.metadata)
+    if record == "none":  # a part an older version (or an importer) wrote
+        metadata = {k: v for k, v in metadata.items() if k not in (SESSION_KEY, SUPERSEDES_KEY)}
+    elif record == "unknown session":  # copied in from another output of the same sweep
+        metadata[SESSION_KEY] = b"0|2026-01-01T00:00:00+00:00|1"
+    else:
+        metadata[SUPERSEDES_KEY] = b"many"
+    # the same trials again, in a second part carrying that record: every one of them is a duplicate
+    rewrite(part, part.with_name("part-copy-00000.arrow"), metadata=metadata)
+    output = Output.open(out)
+    assert output.unique is None
+    frame = output.scan().collect()
+    assert written_rows(out).height == 2 * 234
+    assert frame.height == frame["trial_id"].n_unique() == 234
+
+
+def test_a_retry_session_records_what_it_supersedes_and_every_reader_takes_the_newest_row(
+        built: tuple[Path, Path], tmp_path: Path) -> None:
+    sweep, _ = built
+    out = copy_of(built, tmp_path)
+    part = the_part(out)
+    table = ipc.open_file(str(part)).read_all()
+    failed = np.arange(table.num_rows) % 5 == 0  # every fifth trial ended as a transient error
+    edited = table
+    for name, value in (("status", "error"), ("error_kind", "transient")):
+        column = table.column(name).combine_chunks()
+        edited = edited.set_column(table.schema.get_field_index(name), table.schema.field(name),
+                                   pc.if_else(pa.array(failed), pa.scalar(value, column.type), column))
+    rewrite(part, part, table=edited)
+    assert Output.open(out).unique is True  # the first session's record: no trial repeats yet
+
+    run_sweep(load_sweep(sweep), out, quiet=True, retry_kinds=("transient",))
+    output = Output.open(out)
+    assert output.unique is False  # the retry's part says it supersedes rows
+    newest = [p for p in sorted((out / "trials").glob("*.arrow")) if p != part]
+    assert ipc.open_file(str(newest[0])).schema.metadata[SUPERSEDES_KEY] == str(int(failed.sum())).encode()
+    frame = output.scan().collect()
+    assert written_rows(out).height == 234 + int(failed.sum())
+    assert frame.height == frame["trial_id"].n_unique() == 234
+    assert frame.filter(pl.col("status") != "ok").height == 0
+    assert outcomes(frame).equals(outcomes(runner.load(built[1]).collect()))
+
+
+def test_a_resume_after_losing_batches_in_the_middle_equals_an_uninterrupted_run(
+        built: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sweep, reference = built
+    out = copy_of(built, tmp_path)
+    part = the_part(out)
+    rewrite(part, part, keep=slice(None, None, 3))  # two batches in three lost, the first and last kept
+    kept = written_rows(out).height
+    assert 0 < kept < 234
+    built_specs: list[int] = []
+    spec_at = Grid.spec_at
+
+    def counted(self: Grid, index: int):  # type: ignore[no-untyped-def]
+        built_specs.append(index)
+        return spec_at(self, index)
+
+    monkeypatch.setattr(Grid, "spec_at", counted)
+    result = run_sweep(load_sweep(sweep), out, quiet=True)
+    assert result.skipped == kept and result.stats.done == 234 - kept
+    assert len(built_specs) == 234 - kept  # only the specs left were built
+    rows = written_rows(out)
+    assert rows.height == rows["trial_id"].n_unique() == 234
+    assert outcomes(runner.load(out).collect()).equals(outcomes(runner.load(reference).collect()))
+
+
+def test_the_grid_by_index_is_the_grid_in_order(built: tuple[Path, Path]) -> None:
+    sweep, out = built
+    grid = grid_of(load_sweep(sweep))
+    specs = list(grid)
+    assert grid.indexable
+    assert [grid.spec_at(i) for i in range(len(grid))] == specs
+    rng = np.random.default_rng(7)
+    for done in (np.array([0]), np.array([len(grid) - 1]), np.sort(rng.choice(len(grid), 100, replace=False)),
+                 np.arange(len(grid))):
+        skip = set(done.tolist())
+        assert list(grid.pending(done, chunk=50)) == [s for i, s in enumerate(specs) if i not in skip]
+    rows = runner.load(out).select("probe", "case_id", "condition", "run", "model")
+    assert grid.indexes(rows).tolist() == list(range(len(grid)))
+    stray = pl.LazyFrame({"probe": ["misselection", "nope"], "case_id": [specs[5].case_id] * 2,
+                          "condition": [specs[5].condition] * 2, "run": [specs[5].run] * 2,
+                          "model": [specs[5].model] * 2})
+    assert grid.indexes(stray).tolist() == [5]  # a row naming no cell of the grid is left out
+
+
+def test_sorted_unique_is_np_unique_of_sorted_keys() -> None:
+    rng = np.random.default_rng(3)
+    for keys in (np.empty(0, np.uint64), np.array([5], np.uint64), np.sort(rng.integers(0, 50, 400).astype(np.uint64)),
+                 np.arange(100, dtype=np.uint64)):
+        assert np.array_equal(sorted_unique(keys), np.unique(keys))
+
+
+def test_a_crashed_session_records_the_rows_it_wrote(built: tuple[Path, Path], tmp_path: Path) -> None:
+    sweep, _ = built
+    out = copy_of(built, tmp_path)
+    part = the_part(out)
+    rewrite(part, part, keep=slice(0, 5))  # it died after 5 batches of 16 rows
+    data = json.loads((out / MANIFEST).read_text())
+    data["sessions"][0].update(status="running", finished_at=None, trials_run=0, elapsed_s=None)
+    data["status"] = "running"
+    (out / MANIFEST).write_text(json.dumps(data))
+    run_sweep(load_sweep(sweep), out, quiet=True)
+    manifest = read_manifest(out)
+    assert manifest is not None
+    first, second = manifest.sessions
+    assert first.status == RunStatus.CRASHED and first.trials_run == 80
+    assert second.status == RunStatus.COMPLETE and second.trials_run == 234 - 80
