@@ -303,25 +303,9 @@ def _gate(output: Output, names: list[str], exit_now: bool = True) -> None:
         raise typer.Exit(EXIT_GATE)
 
 
-@app.command()
-def diff(
-    old: Path = typer.Argument(..., help="The earlier run's output directory."),
-    new: Path = typer.Argument(..., help="The later run's output directory."),
-    force: bool = typer.Option(False, "--force", help="Compare runs of different sweeps (refused by default)."),
-) -> None:
-    """Compare two runs of a sweep cell by cell (case × condition, every probe): REGRESSION / FIXED by a Fisher
-    exact test on the two counts; exit 1 on a regression."""
-    from runner.analysis.diff import diff_runs
-    from runner.output import Output
+from runner.cli.diff import register as _register_diff  # noqa: E402  (after app exists)
 
-    try:
-        result = diff_runs(Output.open(old), Output.open(new), force=force)
-    except UserError as exc:
-        raise fail(exc) from None
-    for line in result.lines():
-        out.print(Text(term_text(line)), soft_wrap=True)
-    if result.regressions:
-        raise typer.Exit(EXIT_GATE)
+_register_diff(app)
 
 
 @app.command()
