@@ -42,7 +42,10 @@ def consistency_table(runs: Sequence[RunAnalysis], success_rates: frozenset[str]
             head = a.rates[0]
             good = head in success_rates
             cells = a.cells.filter(pl.col(f"n_{head}") > 0)
-            for (model, condition), sub in cells.group_by("model", "condition", maintain_order=True):
+            for model, condition in a.conditions.select("model", "condition").iter_rows():  # report order
+                sub = cells.filter((pl.col("model") == model) & (pl.col("condition") == condition))
+                if sub.height == 0:
+                    continue
                 n = sub[f"n_{head}"].to_numpy()
                 hits = sub[head].to_numpy()
                 c = hits if good else n - hits

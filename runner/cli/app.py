@@ -443,15 +443,21 @@ def report(
                                              help="Write each listing view (e.g. the phantom disagreements) as "
                                                   "<probe>.<view>.jsonl into this directory (--csv writes them "
                                                   "beside the CSV files too). Never written into a run."),
+    gate: list[str] = typer.Option([], "--gate", metavar="GATE",
+                                   help='Exit 1 unless a bound of a rate\'s cluster interval holds, e.g. '
+                                        '"upper(decoy_called | ungroundable) <= 0.20" (BOUND: upper, lower, rate; '
+                                        'repeatable; every model and, without a condition, every condition).'),
 ) -> None:
     """Leaderboards and per-model tables for one or many finished (or partial) runs. Reads the runs, never
     writes into them (a read-only or archived output reports the same)."""
+    from runner.analysis.gates import check_gates, parse_gate
     from runner.analysis.leaderboard import summarize
     from runner.output import Output
     from runner.reporting.listings import write_listings
     from runner.reporting.terminal import print_summary
 
     try:
+        gates = [parse_gate(g) for g in gate]  # a malformed gate is bad input, found before any work
         summary = summarize([Output.open(o) for o in out_dirs])  # each output opened once, passed down
         listings = {}
         for directory in (listings_dir, csv_dir):
@@ -479,6 +485,13 @@ def report(
 
             badges = write_badges(summary, badge_dir)
             err.print(Text(one_line(f"wrote {len(set(badges))} badge(s) into {badge_dir}")), soft_wrap=True)
+        if gates:  # gates on intervals (runner.analysis.gates)
+            failures = check_gates(summary, gates)
+            for line in failures:
+                err.print(Text(term_text(line)), soft_wrap=True)
+            plain(f"--gate: {len(gate)} gate(s), {len(failures)} failing row(s)")
+            if failures:
+                raise typer.Exit(EXIT_GATE)
     except UserError as exc:
         raise fail(exc) from None
 

@@ -1,5 +1,6 @@
 """Model against model, paired on the case: the numbers are the stats calls on matched cells, Holm across the family,
-and every rendering (terminal, JSON, CSV, HTML forest plot, runner.load_summary) carries them."""
+and every rendering (terminal, JSON, CSV, HTML forest plot, runner.load_summary) carries them; pass^k consistency;
+`report --gate` thresholds on interval bounds. One quickstart fixture serves them all."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from typer.testing import CliRunner
 
 import runner
 import stats
+from runner.analysis.gates import check_gates, parse_gate
+from runner.analysis.leaderboard import Summary
 from runner.cli.app import app
+from runner.core.errors import UserError
 from tests.helpers.files import quickstart_sweep
 
 
@@ -29,8 +33,13 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return outs
 
 
-def test_each_pair_and_rate_is_the_paired_test_and_interval_on_matched_cells(runs: list[Path]) -> None:
-    summary = runner.load_summary(runs[0])
+@pytest.fixture(scope="module")
+def summary(runs: list[Path]) -> Summary:
+    """The first run's summary, built once for the tests that read it."""
+    return runner.load_summary(runs[0])
+
+
+def test_each_pair_and_rate_is_the_paired_test_and_interval_on_matched_cells(summary: Summary) -> None:
     comp = summary.comparisons
     pairs = set(zip(comp["model_a"], comp["model_b"], strict=True))
     assert pairs == {("sim-careful", "sim-typical"), ("sim-careful", "sim-reckless"), ("sim-typical", "sim-reckless")}
@@ -79,3 +88,52 @@ def test_terminal_json_csv_and_html_carry_the_comparisons(runs: list[Path], tmp_
     assert csv.height == 9 and "p_holm" in csv.columns
     page = (tmp_path / "r.html").read_text()
     assert 'data-section="comparisons"' in page and "model against model" in page and "<svg" in page
+
+
+def test_consistency_is_pass_hat_k_of_the_headline_success_per_model_and_condition(summary: Summary) -> None:
+    con = summary.consistency
+    assert con["model"].unique(maintain_order=True).to_list() == ["sim-careful", "sim-typical", "sim-reckless"]
+    assert set(con["k"]) == {1, 2, 3, 4, 5} and set(con["success"]) == {"no decoy_called"}
+    cells = summary.cells.filter((pl.col("rate") == "decoy_called") & (pl.col("model") == "sim-reckless")
+                                 & (pl.col("condition") == "ungroundable"))
+    clean = (cells["n"] - cells["hits"]).to_numpy()
+    for k in (1, 3, 5):
+        row = con.filter((pl.col("model") == "sim-reckless") & (pl.col("condition") == "ungroundable")
+                         & (pl.col("k") == k)).row(0, named=True)
+        ref = stats.pass_hat_k(cells["case_id"].to_numpy(), clean, cells["n"].to_numpy(), k)
+        assert row["pass_k"] == pytest.approx(ref.statistic) and row["cases"] == 13
+        assert (row["ci_lo"], row["ci_hi"]) == pytest.approx(tuple(ref.confidence_interval))
+        assert row["every_run"] == pytest.approx(float(np.mean(clean == cells["n"].to_numpy())))
+    k1 = con.filter((pl.col("k") == 1) & (pl.col("model") == "sim-reckless") & (pl.col("condition") == "ungroundable"))
+    board = summary.conditions.filter((pl.col("model") == "sim-reckless") & (pl.col("condition") == "ungroundable")
+                                      & (pl.col("rate") == "decoy_called"))
+    assert k1["pass_k"][0] == pytest.approx(1 - board["value"][0])  # equal runs per case: pass^1 = 1 − the rate
+
+
+def test_a_gate_on_the_upper_bound_fails_exactly_the_rows_past_it_and_names_them(runs: list[Path],
+                                                                                  summary: Summary) -> None:
+    rows = summary.conditions.filter((pl.col("rate") == "decoy_called") & (pl.col("condition") == "ungroundable"))
+    threshold = float(rows["cluster_hi"].median())  # type: ignore[arg-type]
+    gate = parse_gate(f"upper(decoy_called | ungroundable) <= {threshold:.6f}")
+    failures = check_gates(summary, [gate])
+    past = rows.filter(pl.col("cluster_hi") > round(threshold, 6))["model"].to_list()
+    assert past and [f.split(": ")[1].split(" · ")[0] for f in failures] == past
+    assert all("upper" in f and "95% interval" in f for f in failures)
+    result = CliRunner().invoke(app, ["report", str(runs[0]), "-q", "--gate", gate.text])
+    assert result.exit_code == 1 and past[0] in result.output
+    ok = CliRunner().invoke(app, ["report", str(runs[0]), "-q", "--gate", "upper(decoy_called) <= 100%"])
+    assert ok.exit_code == 0 and "0 failing" in ok.output
+
+
+def test_a_malformed_gate_is_bad_input_with_the_form_expected(runs: list[Path]) -> None:
+    for text in ("decoy_called < 0.2", "upper(decoy_called) < 1.5", "mean(x) < 0.1"):
+        with pytest.raises(UserError):
+            parse_gate(text)
+    assert parse_gate("lower( passed|negative )>=95%").threshold == pytest.approx(0.95)
+    result = CliRunner().invoke(app, ["report", str(runs[0]), "-q", "--gate", "decoy_called < 0.2"])
+    assert result.exit_code == 2 and "--gate" in result.output and "BOUND(RATE | CONDITION)" in result.output
+
+
+def test_a_gate_on_an_unknown_rate_is_refused_not_passed(summary: Summary) -> None:
+    with pytest.raises(UserError, match="matches no rate"):
+        check_gates(summary, [parse_gate("lower(no_such_rate) > 0.1")])
