@@ -188,7 +188,7 @@ class RunChange:
         ci = f"[{pp * c.ci_lo:+.1f}, {pp * c.ci_hi:+.1f}]"
         tag = self.status if self.status != "unchanged" else "same"
         detect = (f"detectable ±{pp * c.detectable:.1f} pp" if c.floor <= RUN_ALPHA else
-                  f"cannot detect any change (floor {c.floor:.2g} > {RUN_ALPHA:g})")
+                  f"no arrangement of these data can pass (floor {c.floor:.2g} > {RUN_ALPHA:g})")
         return (f"{tag} {self.model} · {self.probe} · {self.event}: {pp * c.rate_b:.1f}% -> {pp * c.rate_a:.1f}% "
                 f"({pp * c.difference:+.1f} pp, {CONFIDENCE:.0%} CI {ci}), paired p = {c.p:.2g} "
                 f"(floor {c.floor:.2g}), Holm {self.p_holm:.2g}; {c.cases} cases; {detect}")
