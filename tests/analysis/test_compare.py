@@ -87,7 +87,9 @@ def test_terminal_json_csv_and_html_carry_the_comparisons(runs: list[Path], tmp_
     csv = pl.read_csv(tmp_path / "csv" / "comparisons.csv")
     assert csv.height == 9 and "p_holm" in csv.columns
     page = (tmp_path / "r.html").read_text()
-    assert 'data-section="comparisons"' in page and "model against model" in page and "<svg" in page
+    section = page[page.index('<section data-section="comparisons"'):]
+    section = section[:section.index("</section>")]
+    assert 'aria-label="model against model"' in section and section.count("<circle") == 9  # one dot per row
 
 
 def test_consistency_is_pass_hat_k_of_the_headline_success_per_model_and_condition(summary: Summary) -> None:
