@@ -793,7 +793,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--resamples", type=int, default=None, help="bootstrap resamples (default 999; --quick 299; "
                     "0 skips the bootstrap methods)")
     ap.add_argument("--seed", type=int, default=20261201)
-    ap.add_argument("--only", choices=("rate", "diff", "floor", "floor-diff"), default=None,
+    ap.add_argument("--only", choices=("rate", "diff", "floor", "floor-diff", "paired"), default=None,
                     help="only the rate or the difference tables, or only the floor table of the rates (floor, "
                     "implies --floor) or of the differences (floor-diff)")
     ap.add_argument("--no-stress", action="store_true", help="skip the J-shaped stress panel")
@@ -801,6 +801,9 @@ def main(argv: list[str]) -> int:
                     "columns to the rate table (slow: about 0.5-1 ms per interval; use with --prompts 6,12)")
     ap.add_argument("--prompts", type=str, default=None, help="comma-separated subset of 6,12,30,100")
     args = ap.parse_args(argv[1:])
+    if args.only == "paired":  # the paired model difference on correlated designs (issue 27): its own module
+        from paired_coverage import main as paired_main
+        return paired_main(argv[1:])
     R = args.designs or (400 if args.quick else 2000)
     RA = max(args.analytic_designs or (400 if args.quick else 10_000), R)
     B = args.resamples if args.resamples is not None else (299 if args.quick else 999)

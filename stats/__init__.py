@@ -27,6 +27,8 @@ from stats.cluster_intervals import (
 # deprecated aliases: attributes, not in __all__ (they warn when called)
 from stats.cluster_intervals import cluster_bootstrap_ci as cluster_bootstrap_ci
 from stats.cluster_intervals import cluster_bootstrap_many as cluster_bootstrap_many
+from stats.comparison import holm, paired_permutation_test
+from stats.consistency import PassHatKResult, pass_hat_k
 from stats.contingency import fisher_exact, mcnemar_exact
 from stats.fields import field_scores
 from stats.firing import prompts_firing
@@ -61,6 +63,7 @@ __all__ = [
     "KappaResult",
     "McNemarResult",
     "PairedDifferenceResult",
+    "PassHatKResult",
     "PermutationTestResult",
     "PowerResult",
     "SpearmanResult",
@@ -73,8 +76,11 @@ __all__ = [
     "factorize_clusters",
     "field_scores",
     "fisher_exact",
+    "holm",
     "mcnemar_exact",
     "paired_difference",
+    "paired_permutation_test",
+    "pass_hat_k",
     "prompts_firing",
     "simulate_power",
     "spearman",

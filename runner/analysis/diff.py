@@ -6,24 +6,30 @@ scored trial passed, ``unscored`` when every trial errored (a gate must not pass
 no evidence, and an error is never counted as a pass or a fail). Failing verdicts
 carry their reasons — field and concrete value — so a CI log says what leaked.
 
-``diff`` lines two runs of one sweep up cell by cell — (probe, model, case,
-condition), for every probe kind — and compares the count of the cell's *event*
-before and after: a failure for a pass/fail probe (headline ``passed``), else a
-trial with the probe's headline rate (a decoy call, a wrong answer, a failed
-audit). The rule, stated once in ``RULE``:
+``diff`` lines two runs of one sweep up on the (probe, model, case, condition)
+cells both hold, for every probe kind, and compares the count of the cell's
+*event* before and after: a failure for a pass/fail probe (headline ``passed``),
+else a trial with the probe's headline rate (a decoy call, a wrong answer, a
+failed audit). Two levels, one family (the rule, stated once in ``rule()``):
 
-- REGRESSION: the event's rate rose and the two-sided Fisher exact test on the two
-  counts (event / no event, before / after) gives p ≤ ``ALPHA``; or, for a
-  pass/fail probe, the cell passed every scored trial before and fails now (the
-  ``--fail-on`` gate's own rule, so a gate that passed and now fails is never
-  "unchanged");
-- FIXED: the mirror image;
-- anything else is unchanged, however the counts moved.
+- **run level**, per (probe, model): NEW − OLD of the event rate on the shared
+  cases, paired and clustered on the case (``runner.analysis.compare.paired_contrast``:
+  the report's A − B interval and the paired cluster permutation p, labels
+  OLD / NEW swapped within case), with the smallest change the design could show;
+- **case level**, per cell: the two-sided Fisher exact test on the two counts
+  (trials of one cell are independent given the case, so this asks whether that
+  cell moved).
 
-Fisher treats trials as independent: within one cell they share a prompt, so
-this is the per-cell question "did this cell's rate move", not an inference
-about prompts. Runs of different sweeps (another ``sweep_name``, or no cell in
-common) are refused unless ``force``: their cells are not the same questions.
+REGRESSION / FIXED needs evidence under a rule that controls the family-wise
+error rate over everything one diff tests: ``ALPHA`` is split, ``RUN_ALPHA`` to
+the run-level tests and ``CASE_ALPHA`` to the case-level ones (Bonferroni across
+the two families), with Holm within each. A cell whose own evidence does not pass
+is at most a *lead* (its event went from none to some, or back, or its raw Fisher
+p ≤ ``ALPHA``): listed with its counts, to read, never a verdict. The former
+default, "a pass/fail cell that passed every scored trial now fails", is the
+opt-in ``strict`` gate. Runs of different sweeps (another ``sweep_name``, or no
+cell in common) are refused unless ``force``: their cells are not the same
+questions.
 """
 
 from __future__ import annotations
@@ -32,21 +38,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 import stats
 from runner.analysis.cells import cell_counts
+from runner.analysis.compare import PairedContrast, paired_contrast
 from runner.analysis.leaderboard import SUCCESS_RATES
+from runner.core.constants import CONFIDENCE
 from runner.core.errors import UserError
 from runner.core.manifest import Manifest
 from runner.output.reader import Output, as_output
 from runner.probes import PROBES
 
-#: significance level of the per-cell Fisher exact test
+#: family-wise error rate of one diff's verdicts, split between the run-level and the case-level family
 ALPHA = 0.05
-RULE = (f"REGRESSION / FIXED: a cell's event rate (a failure for pass/fail probes, else the headline rate) rose / "
-        f"fell with two-sided Fisher exact p ≤ {ALPHA:g} on the two counts, or a pass/fail cell went from passing "
-        "every scored trial to failing (or back).")
+RUN_ALPHA = 0.04
+CASE_ALPHA = ALPHA - RUN_ALPHA
 
 _PASS, FAIL, _UNSCORED = "pass", "fail", "unscored"
 
@@ -141,9 +149,11 @@ class CellChange:
     event: str
     before: tuple[int, int]   # (events, scored trials)
     after: tuple[int, int]
-    p: float
-    status: str               # REGRESSION, FIXED or unchanged
+    p: float                  # two-sided Fisher exact p on the two counts
+    status: str               # REGRESSION, FIXED, lead or unchanged
     reasons: tuple[str, ...] = ()
+    p_holm: float = 1.0       # Holm-adjusted within the case-level family
+    why: str = ""             # which rule gave the status
 
     def label(self) -> str:
         return f"{self.case_id} [{self.model}, {self.probe}, {self.condition}]"
@@ -153,9 +163,35 @@ class CellChange:
         r0 = f"{100 * x0 / n0:.0f}%" if n0 else "—"
         r1 = f"{100 * x1 / n1:.0f}%" if n1 else "—"
         why = f"; {'; '.join(self.reasons[:4])}" + (f"; +{len(self.reasons) - 4} more" if len(self.reasons) > 4 else "") \
-            if self.reasons and self.status == "REGRESSION" else ""
-        return (f"{self.status} {self.label()}: {self.event} {x0}/{n0} ({r0}) -> {x1}/{n1} ({r1}), "
-                f"Fisher p = {self.p:.2g}{why}")
+            if self.reasons and self.status in ("REGRESSION", "lead") and x1 > x0 else ""
+        tag = "LEAD" if self.status == "lead" else self.status
+        rule = f" ({self.why})" if self.why else ""
+        return (f"{tag} {self.label()}: {self.event} {x0}/{n0} ({r0}) -> {x1}/{n1} ({r1}), "
+                f"Fisher p = {self.p:.2g}, Holm {self.p_holm:.2g}{rule}{why}")
+
+
+@dataclass(frozen=True)
+class RunChange:
+    """One (probe, model) in both runs: NEW − OLD of the event rate on the shared cases, paired on the case."""
+
+    probe: str
+    kind: str
+    model: str
+    event: str
+    contrast: PairedContrast   # A = NEW, B = OLD
+    p_holm: float
+    status: str                # REGRESSION, FIXED or unchanged
+
+    def line(self) -> str:
+        c = self.contrast
+        pp = 100.0
+        ci = f"[{pp * c.ci_lo:+.1f}, {pp * c.ci_hi:+.1f}]"
+        tag = self.status if self.status != "unchanged" else "same"
+        detect = (f"detectable ±{pp * c.detectable:.1f} pp" if c.floor <= RUN_ALPHA else
+                  f"no arrangement of these data can pass (floor {c.floor:.2g} > {RUN_ALPHA:g})")
+        return (f"{tag} {self.model} · {self.probe} · {self.event}: {pp * c.rate_b:.1f}% -> {pp * c.rate_a:.1f}% "
+                f"({pp * c.difference:+.1f} pp, {CONFIDENCE:.0%} CI {ci}), paired p = {c.p:.2g} "
+                f"(floor {c.floor:.2g}), Holm {self.p_holm:.2g}; {c.cases} cases; {detect}")
 
 
 @dataclass
@@ -163,26 +199,57 @@ class DiffResult:
     changes: list[CellChange] = field(default_factory=list)
     only_old: list[str] = field(default_factory=list)   # cell labels
     only_new: list[str] = field(default_factory=list)
+    runs: list[RunChange] = field(default_factory=list)
+    strict: bool = False
 
     @property
-    def regressions(self) -> list[CellChange]:
-        return [c for c in self.changes if c.status == "REGRESSION"]
+    def regressions(self) -> list[CellChange | RunChange]:
+        """Run-level and case-level REGRESSION verdicts (the case level under ``--strict`` too)."""
+        return [*(r for r in self.runs if r.status == "REGRESSION"),
+                *(c for c in self.changes if c.status == "REGRESSION")]
 
     @property
-    def fixed(self) -> list[CellChange]:
-        return [c for c in self.changes if c.status == "FIXED"]
+    def fixed(self) -> list[CellChange | RunChange]:
+        return [*(r for r in self.runs if r.status == "FIXED"), *(c for c in self.changes if c.status == "FIXED")]
+
+    @property
+    def leads(self) -> list[CellChange]:
+        return [c for c in self.changes if c.status == "lead"]
 
     def lines(self, limit: int = 20) -> list[str]:
-        """REGRESSION and FIXED lines, then cells in one run only (at most ``limit`` listed), then the tally."""
-        out = [c.line() for c in self.regressions] + [c.line() for c in self.fixed]
+        """Run-level lines, case-level verdicts, leads and cells in one run only (each at most ``limit``), tally."""
+        out = [r.line() for r in self.runs]
+        verdicts = [c for c in self.changes if c.status in ("REGRESSION", "FIXED")]
+        verdicts.sort(key=lambda c: c.status != "REGRESSION")
+        out += [c.line() for c in verdicts]
+        leads = self.leads
+        out += [c.line() for c in leads[:limit]]
+        if len(leads) > limit:
+            out.append(f"LEAD: +{len(leads) - limit} more cell(s)")
         for tag, cells in (("ONLY IN OLD", self.only_old), ("ONLY IN NEW", self.only_new)):
             out += [f"{tag} {c}" for c in cells[:limit]]
             if len(cells) > limit:
                 out.append(f"{tag}: +{len(cells) - limit} more cell(s)")
-        unchanged = len(self.changes) - len(self.regressions) - len(self.fixed)
-        out.append(f"{len(self.regressions)} regression(s), {len(self.fixed)} fixed, {unchanged} unchanged, "
-                   f"{len(self.only_old)} only in old, {len(self.only_new)} only in new. {RULE}")
+        unchanged = len(self.changes) - len(verdicts) - len(leads)
+        out.append(f"{len(self.regressions)} regression(s), {len(self.fixed)} fixed "
+                   f"({sum(r.status != 'unchanged' for r in self.runs)} of {len(self.runs)} run-level tests, "
+                   f"{len(verdicts)} of {len(self.changes)} cells), {len(leads)} lead(s), {unchanged} cells unchanged, "
+                   f"{len(self.only_old)} only in old, {len(self.only_new)} only in new. "
+                   f"{rule(len(self.runs), len(self.changes), self.strict)}")
         return out
+
+
+def rule(run_tests: int, cell_tests: int, strict: bool = False) -> str:
+    """The controlled rule of one diff, as its output states it."""
+    text = (f"Rule: REGRESSION / FIXED when the event rate (a failure for pass/fail probes, else the headline rate) "
+            f"rose / fell with Holm-adjusted p ≤ {RUN_ALPHA:g} across the {run_tests} run-level paired tests "
+            f"(NEW − OLD per probe × model, paired cluster permutation, cases as the unit) or ≤ {CASE_ALPHA:g} "
+            f"across the {cell_tests} case-level Fisher tests: family-wise error rate ≤ {ALPHA:g} over everything "
+            f"this diff tests. LEAD: a cell whose event went from none to some (or back) or whose raw Fisher p ≤ "
+            f"{ALPHA:g}, not a verdict.")
+    if strict:
+        text += " --strict: a pass/fail cell that passed every scored trial and now fails is a REGRESSION too."
+    return text
 
 
 def _probe_rates(manifest: Manifest) -> dict[str, tuple[str, str]]:
@@ -224,19 +291,25 @@ def _reasons(output: Output) -> dict[tuple[str, str, str, str], tuple[str, ...]]
             for r in frame.iter_rows(named=True)}
 
 
-def _status(before: tuple[int, int], after: tuple[int, int], p: float, pass_fail: bool) -> str:
+def _cell_status(before: tuple[int, int], after: tuple[int, int], p: float, p_holm: float, pass_fail: bool,
+                 strict: bool) -> tuple[str, str]:
+    """(status, the rule that gave it) of one cell."""
     (x0, n0), (x1, n1) = before, after
     if not n0 or not n1:
-        return "unchanged"
+        return "unchanged", ""
     r0, r1 = x0 / n0, x1 / n1
-    if r1 > r0 and (p <= ALPHA or (pass_fail and x0 == 0)):
-        return "REGRESSION"
-    if r1 < r0 and (p <= ALPHA or (pass_fail and x1 == 0)):
-        return "FIXED"
-    return "unchanged"
+    if r1 != r0 and p_holm <= CASE_ALPHA:
+        return ("REGRESSION" if r1 > r0 else "FIXED"), f"case-level Holm ≤ {CASE_ALPHA:g}"
+    if strict and pass_fail and ((x0 == 0) != (x1 == 0)):
+        return ("REGRESSION" if x1 else "FIXED"), "--strict: " + ("passed every trial, now fails" if x1 else
+                                                                 "failed, now passes every trial")
+    if r1 != r0 and ((x0 == 0) != (x1 == 0) or p <= ALPHA):
+        return "lead", ""
+    return "unchanged", ""
 
 
-def diff_runs(old_output: Output | Path, new_output: Output | Path, *, force: bool = False) -> DiffResult:
+def diff_runs(old_output: Output | Path, new_output: Output | Path, *, force: bool = False,
+              strict: bool = False) -> DiffResult:
     """Every cell of two runs of one sweep, compared as the module docstring says. Raises ``UserError``."""
     before_run, after_run = as_output(old_output), as_output(new_output)
     old, new = before_run.path, after_run.path
@@ -252,7 +325,9 @@ def diff_runs(old_output: Output | Path, new_output: Output | Path, *, force: bo
         raise UserError(f"{old} and {new} have no (probe, model, case, condition) cell in common",
                         hint="pass --force to list them anyway")
     reasons = _reasons(after_run)
-    result = DiffResult()
+    result = DiffResult(strict=strict)
+    shared: dict[tuple[str, str], list[tuple[str, int, int, int, int]]] = {}
+    cells: list[tuple[tuple[str, str, str, str], str, str, int, int, int, int, float]] = []
     for key in sorted(before.keys() | after.keys()):
         probe, model, case_id, condition = key
         label = f"{case_id} [{model}, {probe}, {condition}]"
@@ -265,7 +340,29 @@ def diff_runs(old_output: Output | Path, new_output: Output | Path, *, force: bo
         kind, event, x0, n0 = before[key]
         _, _, x1, n1 = after[key]
         p = float(stats.fisher_exact([[x0, n0 - x0], [x1, n1 - x1]]).pvalue) if n0 and n1 else 1.0
-        status = _status((x0, n0), (x1, n1), p, event.startswith("failure"))
-        result.changes.append(CellChange(probe, kind, model, case_id, condition, event, (x0, n0), (x1, n1), p,
-                                         status, reasons.get(key, ())))
+        cells.append((key, kind, event, x0, n0, x1, n1, p))
+        if n0 and n1:
+            shared.setdefault((probe, model), []).append((case_id, x1, n1, x0, n0))
+    tested = [c for c in cells if c[4] and c[6]]
+    holm_cells = dict(zip([c[0] for c in tested], stats.holm([c[7] for c in tested]), strict=True)) if tested else {}
+    for key, kind, event, x0, n0, x1, n1, p in cells:
+        q = float(holm_cells.get(key, 1.0))
+        status, why = _cell_status((x0, n0), (x1, n1), p, q, event.startswith("failure"), strict)
+        result.changes.append(CellChange(key[0], kind, key[1], key[2], key[3], event, (x0, n0), (x1, n1), p,
+                                         status, reasons.get(key, ()), q, why))
+    seed = before_run.manifest.seed % (2**32)
+    family = max(len(shared), 1)
+    contrasts = []
+    for (probe, model), rows in shared.items():
+        case, ha, na, hb, nb = (np.array(col) for col in zip(*rows, strict=True))
+        contrasts.append(((probe, model), paired_contrast(case, ha, na, hb, nb, family_level=RUN_ALPHA / family,
+                                                          seed=seed)))
+    adjusted = stats.holm([c.p for _, c in contrasts]) if contrasts else np.zeros(0)
+    kinds = {(k[0], k[1]): (kind, event) for k, kind, event, *_ in cells}
+    for ((probe, model), c), q in zip(contrasts, adjusted, strict=True):
+        status = "unchanged"
+        if q <= RUN_ALPHA and c.difference != 0:
+            status = "REGRESSION" if c.difference > 0 else "FIXED"
+        kind, event = kinds[(probe, model)]
+        result.runs.append(RunChange(probe, kind, model, event, c, float(q), status))
     return result

@@ -15,7 +15,7 @@ outcome columns stack into one frame, and every table carries the ``run`` label.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,8 @@ import polars as pl
 
 import stats
 from runner.analysis.cells import ProbeAnalysis, analyze
+from runner.analysis.compare import COMPARISON_SCHEMA, model_comparisons
+from runner.analysis.consistency import CONSISTENCY_SCHEMA, consistency_table
 from runner.analysis.replies import replies_view
 from runner.config.cost import ModelPrice
 from runner.core.errors import UserError
@@ -65,6 +67,10 @@ class Summary:
     cells: pl.DataFrame        # run × probe × model × case × condition × rate: hits of n
     fields: pl.DataFrame       # run × probe × model × condition × scorer: field precision / recall (a probe view)
     stages: pl.DataFrame       # run × probe × model × condition × stage: trials reaching it (a probe view)
+    #: probe × rate × pair of (run, model) sides sharing cases: paired A − B, interval, p, Holm (analysis.compare)
+    comparisons: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=COMPARISON_SCHEMA))
+    #: run × probe × model × condition × k: pass^k of the headline's success, cases as the unit (analysis.consistency)
+    consistency: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=CONSISTENCY_SCHEMA))
 
     def probe_keys(self) -> list[tuple[str, str]]:
         """(probe, kind) in first-seen order across runs."""
@@ -298,4 +304,6 @@ def summarize(outputs: Sequence[Output | Path]) -> Summary:
         cells=stack(cells, _CELL_SCHEMA),
         fields=stack(fields, FIELD_SCHEMA),
         stages=stack(stages, STAGE_SCHEMA),
+        comparisons=model_comparisons(runs, seed=manifests[0].seed % (2**32)),
+        consistency=consistency_table(runs, SUCCESS_RATES),
     )

@@ -303,25 +303,9 @@ def _gate(output: Output, names: list[str], exit_now: bool = True) -> None:
         raise typer.Exit(EXIT_GATE)
 
 
-@app.command()
-def diff(
-    old: Path = typer.Argument(..., help="The earlier run's output directory."),
-    new: Path = typer.Argument(..., help="The later run's output directory."),
-    force: bool = typer.Option(False, "--force", help="Compare runs of different sweeps (refused by default)."),
-) -> None:
-    """Compare two runs of a sweep cell by cell (case × condition, every probe): REGRESSION / FIXED by a Fisher
-    exact test on the two counts; exit 1 on a regression."""
-    from runner.analysis.diff import diff_runs
-    from runner.output import Output
+from runner.cli.diff import register as _register_diff  # noqa: E402  (after app exists)
 
-    try:
-        result = diff_runs(Output.open(old), Output.open(new), force=force)
-    except UserError as exc:
-        raise fail(exc) from None
-    for line in result.lines():
-        out.print(Text(term_text(line)), soft_wrap=True)
-    if result.regressions:
-        raise typer.Exit(EXIT_GATE)
+_register_diff(app)
 
 
 @app.command()
@@ -459,15 +443,21 @@ def report(
                                              help="Write each listing view (e.g. the phantom disagreements) as "
                                                   "<probe>.<view>.jsonl into this directory (--csv writes them "
                                                   "beside the CSV files too). Never written into a run."),
+    gate: list[str] = typer.Option([], "--gate", metavar="GATE",
+                                   help='Exit 1 unless a bound of a rate\'s cluster interval holds, e.g. '
+                                        '"upper(decoy_called | ungroundable) <= 0.20" (BOUND: upper, lower, rate; '
+                                        'repeatable; every model and, without a condition, every condition).'),
 ) -> None:
     """Leaderboards and per-model tables for one or many finished (or partial) runs. Reads the runs, never
     writes into them (a read-only or archived output reports the same)."""
+    from runner.analysis.gates import check_gates, parse_gate
     from runner.analysis.leaderboard import summarize
     from runner.output import Output
     from runner.reporting.listings import write_listings
     from runner.reporting.terminal import print_summary
 
     try:
+        gates = [parse_gate(g) for g in gate]  # a malformed gate is bad input, found before any work
         summary = summarize([Output.open(o) for o in out_dirs])  # each output opened once, passed down
         listings = {}
         for directory in (listings_dir, csv_dir):
@@ -495,6 +485,13 @@ def report(
 
             badges = write_badges(summary, badge_dir)
             err.print(Text(one_line(f"wrote {len(set(badges))} badge(s) into {badge_dir}")), soft_wrap=True)
+        if gates:  # gates on intervals (runner.analysis.gates)
+            failures = check_gates(summary, gates)
+            for line in failures:
+                err.print(Text(term_text(line)), soft_wrap=True)
+            plain(f"--gate: {len(gate)} gate(s), {len(failures)} failing row(s)")
+            if failures:
+                raise typer.Exit(EXIT_GATE)
     except UserError as exc:
         raise fail(exc) from None
 

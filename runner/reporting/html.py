@@ -42,6 +42,7 @@ from runner.core.formatting import pvalue as _p
 from runner.core.views import ProbeView
 from runner.probes import PROBES
 from runner.reporting import svgplot as S
+from runner.reporting.comparisons import comparison_html
 from runner.reporting.examples import MAX_CELLS, PER_CELL, Example, sample_examples, shorten
 from runner.reporting.outcomes import definition
 from runner.reporting.viewformat import cell_parts, is_numeric
@@ -521,6 +522,9 @@ def render_html(summary: Summary, title: str = "trialgrid report") -> str:
         examples = _examples_section(summary, probe, kind, rates[0])
         if examples is not None:
             body.append(examples)
+    if summary.comparisons.height:  # model against model, paired on the case (runner.reporting.comparisons)
+        body.append("<h2>Model against model</h2>" + comparison_html(summary))
+        nav.append('<a href="#comparisons-all">models compared</a>')
     body.append("<h2>Cost</h2>" + _cost_section(summary))
     nav.append(f'<a href="#{_slug("cost", "all")}">cost</a>')
     methods = sorted(set(summary.contrasts["method_trial"].to_list() + summary.contrasts["method_cell"].to_list()))

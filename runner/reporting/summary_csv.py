@@ -21,14 +21,16 @@ import polars as pl
 from runner.analysis.leaderboard import Summary
 from runner.core.safety import confined, csv_cell, safe_filename
 
-_TABLES = ("runs", "models", "leaderboard", "conditions", "contrasts", "cells", "fields", "stages")
+_TABLES = ("runs", "models", "leaderboard", "conditions", "contrasts", "cells", "fields", "stages", "comparisons",
+           "consistency")
 
 
 def write_csv(summary: Summary, directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     frames = {"runs": summary.run_table, "models": summary.models, "leaderboard": summary.leaderboard,
               "conditions": summary.conditions, "contrasts": summary.contrasts, "cells": summary.cells,
-              "fields": summary.fields, "stages": summary.stages}
+              "fields": summary.fields, "stages": summary.stages, "comparisons": summary.comparisons,
+              "consistency": summary.consistency}
     written = []
     for name in _TABLES:
         written.append(_write(frames[name], confined(directory, f"{name}.csv")))

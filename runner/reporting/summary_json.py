@@ -25,6 +25,8 @@ from runner.analysis.scorecard import scorecard_table
 from runner.analysis.scorecard import settings as scorecard_settings
 from runner.core.constants import CONFIDENCE, INTERVAL_METHOD
 from runner.core.views import ProbeView
+from runner.reporting.comparisons import comparison_records
+from runner.reporting.consistency import consistency_records
 
 _FORMAT = "trialgrid-summary"
 #: 3: ``settings.interval_method`` replaces ``settings.bootstrap_resamples`` (the intervals draw no resamples)
@@ -120,6 +122,8 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
                                         "input_tokens", "output_tokens", "cost_usd", "cost_per_trial_usd",
                                         "remedies").to_dicts(),
         "probes": probes,
+        "model_comparisons": comparison_records(summary),
+        "consistency": consistency_records(summary),
     })
 
 

@@ -42,6 +42,8 @@ from runner.core.safety import term_text
 from runner.core.views import Format, ProbeView
 from runner.output.reader import Output
 from runner.probes import PROBES
+from runner.reporting.comparisons import comparison_grids
+from runner.reporting.consistency import consistency_grids
 from runner.reporting.textgrid import Col, Grid, cell, emit, fit_width, say
 from runner.reporting.viewformat import cell_parts, is_numeric
 
@@ -241,6 +243,8 @@ def print_summary(summary: Summary, console: Console | None = None, *, details: 
             emit(console, grid, width)
         if kind == SCORECARD_KIND:
             emit(console, _scorecard_grid(card, probe, needs_run_label(card)), width)
+    for grid in comparison_grids(summary):  # model against model, paired on the case
+        emit(console, grid, width)
     if summary.models["cost_usd"].drop_nulls().len():
         emit(console, _cost_grid(summary), width)
     methods: set[str] = set()
@@ -256,6 +260,8 @@ def print_summary(summary: Summary, console: Console | None = None, *, details: 
                 if a.contrasts.height:
                     methods.update(a.contrasts["method_trial"].unique().to_list()
                                    + a.contrasts["method_cell"].unique().to_list())
+        for grid in consistency_grids(summary):  # pass^k (runner.reporting.consistency)
+            emit(console, grid, width)
     rate_methods = summary.conditions["interval_method"].drop_nulls().unique(maintain_order=True).to_list()
     diff_methods = summary.contrasts["interval_method"].drop_nulls().unique(maintain_order=True).to_list()
     say(console,

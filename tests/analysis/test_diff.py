@@ -1,9 +1,11 @@
-"""`trialgrid diff`: cell-by-cell counts with a Fisher exact test, for every probe kind, and refusal of unrelated runs."""
+"""`trialgrid diff`: run-level paired tests and case-level Fisher tests under one family-wise rule, for every probe
+kind; leads that are not verdicts; the opt-in --strict gate; refusal of unrelated runs."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from typer.testing import CliRunner
@@ -39,7 +41,12 @@ def test_a_case_dropping_from_7_of_10_to_0_of_10_passing_is_a_regression_with_it
     assert reg.p == pytest.approx(stats.fisher_exact([[3, 7], [10, 0]]).pvalue) and reg.p < 0.01
     line = next(ln for ln in result.lines() if ln.startswith("REGRESSION c1"))
     assert "3/10" in line and "10/10" in line and "p = 0.0031" in line and "leaked x=1" in line
-    assert not result.fixed and "1 regression(s), 0 fixed, 1 unchanged" in result.lines()[-1]
+    assert not result.fixed and "1 regression(s), 0 fixed" in result.lines()[-1] and "Holm" in result.lines()[-1]
+    assert reg.p_holm == pytest.approx(2 * reg.p) and reg.why.startswith("case-level Holm")
+    # two cases cannot carry a run-level verdict: 4 swaps, floor 1/2, and the line says so
+    (run,) = result.runs
+    assert run.status == "unchanged" and run.contrast.floor == pytest.approx(0.5)
+    assert "no arrangement of these data can pass (floor 0.5" in result.lines()[0]
     cli = CliRunner()
     assert cli.invoke(app, ["diff", str(old), str(new)]).exit_code == 1
     assert cli.invoke(app, ["diff", str(new), str(old)]).exit_code == 0  # the same change read backwards: FIXED
@@ -63,3 +70,60 @@ def test_unrelated_runs_are_refused_unless_forced(tmp_path: Path) -> None:
         assert CliRunner().invoke(app, ["diff", str(old), str(new)]).exit_code == 2
     forced = diff_runs(old, disjoint, force=True)
     assert forced.only_old and forced.only_new and not forced.regressions
+
+
+def _many(n_cases: int, hits: int, n: int, condition: str = "negative") -> dict[tuple[str, str], tuple[int, int]]:
+    return {(f"c{i:02d}", condition): (hits, n) for i in range(n_cases)}
+
+
+def test_a_cell_from_10_of_10_to_9_of_10_is_a_lead_not_a_regression_unless_strict(tmp_path: Path) -> None:
+    cells = _many(5, 10, 10)
+    old = _run(tmp_path / "old", "s", "negative", cells)
+    new = _run(tmp_path / "new", "s", "negative", {**cells, ("c00", "negative"): (9, 10)})
+    result = diff_runs(old, new)
+    assert not result.regressions and [c.case_id for c in result.leads] == ["c00"]
+    lead = next(ln for ln in result.lines() if ln.startswith("LEAD"))
+    assert "0/10 (0%) -> 1/10 (10%)" in lead and "leaked x=1" in lead
+    cli = CliRunner()
+    assert cli.invoke(app, ["diff", str(old), str(new)]).exit_code == 0
+    strict = diff_runs(old, new, strict=True)
+    (reg,) = strict.regressions
+    assert reg.case_id == "c00" and "--strict" in reg.why and "--strict" in strict.lines()[-1]
+    assert cli.invoke(app, ["diff", str(old), str(new), "--strict"]).exit_code == 1
+    assert cli.invoke(app, ["diff", str(old), str(new), "--strict", "--fail-on", "never"]).exit_code == 0
+
+
+def test_a_shift_over_many_cases_is_a_run_level_regression_with_the_paired_test_and_interval(tmp_path: Path) -> None:
+    # 12 cases, each 1/6 decoy calls before and 3/6 after: no single cell passes its Holm share, the run does
+    old = _run(tmp_path / "old", "s", "misselection", _many(12, 1, 6, "ungroundable"))
+    new = _run(tmp_path / "new", "s", "misselection", _many(12, 3, 6, "ungroundable"))
+    result = diff_runs(old, new)
+    assert not [c for c in result.changes if c.status == "REGRESSION"]
+    (run,) = result.regressions
+    cases = np.array([f"c{i:02d}" for i in range(12)])
+    x1, x0, six = np.full(12, 3), np.full(12, 1), np.full(12, 6)
+    test = stats.paired_permutation_test(cases, x1, six, x0, six)
+    ci = stats.cluster_rate_ci(np.concatenate([cases, cases]), np.concatenate([x1, x0]), np.concatenate([six, six]),
+                               arm=np.repeat([1, 0], 12))
+    c = run.contrast
+    assert c.difference == pytest.approx(3 / 6 - 1 / 6) and c.p == test.pvalue
+    assert (c.ci_lo, c.ci_hi) == tuple(ci.confidence_interval) and c.cases == 12
+    assert c.p == pytest.approx(2 / 2**12)  # every case moved the same way: the two extreme swaps
+    line = result.lines()[0]
+    assert line.startswith("REGRESSION m · misselection · decoy_called: 16.7% -> 50.0% (+33.3 pp")
+    assert "detectable ±" in line and "paired p = 0.00049" in line
+    assert CliRunner().invoke(app, ["diff", str(old), str(new)]).exit_code == 1
+    assert CliRunner().invoke(app, ["diff", str(new), str(old)]).exit_code == 0  # the same change backwards: FIXED
+    assert diff_runs(new, old).fixed[0].status == "FIXED"
+
+
+def test_many_cells_each_at_raw_p_below_005_give_no_verdict_under_the_family_rule(tmp_path: Path) -> None:
+    # three cells at 0/10 → 5/10 (Fisher p 0.033 each) among six: Holm 6 × 0.033, so leads, not verdicts
+    old = _run(tmp_path / "old", "s", "misselection", {**_many(3, 0, 10, "a"), **_many(3, 1, 10, "b")})
+    new = _run(tmp_path / "new", "s", "misselection", {**_many(3, 5, 10, "a"), **_many(3, 1, 10, "b")})
+    result = diff_runs(old, new)
+    raw = stats.fisher_exact([[0, 10], [5, 5]]).pvalue
+    moved = [c for c in result.changes if c.p == raw]
+    assert raw < 0.05 and len(moved) == 3 and all(c.p_holm == pytest.approx(6 * raw) for c in moved)
+    assert not [c for c in result.changes if c.status == "REGRESSION"]
+    assert len(result.leads) == 3

@@ -1,0 +1,52 @@
+"""``trialgrid diff OLD NEW``: two runs of one sweep compared under a family-wise rule; exit 1 on a regression.
+
+Why a module of its own: the command grew options (``--strict``, ``--fail-on``) and its
+rule is the part a CI log must state; the decisions are in ``runner.analysis.diff``.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+import typer
+from rich.text import Text
+
+from runner.cli.console import EXIT_GATE, fail, out
+from runner.core.errors import UserError
+from runner.core.safety import term_text
+
+
+class FailOn(str, Enum):
+    regression = "regression"
+    never = "never"
+
+
+def diff(
+    old: Path = typer.Argument(..., help="The earlier run's output directory."),
+    new: Path = typer.Argument(..., help="The later run's output directory."),
+    force: bool = typer.Option(False, "--force", help="Compare runs of different sweeps (refused by default)."),
+    strict: bool = typer.Option(False, "--strict", help="Also count a pass/fail cell that passed every scored trial "
+                                "and now fails as a REGRESSION (a gate on any single failure, not a test)."),
+    fail_on: FailOn = typer.Option(FailOn.regression, "--fail-on",
+                                   help="regression (default): exit 1 on a REGRESSION under the controlled rule "
+                                        "(and --strict's, if given); never: always exit 0."),
+) -> None:
+    """Compare two runs of a sweep: per probe × model the paired clustered NEW − OLD difference on the shared cases,
+    case-level flips as leads; REGRESSION / FIXED only under a family-wise (Holm) rule; exit 1 on a regression."""
+    from runner.analysis.diff import diff_runs
+    from runner.output import Output
+
+    try:
+        result = diff_runs(Output.open(old), Output.open(new), force=force, strict=strict)
+    except UserError as exc:
+        raise fail(exc) from None
+    for line in result.lines():
+        out.print(Text(term_text(line)), soft_wrap=True)
+    if result.regressions and fail_on is FailOn.regression:
+        raise typer.Exit(EXIT_GATE)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``diff`` to the ``trialgrid`` command."""
+    app.command()(diff)
