@@ -11,11 +11,13 @@ The rule, per scalar leaf of the arguments (``runner.core.jsonwalk.leaves``):
 
 1. booleans, nulls and empty strings carry no token a context could contain: grounded;
 2. a value that only restates the parameter's own name (``payroll_vendor="payroll
-   vendor"``, ``email="email"``) names the slot, not a value: ungrounded even when the
-   context contains the words (an unnamed referent copied in instead of asked about);
+   vendor"``, ``email="email"``) names the slot, not a value: ungrounded unless the
+   context names it explicitly — quoted, or not as a generic noun phrase (``our payroll
+   vendor``, ``a new alarm`` are the unnamed referent copied in instead of asked about;
+   ``the password is 'password'`` and ``10 units`` are values);
 3. a value whose normalised form (case, whitespace, number formatting; ``_`` and ``-``
    read as spaces) occurs in the context is grounded. Numbers must match a whole
-   number (``5`` is not in ``2025``). The tool schema is *not* context: an enum option
+   number (``5`` is not in ``2025``), also one written against a unit (``5m``, ``10个``). The tool schema is *not* context: an enum option
    or a description's example counts only where the context itself says it;
 4. anything else is ungrounded, with the most specific reason: a placeholder
    (``YYYY-MM``, ``<id>``, ``string``), a copy of the schema description, an enum
@@ -37,7 +39,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from runner.core.jsonwalk import contained, format_value, key_names, leaves, normalise, numbers_in, scalar_text, top_field
+from runner.core.jsonwalk import canonical_number, contained, format_value, key_names, leaves, normalise, numbers_in, scalar_text, top_field
 from runner.core.types import Message, ToolCall, ToolSpec
 
 
@@ -59,6 +61,12 @@ GROUNDING_FIELDS: tuple[pa.Field, ...] = (
 )
 
 _SEP_RE = re.compile(r"[_\-]+")
+# a number written against a unit or a word (5m, 298K, 10个, 18th, 16x16, p4), which jsonwalk's number pattern
+# (whole words only) leaves out; still a whole number: no digit on either side, and no leading zero (05 in a date)
+_LOOSE_NUMBER_RE = re.compile(r"(?<![\d.,])(?:[1-9]\d{0,2}(?:,\d{3})+|[1-9]\d*|0)(?:\.\d+)?(?!\.?\d|,\d{3})")
+# what makes a restated parameter name a generic referent: "our payroll vendor", "a new alarm", "the usual carrier"
+_GENERIC_BEFORE_RE = re.compile(r"(?:^|[^\w'\"`])(?:our|my|your|their|his|her|its|the|a|an|this|that|some|any)\s+"
+                                r"(?:[a-z0-9]+\s+)?$")
 _WS_RE = re.compile(r"\s+")
 _WORD_RE = re.compile(r"[a-z0-9]+")
 _CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -91,7 +99,8 @@ class Context:
 
     def __init__(self, texts: Iterable[str]) -> None:
         self._text = normalise("\n".join(texts))
-        self._numbers = numbers_in(self._text)
+        self._numbers = numbers_in(self._text) | {canonical_number(m.group(0))
+                                                  for m in _LOOSE_NUMBER_RE.finditer(self._text)}
         self._folded = _fold(self._text)
 
     @classmethod
@@ -112,6 +121,17 @@ class Context:
             return True
         text = scalar_text(value)
         return text is not None and not isinstance(value, (int, float)) and _fold(text) in self._folded
+
+    def names_explicitly(self, value: str) -> bool:
+        """Some occurrence of ``value`` is not a generic noun phrase: quoted, or after anything but a determiner
+        ("the password is 'password'", "10 units", "towards feeling"; not "our payroll vendor")."""
+        needle = _fold(normalise(value))
+        if not needle:
+            return False
+        for m in re.finditer(rf"(?<![\w]){re.escape(needle)}(?![\w])", self._folded):
+            if not _GENERIC_BEFORE_RE.search(self._folded[:m.start()]):
+                return True
+        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +186,7 @@ def check_value(value: Any, path: str, context: Context, schema: Mapping[str, An
     text = scalar_text(value)
     if text is None:
         return None
-    if _restates_name(value, path):
+    if _restates_name(value, path) and not context.names_explicitly(value):
         return Reason.RESTATES_PARAMETER
     if context.grounds(value):
         return None

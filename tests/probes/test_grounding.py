@@ -110,3 +110,20 @@ def test_the_common_columns_read_system_user_and_tool_turns_but_not_the_assistan
                    "all_args_grounded": False}
     assert check_calls(calls[1:], context)[1]["all_args_grounded"] is None  # nothing readable: no verdict
     assert check_calls((), context)[1] == {"ungrounded_args": [], "ungrounded_values": [], "all_args_grounded": None}
+
+
+def test_a_restated_name_the_context_gives_as_a_value_is_grounded() -> None:
+    server = _spec("add_server", password={"type": "string"}, unit={"type": "string"})
+    assert _reasons(server, {"password": "password"}, "The username is 'admin' and the password is 'password'.") == {}
+    assert _reasons(server, {"unit": "units"}, "A base of 10 units and a height of 5 units.") == {}
+    assert _reasons(server, {"password": "password"}, "Reset it, I forgot the password.") == {
+        "password": Reason.RESTATES_PARAMETER}
+    carrier = _spec("track", carrier={"type": "string"})
+    assert _reasons(carrier, {"carrier": "carrier"}, "It went out with our usual carrier.") == {
+        "carrier": Reason.RESTATES_PARAMETER}
+
+
+def test_a_number_written_against_a_unit_is_still_a_whole_number() -> None:
+    context = Context(["A wire of 5m and 0.01m², at 298K; 10个 burgers; the 18th century; 16x16 inches; 2026-12-04"])
+    assert all(context.grounds(v) for v in (5, 0.01, 298, 10, 18, 16, "2026-12-04"))
+    assert not any(context.grounds(v) for v in (1, 8, 4, 26, 202))  # no digits cut out of a longer number or a date
