@@ -39,7 +39,17 @@ from typing import Any
 
 import pyarrow as pa
 
-from runner.core.jsonwalk import canonical_number, contained, format_value, key_names, leaves, normalise, numbers_in, scalar_text, top_field
+from runner.core.jsonwalk import (
+    canonical_number,
+    contained,
+    format_value,
+    key_names,
+    leaves,
+    normalise,
+    numbers_in,
+    scalar_text,
+    top_field,
+)
 from runner.core.types import Message, ToolCall, ToolSpec
 
 
@@ -92,7 +102,7 @@ def _words(text: str) -> list[str]:
     return [w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _WORD_RE.findall(spaced)]
 
 
-class Context:
+class GroundingContext:
     """The text a model was shown, normalised once, that values are looked up in."""
 
     __slots__ = ("_folded", "_numbers", "_text")
@@ -104,13 +114,13 @@ class Context:
         self._folded = _fold(self._text)
 
     @classmethod
-    def of_values(cls, shown: Any) -> Context:
+    def of_values(cls, shown: Any) -> GroundingContext:
         """From a JSON tree (the phantom trace's context): its values only — a key such as ``user`` or ``total``
         is structure, not something said."""
         return cls(str(v) for _, v in leaves(shown) if v is not None)
 
     @classmethod
-    def of_messages(cls, messages: Sequence[Message]) -> Context:
+    def of_messages(cls, messages: Sequence[Message]) -> GroundingContext:
         """From a conversation: system, user and tool-result turns. The assistant's own earlier words ground
         nothing (it could have invented them there first)."""
         return cls(m.content for m in messages if m.role in ("system", "user", "tool"))
@@ -181,7 +191,7 @@ def _restates_name(value: Any, path: str) -> bool:
     return bool(said) and set(said) <= set(_words(names[-1]))
 
 
-def check_value(value: Any, path: str, context: Context, schema: Mapping[str, Any]) -> Reason | None:
+def check_value(value: Any, path: str, context: GroundingContext, schema: Mapping[str, Any]) -> Reason | None:
     """Why one leaf is ungrounded, or ``None`` when it is grounded (the rule of the module docstring)."""
     text = scalar_text(value)
     if text is None:
@@ -201,7 +211,7 @@ def check_value(value: Any, path: str, context: Context, schema: Mapping[str, An
     return Reason.NOT_IN_CONTEXT
 
 
-def check_call(tool: str, arguments: Mapping[str, Any] | None, context: Context,
+def check_call(tool: str, arguments: Mapping[str, Any] | None, context: GroundingContext,
                spec: ToolSpec | None = None) -> list[Finding]:
     """Every ungrounded leaf of one call's arguments (none for arguments that did not parse: nothing to read)."""
     out: list[Finding] = []
@@ -221,7 +231,7 @@ def fields_of(findings: Iterable[Finding]) -> list[str]:
     return out
 
 
-def check_calls(calls: Sequence[ToolCall], context: Context,
+def check_calls(calls: Sequence[ToolCall], context: GroundingContext,
                 tools: Iterable[ToolSpec] = ()) -> tuple[list[Finding], dict[str, Any]]:
     """The findings of every call, and the common outcome columns (``GROUNDING_FIELDS``) they make."""
     specs = {t.name: t for t in tools}

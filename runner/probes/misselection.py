@@ -22,7 +22,7 @@ from runner.core.seeding import permutation
 from runner.core.sources import Source, load_source, validate
 from runner.core.types import Message, ToolSpec, TrialSpec
 from runner.probes.base import Contrast, Probe, ProbeConfig
-from runner.probes.grounding import GROUNDING_FIELDS, Context, check_call, check_calls
+from runner.probes.grounding import GROUNDING_FIELDS, GroundingContext, check_call, check_calls
 from runner.probes.mcp import McpServer, probe_catalogue
 from runner.probes.replies import asks_user, is_empty
 from runner.providers.base import Agent
@@ -210,7 +210,7 @@ class MisselectionProbe(Probe):
         called = [c.name for c in response.tool_calls]
         order = [t.name for t in tools]
         empty = is_empty(response.text, len(called))
-        context = Context.of_messages(messages)
+        context = GroundingContext.of_messages(messages)
         _, grounding = check_calls(response.tool_calls, context, tools)
         expected = [c for c in response.tool_calls if c.name == triple.expected_tool]
         return {

@@ -38,8 +38,8 @@ from runner.probes import bfcl_checker
 from runner.probes.base import Probe, ProbeConfig
 from runner.probes.bfcl_checker import BfclKey
 from runner.probes.casefiles import Record, load_records
-from runner.probes.grounding import GROUNDING_FIELDS, Context, check_calls
 from runner.probes.catalogue import parse_catalogue
+from runner.probes.grounding import GROUNDING_FIELDS, GroundingContext, check_calls
 from runner.probes.mcp import McpServer, probe_catalogue
 from runner.probes.replies import asks_user, is_empty
 from runner.providers.base import Agent
@@ -245,7 +245,7 @@ def case_messages(case: NegativeCase, system: str = DEFAULT_SYSTEM) -> tuple[Mes
 
 
 def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[str], request: str, *,
-                   context: Context | None = None, tools: Sequence[ToolSpec] = ()) -> Verdict:
+                   context: GroundingContext | None = None, tools: Sequence[ToolSpec] = ()) -> Verdict:
     """Score one response against one case. Pure: the unit tests call it directly.
 
     ``context`` is what the grounding check reads values in (default: the case's own conversation under the
@@ -336,7 +336,7 @@ def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[s
     reasons += arg_errors + [f"unrequested field {x}" for x in extra]
 
     trip = tripwire_ids(response.text, request)
-    _, grounding = check_calls(response.tool_calls, context or Context.of_messages(case_messages(case)), tools)
+    _, grounding = check_calls(response.tool_calls, context or GroundingContext.of_messages(case_messages(case)), tools)
     bfcl_error = (bfcl_checker.check(case.bfcl, [(c.name, c.arguments) for c in response.tool_calls])
                   if case.bfcl is not None else None)
     return Verdict(
@@ -514,11 +514,11 @@ class NegativeProbe(Probe):
                                                                              base_dir, locate)
         cases, self._cases_sha = load_cases(base_dir / config.cases, catalogue)
         self._by_id: dict[str, tuple[NegativeCase, tuple[ToolSpec, ...], tuple[Message, ...], frozenset[str], str,
-                                     Context]] = {}
+                                     GroundingContext]] = {}
         for case, tools in cases:
             messages = case_messages(case, config.system)
             self._by_id[case.id] = (case, tools, messages, frozenset(t.name for t in tools), _request_text(messages),
-                                    Context.of_messages(messages))
+                                    GroundingContext.of_messages(messages))
         self._cells = [(c.id, c.kind) for c, _ in cases if c.kind in self.conditions]
         if not self._cells:
             raise locate("conditions", "no case of the selected kind(s) in the case file")

@@ -39,7 +39,7 @@ from runner.core.sources import validate
 from runner.core.types import Message, TrialSpec
 from runner.probes.base import Probe, ProbeConfig
 from runner.probes.casefiles import load_records
-from runner.probes.grounding import Context, check_call, fields_of
+from runner.probes.grounding import GroundingContext, check_call, fields_of
 from runner.providers.base import Agent
 from runner.providers.errors import ProviderError
 
@@ -157,7 +157,7 @@ def parse_auditor_reply(text: str) -> list[str]:
 def baseline_fields(trace: Trace, hide_results: bool) -> list[str]:
     """Containment baseline: every ``tool.arg`` the shared grounding rule (``runner.probes.grounding``) finds
     ungrounded in the context shown. Traces carry no tool schemas, so only the schema-free parts of the rule apply."""
-    context = Context.of_values(trace.shown(hide_results)["context"])
+    context = GroundingContext.of_values(trace.shown(hide_results)["context"])
     return fields_of(f for call in trace.calls for f in check_call(call.tool, call.args, context))
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.core.types import ToolSpec
-from runner.probes.grounding import Context, Finding, check_call
+from runner.probes.grounding import Finding, GroundingContext, check_call
 from runner.probes.negative import NegativeCase, case_messages
 
 _SKIP = object()  # no option occurs in the question: the call is not eligible
@@ -109,7 +109,7 @@ def measure(cases: list[Mapping[str, Any]]) -> Figure:
         case = NegativeCase.model_validate(raw)
         messages = case_messages(case)
         question = "\n".join(m.content for m in messages if m.role == "user").lower()
-        context = Context.of_messages(messages)
+        context = GroundingContext.of_messages(messages)
         specs = _tools(raw)
         category = case.bfcl.category if case.bfcl else "?"
         for tool, expected in expected_calls(raw):

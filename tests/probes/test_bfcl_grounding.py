@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.probes.grounding import Context, check_call
+from runner.probes.grounding import GroundingContext, check_call
 from runner.probes.negative import NegativeCase, case_messages
 from tests.importers.bfcl_outputs import bfcl_data
 from tests.probes.bfcl_grounding import _SKIP, _choose, bfcl_cases, expected_calls, measure
@@ -38,7 +38,7 @@ def test_the_same_calls_with_one_value_invented_are_not(cases: list[dict]) -> No
         if "ground_truth" not in raw["bfcl"]:
             continue
         case = NegativeCase.model_validate(raw)
-        context = Context.of_messages(case_messages(case))
+        context = GroundingContext.of_messages(case_messages(case))
         question = "\n".join(m.content for m in case_messages(case) if m.role == "user").lower()
         for tool, expected in expected_calls(raw):
             args = _choose(expected, question)

@@ -9,7 +9,7 @@ import pytest
 
 from runner.core.jsonwalk import contained, leaves, normalise, numbers_in, top_field
 from runner.core.types import Message, ToolCall, ToolSpec
-from runner.probes.grounding import Context, Reason, check_call, check_calls, fields_of
+from runner.probes.grounding import GroundingContext, Reason, check_call, check_calls, fields_of
 from runner.probes.phantom import CONDITIONS, Trace, baseline_fields, load_traces
 from tests.conftest import CONFIGS
 
@@ -40,7 +40,7 @@ def test_the_shared_checker_gives_the_bundled_phantom_traces_the_baselines_verdi
         for condition in CONDITIONS:
             hide = condition == "results_hidden"
             shared = fields_of(f for c in trace.calls
-                               for f in check_call(c.tool, c.args, Context.of_values(trace.shown(hide)["context"])))
+                               for f in check_call(c.tool, c.args, GroundingContext.of_values(trace.shown(hide)["context"])))
             assert shared == _legacy_baseline(trace, hide) == baseline_fields(trace, hide), (trace.id, condition)
             compared += 1
     assert compared == 2 * len(bundled_traces)
@@ -54,7 +54,7 @@ def _spec(name: str, **props: dict[str, Any]) -> ToolSpec:
 
 
 def _reasons(tool: ToolSpec, args: dict[str, Any], *texts: str) -> dict[str, Reason]:
-    return {f.path: f.reason for f in check_call(tool.name, args, Context(texts), tool)}
+    return {f.path: f.reason for f in check_call(tool.name, args, GroundingContext(texts), tool)}
 
 
 def test_a_value_that_restates_its_parameter_name_is_ungrounded_even_when_the_request_says_the_words() -> None:
@@ -88,7 +88,7 @@ def test_an_enum_option_counts_only_where_the_context_supports_it() -> None:
 def test_numbers_match_whole_numbers_in_any_format_and_nested_leaves_are_checked() -> None:
     order = _spec("create_order", items={"type": "array", "items": {"type": "object", "properties": {
         "sku": {"type": "string"}, "qty": {"type": "integer"}}}}, total={"type": "number"})
-    context = Context(["Order 3 of FLT-220 for a total of 1,064.50."])
+    context = GroundingContext(["Order 3 of FLT-220 for a total of 1,064.50."])
     assert check_call("create_order", {"items": [{"sku": "FLT-220", "qty": 3}], "total": 1064.5}, context, order) == []
     found = check_call("create_order", {"items": [{"sku": "FLT-221", "qty": 5}], "total": 64}, context, order)
     assert [(f.path, f.reason) for f in found] == [("items[0].sku", Reason.NOT_IN_CONTEXT),
@@ -101,13 +101,14 @@ def test_numbers_match_whole_numbers_in_any_format_and_nested_leaves_are_checked
 def test_the_common_columns_read_system_user_and_tool_turns_but_not_the_assistants_own() -> None:
     messages = (Message("system", "Home airport: LHR."), Message("user", "Fly me to Oslo."),
                 Message("assistant", "Shall I book economy?"), Message("tool", '{"flight": "SK-802"}'))
-    context = Context.of_messages(messages)
+    context = GroundingContext.of_messages(messages)
     calls = (ToolCall("book", '{}', {"origin": "LHR", "to": "Oslo", "flight": "SK-802", "cabin": "economy",
                                      "direct": True, "note": None}),
              ToolCall("book", "{oops", None, parse_error="not JSON"))
     findings, row = check_calls(calls, context)
     assert row == {"ungrounded_args": ["book.cabin"], "ungrounded_values": ['book.cabin="economy" (not in the context)'],
                    "all_args_grounded": False}
+    assert [(f.field, f.reason) for f in findings] == [("book.cabin", Reason.NOT_IN_CONTEXT)]
     assert check_calls(calls[1:], context)[1]["all_args_grounded"] is None  # nothing readable: no verdict
     assert check_calls((), context)[1] == {"ungrounded_args": [], "ungrounded_values": [], "all_args_grounded": None}
 
@@ -124,6 +125,6 @@ def test_a_restated_name_the_context_gives_as_a_value_is_grounded() -> None:
 
 
 def test_a_number_written_against_a_unit_is_still_a_whole_number() -> None:
-    context = Context(["A wire of 5m and 0.01m², at 298K; 10个 burgers; the 18th century; 16x16 inches; 2026-12-04"])
+    context = GroundingContext(["A wire of 5m and 0.01m², at 298K; 10个 burgers; the 18th century; 16x16 inches; 2026-12-04"])
     assert all(context.grounds(v) for v in (5, 0.01, 298, 10, 18, 16, "2026-12-04"))
     assert not any(context.grounds(v) for v in (1, 8, 4, 26, 202))  # no digits cut out of a longer number or a date

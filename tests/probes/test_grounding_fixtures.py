@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.probes.test_real_model_fixtures import FIXTURES, _run
-from tests.probes.test_real_model_fixtures import probes as probes  # noqa: F401 (the module-scoped fixture)
+from tests.probes.test_real_model_fixtures import probes as probes
 
 UNGROUNDED = [p for p in FIXTURES if json.loads(p.read_text())["kind"] == "ungrounded-call"]
 
