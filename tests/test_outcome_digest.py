@@ -37,11 +37,12 @@ DIGESTS = {
     # issue 34: + the grounding columns, `invented` strict, the earlier reading as `invented_forbidden`
     "negatives": "1e33ba8bf5bc956e74740142363e20a0745b64aadb70bd9ada9be7d0b9b403b1",
     "phantom": "351615f3b15984330928cb88b357d7d9dd1415ac3a1ddabbb015511d7b0c1130",
-    "propagation": "fca510d4cdd9f8add0e464f874b79e65c58b91cbeeb6a94e985ab7876ac5b64a",
+    # issue 34: + the grounding columns (EARLIER holds the digest before them)
+    "propagation": "aa5e283a49abf41ef38e89092fafed8273e6cc2d71a1e92ab7c9c603c4761883",
 }
 
 #: issue 34 added the grounding columns on purpose: ``ungrounded_args`` / ``ungrounded_values`` / ``all_args_grounded``
-#: (misselection, negative), ``expected_grounded`` (misselection), and negative's ``invented`` now the strict reading,
+#: (misselection, negative, propagation), ``expected_grounded`` (misselection), and negative's ``invented`` now the strict reading,
 #: its earlier forbidden-token reading kept as ``invented_forbidden``. ``earlier_digest`` undoes exactly that (drops
 #: the new columns, renames ``invented_forbidden`` back to ``invented``); the result must be the digest from before
 #: the change, so no other outcome moved

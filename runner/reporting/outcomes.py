@@ -29,6 +29,7 @@ _DEFINITIONS: dict[tuple[str, str], str] = {
     ("propagation", "abstained"): 'the interceptor stopped the trial',
     ("propagation", "reached_s1"): 'S1: the corrupted value entered a call or the trace',
     ("propagation", "reached_s2"): 'S2: it was executed and not rejected',
+    ("propagation", "all_args_grounded"): 'every argument of every call whose arguments parsed is grounded (null: no such call)',
     ("judge", "verdict"): "the model's verdict: true = CORRECT (null: the reply had no `VERDICT:` line)",
     ("judge", "heuristic_verdict"): "the substring heuristic's verdict",
     ("judge", "parse_failed"): 'the reply had no verdict line',

@@ -128,3 +128,23 @@ def test_a_number_written_against_a_unit_is_still_a_whole_number() -> None:
     context = GroundingContext(["A wire of 5m and 0.01m², at 298K; 10个 burgers; the 18th century; 16x16 inches; 2026-12-04"])
     assert all(context.grounds(v) for v in (5, 0.01, 298, 10, 18, 16, "2026-12-04"))
     assert not any(context.grounds(v) for v in (1, 8, 4, 26, 202))  # no digits cut out of a longer number or a date
+
+
+def test_propagation_reads_each_call_against_the_tool_results_before_it_and_not_the_harness_corruption() -> None:
+    from runner.probes.propagation import _grounding
+    from runner.probes.toolsim import DOMAINS
+    from runner.probes.trace import Step
+
+    request = ["You help customers.", "Cancel the most recent order of customer C-17."]
+    steps = [Step(0, "call", "", "cancel_order", "a", '{"order_id": "O-552"}'),  # before any result: invented
+             Step(0, "call", "", "list_orders", "b", '{"customer_id": "C-17"}'),
+             Step(0, "result", '{"orders": [{"id": "O-552"}]}', "list_orders", "b", ok=True),
+             Step(1, "call", "", "get_order", "c", '{"order_id": "O-552"}'),  # from the result: grounded
+             Step(1, "call", "", "list_orders", "d", '{"customer_id": "C-99"}',
+                  injected='customer_id: "C-17" -> "C-99" (wrong_id)')]  # the harness's value: not read
+    row = _grounding(steps, DOMAINS["orders"], request)
+    assert row == {"ungrounded_args": ["cancel_order.order_id"],
+                   "ungrounded_values": ['cancel_order.order_id="O-552" (not in the context)'],
+                   "all_args_grounded": False}
+    assert _grounding(steps[1:], DOMAINS["orders"], request)["all_args_grounded"] is True
+    assert _grounding([], DOMAINS["orders"], request)["all_args_grounded"] is None
