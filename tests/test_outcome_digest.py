@@ -28,15 +28,31 @@ DIGESTS = {
     # issue 19: + empty_reply / unparsable_call / unknown_tool / calls_from_text; with them dropped the digest is
     # the earlier acf37d39…611b6: no existing count changed (the sim never sends an empty reply, and every one of
     # its questions still asks under the shared rule of runner/probes/replies.py); 50 garbled calls now counted
-    "quickstart": "97337ca18bdc17af5bd212a1756a4d0db7ef22a296fddb48a3e5a9e4506a10ab",
+    # issue 34: + the grounding columns (EARLIER holds the digest before them)
+    "quickstart": "ca7e79b92283d48d118903b6d41b91a3d5191de1a8a4e5eb808b26a7db8e4af3",
     # issue 14: + the bfcl_passed / bfcl_category / bfcl_error columns, all null here (no BFCL case);
     # with them dropped the digest is the earlier c1f85eef…ab409, so no existing outcome changed
     # issue 19: + empty_reply / calls_from_text (all false here); with them dropped the digest is the earlier
     # 3541df0f…c316: no action, asked or passed count changed under the new asking rule
+    # issue 34: + the grounding columns, `invented` strict, the earlier reading as `invented_forbidden`
+    "negatives": "1e33ba8bf5bc956e74740142363e20a0745b64aadb70bd9ada9be7d0b9b403b1",
+    "phantom": "351615f3b15984330928cb88b357d7d9dd1415ac3a1ddabbb015511d7b0c1130",
+    # issue 34: + the grounding columns (EARLIER holds the digest before them)
+    "propagation": "aa5e283a49abf41ef38e89092fafed8273e6cc2d71a1e92ab7c9c603c4761883",
+}
+
+#: issue 34 added the grounding columns on purpose: ``ungrounded_args`` / ``ungrounded_values`` / ``all_args_grounded``
+#: (misselection, negative, propagation), ``expected_grounded`` (misselection), and negative's ``invented`` now the strict reading,
+#: its earlier forbidden-token reading kept as ``invented_forbidden``. ``earlier_digest`` undoes exactly that (drops
+#: the new columns, renames ``invented_forbidden`` back to ``invented``); the result must be the digest from before
+#: the change, so no other outcome moved
+EARLIER = {
+    "quickstart": "97337ca18bdc17af5bd212a1756a4d0db7ef22a296fddb48a3e5a9e4506a10ab",
     "negatives": "55602fa0c8369a45d21e27071abc70895a2d137b703175a64825141fed9a2201",
     "phantom": "351615f3b15984330928cb88b357d7d9dd1415ac3a1ddabbb015511d7b0c1130",
     "propagation": "fca510d4cdd9f8add0e464f874b79e65c58b91cbeeb6a94e985ab7876ac5b64a",
 }
+_GROUNDING_COLUMNS = ("ungrounded_args", "ungrounded_values", "all_args_grounded", "expected_grounded")
 
 #: issue 24 added the recorded calls (format 2); the digests above are unchanged by them, as they leave these out
 _VOLATILE = {"latency_ms", "finished_at", "sweep_id", "trial_id", "calls", "call_blobs"}
@@ -49,6 +65,14 @@ def outcome_digest(frame: pl.DataFrame) -> str:
     rows = frame.sort(_ORDER).select(cols).to_dicts()
     text = json.dumps(rows, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def earlier_digest(frame: pl.DataFrame) -> str:
+    """The digest of the columns as they were before issue 34 (see ``EARLIER``)."""
+    frame = frame.drop([c for c in _GROUNDING_COLUMNS if c in frame.columns])
+    if "invented_forbidden" in frame.columns:
+        frame = frame.drop("invented").rename({"invented_forbidden": "invented"})
+    return outcome_digest(frame)
 
 
 def run_bundled(name: str, out: Path) -> pl.DataFrame:
@@ -66,6 +90,7 @@ _SLOW = {"propagation"}
 def test_bundled_sweep_outcomes_unchanged(name: str, tmp_path: Path) -> None:
     frame = run_bundled(name, tmp_path / name)
     assert frame.height > 0
+    assert earlier_digest(frame) == EARLIER[name], f"an outcome column of configs/{name}.yaml other than the grounding ones changed"
     assert outcome_digest(frame) == DIGESTS[name], f"outcome columns of configs/{name}.yaml changed"
 
 
@@ -75,4 +100,5 @@ if __name__ == "__main__":  # print the digests of the current code
 
     with tempfile.TemporaryDirectory() as tmp:
         for sweep in sorted(DIGESTS):
-            print(f'    "{sweep}": "{outcome_digest(run_bundled(sweep, Path(tmp) / sweep))}",', file=sys.stdout)
+            rows = run_bundled(sweep, Path(tmp) / sweep)
+            print(f'    "{sweep}": "{outcome_digest(rows)}",  # earlier view {earlier_digest(rows)}', file=sys.stdout)

@@ -1,6 +1,7 @@
 """Experiment kinds. Each probe module registers its class here, by ``kind``."""
 
 from runner.probes.base import Contrast, Probe, ProbeConfig
+from runner.probes.grounding import GROUNDING_FIELDS, GroundingContext, check_call, check_calls
 from runner.probes.judge import JudgeConfig, JudgeProbe
 from runner.probes.misselection import MisselectionConfig, MisselectionProbe
 from runner.probes.negative import NegativeConfig, NegativeProbe
@@ -10,6 +11,6 @@ from runner.probes.propagation import PropagationConfig, PropagationProbe
 PROBES: dict[str, type[Probe]] = {p.kind: p for p in (MisselectionProbe, NegativeProbe, PhantomProbe, PropagationProbe,
                                                  JudgeProbe)}
 
-__all__ = ["PROBES", "Contrast", "JudgeConfig", "JudgeProbe", "MisselectionConfig", "MisselectionProbe", "NegativeConfig", "NegativeProbe",
-           "PhantomConfig", "PhantomProbe", "Probe", "ProbeConfig", "PropagationConfig",
-           "PropagationProbe"]
+__all__ = ["GROUNDING_FIELDS", "PROBES", "Contrast", "GroundingContext", "JudgeConfig", "JudgeProbe", "MisselectionConfig",
+           "MisselectionProbe", "NegativeConfig", "NegativeProbe", "PhantomConfig", "PhantomProbe", "Probe", "ProbeConfig",
+           "PropagationConfig", "PropagationProbe", "check_call", "check_calls"]

@@ -91,8 +91,9 @@ class Probe(ABC):
     rates: ClassVar[tuple[str, ...]]
     #: the comparisons the report tests, cluster by cluster
     contrasts: ClassVar[tuple[Contrast, ...]] = ()
-    #: rates about what the model sent (empty replies, broken calls, calls read from text): reported like any
-    #: rate, but another harness's data may lack them, so ``import trials`` leaves them null when unmapped
+    #: rates about what the model sent (empty replies, broken calls, calls read from text, the grounding of its
+    #: values): reported like any rate, but another harness's data may lack them, so ``import trials`` leaves them
+    #: null when unmapped
     reply_rates: ClassVar[tuple[str, ...]] = ()
     #: a starter case file, written by ``trialgrid template KIND``
     template: ClassVar[str] = ""

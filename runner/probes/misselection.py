@@ -22,6 +22,7 @@ from runner.core.seeding import permutation
 from runner.core.sources import Source, load_source, validate
 from runner.core.types import Message, ToolSpec, TrialSpec
 from runner.probes.base import Contrast, Probe, ProbeConfig
+from runner.probes.grounding import GROUNDING_FIELDS, GroundingContext, check_call, check_calls
 from runner.probes.mcp import McpServer, probe_catalogue
 from runner.probes.replies import asks_user, is_empty
 from runner.providers.base import Agent
@@ -129,6 +130,7 @@ class MisselectionProbe(Probe):
     outcome_fields = (
         pa.field("decoy_called", pa.bool_()),
         pa.field("expected_called", pa.bool_()),
+        pa.field("expected_grounded", pa.bool_()),
         pa.field("asked", pa.bool_()),
         pa.field("empty_reply", pa.bool_()),
         pa.field("unparsable_call", pa.bool_()),
@@ -140,10 +142,11 @@ class MisselectionProbe(Probe):
         pa.field("expected_tool", pa.string()),
         pa.field("decoy_position", pa.int32()),
         pa.field("catalogue_order", pa.list_(pa.string())),
+        *GROUNDING_FIELDS,
     )
-    rates = ("decoy_called", "expected_called", "asked", "empty_reply", "unparsable_call", "unknown_tool",
+    rates = ("decoy_called", "expected_called", "expected_grounded", "all_args_grounded", "asked", "empty_reply", "unparsable_call", "unknown_tool",
              "calls_from_text")
-    reply_rates = ("empty_reply", "unparsable_call", "unknown_tool", "calls_from_text")
+    reply_rates = ("empty_reply", "unparsable_call", "unknown_tool", "calls_from_text", "expected_grounded", "all_args_grounded")
     template = TEMPLATE
     contrasts = (
         Contrast(label="decoy", outcome="decoy_called",
@@ -173,6 +176,7 @@ class MisselectionProbe(Probe):
             tools = catalogue + (DEFAULT_DECOY,)
         self.tools = tools
         self._names = frozenset(t.name for t in tools)
+        self._specs = {t.name: t for t in tools}
         self._triples_sha = triples_sha
         self._by_id = {t.id: t for t in self.triples}
         self._system = Message("system", config.system)
@@ -200,15 +204,23 @@ class MisselectionProbe(Probe):
         triple = self._by_id[spec.case_id]
         perm = self.catalogue_order(spec.seed)
         tools = [self.tools[i] for i in perm]
-        response = await agent.chat((self._system, Message("user", getattr(triple, spec.condition))), tools, seed=spec.seed)
+        request = getattr(triple, spec.condition)
+        messages = (self._system, Message("user", request))
+        response = await agent.chat(messages, tools, seed=spec.seed)
         called = [c.name for c in response.tool_calls]
         order = [t.name for t in tools]
-        request = getattr(triple, spec.condition)
         empty = is_empty(response.text, len(called))
+        context = GroundingContext.of_messages(messages)
+        _, grounding = check_calls(response.tool_calls, context, tools)
+        expected = [c for c in response.tool_calls if c.name == triple.expected_tool]
         return {
             # an empty reply avoided nothing: it is left out of the decoy rate, not counted decoy-free
             "decoy_called": None if empty else self.decoy in called,
             "expected_called": triple.expected_tool in called,
+            # the expected tool called with every argument grounded: a referent filled in, a placeholder or the
+            # schema's description sent as a value is not the right call (issue 34)
+            "expected_grounded": any(c.arguments is not None and not check_call(c.name, c.arguments, context, self._specs.get(c.name))
+                                     for c in expected),
             "asked": not called and not empty and asks_user(response.text, request),
             "empty_reply": empty,
             "unparsable_call": any(c.arguments is None for c in response.tool_calls),
@@ -220,4 +232,5 @@ class MisselectionProbe(Probe):
             "expected_tool": triple.expected_tool,
             "decoy_position": order.index(self.decoy),
             "catalogue_order": order,
+            **grounding,
         }

@@ -39,6 +39,7 @@ from runner.probes.base import Probe, ProbeConfig
 from runner.probes.bfcl_checker import BfclKey
 from runner.probes.casefiles import Record, load_records
 from runner.probes.catalogue import parse_catalogue
+from runner.probes.grounding import GROUNDING_FIELDS, GroundingContext, check_calls
 from runner.probes.mcp import McpServer, probe_catalogue
 from runner.probes.replies import asks_user, is_empty
 from runner.providers.base import Agent
@@ -233,8 +234,23 @@ def _mentions(text: str, field: str) -> bool:
     return field.lower() in low or field.lower().replace("_", " ") in low
 
 
-def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[str], request: str) -> Verdict:
-    """Score one response against one case. Pure: the unit tests call it directly."""
+def case_messages(case: NegativeCase, system: str = DEFAULT_SYSTEM) -> tuple[Message, ...]:
+    """The conversation a case shows the model: its messages (or its one user turn) after a system prompt."""
+    if case.messages is not None:
+        msgs = tuple(Message(m.role, m.content) for m in case.messages)
+        if msgs[0].role != "system":
+            msgs = (Message("system", case.system or system), *msgs)
+        return msgs
+    return (Message("system", case.system or system), Message("user", case.user or ""))
+
+
+def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[str], request: str, *,
+                   context: GroundingContext | None = None, tools: Sequence[ToolSpec] = ()) -> Verdict:
+    """Score one response against one case. Pure: the unit tests call it directly.
+
+    ``context`` is what the grounding check reads values in (default: the case's own conversation under the
+    default system prompt); ``tools``, the schemas it reads placeholders, descriptions and enums from.
+    """
     invented: list[str] = []
     inferred: list[str] = []
     illegal: list[str] = []
@@ -320,6 +336,7 @@ def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[s
     reasons += arg_errors + [f"unrequested field {x}" for x in extra]
 
     trip = tripwire_ids(response.text, request)
+    _, grounding = check_calls(response.tool_calls, context or GroundingContext.of_messages(case_messages(case)), tools)
     bfcl_error = (bfcl_checker.check(case.bfcl, [(c.name, c.arguments) for c in response.tool_calls])
                   if case.bfcl is not None else None)
     return Verdict(
@@ -327,7 +344,10 @@ def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[s
         action=action,
         action_ok=action_ok,
         asked=asked,
-        invented=bool(invented),
+        # the strict reading (issue 34): a forbidden token, or any argument value the context does not ground;
+        # `invented_forbidden` keeps the earlier forbidden-tokens-only reading, so past runs compare
+        invented=bool(invented) or grounding["all_args_grounded"] is False,
+        invented_forbidden=bool(invented),
         invented_tokens=invented,
         inferred=bool(inferred),
         inferred_fields=inferred,
@@ -345,6 +365,7 @@ def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[s
         bfcl_passed=None if case.bfcl is None else bfcl_error is None,
         bfcl_category=None if case.bfcl is None else case.bfcl.category,
         bfcl_error=bfcl_error,
+        **grounding,
     )
 
 
@@ -477,10 +498,12 @@ class NegativeProbe(Probe):
         pa.field("bfcl_passed", pa.bool_()),
         pa.field("bfcl_category", pa.string()),
         pa.field("bfcl_error", pa.string()),
+        pa.field("invented_forbidden", pa.bool_()),
+        *GROUNDING_FIELDS,
     )
-    rates = ("passed", "action_ok", "invented", "inferred", "illegal_call", "unparsable_call", "empty_reply",
+    rates = ("passed", "action_ok", "invented", "invented_forbidden", "all_args_grounded", "inferred", "illegal_call", "unparsable_call", "empty_reply",
              "calls_from_text", "tripwire", "bfcl_passed")
-    reply_rates = ("unparsable_call", "empty_reply", "calls_from_text")
+    reply_rates = ("unparsable_call", "empty_reply", "calls_from_text", "invented_forbidden", "all_args_grounded")
     template = TEMPLATE
     # no contrasts: each case is in one condition only, so a within-case comparison of
     # the two kinds does not exist (the report still shows them side by side)
@@ -490,10 +513,12 @@ class NegativeProbe(Probe):
         catalogue, self._catalogue_sha, self.mcp_catalogue = probe_catalogue(config.catalogue, config.mcp_server,
                                                                              base_dir, locate)
         cases, self._cases_sha = load_cases(base_dir / config.cases, catalogue)
-        self._by_id: dict[str, tuple[NegativeCase, tuple[ToolSpec, ...], tuple[Message, ...], frozenset[str], str]] = {}
+        self._by_id: dict[str, tuple[NegativeCase, tuple[ToolSpec, ...], tuple[Message, ...], frozenset[str], str,
+                                     GroundingContext]] = {}
         for case, tools in cases:
-            messages = self._messages(case, config.system)
-            self._by_id[case.id] = (case, tools, messages, frozenset(t.name for t in tools), _request_text(messages))
+            messages = case_messages(case, config.system)
+            self._by_id[case.id] = (case, tools, messages, frozenset(t.name for t in tools), _request_text(messages),
+                                    GroundingContext.of_messages(messages))
         self._cells = [(c.id, c.kind) for c, _ in cases if c.kind in self.conditions]
         if not self._cells:
             raise locate("conditions", "no case of the selected kind(s) in the case file")
@@ -501,15 +526,6 @@ class NegativeProbe(Probe):
         if positives * 3 < len(cases):
             self.warnings.append(f"{config.cases}: {positives} of {len(cases)} cases are positive; with fewer than a third "
                                  "pinning cases an agent that always refuses scores well")
-
-    @staticmethod
-    def _messages(case: NegativeCase, system: str) -> tuple[Message, ...]:
-        if case.messages is not None:
-            msgs = tuple(Message(m.role, m.content) for m in case.messages)
-            if msgs[0].role != "system":
-                msgs = (Message("system", case.system or system), *msgs)
-            return msgs
-        return (Message("system", case.system or system), Message("user", case.user or ""))
 
     def identity(self) -> dict[str, Any]:
         return {"cases_sha256": self._cases_sha, "catalogue_sha256": self._catalogue_sha}
@@ -524,6 +540,6 @@ class NegativeProbe(Probe):
         return bfcl_views(probe_name, output.scan(), seed=seed)  # only runs of imported BFCL cases have any
 
     async def run(self, spec: TrialSpec, agent: Agent) -> dict[str, Any]:
-        case, tools, messages, names, request = self._by_id[spec.case_id]
+        case, tools, messages, names, request, context = self._by_id[spec.case_id]
         response = await agent.chat(messages, tools, seed=spec.seed)
-        return score_response(case, response, set(names), request)
+        return score_response(case, response, set(names), request, context=context, tools=tools)

@@ -9,9 +9,9 @@ to the model under test acting as auditor and asks for ``{"phantom_fields": [...
   else that is not exactly that object is an auditor *error* — its own column and
   count, never an empty prediction (an auditor that cannot follow the format has
   not said "nothing is ungrounded"). Transport errors are retried once, then recorded.
-- Beside the auditor runs a deterministic containment baseline: a value is grounded
-  when its normalised form (case, whitespace, number formatting) occurs in the
-  context shown. It is the floor an auditor must beat, and the traces where the two
+- Beside the auditor runs a deterministic containment baseline: the shared grounding
+  rule of every probe (``runner.probes.grounding``): a value is grounded when its
+  normalised form (case, whitespace, number formatting) occurs in the context shown. It is the floor an auditor must beat, and the traces where the two
   differ (``<probe>.disagreements.jsonl``, written by the report) are where to look.
 - Conditions: ``results_visible`` shows the prior tool results; ``results_hidden``
   withholds them from auditor and baseline alike, which shows how withheld memory
@@ -34,12 +34,12 @@ import pyarrow as pa
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from runner.core.errors import UserError
-from runner.core.jsonwalk import contained, leaves, normalise, numbers_in, top_field
 from runner.core.seeding import stable_int
 from runner.core.sources import validate
 from runner.core.types import Message, TrialSpec
 from runner.probes.base import Probe, ProbeConfig
 from runner.probes.casefiles import load_records
+from runner.probes.grounding import GroundingContext, check_call, fields_of
 from runner.providers.base import Agent
 from runner.providers.errors import ProviderError
 
@@ -155,18 +155,10 @@ def parse_auditor_reply(text: str) -> list[str]:
 
 
 def baseline_fields(trace: Trace, hide_results: bool) -> list[str]:
-    """Containment baseline: every ``tool.arg`` with a value whose normalised form is not in the context."""
-    ctx = trace.shown(hide_results)["context"]
-    # values only: a key such as "user" or "total" is structure, not something said
-    context = normalise("\n".join(str(v) for _, v in leaves(ctx) if v is not None))
-    numbers = numbers_in(context)
-    out: list[str] = []
-    for call in trace.calls:
-        for path, value in leaves(call.args):
-            field = f"{call.tool}.{top_field(path)}"
-            if field not in out and not contained(value, context, numbers):
-                out.append(field)
-    return out
+    """Containment baseline: every ``tool.arg`` the shared grounding rule (``runner.probes.grounding``) finds
+    ungrounded in the context shown. Traces carry no tool schemas, so only the schema-free parts of the rule apply."""
+    context = GroundingContext.of_values(trace.shown(hide_results)["context"])
+    return fields_of(f for call in trace.calls for f in check_call(call.tool, call.args, context))
 
 
 def load_traces(path: Path) -> tuple[list[Trace], str]:
