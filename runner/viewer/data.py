@@ -45,7 +45,8 @@ _COMMON = tuple(f.name for f in COMMON_FIELDS)
 #: common columns offered as filters (with their values listed)
 FILTER_COMMON = ("model", "probe", "case_id", "condition", "run", "status", "error_kind", "provider", "model_id")
 _SNIPPET = 240  # characters of a reply a list row carries
-_DISTINCT_MAX = 500  # a column with more values than this is filtered by typing, not by a list
+_DISTINCT_MAX = 500
+_EXACT = 2**53  # the largest integer a JavaScript number holds exactly  # a column with more values than this is filtered by typing, not by a list
 
 
 class ViewError(ValueError):
@@ -126,7 +127,10 @@ def _text_match(names: Sequence[str], text: str) -> pl.Expr:
 
 
 def _plain(value: Any) -> Any:
-    """A polars value as JSON: floats that are not numbers become null, times ISO text."""
+    """A polars value as JSON: floats that are not numbers become null, times ISO text, and integers a
+    browser's number cannot hold exactly (seeds are 64-bit) their decimal text."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _EXACT:
+        return str(value)
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, datetime):
@@ -380,7 +384,7 @@ class Source:
         columns = {k: _plain(v) for k, v in row.items() if k not in CALL_COLUMNS}
         outcomes = [c for c in snap.schema.names() if c not in _COMMON and c not in CALL_COLUMNS]
         return {"row": columns, "outcomes": outcomes,
-                "calls": None if calls is None else [_call_json(c) for c in calls]}
+                "calls": None if calls is None else [_plain(_call_json(c)) for c in calls]}
 
     # -- the numbers and their trials -------------------------------------------------------------------------
     def summary(self) -> Summary | None:
