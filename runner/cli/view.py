@@ -20,6 +20,9 @@ def view(
     out_dirs: list[Path] = typer.Argument(..., help="One or more run output directories (finished or still running)."),
     port: int = typer.Option(8765, "--port", "-p", help="Port on 127.0.0.1 (0: any free port, printed at start)."),
     open_browser: bool = typer.Option(False, "--open", help="Open the viewer in a web browser."),
+    export_dir: Path | None = typer.Option(None, "--export", metavar="DIR",
+                                           help="Write a static, self-contained copy to DIR/index.html (it opens "
+                                                "from file://, filters work offline) instead of serving."),
 ) -> None:
     """A local web viewer of outputs: runs, every trial (filters, text search, the recorded calls) and the
     report's rates, each leading to its trials. Binds 127.0.0.1 only; never writes into an output."""
@@ -27,6 +30,12 @@ def view(
 
     try:
         sources = open_sources(out_dirs)
+        if export_dir is not None:
+            from runner.viewer.export import write_export
+
+            target = write_export(sources, export_dir)
+            err.print(Text(one_line(f"wrote {target}")), soft_wrap=True)
+            return
     except UserError as exc:
         raise fail(exc) from None
 

@@ -112,18 +112,24 @@ def _parse_value(column: str, dtype: pl.DataType, text: str) -> Any:
     return text
 
 
+def _search_text(names: Sequence[str]) -> pl.Expr:
+    """The arguments of every tool call a model made in the trial (the row's last response and every recorded
+    call), one text: what the text search reads beside the reply."""
+    text = pl.col("tool_calls").list.eval(pl.element().struct.field("arguments")).list.join("\n").fill_null("")
+    if "calls" in names:
+        every = (pl.col("calls").list.eval(pl.element().struct.field("response").struct.field("tool_calls")
+                                           .list.explode(keep_nulls=False, empty_as_null=False)
+                                           .struct.field("arguments").drop_nulls()).list.join("\n"))
+        text = pl.concat_str([text, every.fill_null("")], separator="\n")
+    return text
+
+
 def _text_match(names: Sequence[str], text: str) -> pl.Expr:
     """Rows whose reply, or the arguments of any tool call a model made (every recorded call), hold ``text``
     (case-insensitive, literally)."""
     needle = text.lower()
     found = pl.col("response_text").fill_null("").str.to_lowercase().str.contains(needle, literal=True)
-    args = pl.col("tool_calls").list.eval(pl.element().struct.field("arguments")).list.join("\n")
-    found = found | args.fill_null("").str.to_lowercase().str.contains(needle, literal=True)
-    if "calls" in names:
-        every = (pl.col("calls").list.eval(pl.element().struct.field("response").struct.field("tool_calls")
-                                           .list.explode(keep_nulls=False, empty_as_null=False).struct.field("arguments").drop_nulls()).list.join("\n"))
-        found = found | every.fill_null("").str.to_lowercase().str.contains(needle, literal=True)
-    return found
+    return found | _search_text(names).str.to_lowercase().str.contains(needle, literal=True)
 
 
 def _plain(value: Any) -> Any:
@@ -336,7 +342,7 @@ class Source:
         if snap.frame is None:
             return {"total": 0, "offset": query.offset, "rows": [], "outcomes": []}
         frame = self._filtered(snap, query)
-        outcomes = [c for c in snap.schema.names() if c not in _COMMON and c not in CALL_COLUMNS]
+        outcomes = self.outcomes(snap)
         cols = [c for c in LIST_COLUMNS if c in snap.schema] + outcomes
         selected = [pl.col(c).str.slice(0, _SNIPPET) if c == "response_text" else pl.col(c) for c in cols]
         total, rows = pl.collect_all([frame.select(pl.len()),
@@ -379,12 +385,33 @@ class Source:
         found = snap.frame.filter(pl.col("trial_id") == trial_id).head(1).collect()
         if found.height == 0:
             return None
-        row = found.row(0, named=True)
+        return self._detail(snap, found.row(0, named=True))
+
+    def _detail(self, snap: _Snapshot, row: dict[str, Any]) -> dict[str, Any]:
         calls = row_calls(row, self.blobs(snap))
         columns = {k: _plain(v) for k, v in row.items() if k not in CALL_COLUMNS}
-        outcomes = [c for c in snap.schema.names() if c not in _COMMON and c not in CALL_COLUMNS]
-        return {"row": columns, "outcomes": outcomes,
+        return {"row": columns, "outcomes": self.outcomes(snap),
                 "calls": None if calls is None else [_plain(_call_json(c)) for c in calls]}
+
+    def outcomes(self, snap: _Snapshot) -> list[str]:
+        return [c for c in snap.schema.names() if c not in _COMMON and c not in CALL_COLUMNS]
+
+    def everything(self, limit: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """(every trial as a list row — reply whole, ``_args``: the text the search reads in call arguments —,
+        each trial's detail by id), for a static export; ``ViewError`` past ``limit`` trials."""
+        snap = self.snapshot()
+        if snap.frame is None:
+            return [], {}
+        total = int(snap.frame.select(pl.len()).collect().item())
+        if total > limit:
+            raise ViewError(f"{self.path} has {total:,} trials; an export embeds every trial, at most {limit:,}")
+        frame = snap.frame.with_columns(_search_text(snap.schema.names()).alias("_args")).collect()
+        cols = [c for c in LIST_COLUMNS if c in snap.schema] + self.outcomes(snap) + ["_args"]
+        rows, details = [], {}
+        for row in frame.iter_rows(named=True):
+            rows.append(_plain({c: row[c] for c in cols}))
+            details[row["trial_id"]] = self._detail(snap, row)
+        return rows, details
 
     # -- the numbers and their trials -------------------------------------------------------------------------
     def summary(self) -> Summary | None:
@@ -432,7 +459,7 @@ class Source:
         snap = self.snapshot()
         if snap.frame is None:
             return {"models": []}
-        outcomes = [c for c in snap.schema.names() if c not in _COMMON and c not in CALL_COLUMNS]
+        outcomes = self.outcomes(snap)
         cols = [c for c in LIST_COLUMNS if c in snap.schema] + outcomes
         rows = (snap.frame.filter((pl.col("probe") == probe) & (pl.col("case_id") == case_id)
                                   & (pl.col("condition") == condition))

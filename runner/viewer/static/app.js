@@ -54,12 +54,66 @@ function filterParams(filter) {   // {"f.model": ["a"], ...} -> URLSearchParams
   return out;
 }
 async function api(path, params) {
+  if (EMBEDDED) return offline(path, params || new URLSearchParams());
   const qs = params && params.toString();
   const response = await fetch("api/" + path + (qs ? "?" + qs : ""));
   const body = await response.json();
   if (!response.ok) throw new Error(body.error || String(response.status));
   return body;
 }
+// -- an export (`--export DIR`): the same answers as the server's, from the data embedded in the page ---------
+const EMBEDDED = (() => {
+  const node = document.getElementById("trialgrid-data");
+  return node ? JSON.parse(node.textContent) : null;
+})();
+function compare(x, y, sign) {   // nulls last in either direction, as the server sorts
+  if (x === null || x === undefined) return (y === null || y === undefined) ? 0 : 1;
+  if (y === null || y === undefined) return -1;
+  return (x < y ? -1 : x > y ? 1 : 0) * sign;
+}
+function selectRows(run, params) {
+  const wanted = new Map();
+  for (const [k, v] of params) if (k.startsWith("f.")) wanted.set(k.slice(2), [...(wanted.get(k.slice(2)) || []), v]);
+  let rows = run.rows.filter(r => [...wanted].every(([c, values]) => {
+    const v = r[c];
+    if (v === null || v === undefined) return false;
+    return Array.isArray(v) ? v.some(x => values.includes(String(x))) : values.includes(String(v));
+  }));
+  for (const [k] of params) if (k.startsWith("z.")) rows = rows.filter(r => r[k.slice(2)] === null || r[k.slice(2)] === undefined);
+  const q = (params.get("q") || "").toLowerCase();
+  if (q) rows = rows.filter(r => (r.response_text || "").toLowerCase().includes(q) || r._args.toLowerCase().includes(q));
+  const sort = params.get("sort"), sign = params.get("desc") === "1" ? -1 : 1;
+  if (sort) rows = rows.map((r, i) => [r, i]).sort(([a, i], [b, j]) => compare(a[sort], b[sort], sign) || i - j).map(([r]) => r);
+  return rows;
+}
+function offline(path, params) {
+  const parts = path.split("/").map(decodeURIComponent);
+  if (parts.length === 1) return { runs: EMBEDDED.runs.map(r => r.info) };
+  const run = EMBEDDED.runs[Number(parts[1])];
+  if (!run) throw new Error("no such run");
+  if (parts.length === 2) return { ...run.info, columns: run.columns };
+  if (parts[2] === "rates") return run.rates;
+  const outcomes = run.columns.outcomes.map(c => c.name);
+  const snippet = r => ({ ...r, response_text: (r.response_text || "").slice(0, 240) });
+  if (parts[2] === "compare") {
+    const same = run.rows.filter(r => r.probe === params.get("probe") && r.case_id === params.get("case_id")
+                                      && r.condition === params.get("condition"));
+    const models = [...new Set(same.map(r => r.model))].sort();
+    return { outcomes, models: models.map(m => ({ model: m, trials: same.filter(r => r.model === m)
+      .sort((a, b) => a.run - b.run).slice(0, 5) })) };
+  }
+  const list = selectRows(run, params);
+  if (parts.length === 3) {
+    const offset = Number(params.get("offset") || 0), limit = Number(params.get("limit") || 50);
+    return { total: list.length, offset, outcomes, rows: list.slice(offset, offset + limit).map(snippet) };
+  }
+  const detail = run.details[parts[3]];
+  if (!detail) throw new Error("no such trial");
+  const pos = list.findIndex(r => r.trial_id === parts[3]);
+  return { ...detail, around: { pos: pos < 0 ? null : pos, prev: pos > 0 ? list[pos - 1].trial_id : null,
+                                next: pos >= 0 && pos + 1 < list.length ? list[pos + 1].trial_id : null } };
+}
+
 function setWhere(...kids) { document.getElementById("where").replaceChildren(...kids); }
 function setStatus(text) { document.getElementById("status").textContent = text; }
 
