@@ -21,17 +21,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from runner.analysis.leaderboard import Summary, summarize
 from runner.core.calls import Blobs, RecordedCall, row_calls
 from runner.core.schema import CALL_COLUMNS, COMMON_FIELDS
 from runner.output.parts import latest
 from runner.output.reader import Output
+
+if TYPE_CHECKING:
+    from runner.analysis.leaderboard import Summary
 
 __all__ = ["FILTER_PREFIX", "NULL_PREFIX", "PAGE_MAX", "Query", "Source", "ViewError", "labels_for"]
 
@@ -195,6 +198,7 @@ class _Snapshot:
     schema: pl.Schema
     stream_frame: pl.DataFrame | None
     cache: dict[str, Any] = field(default_factory=dict)
+    locks: dict[str, threading.Lock] = field(default_factory=dict)
 
 
 class Source:
@@ -247,9 +251,26 @@ class Source:
             return self._snap
 
     def _cached(self, snap: _Snapshot, name: str, make: Any) -> Any:
-        if name not in snap.cache:
-            snap.cache[name] = make()
-        return snap.cache[name]
+        """``make()`` once per snapshot, whichever thread asks first (the others wait for it: the analysis of a
+        large output is not worth computing twice)."""
+        with self._lock:
+            lock = snap.locks.setdefault(name, threading.Lock())
+        with lock:
+            if name not in snap.cache:
+                snap.cache[name] = make()
+            return snap.cache[name]
+
+    def warm(self) -> None:
+        """Compute, once, what the first requests of a page would otherwise wait for: the trial index, the call
+        blobs, the filter columns, the usage, then the report's analysis (the slowest, for the rates page)."""
+        snap = self.snapshot()
+        if snap.frame is None:
+            return
+        self._position(snap, "")
+        self.blobs(snap)
+        self.columns()
+        self.run_info()
+        self.summary()
 
     # -- runs -------------------------------------------------------------------------------------------------
     def run_info(self) -> dict[str, Any]:
@@ -382,10 +403,30 @@ class Source:
         snap = self.snapshot()
         if snap.frame is None:
             return None
-        found = snap.frame.filter(pl.col("trial_id") == trial_id).head(1).collect()
-        if found.height == 0:
+        at = self._position(snap, trial_id)
+        if at is None:
             return None
+        found = snap.frame.slice(at, 1).collect()
         return self._detail(snap, found.row(0, named=True))
+
+    def _position(self, snap: _Snapshot, trial_id: str) -> int | None:
+        """Where ``trial_id`` is in the snapshot's frame: an index of id hashes (16 bytes a trial, built once per
+        snapshot), so a trial is a one-row slice of the scan rather than a filter over every id."""
+        assert snap.frame is not None
+
+        def make() -> tuple[pl.Series, np.ndarray, np.ndarray]:
+            ids = snap.frame.select("trial_id").collect()["trial_id"]
+            hashes = ids.hash().to_numpy()
+            order = np.argsort(hashes, kind="stable")
+            return ids, hashes[order], order
+
+        ids, hashes, order = self._cached(snap, "index", make)
+        want = pl.Series([trial_id], dtype=pl.String).hash().to_numpy()[0]
+        lo, hi = np.searchsorted(hashes, want, "left"), np.searchsorted(hashes, want, "right")
+        for i in order[lo:hi]:  # equal hashes: the one whose id is this one
+            if ids[int(i)] == trial_id:
+                return int(i)
+        return None
 
     def _detail(self, snap: _Snapshot, row: dict[str, Any]) -> dict[str, Any]:
         calls = row_calls(row, self.blobs(snap))
@@ -416,6 +457,8 @@ class Source:
     # -- the numbers and their trials -------------------------------------------------------------------------
     def summary(self) -> Summary | None:
         """The report's analysis of this output (``runner.analysis.summarize``), once per snapshot."""
+        from runner.analysis.leaderboard import summarize  # the statistics' imports: only once rates are asked
+
         snap = self.snapshot()
         if snap.output is None or not snap.output.parts:
             return None

@@ -34,6 +34,9 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 
 
+_WARMING = web.AppKey("warming", asyncio.Future)
+
+
 def static_text(name: str) -> str:
     return resources.files("runner.viewer").joinpath("static", name).read_text(encoding="utf-8")
 
@@ -67,8 +70,9 @@ async def _headers(request: web.Request, handler: Callable[[web.Request], Any]) 
     return response
 
 
-def make_app(sources: Sequence[Source]) -> web.Application:
-    """The viewer's application over ``sources`` (index i in the API is the i-th output given)."""
+def make_app(sources: Sequence[Source], warm_up: bool = True) -> web.Application:
+    """The viewer's application over ``sources`` (index i in the API is the i-th output given); ``warm_up``:
+    compute each output's index, blobs and analysis in the background once it listens."""
     app = web.Application(middlewares=[_headers])
 
     async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
@@ -122,6 +126,17 @@ def make_app(sources: Sequence[Source]) -> web.Application:
             raise ViewError("compare needs probe, case_id and condition")
         return _json(await in_thread(source(request).compare, q["probe"], q["case_id"], q["condition"]))
 
+    async def warm(app: web.Application) -> None:  # in the background: the first page never waits for it
+        def each() -> None:
+            for s in sources:
+                try:
+                    s.warm()
+                except Exception:
+                    pass  # the request that needs it computes it again and reports the error
+        app[_WARMING] = asyncio.get_running_loop().run_in_executor(None, each)
+
+    if warm_up:
+        app.on_startup.append(warm)
     app.router.add_get("/", page)
     app.router.add_get("/static/{name}", static)
     app.router.add_get("/api/runs", runs)

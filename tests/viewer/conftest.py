@@ -38,10 +38,14 @@ def served(paths: list[Path]) -> Iterator[str]:
 
     def serve() -> None:  # all of the server's loop in its own thread (Playwright's sync API runs one here)
         asyncio.set_event_loop(loop)
-        loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        loop.run_until_complete(site.start())
-        port.set_result(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+        try:
+            loop.run_until_complete(runner.setup())
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            loop.run_until_complete(site.start())
+            port.set_result(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+        except BaseException as exc:
+            port.set_exception(exc)
+            raise
         loop.run_forever()
 
     thread = threading.Thread(target=serve, daemon=True)

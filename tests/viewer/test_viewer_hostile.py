@@ -40,11 +40,12 @@ def hostile_out(quick_out: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     with TrialSink(out, schema, worker="hostile") as sink:
         for i, base in enumerate(rows):
             row = copy.deepcopy(base)
-            row.update(trial_id=f"{i:016x}", model=MODEL, case_id=CASE, condition=CONDITION, response_text=BIG,
+            reply = BIG if i == 0 else SCRIPT + CONTROL  # one 1 MB reply is enough (the list's first row)
+            row.update(trial_id=f"{i:016x}", model=MODEL, case_id=CASE, condition=CONDITION, response_text=reply,
                        decoy_tool=SCRIPT, tools_called=[SCRIPT, JS_URL])
             row["tool_calls"] = [{"id": JS_URL, "name": SCRIPT, "arguments": ARGS, "parse_error": None}]
             last = row["calls"][-1]
-            last["response"]["text"] = BIG
+            last["response"]["text"] = reply
             last["response"]["tool_calls"] = row["tool_calls"]
             for m in last["request"]["messages"]:
                 if m["content"] is not None:
@@ -76,6 +77,7 @@ def test_hostile_rows_render_as_text_in_the_list_the_trial_and_the_rates(tab: An
     assert set(tab.texts("tr.trial td:nth-child(3)")) == {CASE}
     assert set(tab.texts("tr.trial td:nth-child(4)")) == {CONDITION}
     _inert(tab)
+    assert tab.page.get_attribute("tr.trial", "data-trial") == f"{0:016x}"
     tab.click("tr.trial")
     replies = tab.texts(".transcript [data-role=response] [data-field=reply]")
     assert replies[-1] == BIG
