@@ -27,6 +27,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.ipc as ipc
+from polars.datatypes import DataTypeClass
 
 from runner.core.calls import Blobs, RecordedCall, row_calls
 from runner.core.schema import CALL_COLUMNS, COMMON_FIELDS
@@ -97,7 +98,7 @@ class Query:
                    params.get("sort") or None, params.get("desc") in ("1", "true"), offset, limit)
 
 
-def _parse_value(column: str, dtype: pl.DataType, text: str) -> Any:
+def _parse_value(column: str, dtype: pl.DataType | DataTypeClass, text: str) -> Any:
     if dtype == pl.Boolean:
         if text not in ("true", "false"):
             raise ViewError(f"filter {column}: expected true or false, got {text!r}")
@@ -231,11 +232,12 @@ class Source:
         frames: list[pl.LazyFrame] = [output.scan()] if output.parts else []
         streams = sorted(p for p in (self.path / "trials").glob("part-*.arrows")) if (self.path / "trials").is_dir() else []
         batches = [b for s in streams for b in _stream_batches(s)]
-        stream_frame = None
+        stream_frame: pl.DataFrame | None = None
         if batches:
-            stream_frame = pl.from_arrow(pa.Table.from_batches(batches))
-            assert isinstance(stream_frame, pl.DataFrame)
-            frames.append(stream_frame.lazy())
+            table = pl.from_arrow(pa.Table.from_batches(batches))
+            assert isinstance(table, pl.DataFrame)
+            stream_frame = table
+            frames.append(table.lazy())
         if not frames:
             return _Snapshot(key, output, None, pl.Schema(), None)
         frame = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
@@ -412,10 +414,11 @@ class Source:
     def _position(self, snap: _Snapshot, trial_id: str) -> int | None:
         """Where ``trial_id`` is in the snapshot's frame: an index of id hashes (16 bytes a trial, built once per
         snapshot), so a trial is a one-row slice of the scan rather than a filter over every id."""
-        assert snap.frame is not None
+        frame = snap.frame
+        assert frame is not None
 
         def make() -> tuple[pl.Series, np.ndarray, np.ndarray]:
-            ids = snap.frame.select("trial_id").collect()["trial_id"]
+            ids = frame.select("trial_id").collect()["trial_id"]
             hashes = ids.hash().to_numpy()
             order = np.argsort(hashes, kind="stable")
             return ids, hashes[order], order

@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import warnings
-from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
