@@ -176,7 +176,8 @@ def _stream_batches(path: Path) -> list[pa.RecordBatch]:
     read as a stream up to the first batch not fully written. Nothing is written, nothing locked."""
     batches: list[pa.RecordBatch] = []
     try:
-        with pa.OSFile(str(path), "rb") as source:
+        # memory-mapped: the batches are views of the file (pages the kernel may drop), not a copy on the heap
+        with pa.memory_map(str(path), "r") as source:
             source.seek(8)  # the file magic (6 bytes, padded to 8) before the stream body
             reader = ipc.open_stream(source)
             while True:
@@ -186,6 +187,15 @@ def _stream_batches(path: Path) -> list[pa.RecordBatch]:
     except (StopIteration, pa.ArrowInvalid, OSError, EOFError):
         pass  # the end, a torn tail, or the writer finalized and renamed it since the listing
     return batches
+
+
+def _repeats(frame: pl.LazyFrame) -> bool:
+    """Whether some trial has more than one row (then only its newest counts: ``runner.output.parts.latest``,
+    which sorts every row, so it is applied only then), by the key ``latest`` uses."""
+    names = frame.collect_schema().names()
+    key = [c for c in ("probe", "model", "case_id", "condition", "run", "trial_id") if c in names]
+    counts = frame.select(pl.len().alias("rows"), pl.struct(key).n_unique().alias("ids")).collect()
+    return bool(counts["rows"][0] != counts["ids"][0])
 
 
 @dataclass
@@ -241,7 +251,7 @@ class Source:
         if not frames:
             return _Snapshot(key, output, None, pl.Schema(), None)
         frame = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
-        if stream_frame is not None:
+        if stream_frame is not None and _repeats(frame):
             frame = latest(frame)  # a trial retried while the run goes on: its newest row
         return _Snapshot(key, output, frame, frame.collect_schema(), stream_frame)
 
