@@ -89,3 +89,30 @@ def test_viewing_writes_nothing_into_the_output(base: tuple[str, int], quick_out
         status, _, _ = get(base, path)
         assert status == 200, path
     assert _tree(quick_out) == before
+
+
+def test_the_command_serves_on_loopback_and_says_where(quick_out: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.helpers.files import ROOT
+
+    proc = subprocess.Popen([sys.executable, "-m", "runner", "view", str(quick_out), "--port", "0"],
+                            cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert line.startswith("trialgrid view: http://127.0.0.1:"), line
+        url = urlsplit(line.split(": ", 1)[1].split(" ", 1)[0])
+        status, body, _ = get((str(url.hostname), int(url.port or 0)), "/api/runs")
+        assert status == 200 and json.loads(body)["runs"][0]["trials"] == Output.open(quick_out).scan().select(
+            "trial_id").collect().height
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_a_missing_output_is_one_error_line(tmp_path: Path) -> None:
+    from tests.helpers.cli import invoke, invoke_error_line
+
+    assert "not a trialgrid output directory" in invoke_error_line(invoke("view", str(tmp_path / "nowhere")))
