@@ -238,7 +238,7 @@ class Source:
         return (manifest, tuple(sorted(entries)))
 
     def _read(self, key: tuple[Any, ...], output: Output | None = None) -> _Snapshot:
-        output = output if output is not None else Output.open(self.path, strict=False)
+        output = output if output is not None else Output.open(self.path)
         frames: list[pl.LazyFrame] = [output.scan()] if output.parts else []
         streams = sorted(p for p in (self.path / "trials").glob("part-*.arrows")) if (self.path / "trials").is_dir() else []
         batches = [b for s in streams for b in _stream_batches(s)]

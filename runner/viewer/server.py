@@ -46,7 +46,7 @@ def open_sources(paths: Sequence[Path]) -> list[Source]:
     labels runs."""
     if not paths:
         raise UserError("no output directory given", hint="trialgrid view OUT [OUT…]")
-    outputs = [Output.open(p, strict=False) for p in paths]
+    outputs = [Output.open(p) for p in paths]
     return [Source(Path(p), label, o) for p, label, o in zip(paths, labels_for(paths, outputs), outputs, strict=True)]
 
 
@@ -61,6 +61,8 @@ async def _headers(request: web.Request, handler: Callable[[web.Request], Any]) 
         response = await handler(request)
     except ViewError as exc:
         response = _json({"error": str(exc)}, 400)
+    except UserError as exc:  # the output changed under us into something a reader refuses (a damaged part)
+        response = _json({"error": str(exc)}, 409)
     except web.HTTPException as exc:
         response = _json({"error": exc.reason}, exc.status)
     response.headers["Content-Security-Policy"] = CSP
