@@ -34,6 +34,7 @@ from runner.cli.console import (
     warn,
     warnings_as_lines,
 )
+from runner.cli.view import register as register_view
 from runner.core.errors import TrialgridError, UserError
 from runner.core.safety import check_output_dir, one_line, term_text
 
@@ -619,6 +620,9 @@ def serve(
     except OSError as exc:
         raise fail(UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
                               hint="choose another --port, or --port 0 for any free one")) from None
+
+
+register_view(app)  # `trialgrid view` (runner/cli/view.py)
 
 
 # Optional parts of trialgrid plug in through entry points (pyproject.toml), so that

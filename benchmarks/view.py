@@ -1,0 +1,120 @@
+"""How fast ``trialgrid view`` answers on large outputs, and how much memory its server holds.
+
+Usage: python benchmarks/view.py [--trials 100000 1000000] [--cache DIR]
+
+For each size, a real output made by the engine (the quickstart design, ``provider: sim``, its ``runs:``
+raised to reach the size; built once and kept in ``--cache``), then ``trialgrid view OUT --port 0`` started as
+its own process and asked, over HTTP, what the page asks: the first page of trials, the run with its filter
+columns, a filtered page (a model, an outcome and a text search), a sorted page, a trial's detail (the first
+one asked, then others) and the rates (the report's analysis, computed once). Prints each latency and the
+server's resident memory (RSS) at the end. Figures, not a test (issue 25's targets: first page ≤ 1 s after
+start, a filtered page ≤ 2 s, a detail ≤ 200 ms, RSS bounded whatever the size).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = ROOT / "configs"
+CELLS = 3 * 13 * 3  # models × triples × conditions of the quickstart
+
+
+def build(cache: Path, trials: int) -> Path:
+    """The quickstart scaled to ``trials`` (at least), run by the engine into ``cache/out-N`` unless already there."""
+    from runner.config.sweep import load_sweep
+    from runner.core.manifest import read_manifest
+    from runner.execution.run import run_sweep
+
+    out = cache / f"out-{trials}"
+    manifest = read_manifest(out) if (out / "manifest.json").exists() else None
+    if manifest is not None and str(manifest.status) == "complete":
+        return out
+    sweep = yaml.safe_load((CONFIGS / "quickstart.yaml").read_text())
+    sweep["probes"][0]["runs"] = max(1, math.ceil(trials / CELLS))
+    for probe in sweep["probes"]:
+        for key in ("cases", "catalogue"):
+            probe[key] = str(CONFIGS / probe[key])
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / f"quickstart-{trials}.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    started = time.perf_counter()
+    run_sweep(load_sweep(path), out, quiet=True)
+    print(f"  built {out} in {time.perf_counter() - started:.0f} s")
+    return out
+
+
+def timed(url: str) -> tuple[float, dict]:
+    started = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=300) as response:
+        body = json.loads(response.read())
+    return time.perf_counter() - started, body
+
+
+def measure(out: Path) -> None:
+    env = {**os.environ, "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "runner", "view", str(out), "--port", "0"], stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        listening = time.perf_counter() - started
+        base = line.split("trialgrid view: ", 1)[1].split(" ", 1)[0]
+        api = base + "api/runs/0"
+        first, page = timed(api + "/trials?offset=0&limit=50")
+        since_start = time.perf_counter() - started
+        columns, _ = timed(api)
+        filtered, fpage = timed(api + "/trials?f.model=sim-reckless&f.decoy_called=true&offset=0&limit=50")
+        searched, spage = timed(api + "/trials?f.decoy_called=true&q=quorbis&offset=0&limit=50")
+        sorted_, _ = timed(api + "/trials?sort=latency_ms&desc=1&offset=0&limit=50")
+        deep, _ = timed(api + f"/trials?offset={page['total'] // 2}&limit=50")
+        ids = [r["trial_id"] for r in fpage["rows"][:6]]
+        details = [timed(api + f"/trials/{tid}?f.model=sim-reckless&f.decoy_called=true&pos={i}")[0]
+                   for i, tid in enumerate(ids)]
+        rates_first, _ = timed(api + "/rates")
+        rates_again, _ = timed(api + "/rates")
+        rss = psutil.Process(proc.pid).memory_info().rss / 2**20
+        size = sum(p.stat().st_size for p in (out / "trials").glob("*.arrow")) / 2**20
+        print(f"  {page['total']:,} trials, {size:,.0f} MiB of parts")
+        print(f"  listening after start         {listening * 1000:8.0f} ms")
+        print(f"  first page                    {first * 1000:8.0f} ms  ({since_start * 1000:.0f} ms after start)")
+        print(f"  run + filter columns          {columns * 1000:8.0f} ms")
+        print(f"  filtered page (model+outcome) {filtered * 1000:8.0f} ms  ({fpage['total']:,} trials)")
+        print(f"  filtered + text search        {searched * 1000:8.0f} ms  ({spage['total']:,} trials)")
+        print(f"  sorted page (latency desc)    {sorted_ * 1000:8.0f} ms")
+        print(f"  page in the middle            {deep * 1000:8.0f} ms")
+        print(f"  trial detail, first           {details[0] * 1000:8.0f} ms  (gathers the output's call blobs once)")
+        print(f"  trial detail, next ones       {max(details[1:]) * 1000:8.0f} ms  (max of {len(details) - 1})")
+        print(f"  rates, first / again          {rates_first * 1000:8.0f} / {rates_again * 1000:.0f} ms")
+        print(f"  server RSS                    {rss:8.0f} MiB")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trials", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "trialgrid-view-bench")
+    args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    for n in args.trials:
+        print(f"{n:,} trials")
+        measure(build(args.cache, n))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,12 @@
+"""``trialgrid view``: a local web viewer of outputs, from each rate of the report to the trials it counts.
+
+``runner.viewer.data`` reads (pages of trials, one trial's recorded calls, the report's counts with the filter
+behind each), ``runner.viewer.server`` serves it on loopback (aiohttp) with the page in ``static/`` (plain
+HTML, one script, one stylesheet: no build step, no CDN). It sits beside ``runner.reporting``: it reads outputs
+and the analysis, never writes into an output.
+"""
+
+from runner.viewer.data import Query, Source, ViewError
+from runner.viewer.server import make_app, open_sources, run_viewer
+
+__all__ = ["Query", "Source", "ViewError", "make_app", "open_sources", "run_viewer"]

@@ -1,0 +1,527 @@
+"""What the viewer reads from an output: pages of trials, one trial's exchange, the counts behind each rate.
+
+Why a module of its own: the viewer answers many small questions about one output (a page of 50 trials, a
+count under a filter, one row's calls) while a run may still be writing it. Every answer is a lazy polars plan
+over ``Output.scan()`` cut down before it is collected (``slice``, a one-row filter), so no request loads every
+row and the server's memory does not grow with the output. A run still being written keeps its newest part
+open as an Arrow stream (``runner.output.sink``): its complete record batches are read here too, so new trials
+show up while the run goes on; the writer is never disturbed (the reader opens nothing for writing).
+
+Filters arrive as text (the page's URL) and are checked against the output's own columns: an unknown column
+or a value its type cannot hold is a ``ViewError`` (the server answers 400), never a polars exception.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.ipc as ipc
+from polars.datatypes import DataTypeClass
+
+from runner.core.calls import Blobs, RecordedCall, row_calls
+from runner.core.schema import CALL_COLUMNS, COMMON_FIELDS
+from runner.output.parts import latest
+from runner.output.reader import Output
+
+if TYPE_CHECKING:
+    from runner.analysis.leaderboard import Summary
+
+__all__ = ["FILTER_PREFIX", "NULL_PREFIX", "PAGE_MAX", "Query", "Source", "ViewError", "labels_for"]
+
+#: a filter in a URL: ``f.COLUMN=VALUE`` (repeat it for any of several values); ``z.COLUMN=1``: the column is null
+FILTER_PREFIX, NULL_PREFIX = "f.", "z."
+PAGE_MAX = 500
+#: the columns a trial list shows beside the outcome columns
+LIST_COLUMNS = ("trial_id", "model", "probe", "case_id", "condition", "run", "status", "error_kind", "attempts",
+                "latency_ms", "input_tokens", "output_tokens", "response_text")
+_COMMON = tuple(f.name for f in COMMON_FIELDS)
+#: common columns offered as filters (with their values listed)
+FILTER_COMMON = ("model", "probe", "case_id", "condition", "run", "status", "error_kind", "provider", "model_id")
+_SNIPPET = 240  # characters of a reply a list row carries
+_DISTINCT_MAX = 500
+_EXACT = 2**53  # the largest integer a JavaScript number holds exactly  # a column with more values than this is filtered by typing, not by a list
+
+
+class ViewError(ValueError):
+    """A request the viewer cannot answer as asked (unknown column, bad value): the server's 400."""
+
+
+def labels_for(paths: Sequence[Path], outputs: Sequence[Output]) -> list[str]:
+    """One label per output, as the report names runs: the sweep name, or the folder, made unique."""
+    names = [o.manifest.sweep_name or p.name for p, o in zip(paths, outputs, strict=True)]
+    return [n if names.count(n) == 1 else f"{n} ({p})" for n, p in zip(names, paths, strict=True)]
+
+
+@dataclass(frozen=True)
+class Query:
+    """A trial list as the URL asks for it: filters, text, order and the page."""
+
+    equals: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    nulls: tuple[str, ...] = ()
+    text: str = ""
+    sort: str | None = None
+    desc: bool = False
+    offset: int = 0
+    limit: int = 50
+
+    @classmethod
+    def parse(cls, params: Mapping[str, Any]) -> Query:
+        """From a multi-valued mapping (aiohttp's ``request.query``): ``f.COL``, ``z.COL``, ``q``, ``sort``,
+        ``desc``, ``offset``, ``limit``."""
+        getall = getattr(params, "getall", None)
+        equals: dict[str, list[str]] = {}
+        nulls: list[str] = []
+        for key in dict.fromkeys(params):
+            values = list(getall(key)) if getall else [params[key]]
+            if key.startswith(FILTER_PREFIX):
+                equals.setdefault(key[len(FILTER_PREFIX):], []).extend(values)
+            elif key.startswith(NULL_PREFIX):
+                nulls.append(key[len(NULL_PREFIX):])
+        try:
+            offset, limit = int(params.get("offset", 0)), int(params.get("limit", 50))
+        except ValueError:
+            raise ViewError("offset and limit must be whole numbers") from None
+        if offset < 0 or not 1 <= limit <= PAGE_MAX:
+            raise ViewError(f"offset must be >= 0 and limit between 1 and {PAGE_MAX}")
+        return cls(tuple((k, tuple(v)) for k, v in equals.items()), tuple(nulls), str(params.get("q", "")),
+                   params.get("sort") or None, params.get("desc") in ("1", "true"), offset, limit)
+
+
+def _parse_value(column: str, dtype: pl.DataType | DataTypeClass, text: str) -> Any:
+    if dtype == pl.Boolean:
+        if text not in ("true", "false"):
+            raise ViewError(f"filter {column}: expected true or false, got {text!r}")
+        return text == "true"
+    if dtype.is_integer():
+        try:
+            return int(text)
+        except ValueError:
+            raise ViewError(f"filter {column}: expected a whole number, got {text!r}") from None
+    if dtype.is_float():
+        try:
+            return float(text)
+        except ValueError:
+            raise ViewError(f"filter {column}: expected a number, got {text!r}") from None
+    return text
+
+
+def _search_text(names: Sequence[str]) -> pl.Expr:
+    """The arguments of every tool call a model made in the trial (the row's last response and every recorded
+    call), one text: what the text search reads beside the reply."""
+    text = pl.col("tool_calls").list.eval(pl.element().struct.field("arguments")).list.join("\n").fill_null("")
+    if "calls" in names:
+        every = (pl.col("calls").list.eval(pl.element().struct.field("response").struct.field("tool_calls")
+                                           .list.explode(keep_nulls=False, empty_as_null=False)
+                                           .struct.field("arguments").drop_nulls()).list.join("\n"))
+        text = pl.concat_str([text, every.fill_null("")], separator="\n")
+    return text
+
+
+def _text_match(names: Sequence[str], text: str) -> pl.Expr:
+    """Rows whose reply, or the arguments of any tool call a model made (every recorded call), hold ``text``
+    (case-insensitive, literally)."""
+    needle = text.lower()
+    found = pl.col("response_text").fill_null("").str.to_lowercase().str.contains(needle, literal=True)
+    return found | _search_text(names).str.to_lowercase().str.contains(needle, literal=True)
+
+
+def _plain(value: Any) -> Any:
+    """A polars value as JSON: floats that are not numbers become null, times ISO text, and integers a
+    browser's number cannot hold exactly (seeds are 64-bit) their decimal text."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _EXACT:
+        return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _call_json(call: RecordedCall) -> dict[str, Any]:
+    """One recorded call as the page shows it: the request as sent (tools in the order offered), the response."""
+    req, resp = call.request, call.response
+
+    def tool_call(c: Any) -> dict[str, Any]:
+        return {"id": c.id, "name": c.name, "arguments": c.raw_arguments, "parse_error": c.parse_error}
+
+    request = {"messages": [{"role": m.role, "content": m.content, "tool_calls": [tool_call(c) for c in m.tool_calls],
+                             "tool_call_id": m.tool_call_id, "name": m.name} for m in req.messages],
+               "tools": [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in req.tools],
+               "params": dict(req.params), "seed": req.seed, "tool_choice": req.tool_choice}
+    response = None if resp is None else {
+        "text": resp.text, "tool_calls": [tool_call(c) for c in resp.tool_calls], "finish_reason": resp.finish_reason,
+        "input_tokens": resp.usage.input_tokens, "output_tokens": resp.usage.output_tokens, "cached": resp.cached,
+        "calls_from_text": resp.calls_from_text, "remedies": list(resp.remedies)}
+    return {"request": request, "response": response, "attempts": call.attempts, "latency_ms": call.latency_ms,
+            "error_kind": call.error_kind, "error": call.error}
+
+
+def _stream_batches(path: Path) -> list[pa.RecordBatch]:
+    """The complete record batches of a part still being written (an IPC file without its footer yet): its body
+    read as a stream up to the first batch not fully written. Nothing is written, nothing locked."""
+    batches: list[pa.RecordBatch] = []
+    try:
+        # memory-mapped: the batches are views of the file (pages the kernel may drop), not a copy on the heap
+        with pa.memory_map(str(path), "r") as source:
+            source.seek(8)  # the file magic (6 bytes, padded to 8) before the stream body
+            reader = ipc.open_stream(source)
+            while True:
+                batch = reader.read_next_batch()
+                batch.validate()
+                batches.append(batch)
+    except (StopIteration, pa.ArrowInvalid, OSError, EOFError):
+        pass  # the end, a torn tail, or the writer finalized and renamed it since the listing
+    return batches
+
+
+def _repeats(frame: pl.LazyFrame) -> bool:
+    """Whether some trial has more than one row (then only its newest counts: ``runner.output.parts.latest``,
+    which sorts every row, so it is applied only then), by the key ``latest`` uses."""
+    names = frame.collect_schema().names()
+    key = [c for c in ("probe", "model", "case_id", "condition", "run", "trial_id") if c in names]
+    counts = frame.select(pl.len().alias("rows"), pl.struct(key).n_unique().alias("ids")).collect()
+    return bool(counts["rows"][0] != counts["ids"][0])
+
+
+@dataclass
+class _Snapshot:
+    """An output as it was when last looked at: the frame every query starts from, and what is derived from it
+    once (blobs, column values, the summary), filled in when first asked."""
+
+    key: tuple[Any, ...]
+    output: Output | None
+    frame: pl.LazyFrame | None
+    schema: pl.Schema
+    stream_frame: pl.DataFrame | None
+    cache: dict[str, Any] = field(default_factory=dict)
+    locks: dict[str, threading.Lock] = field(default_factory=dict)
+
+
+class Source:
+    """One output given to ``trialgrid view``: re-read when its trials or manifest change (a live run)."""
+
+    def __init__(self, path: Path, label: str, output: Output) -> None:
+        self.path = path
+        self.label = label
+        self._lock = threading.Lock()
+        self._snap = self._read(self._key(), output)
+
+    # -- the current snapshot ---------------------------------------------------------------------------------
+    def _key(self) -> tuple[Any, ...]:
+        trials = self.path / "trials"
+        entries: list[tuple[str, int, int]] = []
+        if trials.is_dir():
+            with os.scandir(trials) as it:
+                for e in it:
+                    if e.name.endswith((".arrow", ".arrows")) and e.is_file():
+                        st = e.stat()
+                        entries.append((e.name, st.st_size, st.st_mtime_ns))
+        try:
+            manifest = (self.path / "manifest.json").stat().st_mtime_ns
+        except OSError:
+            manifest = 0
+        return (manifest, tuple(sorted(entries)))
+
+    def _read(self, key: tuple[Any, ...], output: Output | None = None) -> _Snapshot:
+        output = output if output is not None else Output.open(self.path)
+        frames: list[pl.LazyFrame] = [output.scan()] if output.parts else []
+        streams = sorted(p for p in (self.path / "trials").glob("part-*.arrows")) if (self.path / "trials").is_dir() else []
+        batches = [b for s in streams for b in _stream_batches(s)]
+        stream_frame: pl.DataFrame | None = None
+        if batches:
+            table = pl.from_arrow(pa.Table.from_batches(batches))
+            assert isinstance(table, pl.DataFrame)
+            stream_frame = table
+            frames.append(table.lazy())
+        if not frames:
+            return _Snapshot(key, output, None, pl.Schema(), None)
+        frame = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
+        if stream_frame is not None and _repeats(frame):
+            frame = latest(frame)  # a trial retried while the run goes on: its newest row
+        return _Snapshot(key, output, frame, frame.collect_schema(), stream_frame)
+
+    def snapshot(self) -> _Snapshot:
+        key = self._key()
+        with self._lock:
+            if key != self._snap.key:
+                self._snap = self._read(key)
+            return self._snap
+
+    def _cached(self, snap: _Snapshot, name: str, make: Any) -> Any:
+        """``make()`` once per snapshot, whichever thread asks first (the others wait for it: the analysis of a
+        large output is not worth computing twice)."""
+        with self._lock:
+            lock = snap.locks.setdefault(name, threading.Lock())
+        with lock:
+            if name not in snap.cache:
+                snap.cache[name] = make()
+            return snap.cache[name]
+
+    def warm(self) -> None:
+        """Compute, once, what the first requests of a page would otherwise wait for: the trial index, the call
+        blobs, the filter columns, the usage, then the report's analysis (the slowest, for the rates page)."""
+        snap = self.snapshot()
+        if snap.frame is None:
+            return
+        self._position(snap, "")
+        self.blobs(snap)
+        self.columns()
+        self.run_info()
+        self.summary()
+
+    # -- runs -------------------------------------------------------------------------------------------------
+    def run_info(self) -> dict[str, Any]:
+        """The run as the runs list shows it: status, trials by status, errors, tokens, cost, the sweep."""
+        snap = self.snapshot()
+        output = snap.output
+        assert output is not None
+        m = output.manifest
+        usage: dict[str, Any] = {"trials": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": None}
+        if snap.frame is not None:
+            table = self._cached(snap, "usage", lambda: output.usage(frame=snap.frame))
+            costs = table["cost_usd"]
+            usage = {"trials": int(table["trials"].sum()), "errors": int(table["errors"].sum()),
+                     "input_tokens": int(table["input_tokens"].sum()), "output_tokens": int(table["output_tokens"].sum()),
+                     "cost_usd": float(costs.sum()) if costs.null_count() < len(costs) else None}
+        return {"label": self.label, "path": str(self.path), "sweep_name": m.sweep_name, "sweep_id": m.sweep_id,
+                "status": str(m.status), "live": snap.stream_frame is not None or str(m.status) == "running",
+                "trials_total": m.trials_total, **usage,
+                "settings": json.loads(m.sweep.model_dump_json())}
+
+    # -- the trial list ---------------------------------------------------------------------------------------
+    def columns(self) -> dict[str, Any]:
+        """The columns a list can filter on, each with its kind and (when few) its values."""
+        snap = self.snapshot()
+        return self._cached(snap, "columns", lambda: self._columns(snap))
+
+    def _columns(self, snap: _Snapshot) -> dict[str, Any]:
+        if snap.frame is None:
+            return {"common": [], "outcomes": []}
+        schema = snap.schema
+        outcome_names = [c for c in schema.names() if c not in _COMMON and c not in CALL_COLUMNS]
+
+        def kind(dtype: pl.DataType) -> str:
+            if dtype == pl.Boolean:
+                return "bool"
+            if dtype.is_numeric():
+                return "number"
+            if isinstance(dtype, pl.List):
+                return "list"
+            if dtype == pl.String or isinstance(dtype, pl.Categorical | pl.Enum):
+                return "text"
+            return "other"
+
+        wanted = [c for c in (*FILTER_COMMON, *outcome_names) if c in schema and kind(schema[c]) != "other"]
+        listed = [c for c in wanted if kind(schema[c]) in ("text", "list") or schema[c].is_integer()]
+        exprs = []
+        for c in listed:
+            col = pl.col(c).explode() if kind(schema[c]) == "list" else pl.col(c)
+            exprs.append(col.drop_nulls().unique().head(_DISTINCT_MAX + 1).sort().implode().alias(c))
+        values = snap.frame.select(exprs).collect().row(0, named=True) if exprs else {}
+        out: dict[str, list[dict[str, Any]]] = {"common": [], "outcomes": []}
+        for c in wanted:
+            entry: dict[str, Any] = {"name": c, "kind": kind(schema[c])}
+            if c in values and len(values[c]) <= _DISTINCT_MAX:
+                entry["values"] = [str(v) for v in values[c]]
+            out["common" if c in _COMMON else "outcomes"].append(entry)
+        return out
+
+    def _filtered(self, snap: _Snapshot, query: Query) -> pl.LazyFrame:
+        assert snap.frame is not None
+        schema = snap.schema
+        frame = snap.frame
+        for column, values in query.equals:
+            if column not in schema or column in CALL_COLUMNS:
+                raise ViewError(f"no column {column!r} in this output")
+            dtype = schema[column]
+            if isinstance(dtype, pl.List):
+                inner = dtype.inner
+                assert inner is not None
+                parsed = [_parse_value(column, inner, v) for v in values]
+                expr = pl.any_horizontal([pl.col(column).list.contains(v) for v in parsed]).fill_null(False)
+            else:
+                expr = pl.col(column).is_in([_parse_value(column, dtype, v) for v in values])
+            frame = frame.filter(expr)
+        for column in query.nulls:
+            if column not in schema:
+                raise ViewError(f"no column {column!r} in this output")
+            frame = frame.filter(pl.col(column).is_null())
+        if query.text:
+            frame = frame.filter(_text_match(schema.names(), query.text))
+        if query.sort is not None:
+            if query.sort not in schema or query.sort in CALL_COLUMNS:
+                raise ViewError(f"cannot sort by {query.sort!r}: no such column")
+            frame = frame.sort(query.sort, descending=query.desc, nulls_last=True, maintain_order=True)
+        return frame
+
+    def page(self, query: Query) -> dict[str, Any]:
+        """One page of the trials ``query`` selects, and how many it selects in all."""
+        snap = self.snapshot()
+        if snap.frame is None:
+            return {"total": 0, "offset": query.offset, "rows": [], "outcomes": []}
+        frame = self._filtered(snap, query)
+        outcomes = self.outcomes(snap)
+        cols = [c for c in LIST_COLUMNS if c in snap.schema] + outcomes
+        selected = [pl.col(c).str.slice(0, _SNIPPET) if c == "response_text" else pl.col(c) for c in cols]
+        total, rows = pl.collect_all([frame.select(pl.len()),
+                                      frame.slice(query.offset, query.limit).select(selected)])
+        return {"total": int(total.item()), "offset": query.offset, "outcomes": outcomes,
+                "rows": [_plain(r) for r in rows.iter_rows(named=True)]}
+
+    def neighbours(self, query: Query, trial_id: str, pos: int | None) -> dict[str, Any]:
+        """The trials before and after ``trial_id`` in the list ``query`` selects (``pos``: where the page saw
+        it; found again when the list moved since)."""
+        snap = self.snapshot()
+        if snap.frame is None:
+            return {"pos": None, "prev": None, "next": None}
+        frame = self._filtered(snap, query).select("trial_id")
+        if pos is not None and pos >= 0:
+            window = frame.slice(max(pos - 1, 0), 3).collect()["trial_id"].to_list()
+            at = pos - max(pos - 1, 0)
+            if at < len(window) and window[at] == trial_id:
+                return {"pos": pos, "prev": window[at - 1] if at > 0 else None,
+                        "next": window[at + 1] if at + 1 < len(window) else None}
+        found = frame.with_row_index("_pos").filter(pl.col("trial_id") == trial_id).select("_pos").head(1).collect()
+        if found.height == 0:
+            return {"pos": None, "prev": None, "next": None}
+        return self.neighbours(query, trial_id, int(found.item()))
+
+    # -- one trial --------------------------------------------------------------------------------------------
+    def blobs(self, snap: _Snapshot) -> Blobs:
+        def make() -> Blobs:
+            blobs = snap.output.blobs() if snap.output is not None and snap.output.parts else Blobs()
+            if snap.stream_frame is not None and "call_blobs" in snap.stream_frame.columns:
+                blobs.add(b for v in snap.stream_frame["call_blobs"].drop_nulls().to_list() for b in v)
+            return blobs
+        return self._cached(snap, "blobs", make)
+
+    def trial(self, trial_id: str) -> dict[str, Any] | None:
+        """One trial: every column of its row, and its recorded calls decoded (the request exactly as sent)."""
+        snap = self.snapshot()
+        if snap.frame is None:
+            return None
+        at = self._position(snap, trial_id)
+        if at is None:
+            return None
+        found = snap.frame.slice(at, 1).collect()
+        return self._detail(snap, found.row(0, named=True))
+
+    def _position(self, snap: _Snapshot, trial_id: str) -> int | None:
+        """Where ``trial_id`` is in the snapshot's frame: an index of id hashes (16 bytes a trial, built once per
+        snapshot), so a trial is a one-row slice of the scan rather than a filter over every id."""
+        frame = snap.frame
+        assert frame is not None
+
+        def make() -> tuple[pl.Series, np.ndarray, np.ndarray]:
+            ids = frame.select("trial_id").collect()["trial_id"]
+            hashes = ids.hash().to_numpy()
+            order = np.argsort(hashes, kind="stable")
+            return ids, hashes[order], order
+
+        ids, hashes, order = self._cached(snap, "index", make)
+        want = pl.Series([trial_id], dtype=pl.String).hash().to_numpy()[0]
+        lo, hi = np.searchsorted(hashes, want, "left"), np.searchsorted(hashes, want, "right")
+        for i in order[lo:hi]:  # equal hashes: the one whose id is this one
+            if ids[int(i)] == trial_id:
+                return int(i)
+        return None
+
+    def _detail(self, snap: _Snapshot, row: dict[str, Any]) -> dict[str, Any]:
+        calls = row_calls(row, self.blobs(snap))
+        columns = {k: _plain(v) for k, v in row.items() if k not in CALL_COLUMNS}
+        return {"row": columns, "outcomes": self.outcomes(snap),
+                "calls": None if calls is None else [_plain(_call_json(c)) for c in calls]}
+
+    def outcomes(self, snap: _Snapshot) -> list[str]:
+        return [c for c in snap.schema.names() if c not in _COMMON and c not in CALL_COLUMNS]
+
+    def everything(self, limit: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """(every trial as a list row — reply whole, ``_args``: the text the search reads in call arguments —,
+        each trial's detail by id), for a static export; ``ViewError`` past ``limit`` trials."""
+        snap = self.snapshot()
+        if snap.frame is None:
+            return [], {}
+        total = int(snap.frame.select(pl.len()).collect().item())
+        if total > limit:
+            raise ViewError(f"{self.path} has {total:,} trials; an export embeds every trial, at most {limit:,}")
+        frame = snap.frame.with_columns(_search_text(snap.schema.names()).alias("_args")).collect()
+        cols = [c for c in LIST_COLUMNS if c in snap.schema] + self.outcomes(snap) + ["_args"]
+        rows, details = [], {}
+        for row in frame.iter_rows(named=True):
+            rows.append(_plain({c: row[c] for c in cols}))
+            details[row["trial_id"]] = self._detail(snap, row)
+        return rows, details
+
+    # -- the numbers and their trials -------------------------------------------------------------------------
+    def summary(self) -> Summary | None:
+        """The report's analysis of this output (``runner.analysis.summarize``), once per snapshot."""
+        from runner.analysis.leaderboard import summarize  # the statistics' imports: only once rates are asked
+
+        snap = self.snapshot()
+        if snap.output is None or not snap.output.parts:
+            return None
+        return self._cached(snap, "summary", lambda: summarize([snap.output]))
+
+    def rates(self) -> dict[str, Any]:
+        """Every rate of the report's condition tables and leaderboard, with the filter that lists its trials."""
+        summary = self.summary()
+        if summary is None:
+            return {"probes": []}
+        probes = []
+        for run in summary.runs:
+            for a in run.probes:
+                conds = summary.conditions.filter(pl.col("probe") == a.probe)
+                cells = []
+                for r in conds.iter_rows(named=True):
+                    base = {"f.probe": [a.probe], "f.model": [r["model"]], "f.condition": [r["condition"]],
+                            "f.status": ["ok"]}
+                    cells.append({"model": r["model"], "condition": r["condition"], "rate": r["rate"],
+                                  "hits": r["hits"], "value": _plain(r["value"]), "trials": r["trials"],
+                                  "hits_filter": {**base, f"f.{r['rate']}": ["true"]}})
+                board = []
+                for r in summary.leaderboard.filter(pl.col("probe") == a.probe).iter_rows(named=True):
+                    arms = {}
+                    for arm in ("a", "b"):
+                        if r[f"arm_{arm}"]:
+                            arms[arm] = {"rate": _plain(r[f"rate_{arm}"]),
+                                         "filter": {"f.probe": [a.probe], "f.model": [r["model"]],
+                                                    "f.condition": list(r[f"arm_{arm}"]), "f.status": ["ok"],
+                                                    f"f.{r['headline']}": ["true"]}}
+                    board.append({"model": r["model"], "headline": r["headline"], "trials": r["trials"],
+                                  "errors": r["errors"], "contrast": r["contrast"], "arms": arms,
+                                  "difference": _plain(r["difference"]),
+                                  "trials_filter": {"f.probe": [a.probe], "f.model": [r["model"]]}})
+                probes.append({"probe": a.probe, "kind": a.kind, "rates": list(a.rates), "cells": cells,
+                               "leaderboard": board})
+        return {"probes": probes}
+
+    def compare(self, probe: str, case_id: str, condition: str, per_model: int = 5) -> dict[str, Any]:
+        """The same case and condition across every model: up to ``per_model`` trials of each, side by side."""
+        snap = self.snapshot()
+        if snap.frame is None:
+            return {"models": []}
+        outcomes = self.outcomes(snap)
+        cols = [c for c in LIST_COLUMNS if c in snap.schema] + outcomes
+        rows = (snap.frame.filter((pl.col("probe") == probe) & (pl.col("case_id") == case_id)
+                                  & (pl.col("condition") == condition))
+                .sort("model", "run", maintain_order=True).select(cols)
+                .group_by("model", maintain_order=True).head(per_model).collect())
+        models: dict[str, list[dict[str, Any]]] = {}
+        for r in rows.iter_rows(named=True):
+            models.setdefault(r["model"], []).append(_plain(r))
+        return {"outcomes": outcomes, "models": [{"model": m, "trials": t} for m, t in models.items()]}

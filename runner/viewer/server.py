@@ -1,0 +1,176 @@
+"""``trialgrid view``'s HTTP server: the page, its three static files, and a JSON API over the outputs given.
+
+aiohttp, as ``trialgrid serve`` uses: no new dependency. The server binds loopback only. It serves files from a
+fixed list of names shipped in the package (``runner/viewer/static``) and data only through the API, where an
+output is named by its position in the command line, never by a path: no request can reach a file outside the
+outputs given (anything else is 404). It never writes: every handler reads (``runner.viewer.data``).
+
+Each query runs in a worker thread (polars releases the GIL), so a slow filter never stalls the page's polls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+from collections.abc import Callable, Sequence
+from functools import partial
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from runner.core.errors import UserError
+from runner.output.reader import Output
+from runner.viewer.data import Query, Source, ViewError, labels_for
+
+__all__ = ["STATIC_FILES", "make_app", "open_sources", "run_viewer"]
+
+#: every file the server sends (name → content type); nothing else is ever read from disk for a request
+STATIC_FILES = {"index.html": "text/html", "app.js": "text/javascript", "app.css": "text/css"}
+#: no script, style, image or connection from anywhere but this server; no framing, no plug-ins
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+
+
+_WARMING = web.AppKey("warming", asyncio.Future)
+
+
+def static_text(name: str) -> str:
+    return resources.files("runner.viewer").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def open_sources(paths: Sequence[Path]) -> list[Source]:
+    """Each output opened once (``UserError`` for a missing manifest or a damaged part), labelled as the report
+    labels runs."""
+    if not paths:
+        raise UserError("no output directory given", hint="trialgrid view OUT [OUT…]")
+    outputs = [Output.open(p) for p in paths]
+    return [Source(Path(p), label, o) for p, label, o in zip(paths, labels_for(paths, outputs), outputs, strict=True)]
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.Response(text=json.dumps(data, ensure_ascii=False, allow_nan=False), status=status,
+                        content_type="application/json")
+
+
+@web.middleware
+async def _headers(request: web.Request, handler: Callable[[web.Request], Any]) -> web.StreamResponse:
+    try:
+        response = await handler(request)
+    except ViewError as exc:
+        response = _json({"error": str(exc)}, 400)
+    except UserError as exc:  # the output changed under us into something a reader refuses (a damaged part)
+        response = _json({"error": str(exc)}, 409)
+    except web.HTTPException as exc:
+        response = _json({"error": exc.reason}, exc.status)
+    response.headers["Content-Security-Policy"] = CSP
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def make_app(sources: Sequence[Source], warm_up: bool = True) -> web.Application:
+    """The viewer's application over ``sources`` (index i in the API is the i-th output given); ``warm_up``:
+    compute each output's index, blobs and analysis in the background once it listens."""
+    app = web.Application(middlewares=[_headers])
+
+    async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(None, partial(fn, *args))
+
+    def source(request: web.Request) -> Source:
+        text = request.match_info["run"]
+        if not text.isdigit() or int(text) >= len(sources):
+            raise web.HTTPNotFound(reason="no such run")
+        return sources[int(text)]
+
+    async def page(request: web.Request) -> web.Response:
+        return web.Response(text=static_text("index.html"), content_type="text/html")
+
+    async def static(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name not in STATIC_FILES:
+            raise web.HTTPNotFound(reason="not found")
+        return web.Response(text=static_text(name), content_type=STATIC_FILES[name])
+
+    async def runs(request: web.Request) -> web.Response:
+        infos = [await in_thread(s.run_info) for s in sources]
+        return _json({"runs": [{"index": i, **info} for i, info in enumerate(infos)]})
+
+    async def run(request: web.Request) -> web.Response:
+        s = source(request)
+        info, columns = await in_thread(s.run_info), await in_thread(s.columns)
+        return _json({"index": sources.index(s), **info, "columns": columns})
+
+    async def trials(request: web.Request) -> web.Response:
+        s = source(request)
+        return _json(await in_thread(s.page, Query.parse(request.query)))
+
+    async def trial(request: web.Request) -> web.Response:
+        s = source(request)
+        trial_id = request.match_info["trial"]
+        detail = await in_thread(s.trial, trial_id)
+        if detail is None:
+            raise web.HTTPNotFound(reason="no such trial")
+        pos_text = request.query.get("pos", "")
+        pos = int(pos_text) if pos_text.isdigit() else None
+        detail["around"] = await in_thread(s.neighbours, Query.parse(request.query), trial_id, pos)
+        return _json(detail)
+
+    async def rates(request: web.Request) -> web.Response:
+        return _json(await in_thread(source(request).rates))
+
+    async def compare(request: web.Request) -> web.Response:
+        q = request.query
+        if not all(q.get(k) for k in ("probe", "case_id", "condition")):
+            raise ViewError("compare needs probe, case_id and condition")
+        return _json(await in_thread(source(request).compare, q["probe"], q["case_id"], q["condition"]))
+
+    async def warm(app: web.Application) -> None:  # in the background: the first page never waits for it
+        def each() -> None:
+            for s in sources:
+                try:
+                    s.warm()
+                except Exception:
+                    pass  # the request that needs it computes it again and reports the error
+        app[_WARMING] = asyncio.get_running_loop().run_in_executor(None, each)
+
+    if warm_up:
+        app.on_startup.append(warm)
+    app.router.add_get("/", page)
+    app.router.add_get("/static/{name}", static)
+    app.router.add_get("/api/runs", runs)
+    app.router.add_get("/api/runs/{run}", run)
+    app.router.add_get("/api/runs/{run}/trials", trials)
+    app.router.add_get("/api/runs/{run}/trials/{trial}", trial)
+    app.router.add_get("/api/runs/{run}/rates", rates)
+    app.router.add_get("/api/runs/{run}/compare", compare)
+    return app
+
+
+def check_loopback(host: str) -> None:
+    if host != "localhost" and not ipaddress.ip_address(host).is_loopback:
+        raise UserError(f"--host {host} is not a loopback address; trialgrid view only listens on this machine")
+
+
+async def _serve(app: web.Application, host: str, port: int, started: Callable[[str], None]) -> None:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    server = site._server
+    sockets = getattr(server, "sockets", None) or []
+    bound = sockets[0].getsockname()[1] if sockets else port
+    started(f"http://{host}:{bound}/")
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()
+
+
+def run_viewer(sources: Sequence[Source], port: int, started: Callable[[str], None], host: str = "127.0.0.1") -> None:
+    """Serve until interrupted; ``started`` gets the URL once the socket listens (``port`` 0: any free one)."""
+    check_loopback(host)
+    asyncio.run(_serve(make_app(sources), host, port, started))

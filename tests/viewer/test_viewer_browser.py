@@ -1,0 +1,126 @@
+"""`trialgrid view` in headless Chromium: lists, filters, text search, a trial's exchange, the rates' links.
+
+Every expected figure is computed here from the output's rows by plain Python (or from the report's own
+analysis, for the rates), never read back from the viewer's API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+import polars as pl
+import pytest
+
+from runner.analysis.leaderboard import summarize
+from runner.core.calls import row_calls
+from runner.output import Output
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def url(quick_out: Path, serve: Any) -> Iterator[str]:
+    with serve([quick_out]) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def rows(quick_out: Path) -> list[dict[str, Any]]:
+    return Output.open(quick_out).scan().collect().to_dicts()
+
+
+def _matches(row: dict[str, Any], needle: str) -> bool:
+    """The search's rule, written out: the reply or any tool call's arguments of any call hold the text."""
+    needle = needle.lower()
+    texts = [row["response_text"] or ""] + [c["arguments"] or "" for c in row["tool_calls"] or []]
+    for call in row["calls"] or []:
+        texts += [c["arguments"] or "" for c in ((call["response"] or {}).get("tool_calls") or [])]
+    return any(needle in t.lower() for t in texts)
+
+
+def test_filter_by_outcome_and_text_then_open_a_trial_shows_its_exchange_exactly(
+        tab: Any, url: str, quick_out: Path, rows: list[dict[str, Any]]) -> None:
+    tab.goto(url + "#/run/0")
+    assert int(tab.text("#count")) == len(rows)
+    tab.page.select_option("select[name='f.decoy_called']", "true")
+    tab.ready()
+    decoys = [r for r in rows if r["decoy_called"] is True]
+    assert 0 < len(decoys) < len(rows)
+    assert int(tab.text("#count")) == len(decoys)
+    # a word from a decoy call's arguments, searched for: the rows it leaves are those the rule above keeps
+    needle = next(c["arguments"] for r in decoys for c in r["tool_calls"] or [] if len(c["arguments"] or "") > 8)[2:8]
+    tab.page.fill("input[name=q]", needle)
+    tab.page.press("input[name=q]", "Enter")
+    tab.ready()
+    kept = [r for r in decoys if _matches(r, needle)]
+    assert kept and int(tab.text("#count")) == len(kept)
+    assert set(tab.texts("tr.trial td:first-child")) == {r["trial_id"] for r in kept[:50]}
+    first = tab.page.get_attribute("tr.trial", "data-trial")
+    tab.click("tr.trial")
+    assert "f.decoy_called=true" in tab.page.url  # the filter stays in the URL, for previous / next
+    row = next(r for r in rows if r["trial_id"] == first)
+    calls = row_calls(row, Output.open(quick_out).blobs())
+    assert calls
+    expected_messages = [m.content for c in calls for m in c.request.messages]
+    assert tab.texts(".transcript [data-role=message] > [data-field=content]") == expected_messages
+    assert tab.texts(".transcript [data-role=response] [data-field=reply]") == [c.response.text for c in calls
+                                                                                if c.response is not None]
+    raw = [t.raw_arguments for c in calls if c.response for t in c.response.tool_calls]
+    assert tab.texts(".transcript [data-role=response] [data-field=raw-arguments]") == raw
+    assert tab.text("[data-column=decoy_called]") == "true"
+    assert tab.text(".facts [data-column=seed]") == str(row["seed"])
+    assert tab.errors == []
+
+
+def test_previous_and_next_walk_the_filtered_list(tab: Any, url: str, rows: list[dict[str, Any]]) -> None:
+    tab.goto(url + "#/run/0?f.model=sim-reckless&sort=trial_id")
+    ids = sorted(r["trial_id"] for r in rows if r["model"] == "sim-reckless")
+    tab.click("tr.trial")
+    seen = [tab.text(".facts [data-column=trial_id]")]
+    for _ in range(3):
+        tab.click("#next")
+        seen.append(tab.text(".facts [data-column=trial_id]"))
+    assert seen == ids[:4]
+    tab.click("#prev")
+    assert tab.text(".facts [data-column=trial_id]") == ids[2]
+    assert tab.errors == []
+
+
+def test_every_rate_leads_to_as_many_trials_as_the_report_counts(tab: Any, url: str, quick_out: Path) -> None:
+    conditions = summarize([quick_out]).conditions
+    tab.goto(url + "#/run/0/rates")
+    links = tab.page.query_selector_all("table.conditions a.hits")
+    assert len(links) == conditions.height
+    # a few cells with hits, each clicked from the rates page
+    cells = conditions.filter(pl.col("hits") > 0).sort("hits", "model", "condition", "rate").to_dicts()
+    for cell in (cells[0], cells[len(cells) // 2], cells[-1]):
+        tab.goto(url + "#/run/0/rates")
+        row = tab.page.locator("table.conditions tr", has=tab.page.locator("td")).filter(
+            has_text=cell["model"]).filter(has_text=cell["condition"]).filter(
+            has=tab.page.locator(f"td:text-is('{cell['rate']}')"))
+        assert row.count() == 1
+        link = row.locator("a.hits")
+        assert link.text_content() == str(cell["hits"])
+        link.click()
+        tab.ready()
+        assert int(tab.text("#count")) == cell["hits"]
+    assert tab.errors == []
+
+
+def test_compare_shows_one_case_across_every_model(tab: Any, url: str, rows: list[dict[str, Any]]) -> None:
+    tab.goto(url + "#/run/0")
+    tab.click("tr.trial")
+    tab.click("#compare")
+    asked = parse_qs(tab.page.url.split("?", 1)[1])
+    case, condition = asked["case_id"][0], asked["condition"][0]
+    models = sorted({r["model"] for r in rows})
+    assert sorted(tab.page.eval_on_selector_all(".compare > div", "els => els.map(e => e.dataset.model)")) == models
+    for model in models:
+        shown = tab.texts(f".compare > div[data-model='{model}'] [data-field=reply]")
+        want = sorted((r for r in rows if (r["model"], r["case_id"], r["condition"]) == (model, case, condition)),
+                      key=lambda r: r["run"])
+        assert want and shown == [r["response_text"] for r in want[:5]]
+    assert tab.errors == []
