@@ -24,6 +24,7 @@ from typing import Any
 
 import polars as pl
 
+from runner.analysis.completeness import incomplete_runs
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary
 
 #: the probe kind a scorecard is defined for, the contrast it reads and the baseline correct-call rate
@@ -138,9 +139,14 @@ def _evidence(summary: Summary, run: str, probe: str, model: str, board: dict[st
 def scorecard_table(summary: Summary) -> pl.DataFrame:
     """One row per run × misselection probe × model, in report order."""
     rows = []
+    unfinished = {run: (done, total) for run, done, total in incomplete_runs(summary)}
     for board in summary.leaderboard.filter(pl.col("kind") == KIND).iter_rows(named=True):
         e = _evidence(summary, board["run"], board["probe"], board["model"], board)
         v = decide(e)
+        if board["run"] in unfinished:  # a verdict on part of a grid grades prompts the rest would change
+            done, total = unfinished[board["run"]]
+            v = Verdict("inconclusive", None, f"the grid is incomplete: {done:,} of {total:,} trials written; "
+                                              "a scorecard grades only a finished grid (rerun to finish it)")
         rows.append({"run": board["run"], "probe": board["probe"], "model": board["model"], "verdict": v.verdict,
                      "retention": v.retention, "reason": v.reason, "decoy_rate_a": e.decoy_rate_a,
                      "decoy_rate_b": e.decoy_rate_b, "p": e.p, "floor": e.floor,

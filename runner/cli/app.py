@@ -20,7 +20,9 @@ import typer
 from rich.text import Text
 from typer.core import TyperGroup
 
+from runner.cli.check import register as _register_check
 from runner.cli.console import (
+    EXIT_BUDGET,
     EXIT_ERRORS,
     EXIT_GATE,
     EXIT_INTERRUPTED,
@@ -235,7 +237,9 @@ def run(
             print_report(output, out)
     errors_left = _error_verdict(sweep, output, max_error_rate)
     if fail_on:
-        _gate(output, fail_on, exit_now=not errors_left)
+        _gate(output, fail_on, exit_now=not errors_left and not result.stopped)
+    if result.stopped:  # an unfinished grid is its own ending, whatever else happened (docs/output.md)
+        raise typer.Exit(EXIT_BUDGET)
     if errors_left:
         raise typer.Exit(EXIT_ERRORS)
 
@@ -622,6 +626,9 @@ def serve(
     except OSError as exc:
         raise fail(UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
                               hint="choose another --port, or --port 0 for any free one")) from None
+
+
+_register_check(app)  # trialgrid check (runner/cli/check.py)
 
 
 # Optional parts of trialgrid plug in through entry points (pyproject.toml), so that

@@ -30,6 +30,7 @@ from pathlib import Path
 import polars as pl
 
 from runner.analysis.cells import interval_name
+from runner.analysis.completeness import incomplete_lines
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label
 from runner.analysis.scorecard import ALPHA, scorecard_table
 from runner.analysis.scorecard import KIND as SCORECARD_KIND
@@ -499,7 +500,8 @@ def render_html(summary: Summary, title: str = "trialgrid report") -> str:
         version = metadata.version("trialgrid")
     except metadata.PackageNotFoundError:
         version = "unknown"
-    body = [_runs_section(summary), _settings_section(summary)]
+    body = [f'<p class="note"><b>{escape(line)}</b></p>' for line in incomplete_lines(summary)]
+    body += [_runs_section(summary), _settings_section(summary)]
     card = scorecard_table(summary)
     nav = ['<a href="#runs-all">runs</a>']
     for probe, kind in summary.probe_keys():

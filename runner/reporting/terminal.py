@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.text import Text
 
 from runner.analysis.cells import ProbeAnalysis, interval_name
+from runner.analysis.completeness import incomplete_lines
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label, summarize
 from runner.analysis.scorecard import ALPHA, scorecard_table
 from runner.analysis.scorecard import KIND as SCORECARD_KIND
@@ -236,6 +237,8 @@ def print_summary(summary: Summary, console: Console | None = None, *, details: 
     width = fit_width(console)
     listings = listings or {}
     card = scorecard_table(summary)
+    for line in incomplete_lines(summary):  # above the first table: what the numbers below are of
+        say(console, line, width, "bold yellow")
     for probe, kind in summary.probe_keys():
         for grid in _leaderboard_grids(summary, probe, kind):
             emit(console, grid, width)
