@@ -22,7 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Usage
-from runner.probes import Probe
+from runner.probes import Probe, bfcl_checker
+from runner.probes.bfcl_source import java_text, js_text
 from runner.probes.misselection import MisselectionProbe
 from runner.probes.negative import NegativeCase, NegativeProbe
 from runner.probes.phantom import PhantomProbe
@@ -95,19 +96,34 @@ def negative_answer(case: NegativeCase) -> ChatResponse:
     expect = case.expect_action
     calls: list[ToolCall] = []
     if case.expect_calls:
-        calls += [_call(want.tool, want.args, len(calls)) for want in case.expect_calls]
+        calls += [_call(want.tool, want.args, len(calls), _required(case, want.tool)) for want in case.expect_calls]
     if expect not in (None, "ask_user", "no_call", "any_call") and expect not in {c.name for c in calls}:
-        calls.insert(0, _call(expect, case.expect_args, len(calls)))
+        calls.insert(0, _call(expect, case.expect_args, len(calls), _required(case, expect)))
     if expect == "any_call" and not calls:
         tool = next((t for t in _tool_names(case) if t not in case.must_not_call), None)
         if tool is not None:
             calls.append(_call(tool, {}, 0))
     if calls:
-        return _reply("", tuple(calls))
+        return _reply("", tuple(_as_source(case, c) for c in calls))
     if expect == "ask_user":
         fields = [f.rpartition(".")[2].replace("_", " ") for f in (case.allow_ask_fields or list(case.sentinels))]
         return _reply(_ASK.format(fields=" and ".join(fields) or "details I need"), ())
     return _reply(_DECLINE, ())
+
+
+def _as_source(case: NegativeCase, call: ToolCall) -> ToolCall:
+    """A call of an imported BFCL Java or JavaScript case, its values written as code (as BFCL asks)."""
+    if case.bfcl is None or call.arguments is None:
+        return call
+    lang = bfcl_checker.language(case.bfcl.category)
+    if lang == "python":
+        return call
+    doc = next((f for f in case.bfcl.functions if bfcl_checker.call_name(f["name"]) == call.name), None)
+    props = ((doc or {}).get("parameters") or {}).get("properties") or {}
+    text = java_text if lang == "java" else js_text
+    args = {k: text(v, props[k]) if isinstance(props.get(k), dict) and "type" in props[k] else v
+            for k, v in call.arguments.items()}
+    return ToolCall(name=call.name, raw_arguments=json.dumps(args, ensure_ascii=False), arguments=args, id=call.id)
 
 
 def _tool_names(case: NegativeCase) -> list[str]:
@@ -120,19 +136,35 @@ def _tool_names(case: NegativeCase) -> list[str]:
     return names
 
 
-def _call(tool: str, expected: Mapping[str, Any], index: int) -> ToolCall:
-    args = {name: value for name, want in expected.items() if (value := _value(want)) is not None}
+def _required(case: NegativeCase, tool: str) -> frozenset[str]:
+    """The arguments BFCL's function document requires (an optional expected value is still sent for them)."""
+    if case.bfcl is None:
+        return frozenset()
+    doc = next((f for f in case.bfcl.functions if bfcl_checker.call_name(f["name"]) == tool), None)
+    return frozenset(((doc or {}).get("parameters") or {}).get("required") or ())
+
+
+def _call(tool: str, expected: Mapping[str, Any], index: int, required: frozenset[str] = frozenset()) -> ToolCall:
+    """The first value of each expected argument; an optional one left out unless the schema requires it."""
+    args = {name: value for name, want in expected.items() if (value := _value(want, keep=name in required)) is not _OMIT}
     raw = json.dumps(args, ensure_ascii=False)
     return ToolCall(name=tool, raw_arguments=raw, arguments=args, id=f"call_{index}")
 
 
-def _value(want: Any) -> Any:
-    """The first value an expected argument accepts (None: leave it out)."""
+#: an expected argument the oracle leaves out
+_OMIT = object()
+
+
+def _value(want: Any, keep: bool = False) -> Any:
+    """The first value an expected argument accepts (an expected null is sent as null, which BFCL wants
+    explicit); ``_OMIT`` for an optional one, unless ``keep`` (the schema requires it)."""
     if isinstance(want, Mapping) and "one_of" in want and set(want) <= {"one_of", "optional"}:
+        if want.get("optional") and not keep:
+            return _OMIT  # left out: always allowed (BFCL lists "" for it)
         options = want.get("one_of") or [None]
         return _value(options[0])
     if isinstance(want, Mapping):
-        return {k: v for k, w in want.items() if (v := _value(w)) is not None}
+        return {k: v for k, w in want.items() if (v := _value(w)) is not _OMIT}
     if isinstance(want, list):
         return [_value(w) for w in want]
     return want

@@ -87,3 +87,28 @@ def test_check_of_a_passable_sweep_exits_0(tmp_path: Path) -> None:
     result = invoke("check", str(bundled_sweep(tmp_path, "negatives.yaml", runs=5)))
     assert result.exit_code == 0, result.output
     assert "every case is passable" in result.stdout
+
+
+@pytest.mark.slow  # the whole bundled BFCL data set: seconds of work by its nature
+def test_the_oracle_passes_every_imported_bfcl_case_but_bfcls_own_answer_key_defects() -> None:
+    from runner.importers import import_bfcl
+    from runner.probes.negative import NegativeCase, score_response
+    from runner.sim.oracle import negative_answer
+    from tests.importers.bfcl_outputs import bfcl_data
+    from tests.importers.test_bfcl_ground_truth import ANSWER_KEY_DEFECTS
+
+    data = bfcl_data()
+    if data is None:
+        pytest.skip("bfcl-eval is not installed (pip install --no-deps bfcl-eval)")
+    strict, bfcl = [], set()
+    cases = import_bfcl([data]).negative
+    for raw in cases:
+        case = NegativeCase.model_validate(raw)
+        verdict = score_response(case, negative_answer(case), {t["name"] for t in raw.get("tools") or []},
+                                 raw.get("user") or "")
+        if not verdict["passed"]:
+            strict.append((case.id, verdict["reasons"]))
+        if verdict["bfcl_passed"] is False:
+            bfcl.add(case.id.removeprefix("bfcl-"))
+    assert len(cases) > 4000 and strict == []
+    assert bfcl == ANSWER_KEY_DEFECTS  # answers BFCL's own checker rejects whoever gives them
