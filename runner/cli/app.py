@@ -192,7 +192,8 @@ def run(
 ) -> None:
     """Run a sweep (or resume it: trial ids already in the output are skipped).
 
-    Exits 0 when every trial is ok, 3 when error rows remain (see --retry-errors, --max-error-rate)."""
+    Exits 0 when every trial is ok, 3 when error rows remain (see --retry-errors, --max-error-rate), 4 when the
+    budget stopped it before the grid was finished."""
     from runner.cli.signals import sigterm_as_interrupt
     from runner.config.sweep import load_sweep
     from runner.execution import modes
@@ -471,6 +472,10 @@ def report(
     from runner.reporting.listings import write_listings
     from runner.reporting.terminal import print_summary
 
+    def said(line: str) -> None:  # --quiet prints nothing (errors still do)
+        if not quiet:
+            err.print(Text(one_line(line)), soft_wrap=True)
+
     try:
         summary = summarize([Output.open(o) for o in out_dirs])  # each output opened once, passed down
         listings = {}
@@ -483,22 +488,22 @@ def report(
             from runner.reporting.summary_json import write_json
 
             write_json(summary, json_file)
-            err.print(Text(one_line(f"wrote {json_file}")), soft_wrap=True)
+            said(f"wrote {json_file}")
         if csv_dir is not None:
             from runner.reporting.summary_csv import write_csv
 
             write_csv(summary, csv_dir)
-            err.print(Text(one_line(f"wrote {csv_dir}/*.csv")), soft_wrap=True)
+            said(f"wrote {csv_dir}/*.csv")
         if html_file is not None:
             from runner.reporting.html import write_html
 
             write_html(summary, html_file)
-            err.print(Text(one_line(f"wrote {html_file}")), soft_wrap=True)
+            said(f"wrote {html_file}")
         if badge_dir is not None:
             from runner.reporting.badges import write_badges
 
             badges = write_badges(summary, badge_dir)
-            err.print(Text(one_line(f"wrote {len(set(badges))} badge(s) into {badge_dir}")), soft_wrap=True)
+            said(f"wrote {len(set(badges))} badge(s) into {badge_dir}")
     except UserError as exc:
         raise fail(exc) from None
 
