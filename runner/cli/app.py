@@ -235,7 +235,11 @@ def run(
         plain(f"{result.stats.done:,} trials run ({result.skipped:,} already done) in {result.elapsed_s:.1f} s; "
               f"{_count_text(result.counts)}; output: {target}")
         if not no_report:
-            print_report(output, out)
+            if _all_errors(output):  # 180 lines of — say nothing: lead with why (the lines below), no tables
+                err.print(Text(one_line("every trial of this run ended as an error row, so there is no report; "
+                                        "why:")), soft_wrap=True)
+            else:
+                print_report(output, out)
     errors_left = _error_verdict(sweep, output, max_error_rate)
     if fail_on:
         _gate(output, fail_on, exit_now=not errors_left and not result.stopped)
@@ -243,6 +247,11 @@ def run(
         raise typer.Exit(EXIT_BUDGET)
     if errors_left:
         raise typer.Exit(EXIT_ERRORS)
+
+
+def _all_errors(output: Output) -> bool:
+    counts = output.counts()
+    return bool(counts) and not counts.get("ok")
 
 
 def _count_text(counts: dict[str, int]) -> str:

@@ -55,3 +55,17 @@ def test_report_quiet_prints_nothing(stopped: tuple[Path, str], tmp_path: Path) 
     result = invoke("report", str(out), "-q", "--html", str(tmp_path / "r.html"), "--csv", str(tmp_path / "csv"))
     assert result.exit_code == 0 and result.stdout == "" and result.stderr == "", result.output
     assert (tmp_path / "r.html").exists()
+
+
+def test_a_run_that_is_all_errors_leads_with_why_and_prints_no_tables(tmp_path: Path) -> None:
+    from tests.helpers.files import quickstart_dict, write_yaml
+
+    data = quickstart_dict()
+    data["probes"][0]["runs"] = 1
+    data["models"] = [{"name": "broken", "provider": "callable", "function": "tests.providers.callable_agents:explodes"}]
+    result = invoke("run", str(write_yaml(tmp_path / "s.yaml", data)), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 3, result.output
+    assert result.stdout == ""  # no table of dashes
+    lines = [x for x in result.stderr.splitlines() if not x.startswith("warning:")]
+    lead = next(i for i, x in enumerate(lines) if x.startswith("every trial of this run ended as an error row"))
+    assert lines[lead + 1].startswith("model broken: all ") and "the user's agent broke" in lines[lead + 1]
