@@ -29,7 +29,7 @@ import polars as pl
 from rich.console import Console
 from rich.text import Text
 
-from runner.analysis.cells import ProbeAnalysis, interval_name
+from runner.analysis.cells import ProbeAnalysis, firing_event, interval_name
 from runner.analysis.completeness import incomplete_lines
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label, summarize
 from runner.analysis.scorecard import ALPHA, scorecard_table
@@ -111,7 +111,7 @@ def _conditions_grid(a: ProbeAnalysis, model: str) -> Grid:
         grid.add_row(f"  {CONFIDENCE:.0%} Wilson", *(f"{_pct(r[f'{rate}_wilson_lo'])}–{_pct(r[f'{rate}_wilson_hi'])}"
                                                  for r in records), style="dim")
     head = a.rates[0]
-    grid.add_row(f"prompts firing ({head})", *(f"{r[f'{head}_firing']}/{r['prompts']}" for r in records))
+    grid.add_row(f"prompts firing ({firing_event(head)})", *(f"{r[f'{head}_firing']}/{r['prompts']}" for r in records))
     return grid
 
 
