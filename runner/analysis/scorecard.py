@@ -111,6 +111,9 @@ def decide(e: Evidence) -> Verdict:
     if _missing(e.p) or _missing(e.floor) or _missing(e.decoy_rate_a) or _missing(e.decoy_rate_b):
         return Verdict("inconclusive", None, "no decoy test: an arm of the contrast has no trials")
     assert e.p is not None and e.floor is not None and e.decoy_rate_a is not None and e.decoy_rate_b is not None
+    if e.decoy_rate_a == 0 and e.decoy_rate_b == 0:  # no event to permute: more prompts cannot make a test
+        return Verdict("inconclusive", None, "no trial called the decoy (nothing fired), so there is no effect to "
+                                             "test; more prompts would not change that")
     if e.floor > ALPHA:
         return Verdict("inconclusive", None, f"the design's smallest attainable p ({e.floor:.2g}) is above "
                                              f"alpha {ALPHA:g}: add prompts")
