@@ -195,6 +195,12 @@ def analyze(output: Output | Path) -> list[ProbeAnalysis]:
         cells = cell_counts(trials, probe_name, rates)
         if cells.height == 0:
             continue
+        # a probe-specific rate no trial of this run could fill (bfcl_passed without BFCL cases, a reply rate an
+        # import did not map) is not a row of dashes in every table: only the headline is always shown
+        filled = tuple(r for r in rates[1:] if int(cells[f"n_{r}"].sum()) > 0)
+        if len(filled) < len(rates) - 1:
+            rates = (rates[0], *filled)
+            declared = tuple(c for c in declared if c.outcome in rates)
         order = {c: i for i, c in enumerate(all_conditions)}
         boot = _shared_bootstrap(cells, rates, declared, seed)
         conditions = _condition_table(cells, rates, seed, boot).with_columns(

@@ -42,3 +42,11 @@ def test_every_caption_names_the_event(negatives: Path) -> None:
     print_summary(summarize([Output.open(negatives)]), console)
     text = " ".join(console.export_text().split())  # captions wrap
     assert "prompts firing (failure (not passed))" in text and "≥ 1 failure (not passed)" in text
+
+
+def test_a_rate_the_probe_could_not_fill_is_no_row(negatives: Path) -> None:
+    # bfcl_passed is null for cases not imported from BFCL: no "— / no interval" row in every table
+    summary = summarize([Output.open(negatives)])
+    (analysis,) = summary.runs[0].probes
+    assert "bfcl_passed" not in analysis.rates and "bfcl_passed" not in summary.conditions["rate"].to_list()
+    assert analysis.rates[0] == "passed" and "tripwire" in analysis.rates  # the rest are still there
