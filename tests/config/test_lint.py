@@ -110,3 +110,15 @@ def test_every_bundled_sweep_lints_clean(tmp_path: Path, name: str) -> None:
         warnings.simplefilter("always")
         load_sweep(bundled_sweep(tmp_path, name, runs=5))
     assert not [str(w.message) for w in heard if "case " in str(w.message) or "triple" in str(w.message)]
+
+
+def test_an_unknown_key_of_probes_1_lists_that_probes_own_keys(tmp_path: Path) -> None:
+    sweep = _negative_sweep(tmp_path, POSITIVE, NEGATIVE)
+    # probes[0] a misselection probe (it has decoy_name), probes[1] a negative one given decoy_name by mistake
+    write_yaml(sweep, {"name": "crm", "models": [{"name": "a", "provider": "sim", "model": "typical"}], "probes": [
+        {"kind": "misselection", "cases": str(CONFIGS / "misselection/triples.yaml"),
+         "catalogue": str(CONFIGS / "misselection/tools.json")},
+        {"kind": "negative", "cases": "cases.yaml", "catalogue": "tools.yaml", "decoy_name": "x"}]})
+    line = invoke_error_line(invoke("validate", str(sweep)))
+    assert "probes[1].decoy_name: unknown key (valid keys: kind, name, runs, conditions, cases, catalogue, " \
+           "mcp_server, system)" in line, line
