@@ -164,6 +164,8 @@ def run(
     out_dir: Path | None = typer.Option(None, "--out", "-o", help="Output directory (overrides the sweep's `output`)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no report; errors still print."),
     no_report: bool = typer.Option(False, "--no-report", help="Do not print the report at the end."),
+    details: bool = typer.Option(False, "--details", help="In the report at the end, also the per-model tables, "
+                                 "each probe's views and the methods paragraph."),
     strict_params: bool = typer.Option(False, "--strict-params",
                                        help="Never change a parameter a server rejects (no remedies): the trial fails instead."),
     fail_on: list[str] | None = typer.Option(None, "--fail-on", metavar="PROBE",
@@ -239,7 +241,7 @@ def run(
                 err.print(Text(one_line("every trial of this run ended as an error row, so there is no report; "
                                         "why:")), soft_wrap=True)
             else:
-                print_report(output, out)
+                print_report(output, out, details=details)
     errors_left = _error_verdict(sweep, output, max_error_rate)
     if fail_on:
         _gate(output, fail_on, exit_now=not errors_left and not result.stopped)
@@ -465,7 +467,9 @@ def report(
     json_file: Path | None = typer.Option(None, "--json", help="Write the summary as JSON (schema: runner/schemas/summary.schema.json)."),
     csv_dir: Path | None = typer.Option(None, "--csv", help="Write the summary tables as CSV files into this directory."),
     html_file: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML page with plots."),
-    no_details: bool = typer.Option(False, "--no-details", help="Print only the leaderboards, not the per-model tables."),
+    details: bool = typer.Option(False, "--details", help="Also print the per-model tables, each probe's views and "
+                                 "the methods paragraph (default: leaderboards, scorecard and cost only)."),
+    no_details: bool = typer.Option(False, "--no-details", hidden=True, help="The default (kept for old scripts)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only write the files asked for."),
     badge_dir: Path | None = typer.Option(None, "--badge", help="Write one SVG badge per model with its "
                                              "misselection scorecard verdict into this directory."),
@@ -492,7 +496,10 @@ def report(
             if directory is not None:
                 listings.update(write_listings(summary, directory))
         if not quiet:
-            print_summary(summary, out, details=not no_details, listings=listings)
+            print_summary(summary, out, details=details and not no_details, listings=listings)
+            if not details or no_details:  # (--details says where each listing went, beside its view)
+                for path in dict.fromkeys(listings.values()):
+                    said(f"wrote {path}")
         if json_file is not None:
             from runner.reporting.summary_json import write_json
 

@@ -259,6 +259,9 @@ def print_summary(summary: Summary, console: Console | None = None, *, details: 
                 if a.contrasts.height:
                     methods.update(a.contrasts["method_trial"].unique().to_list()
                                    + a.contrasts["method_cell"].unique().to_list())
+    if not details:  # the compact report: one screen; the rest is a flag away
+        say(console, "Per-model tables, each probe's views and the methods: add --details.", width, "dim")
+        return
     rate_methods = summary.conditions["interval_method"].drop_nulls().unique(maintain_order=True).to_list()
     diff_methods = summary.contrasts["interval_method"].drop_nulls().unique(maintain_order=True).to_list()
     say(console,
