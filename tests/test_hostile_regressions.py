@@ -316,7 +316,7 @@ def quickstart_misselection_run(tmp_path: Path, names: list[str]) -> Path:
 
 def test_badges_of_team_slash_model_and_team_dash_model_are_two_files(tmp_path: Path) -> None:
     out = quickstart_misselection_run(tmp_path, ["team/model", "team-model", "../up"])
-    result = cli.invoke(app, ["report", str(out), "-q", "--badge", str(tmp_path / "badges")])
+    result = cli.invoke(app, ["report", str(out), "--badge", str(tmp_path / "badges")])  # (-q: prints nothing)
     assert result.exit_code == 0 and "wrote 3 badge(s)" in result.stderr
     assert len(list((tmp_path / "badges").glob("*.svg"))) == 3
     assert not (tmp_path / "up.svg").exists()

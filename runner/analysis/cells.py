@@ -27,6 +27,15 @@ from runner.probes import PROBES, Contrast
 #: readable names of ``stats`` interval keys (``ClusterIntervalResult.interval_method``), as reports print them
 _INTERVAL_NAMES = stats.INTERVAL_NAMES
 
+#: rates where a hit is the good result (a pass/fail probe): there, a prompt fires on a failure
+SUCCESS_RATES = frozenset({"passed"})
+
+
+def firing_event(rate: str) -> str:
+    """What makes a prompt fire for a rate: one hit, or — for a success rate — one trial without it. Every table,
+    caption, CSV and JSON count of "firing" counts this event."""
+    return f"failure (not {rate})" if rate in SUCCESS_RATES else rate
+
 
 def interval_name(keys: str | list[str] | None) -> str:
     """The readable name of one interval method key, or of several (joined with "/"), as captions print it."""
@@ -120,7 +129,9 @@ def _condition_table(cells: pl.DataFrame, rates: tuple[str, ...], seed: int,
             else:
                 row[f"{r}_cluster_lo"] = row[f"{r}_cluster_hi"] = float("nan")
                 row[f"{r}_interval_method"] = None
-            row[f"{r}_firing"] = stats.prompts_firing(cluster, hits).firing
+            # one meaning of "firing" everywhere: prompts with >= 1 trial of firing_event(r)
+            events = sub[f"n_{r}"].to_numpy() - hits if r in SUCCESS_RATES else hits
+            row[f"{r}_firing"] = stats.prompts_firing(cluster, events).firing
         rows.append(row)
     return pl.DataFrame(rows)
 
@@ -184,6 +195,12 @@ def analyze(output: Output | Path) -> list[ProbeAnalysis]:
         cells = cell_counts(trials, probe_name, rates)
         if cells.height == 0:
             continue
+        # a probe-specific rate no trial of this run could fill (bfcl_passed without BFCL cases, a reply rate an
+        # import did not map) is not a row of dashes in every table: only the headline is always shown
+        filled = tuple(r for r in rates[1:] if int(cells[f"n_{r}"].sum()) > 0)
+        if len(filled) < len(rates) - 1:
+            rates = (rates[0], *filled)
+            declared = tuple(c for c in declared if c.outcome in rates)
         order = {c: i for i, c in enumerate(all_conditions)}
         boot = _shared_bootstrap(cells, rates, declared, seed)
         conditions = _condition_table(cells, rates, seed, boot).with_columns(

@@ -22,7 +22,7 @@ from typing import Any
 import polars as pl
 
 import stats
-from runner.analysis.cells import ProbeAnalysis, analyze
+from runner.analysis.cells import SUCCESS_RATES, ProbeAnalysis, analyze, firing_event
 from runner.analysis.compare import COMPARISON_SCHEMA, model_comparisons
 from runner.analysis.consistency import CONSISTENCY_SCHEMA, consistency_table
 from runner.analysis.replies import replies_view
@@ -153,15 +153,6 @@ def _headline_contrast(a: ProbeAnalysis, model: str) -> dict[str, Any] | None:
         return None
     rows = a.contrasts.filter(pl.col("model") == model).to_dicts()
     return next((r for r in rows if r["outcome"] == a.rates[0]), rows[0] if rows else None)
-
-
-#: headline rates where a hit is the good result (a pass/fail probe): there, a prompt fires on a failure
-SUCCESS_RATES = frozenset({"passed"})
-
-
-def firing_event(head: str) -> str:
-    """What makes a prompt fire for a headline rate: one hit, or — for a success rate — one trial without it."""
-    return f"failure (not {head})" if head in SUCCESS_RATES else head
 
 
 def _firing(a: ProbeAnalysis, model: str, contrast: dict[str, Any] | None) -> tuple[int, int, str]:

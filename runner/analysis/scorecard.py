@@ -24,6 +24,7 @@ from typing import Any
 
 import polars as pl
 
+from runner.analysis.completeness import incomplete_runs
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary
 
 #: the probe kind a scorecard is defined for, the contrast it reads and the baseline correct-call rate
@@ -110,6 +111,9 @@ def decide(e: Evidence) -> Verdict:
     if _missing(e.p) or _missing(e.floor) or _missing(e.decoy_rate_a) or _missing(e.decoy_rate_b):
         return Verdict("inconclusive", None, "no decoy test: an arm of the contrast has no trials")
     assert e.p is not None and e.floor is not None and e.decoy_rate_a is not None and e.decoy_rate_b is not None
+    if e.decoy_rate_a == 0 and e.decoy_rate_b == 0:  # no event to permute: more prompts cannot make a test
+        return Verdict("inconclusive", None, "no trial called the decoy (nothing fired), so there is no effect to "
+                                             "test; more prompts would not change that")
     if e.floor > ALPHA:
         return Verdict("inconclusive", None, f"the design's smallest attainable p ({e.floor:.2g}) is above "
                                              f"alpha {ALPHA:g}: add prompts")
@@ -138,9 +142,14 @@ def _evidence(summary: Summary, run: str, probe: str, model: str, board: dict[st
 def scorecard_table(summary: Summary) -> pl.DataFrame:
     """One row per run × misselection probe × model, in report order."""
     rows = []
+    unfinished = {run: (done, total) for run, done, total in incomplete_runs(summary)}
     for board in summary.leaderboard.filter(pl.col("kind") == KIND).iter_rows(named=True):
         e = _evidence(summary, board["run"], board["probe"], board["model"], board)
         v = decide(e)
+        if board["run"] in unfinished:  # a verdict on part of a grid grades prompts the rest would change
+            done, total = unfinished[board["run"]]
+            v = Verdict("inconclusive", None, f"the grid is incomplete: {done:,} of {total:,} trials written; "
+                                              "a scorecard grades only a finished grid (rerun to finish it)")
         rows.append({"run": board["run"], "probe": board["probe"], "model": board["model"], "verdict": v.verdict,
                      "retention": v.retention, "reason": v.reason, "decoy_rate_a": e.decoy_rate_a,
                      "decoy_rate_b": e.decoy_rate_b, "p": e.p, "floor": e.floor,

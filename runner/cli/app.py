@@ -20,7 +20,9 @@ import typer
 from rich.text import Text
 from typer.core import TyperGroup
 
+from runner.cli.check import register as _register_check
 from runner.cli.console import (
+    EXIT_BUDGET,
     EXIT_ERRORS,
     EXIT_GATE,
     EXIT_INTERRUPTED,
@@ -163,6 +165,8 @@ def run(
     out_dir: Path | None = typer.Option(None, "--out", "-o", help="Output directory (overrides the sweep's `output`)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no report; errors still print."),
     no_report: bool = typer.Option(False, "--no-report", help="Do not print the report at the end."),
+    details: bool = typer.Option(False, "--details", help="In the report at the end, also the per-model tables, "
+                                 "each probe's views and the methods paragraph."),
     strict_params: bool = typer.Option(False, "--strict-params",
                                        help="Never change a parameter a server rejects (no remedies): the trial fails instead."),
     fail_on: list[str] | None = typer.Option(None, "--fail-on", metavar="PROBE",
@@ -191,7 +195,8 @@ def run(
 ) -> None:
     """Run a sweep (or resume it: trial ids already in the output are skipped).
 
-    Exits 0 when every trial is ok, 3 when error rows remain (see --retry-errors, --max-error-rate)."""
+    Exits 0 when every trial is ok, 3 when error rows remain (see --retry-errors, --max-error-rate), 4 when the
+    budget stopped it before the grid was finished."""
     from runner.cli.signals import sigterm_as_interrupt
     from runner.config.sweep import load_sweep
     from runner.execution import modes
@@ -233,12 +238,23 @@ def run(
         plain(f"{result.stats.done:,} trials run ({result.skipped:,} already done) in {result.elapsed_s:.1f} s; "
               f"{_count_text(result.counts)}; output: {target}")
         if not no_report:
-            print_report(output, out)
+            if _all_errors(output):  # 180 lines of — say nothing: lead with why (the lines below), no tables
+                err.print(Text(one_line("every trial of this run ended as an error row, so there is no report; "
+                                        "why:")), soft_wrap=True)
+            else:
+                print_report(output, out, details=details)
     errors_left = _error_verdict(sweep, output, max_error_rate)
     if fail_on:
-        _gate(output, fail_on, exit_now=not errors_left)
+        _gate(output, fail_on, exit_now=not errors_left and not result.stopped)
+    if result.stopped:  # an unfinished grid is its own ending, whatever else happened (docs/output.md)
+        raise typer.Exit(EXIT_BUDGET)
     if errors_left:
         raise typer.Exit(EXIT_ERRORS)
+
+
+def _all_errors(output: Output) -> bool:
+    counts = output.counts()
+    return bool(counts) and not counts.get("ok")
 
 
 def _count_text(counts: dict[str, int]) -> str:
@@ -436,7 +452,9 @@ def report(
     json_file: Path | None = typer.Option(None, "--json", help="Write the summary as JSON (schema: runner/schemas/summary.schema.json)."),
     csv_dir: Path | None = typer.Option(None, "--csv", help="Write the summary tables as CSV files into this directory."),
     html_file: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML page with plots."),
-    no_details: bool = typer.Option(False, "--no-details", help="Print only the leaderboards, not the per-model tables."),
+    details: bool = typer.Option(False, "--details", help="Also print the per-model tables, each probe's views and "
+                                 "the methods paragraph (default: leaderboards, scorecard and cost only)."),
+    no_details: bool = typer.Option(False, "--no-details", hidden=True, help="The default (kept for old scripts)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; only write the files asked for."),
     badge_dir: Path | None = typer.Option(None, "--badge", help="Write one SVG badge per model with its "
                                              "misselection scorecard verdict into this directory."),
@@ -457,6 +475,10 @@ def report(
     from runner.reporting.listings import write_listings
     from runner.reporting.terminal import print_summary
 
+    def said(line: str) -> None:  # --quiet prints nothing (errors still do)
+        if not quiet:
+            err.print(Text(one_line(line)), soft_wrap=True)
+
     try:
         gates = [parse_gate(g) for g in gate]  # a malformed gate is bad input, found before any work
         summary = summarize([Output.open(o) for o in out_dirs])  # each output opened once, passed down
@@ -465,27 +487,30 @@ def report(
             if directory is not None:
                 listings.update(write_listings(summary, directory))
         if not quiet:
-            print_summary(summary, out, details=not no_details, listings=listings)
+            print_summary(summary, out, details=details and not no_details, listings=listings)
+            if not details or no_details:  # (--details says where each listing went, beside its view)
+                for path in dict.fromkeys(listings.values()):
+                    said(f"wrote {path}")
         if json_file is not None:
             from runner.reporting.summary_json import write_json
 
             write_json(summary, json_file)
-            err.print(Text(one_line(f"wrote {json_file}")), soft_wrap=True)
+            said(f"wrote {json_file}")
         if csv_dir is not None:
             from runner.reporting.summary_csv import write_csv
 
             write_csv(summary, csv_dir)
-            err.print(Text(one_line(f"wrote {csv_dir}/*.csv")), soft_wrap=True)
+            said(f"wrote {csv_dir}/*.csv")
         if html_file is not None:
             from runner.reporting.html import write_html
 
             write_html(summary, html_file)
-            err.print(Text(one_line(f"wrote {html_file}")), soft_wrap=True)
+            said(f"wrote {html_file}")
         if badge_dir is not None:
             from runner.reporting.badges import write_badges
 
             badges = write_badges(summary, badge_dir)
-            err.print(Text(one_line(f"wrote {len(set(badges))} badge(s) into {badge_dir}")), soft_wrap=True)
+            said(f"wrote {len(set(badges))} badge(s) into {badge_dir}")
         if gates:  # gates on intervals (runner.analysis.gates)
             failures = check_gates(summary, gates)
             for line in failures:
@@ -623,6 +648,7 @@ def serve(
 
 
 register_view(app)  # `trialgrid view` (runner/cli/view.py)
+_register_check(app)  # trialgrid check (runner/cli/check.py)
 
 
 # Optional parts of trialgrid plug in through entry points (pyproject.toml), so that

@@ -24,6 +24,8 @@ out = Console(highlight=False)
 EXIT_OK, EXIT_GATE, _EXIT_BAD_INPUT = 0, 1, 2
 #: the run finished but error rows remain (beyond --max-error-rate)
 EXIT_ERRORS = 3
+#: the sweep's budget stopped the run before its grid was finished: rerun with a raised budget to continue
+EXIT_BUDGET = 4
 #: stopped by Ctrl-C (SIGINT) / by SIGTERM: finished trials are kept, rerun to resume
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 

@@ -19,18 +19,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 import runner.sim  # noqa: F401  (registers the built-in "sim" provider)
 from runner.config.cost import Budget, ModelPrice
+from runner.config.lint import lint_probes
 from runner.core.errors import UserError, warn
 from runner.core.safety import check_regular_file, printable_label
 from runner.core.sources import Source, load_source, register_union_tags, validate
 from runner.probes import PROBES, Probe, ProbeConfig
 from runner.providers import CONFIGURED, check_model
-from runner.providers.callable_provider import load_function
+from runner.providers.callable_provider import load_function, source_digest
 from runner.providers.settings import CREDENTIAL_HEADER, DEFAULT_KEY_ENV, Connection, Limits, RetryPolicy, is_loopback
 from runner.providers.textcalls import ToolCallParser
+from runner.sim.oracle import is_oracle
+from runner.sim.oracle import learn as learn_keys
 
 register_union_tags(PROBES)
 if TYPE_CHECKING:  # to a type checker an entry is its base class; pydantic validates the union of the registered probes
@@ -56,7 +59,11 @@ class ModelConfig(BaseModel):
     api_key_env: str | None = Field(default=None, description="environment variable holding the API key "
                                     "(default OPENAI_API_KEY / ANTHROPIC_API_KEY; null: send no key)")
     headers: dict[str, str] = Field(default_factory=dict, description="extra request headers (never credentials)")
-    function: str | None = Field(default=None, description="provider callable: module:function")
+    function: str | None = Field(default=None, description="provider callable: module:function (the sweep file's "
+                                "folder is on the import path)")
+    version: str | None = Field(default=None, min_length=1, description="provider callable: the version of your "
+                                "agent's code, part of the sweep's identity (default: the sha256 of the function's "
+                                "module file; set it when the agent spans several files)")
     timeout_s: float = Field(default=60.0, gt=0, description="per-request timeout")
     limits: Limits = Field(default_factory=Limits, description="per provider key: max_concurrent, rpm, tpm")
     retry: RetryPolicy = Field(default_factory=RetryPolicy, description="max_attempts, backoff_base_s, backoff_max_s")
@@ -64,6 +71,7 @@ class ModelConfig(BaseModel):
         default=None, description="send the trial seed where `trialgrid serve` reads it (the x-trialgrid-seed header; "
                                   "in a batch, metadata): default only to a loopback base_url; true for a trialgrid "
                                   "serve on another host, false never (see docs/providers.md)")
+    _function_path: str | None = PrivateAttr(default=None)
     tool_call_parser: ToolCallParser | None = Field(
         default=None, description="read tool calls the model writes in its text: json, hermes or functions-prefix "
                                   "(off: only native tool calls count; see docs/local-models.md)")
@@ -75,7 +83,7 @@ class ModelConfig(BaseModel):
     @property
     def connection(self) -> Connection:
         return Connection(self.provider, self.base_url, self.api_key_env, tuple(sorted(self.headers.items())),
-                          self.timeout_s, self.function, self.sim_seed)
+                          self.timeout_s, self.function, self.sim_seed, self._function_path)
 
     @model_validator(mode="before")
     @classmethod
@@ -133,10 +141,17 @@ class ModelConfig(BaseModel):
 
     @field_validator("function")
     @classmethod
-    def _importable(cls, value: str | None) -> str | None:
+    def _importable(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # the sweep file's folder (load_sweep's validation context) goes on the import path first
         if value is not None:
-            load_function(value)
+            load_function(value, (info.context or {}).get("folder"))  # a ValueError saying why not
         return value
+
+    @model_validator(mode="after")
+    def _function_folder(self, info: ValidationInfo) -> ModelConfig:
+        # ...and goes with the model to whoever builds its provider (a Ray worker too)
+        self._function_path = (info.context or {}).get("folder")
+        return self
 
     @model_validator(mode="after")
     def _provider_knows_model(self) -> ModelConfig:
@@ -232,6 +247,8 @@ class LoadedSweep:
     warnings: list[str] = field(default_factory=list)
     #: probe entries not loaded because they name an MCP server and servers were not to be started
     unstarted: list[str] = field(default_factory=list)
+    #: per callable model: its code's identity (``version``, or its module file's sha256), part of ``sweep_id``
+    function_sources: dict[str, str] = field(default_factory=dict)
 
     @property
     def schema_fields(self) -> list:
@@ -245,16 +262,29 @@ class LoadedSweep:
         return list(seen.values())
 
 
-def _sweep_identity(sweep: Sweep, probes: list[Probe]) -> str:
+def function_sources(sweep: Sweep) -> dict[str, str]:
+    """Per callable model: what its code is — the ``version`` the user set, else the sha256 of its module file."""
+    out: dict[str, str] = {}
+    for m in sweep.models:
+        if m.function is not None:
+            source = m.version or source_digest(m.function)
+            if source is not None:
+                out[m.name] = source
+    return out
+
+
+def _sweep_identity(sweep: Sweep, probes: list[Probe], sources: dict[str, str]) -> str:
     what = sweep.model_dump(mode="json", exclude={"output", "engine", "prices", "budget", "cache"})
     for m in what["models"]:
         m.pop("concurrency", None)  # how fast, not what
         m.pop("mode", None)  # how the requests travel, not what they ask: batch and live share trial ids
         for key in ("api_key_env", "timeout_s", "limits", "retry", "sim_seed"):  # which account, how fast, by what channel; not what
             m.pop(key, None)
-        for key in ("base_url", "headers", "function", "tool_call_parser"):  # unset: leave the identity of older sweeps as it was
+        for key in ("base_url", "headers", "function", "tool_call_parser", "version"):  # unset: leave the identity of older sweeps as it was
             if not m.get(key):
                 m.pop(key, None)
+        if m["name"] in sources and not m.get("version"):  # the agent's code is what is measured: an edit is a new run
+            m["function_source"] = sources[m["name"]]
     for p in what["probes"]:
         if p.get("mcp_server") is None:  # a file catalogue: leave the identity of older sweeps as it was
             p.pop("mcp_server", None)
@@ -313,7 +343,7 @@ def load_sweep(path: Path | str, *, start_servers: bool = True,
     source: Source = load_source(path, what="sweep file")
     if not isinstance(source.data, dict):
         raise UserError("a sweep file must be a mapping with keys name, models, probes", file=path, line=1)
-    sweep: Sweep = validate(Sweep, source.data, source)
+    sweep: Sweep = validate(Sweep, source.data, source, context={"folder": str(path.parent.resolve())})
     _check_shared_limits(sweep, source)
     base = path.parent
     probes: list[Probe] = []
@@ -340,8 +370,13 @@ def load_sweep(path: Path | str, *, start_servers: bool = True,
             if announce is not None:
                 announce(f"starting the MCP server of probes[{i}] ({entry.name or entry.kind}): {command}")
         probes.append(PROBES[entry.kind](entry, base, locate))
-    warnings = [w for p in probes for w in p.warnings] + _local_server_warnings(sweep)
-    loaded = LoadedSweep(sweep, path, probes, _sweep_identity(sweep, probes), source.sha256, warnings, unstarted)
+    if any(m.provider == "sim" and is_oracle(m.model_id) for m in sweep.models):
+        learn_keys(probes)  # the oracle persona answers from the cases' keys (runner/sim/oracle.py)
+    lint_warnings = lint_probes(probes)  # case files against their catalogues: unpassable cases are errors
+    warnings = [w for p in probes for w in p.warnings] + lint_warnings + _local_server_warnings(sweep)
+    sources = function_sources(sweep)
+    loaded = LoadedSweep(sweep, path, probes, _sweep_identity(sweep, probes, sources), source.sha256, warnings,
+                         unstarted, sources)
     loaded.schema_fields  # noqa: B018 — surface column type conflicts at load time
     for line in warnings + unstarted:  # whoever loads the sweep hears them: a notebook as the CLI does
         warn(line)

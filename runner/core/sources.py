@@ -279,15 +279,21 @@ def load_source(path: Path, *, what: str) -> Source:
 def _model_at(model: Any, loc: tuple[Any, ...], data: Any) -> type[BaseModel] | None:
     """The pydantic model that validates the mapping at ``loc`` (to list its valid keys)."""
     current: Any = model
-    for part in loc:
+    for i, part in enumerate(loc):
         if isinstance(part, int):
-            data = data[part] if isinstance(data, list) and part < len(data) else None
-            continue
+            continue  # taken with the list field before it
         if not (isinstance(current, type) and issubclass(current, BaseModel)) or part not in current.model_fields:
             return None
         current = current.model_fields[part].annotation
         data = data.get(part) if isinstance(data, dict) else None
-        current = _unwrap(current, data)
+        index = loc[i + 1] if i + 1 < len(loc) else None
+        if isinstance(index, int) and isinstance(data, list):
+            # the list item the location names, not the first one: probes[1]'s keys are its own kind's
+            data = [data[index]] if index < len(data) else None
+            current = _unwrap(current, data)
+            data = data[0] if data else None
+        else:
+            current = _unwrap(current, data)
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 
 

@@ -54,7 +54,19 @@ def _served_catalogue(probe: Any) -> dict[str, Any]:
 
 def sweep_snapshot(loaded: LoadedSweep) -> SweepSnapshot:
     """The validated sweep as the manifest records it."""
-    return SweepSnapshot.model_validate(loaded.sweep.model_dump(mode="json"))
+    data = loaded.sweep.model_dump(mode="json")
+    for m in data["models"]:  # a callable agent's code, so a rerun after an edit can say what changed
+        if m["name"] in loaded.function_sources:
+            m["function_source"] = loaded.function_sources[m["name"]]
+    return SweepSnapshot.model_validate(data)
+
+
+def _edited_agents(existing: Manifest, loaded: LoadedSweep) -> list[str]:
+    """Callable models whose code changed since ``existing`` was written (the sweep otherwise the same)."""
+    before = {m.name: (m.model_extra or {}).get("function_source") for m in existing.sweep.models}
+    return [f"{name!r} ({m.function})" for m in loaded.sweep.models
+            if (name := m.name) in loaded.function_sources and before.get(name) is not None
+            and before[name] != loaded.function_sources[name]]
 
 
 def start_manifest(out: Path, loaded: LoadedSweep, trials_total: int, *,
@@ -92,6 +104,13 @@ def start_manifest(out: Path, loaded: LoadedSweep, trials_total: int, *,
             status=RunStatus.RUNNING,
         )
     else:
+        edited = _edited_agents(existing, loaded) if existing.sweep_id != loaded.sweep_id else []
+        if edited:
+            raise UserError(
+                f"the code of model {', '.join(edited)} changed since {out} was written (its source is part of the "
+                f"sweep's identity: id {existing.sweep_id} then, {loaded.sweep_id} now), so this is a new run, not "
+                "a resume", hint="write it to another --out directory (or set the model's `version` to say which "
+                "code a result is from)")
         if existing.sweep_id != loaded.sweep_id:
             raise UserError(
                 f"{out} holds a different sweep ({existing.sweep_name!r}, id {existing.sweep_id}); "

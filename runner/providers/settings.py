@@ -84,6 +84,8 @@ class Connection:
     function: str | None = None
     #: send the trial seed where ``trialgrid serve`` reads it; None: only to a loopback ``base_url``
     sim_seed: bool | None = None
+    #: provider callable: the sweep file's folder, put on the import path before ``function`` is imported
+    function_path: str | None = None
 
     @property
     def header_map(self) -> Mapping[str, str]:

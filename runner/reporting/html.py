@@ -29,7 +29,8 @@ from pathlib import Path
 
 import polars as pl
 
-from runner.analysis.cells import interval_name
+from runner.analysis.cells import SUCCESS_RATES, firing_event, interval_name
+from runner.analysis.completeness import incomplete_lines
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label
 from runner.analysis.scorecard import ALPHA, scorecard_table
 from runner.analysis.scorecard import KIND as SCORECARD_KIND
@@ -227,7 +228,7 @@ def _rates_section(summary: Summary, probe: str, kind: str, rates: list[str]) ->
             pts = tuple(S.Point(i, by[c]["value"], by[c]["cluster_lo"], by[c]["cluster_hi"],
                                 f"{model} · {c}: {_pct(by[c]['value'])} [{_pct(by[c]['cluster_lo'])}, "
                                 f"{_pct(by[c]['cluster_hi'])}], {by[c]['hits']}/{by[c]['ok']} trials, "
-                                f"{by[c]['firing']}/{by[c]['prompts']} prompts firing")
+                                f"{by[c]['firing']}/{by[c]['prompts']} prompts firing ({firing_event(rate)})")
                         for i, c in enumerate(conditions) if c in by)
             rows.append(S.Row(f"{model} ({run})" if many else model, pts))
         parts.append(f"<h4>{escape(rate)}</h4>" + S.dot_interval_plot(rows, label=f"{probe} {rate} by condition"))
@@ -243,8 +244,9 @@ def _heatmap_section(summary: Summary, probe: str, kind: str, rate: str) -> str:
     many = needs_run_label(cells)
     groups = _models_in(cells)
     # prompts that fire most first, so concentration in a few prompts is visible at a glance
+    success = rate in SUCCESS_RATES  # there a prompt fires on a failure: the lightest rows fire most
     order = (cells.group_by("case_id").agg((pl.col("hits").sum() / pl.col("n").sum().clip(1)).alias("r"))
-             .sort(["r", "case_id"], descending=[True, False]))
+             .sort(["r", "case_id"], descending=[not success, False]))
     prompts = order["case_id"].to_list()
     lookup = {(r["run"], r["model"], r["case_id"], r["condition"]): (r["hits"], r["n"])
               for r in cells.iter_rows(named=True)}
@@ -252,9 +254,13 @@ def _heatmap_section(summary: Summary, probe: str, kind: str, rate: str) -> str:
     values = [[lookup.get((r, m, p, c)) for r, m in groups for c in conditions] for p in prompts]
     svg = S.heatmap(prompts, col_groups, values, label=f"{probe} {rate} per prompt")
     note = (f'<p class="note">One row per prompt (case), one column per model × condition; shade = share of ok '
-            f"trials with <code>{escape(rate)}</code>. Rows sorted by overall rate: a rate carried by a few dark "
-            "rows is a different finding from the same rate spread evenly.</p>")
-    return _section("heatmap", probe, f"{probe} · which prompts fire ({rate})", S.heat_legend() + svg + note)
+            f"trials with <code>{escape(rate)}</code>. A prompt fires on a trial with "
+            f"<code>{escape(firing_event(rate))}</code>"
+            + (", so the lightest rows fire most; rows sorted by overall rate, lowest first" if success else
+               "; rows sorted by overall rate, highest first")
+            + ": a rate carried by a few rows is a different finding from the same rate spread evenly.</p>")
+    return _section("heatmap", probe, f"{probe} · which prompts fire ({firing_event(rate)})",
+                    S.heat_legend() + svg + note)
 
 
 def _forest_section(summary: Summary, probe: str, kind: str) -> str | None:
@@ -397,7 +403,7 @@ def _details_section(summary: Summary, probe: str, kind: str, rates: list[str]) 
                              f"{_pct(r['value'])}<small>{escape(interval_name(r['interval_method']))} "
                              f"{_pct(r['cluster_lo'])}–{_pct(r['cluster_hi'])}</small>"
                              f"<small>Wilson {_pct(r['wilson_lo'])}–{_pct(r['wilson_hi'])}</small>"
-                             f"<small>firing {r['firing']}/{r['prompts']}</small>")
+                             f"<small>firing ({escape(firing_event(rate))}) {r['firing']}/{r['prompts']}</small>")
             rows.append([f"<code>{escape(rate)}</code>", *cells])
         title = f"{model} ({run})" if many else model
         parts.append(f"<h4>{escape(title)}</h4>")
@@ -500,7 +506,8 @@ def render_html(summary: Summary, title: str = "trialgrid report") -> str:
         version = metadata.version("trialgrid")
     except metadata.PackageNotFoundError:
         version = "unknown"
-    body = [_runs_section(summary), _settings_section(summary)]
+    body = [f'<p class="note"><b>{escape(line)}</b></p>' for line in incomplete_lines(summary)]
+    body += [_runs_section(summary), _settings_section(summary)]
     card = scorecard_table(summary)
     nav = ['<a href="#runs-all">runs</a>']
     for probe, kind in summary.probe_keys():

@@ -29,7 +29,8 @@ import polars as pl
 from rich.console import Console
 from rich.text import Text
 
-from runner.analysis.cells import ProbeAnalysis, interval_name
+from runner.analysis.cells import ProbeAnalysis, firing_event, interval_name
+from runner.analysis.completeness import incomplete_lines
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label, summarize
 from runner.analysis.scorecard import ALPHA, scorecard_table
 from runner.analysis.scorecard import KIND as SCORECARD_KIND
@@ -112,7 +113,7 @@ def _conditions_grid(a: ProbeAnalysis, model: str) -> Grid:
         grid.add_row(f"  {CONFIDENCE:.0%} Wilson", *(f"{_pct(r[f'{rate}_wilson_lo'])}–{_pct(r[f'{rate}_wilson_hi'])}"
                                                  for r in records), style="dim")
     head = a.rates[0]
-    grid.add_row(f"prompts firing ({head})", *(f"{r[f'{head}_firing']}/{r['prompts']}" for r in records))
+    grid.add_row(f"prompts firing ({firing_event(head)})", *(f"{r[f'{head}_firing']}/{r['prompts']}" for r in records))
     return grid
 
 
@@ -238,6 +239,8 @@ def print_summary(summary: Summary, console: Console | None = None, *, details: 
     width = fit_width(console)
     listings = listings or {}
     card = scorecard_table(summary)
+    for line in incomplete_lines(summary):  # above the first table: what the numbers below are of
+        say(console, line, width, "bold yellow")
     for probe, kind in summary.probe_keys():
         for grid in _leaderboard_grids(summary, probe, kind):
             emit(console, grid, width)
@@ -262,6 +265,9 @@ def print_summary(summary: Summary, console: Console | None = None, *, details: 
                                    + a.contrasts["method_cell"].unique().to_list())
         for grid in consistency_grids(summary):  # pass^k (runner.reporting.consistency)
             emit(console, grid, width)
+    if not details:  # the compact report: one screen; the rest is a flag away
+        say(console, "Per-model tables, each probe's views and the methods: add --details.", width, "dim")
+        return
     rate_methods = summary.conditions["interval_method"].drop_nulls().unique(maintain_order=True).to_list()
     diff_methods = summary.contrasts["interval_method"].drop_nulls().unique(maintain_order=True).to_list()
     say(console,

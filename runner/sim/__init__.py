@@ -7,11 +7,13 @@ importing it registers the ``sim`` provider with ``runner.providers``.
 
 from runner.providers import register_provider
 from runner.sim.agent import SimProvider
+from runner.sim.oracle import is_oracle
 from runner.sim.personas import PERSONAS, Persona, persona_for_model
 
 
 def _check_sim(model: str) -> None:
-    persona_for_model(model)
+    if not is_oracle(model):
+        persona_for_model(model)
 
 
 register_provider("sim", SimProvider, _check_sim)

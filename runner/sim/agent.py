@@ -55,6 +55,8 @@ from runner.sim.judging import is_judge_request
 from runner.sim.judging import respond as judge_respond
 from runner.sim.multistep import is_multistep_request
 from runner.sim.multistep import respond as multistep_respond
+from runner.sim.oracle import is_oracle
+from runner.sim.oracle import respond as oracle_respond
 from runner.sim.personas import Persona, persona_for_model
 from runner.sim.reading import Reading, read
 
@@ -172,6 +174,8 @@ class SimProvider:
 
     def _answer(self, request: ChatRequest) -> ChatResponse:
         """The reply under ``tool_choice: auto``."""
+        if is_oracle(request.model):  # the answer key's own answer (oracle.py)
+            return oracle_respond(request)
         if not request.tools and is_audit_request(request):
             return audit(request)
         if is_multistep_request(request):  # the propagation probe's agent loop (multistep.py)

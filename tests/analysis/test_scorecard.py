@@ -57,6 +57,11 @@ def test_attainable_floor_boundary(floor: float, verdict: str) -> None:
         assert "add prompts" in v.reason
 
 
+def test_a_model_that_never_calls_the_decoy_is_told_nothing_fired_not_to_add_prompts() -> None:
+    v = decide(replace(GOOD, decoy_rate_a=0.0, decoy_rate_b=0.0, p=1.0, floor=1.0))
+    assert v.verdict == "inconclusive" and "nothing fired" in v.reason and "add prompts" not in v.reason
+
+
 @pytest.mark.parametrize("p,verdict", [(ALPHA, "degraded"), (ALPHA + 1e-9, "no effect")])
 def test_significance_boundary(p: float, verdict: str) -> None:
     assert decide(replace(GOOD, p=p)).verdict == verdict

@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from runner.cli.app import app
+from runner.cli.console import EXIT_BUDGET
 from runner.config.sweep import load_sweep
 from runner.core.errors import UserError
 from runner.execution.run import run_sweep
@@ -76,7 +77,7 @@ def test_budget_stops_within_one_window_and_resumes_when_raised(write_sweep, tmp
 def test_cli_says_why_it_stopped(write_sweep, tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["run", str(_sweep(write_sweep, {"tokens": 50_000})), "--out",
                                       str(tmp_path / "o"), "--no-report"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == EXIT_BUDGET, result.output  # its own exit code (issue 28), not a clean 0
     assert "stopped: budget of 50,000 tokens reached" in result.output and "Raise `budget`" in result.output
 
 
@@ -155,7 +156,7 @@ def test_batch_mode_refuses_a_batch_nothing_of_which_fits(tmp_path: Path) -> Non
         result = CliRunner().invoke(app, ["run", str(_batch_budget_sweep(tmp_path, server.base_url, 0.01)), "--out",
                                           str(out), "--no-report"])
         stats = server.stats()
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == EXIT_BUDGET, result.output
     assert stats["batches"] == {} and stats["requests"] == 0  # nothing sent at all
     lines = [line for line in result.output.splitlines() if "batch refused" in line]
     assert len(lines) == 1 and lines[0].startswith("stopped: budget of $0.01: batch refused, nothing submitted")

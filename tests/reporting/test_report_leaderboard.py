@@ -140,5 +140,5 @@ def test_bundled_sweeps_all_report_together(tmp_path: Path) -> None:
         run_sweep(loaded, tmp_path / sweep.stem, quiet=True)
         outs.append(tmp_path / sweep.stem)
     assert len(outs) >= 2
-    result = cli.invoke(app, ["report", *map(str, outs), "--no-details"])
+    result = cli.invoke(app, ["report", *map(str, outs)])
     assert result.exit_code == 0, result.output

@@ -1,0 +1,59 @@
+"""Which cases no agent could pass: the oracle's rows read back (``trialgrid check``).
+
+The oracle persona answers every case as its key says (``runner/sim/oracle.py``), so a case it fails is
+unpassable by construction, and the row says why: the negative probe's ``reasons`` and BFCL's
+``bfcl_error``, the misselection probe's credit of the expected tool and the decoy, the phantom probe's
+exact match with the gold fields, or the error of a trial that did not finish.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from runner.output import Output
+
+
+@dataclass(frozen=True)
+class Unpassable:
+    probe: str
+    case_id: str
+    condition: str
+    why: str
+
+
+def unpassable_cases(output: Output, kinds: dict[str, str]) -> tuple[int, list[Unpassable]]:
+    """(cells the oracle was asked, the cells it failed and why); ``kinds`` maps probe name → kind."""
+    rows = output.scan().collect()
+    out: list[Unpassable] = []
+    for row in rows.sort("probe", "case_id", "condition").iter_rows(named=True):
+        why = _why(kinds.get(row["probe"], ""), row)
+        if why is not None:
+            out.append(Unpassable(row["probe"], row["case_id"], row["condition"], why))
+    return rows.height, out
+
+
+def _why(kind: str, row: dict[str, Any]) -> str | None:
+    if row["status"] != "ok":
+        return f"the trial ended {row.get('error_kind') or 'in error'}: {row.get('error') or ''}".rstrip(": ")
+    if kind == "negative":
+        reasons = list(row.get("reasons") or [])
+        if row.get("bfcl_passed") is False:
+            reasons.append(f"BFCL's checker: {row.get('bfcl_error')}")
+        return "; ".join(reasons) if reasons or row.get("passed") is False else None
+    if kind == "misselection":
+        problems = []
+        if not row.get("expected_called"):
+            problems.append(f"a call to {row.get('expected_tool')!r} is not credited as the expected tool")
+        if row.get("decoy_called"):
+            problems.append(f"the expected tool {row.get('expected_tool')!r} is the decoy")
+        return "; ".join(problems) or None
+    if kind == "phantom":
+        if row.get("auditor_exact") is False:
+            return (f"naming the gold fields {row.get('gold_fields')} did not match them exactly "
+                    f"(another trace makes the same request with other gold fields?)")
+        return None
+    return None
+
+
+__all__ = ["Unpassable", "unpassable_cases"]

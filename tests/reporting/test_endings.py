@@ -1,0 +1,71 @@
+"""Honest endings (issue 28): a budget stop has its own exit code, every report of an unfinished grid says so
+above its first table, the scorecard grades no unfinished grid, and `report -q` prints nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runner.cli.console import EXIT_BUDGET
+from runner.core.manifest import read_manifest
+from tests.helpers.cli import invoke
+from tests.helpers.files import quickstart_sweep
+from tests.helpers.rows import written_rows
+
+
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    folder = tmp_path_factory.mktemp("budget")
+    sweep = quickstart_sweep(folder, runs=5, budget={"tokens": 20_000}, engine={"concurrency": 4})
+    result = invoke("run", str(sweep), "--out", str(folder / "out"))
+    assert result.exit_code == EXIT_BUDGET, result.output
+    return folder / "out", result.stdout
+
+
+def test_a_budget_stop_exits_with_its_code_and_the_report_leads_with_the_counts(stopped: tuple[Path, str]) -> None:
+    out, stdout = stopped
+    manifest = read_manifest(out)
+    assert manifest is not None and manifest.status == "stopped_budget"
+    done, total = written_rows(out).height, manifest.trials_total
+    assert 0 < done < total
+    lines = stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("incomplete:"))
+    assert lines[first].startswith(f"incomplete: {done:,} of {total:,} trials written")
+    table = next(i for i, line in enumerate(lines) if "leaderboard" in line)  # the first table's title
+    assert first < table  # above the first table
+
+
+def test_every_report_of_it_says_incomplete_and_grades_no_scorecard(stopped: tuple[Path, str], tmp_path: Path) -> None:
+    import json
+
+    out, _ = stopped
+    done, total = written_rows(out).height, read_manifest(out).trials_total  # type: ignore[union-attr]
+    result = invoke("report", str(out), "--html", str(tmp_path / "r.html"), "--json", str(tmp_path / "r.json"))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0].startswith(f"incomplete: {done:,} of {total:,}")
+    html = (tmp_path / "r.html").read_text()
+    assert html.index(f"incomplete: {done:,} of {total:,}") < html.index("<table")
+    card = [r for p in json.loads((tmp_path / "r.json").read_text())["probes"] for r in p["scorecard"]]
+    assert card and all(r["verdict"] == "inconclusive" and "the grid is incomplete" in r["reason"] for r in card)
+
+
+def test_report_quiet_prints_nothing(stopped: tuple[Path, str], tmp_path: Path) -> None:
+    out, _ = stopped
+    result = invoke("report", str(out), "-q", "--html", str(tmp_path / "r.html"), "--csv", str(tmp_path / "csv"))
+    assert result.exit_code == 0 and result.stdout == "" and result.stderr == "", result.output
+    assert (tmp_path / "r.html").exists()
+
+
+def test_a_run_that_is_all_errors_leads_with_why_and_prints_no_tables(tmp_path: Path) -> None:
+    from tests.helpers.files import quickstart_dict, write_yaml
+
+    data = quickstart_dict()
+    data["probes"][0]["runs"] = 1
+    data["models"] = [{"name": "broken", "provider": "callable", "function": "tests.providers.callable_agents:explodes"}]
+    result = invoke("run", str(write_yaml(tmp_path / "s.yaml", data)), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 3, result.output
+    assert result.stdout == ""  # no table of dashes
+    lines = [x for x in result.stderr.splitlines() if not x.startswith("warning:")]
+    lead = next(i for i, x in enumerate(lines) if x.startswith("every trial of this run ended as an error row"))
+    assert lines[lead + 1].startswith("model broken: all ") and "the user's agent broke" in lines[lead + 1]
