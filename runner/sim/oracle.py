@@ -56,7 +56,7 @@ def learn(probes: Sequence[Probe]) -> None:
     learned: dict[str, ChatResponse] = {}
     for probe in probes:
         if isinstance(probe, NegativeProbe):
-            for case, _tools, messages, names, _request in probe._by_id.values():
+            for case, _tools, messages, names, *_rest in probe._by_id.values():
                 learned.setdefault(fingerprint(messages, names), negative_answer(case))
         elif isinstance(probe, MisselectionProbe):
             for triple in probe.triples:
