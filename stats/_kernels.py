@@ -21,6 +21,8 @@ import numba as nb
 import numpy as np
 from numba import uint64
 
+from stats._discrete import log_hypergeom_pmf
+
 
 class _JitOptions(TypedDict):
     cache: bool
@@ -110,16 +112,27 @@ def hypergeom_logtables(total: np.ndarray, good: np.ndarray, draws: np.ndarray) 
         n_, g, d = total[c], good[c], draws[c]
         s = offs[c]
         m = offs[c + 1] - s
-        mx = -np.inf
-        for j in range(m):
+        # Anchor at the mode with the accurate (Loader) log pmf and walk outward by the exact ratio of
+        # neighbours: one log per entry instead of six lgammas, and more accurate at huge counts
+        # (lgamma(10^6) carries ~1e-9 absolute error; the walk adds ~1 ulp of each small step).
+        x0 = min(max(int(math.floor((d + 1.0) * (g + 1.0) / (n_ + 2.0))), lo[c]), lo[c] + m - 1)
+        j0 = x0 - lo[c]
+        logp[s + j0] = log_hypergeom_pmf(float(x0), float(g), float(n_ - g), float(d))
+        other = n_ - g - d
+        for j in range(j0, m - 1):
             x = lo[c] + j
-            v = _lchoose(g, x) + _lchoose(n_ - g, d - x)
-            logp[s + j] = v
-            if v > mx:
-                mx = v
+            logp[s + j + 1] = logp[s + j] + math.log(float(g - x) * float(d - x)) - math.log(
+                (x + 1.0) * float(other + x + 1))
+        for j in range(j0, 0, -1):
+            x = lo[c] + j
+            logp[s + j - 1] = logp[s + j] + math.log(float(x) * float(other + x)) - math.log(
+                float(g - x + 1) * float(d - x + 1))
+        mx = logp[s + j0]
         tot = 0.0
         for j in range(m):
-            tot += math.exp(logp[s + j] - mx)
+            v = logp[s + j] - mx
+            if v > -745.0:
+                tot += math.exp(v)
         lt = mx + math.log(tot)
         for j in range(m):
             logp[s + j] -= lt

@@ -154,7 +154,10 @@ def _tilt_moments(offs: np.ndarray, logp: np.ndarray, mult: np.ndarray, theta: f
         w1 = 0.0
         w2 = 0.0
         for j in range(L):
-            e = math.exp(logp[s + j] + theta * j - mx)
+            v = logp[s + j] + theta * j - mx
+            if v < -60.0:  # below e^-60 of the largest term: no exp (huge tables are mostly this)
+                continue
+            e = math.exp(v)
             w0 += e
             w1 += e * j
             w2 += e * j * j
@@ -193,10 +196,17 @@ def tilted_sum(offs: np.ndarray, logp: np.ndarray, mult: np.ndarray, theta: floa
         q = np.empty(L)
         tot = 0.0
         big = 0.0
+        n_low = 0
         for j in range(L):
             v = logp[s + j] + theta * j - mx
-            if v > -np.inf:  # log 0 marks an impossible value inside the support
-                big = max(big, abs(v))
+            if v < -60.0:
+                # below e^-60 of the largest entry: set to 0, its mass (< e^-60 each) goes to the
+                # dropped-mass account below; saves the exp over most of a huge table
+                q[j] = 0.0
+                if v > -np.inf:
+                    n_low += 1
+                continue
+            big = max(big, abs(v))
             q[j] = math.exp(v)
             tot += q[j]
         for j in range(L):
@@ -211,7 +221,7 @@ def tilted_sum(offs: np.ndarray, logp: np.ndarray, mult: np.ndarray, theta: floa
         # ~5e5 entries of which a few thousand carry all but 1e-18 of the tilted mass.
         a0 = 0
         b0 = L
-        d0 = 0.0
+        d0 = n_low * math.exp(-60.0) / tot
         while b0 - a0 > 1:
             if q[a0] <= q[b0 - 1]:
                 if d0 + q[a0] > tol:

@@ -95,6 +95,15 @@ def _df_text(df: float, k: float) -> str:
     return f"{df:.1f} df (Bell–McCaffrey, from unequal cluster sizes; k − 1 = {int(k) - 1})"
 
 
+def _t_rate(r: np.ndarray, v: np.ndarray, k: np.ndarray, confidence_level: float,
+            df: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The t interval of a rate, clipped to [0, 1]; the whole range [0, 1] with fewer than 2 clusters."""
+    lo, hi = I.t_interval(r, v, k, confidence_level, df=df)
+    lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+    one = (k < 2) & np.isfinite(r)
+    return np.where(one, 0.0, lo), np.where(one, 1.0, hi)
+
+
 _ONE = ("; fewer than 2 clusters with trials in an arm, so no between-cluster variance can be estimated: "
         "the interval is the whole range its arms allow")
 
@@ -113,10 +122,7 @@ def rate_results(h: np.ndarray, n: np.ndarray, confidence_level: float,
     if method in _KG_WHAT:
         lo, hi = _kg(method, r, v, N, k, confidence_level, df)
     else:
-        lo, hi = I.t_interval(r, v, k, confidence_level, df=df)
-        lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
-        one = (k < 2) & np.isfinite(r)
-        lo, hi = np.where(one, 0.0, lo), np.where(one, 1.0, hi)
+        lo, hi = _t_rate(r, v, k, confidence_level, df)
     key: IntervalKey = "korn-graubard-tilted" if method == "korn-graubard-tilted" else (
         "korn-graubard" if method == "korn-graubard" else "t")
     out = []
@@ -158,7 +164,9 @@ def difference_results(hA: np.ndarray, nA: np.ndarray, hB: np.ndarray, nB: np.nd
         dfd = I.design_df(np.asarray(nA, np.float64) + np.asarray(nB, np.float64))
         lo, hi = I.t_interval(d, var, k, confidence_level, df=dfd)
         lo, hi = np.clip(lo, -1.0, 1.0), np.clip(hi, -1.0, 1.0)
-        lo, hi = np.where(one, -1.0, lo), np.where(one, 1.0, hi)
+        la, ua = _t_rate(rA, vA, kA, confidence_level, dfA)
+        lb, ub = _t_rate(rB, vB, kB, confidence_level, dfB)
+        lo, hi = np.where(one, la - ub, lo), np.where(one, ua - lb, hi)
         key = "t"
     out = []
     for j in range(d.shape[0]):

@@ -93,15 +93,16 @@ def design_df(n: np.ndarray) -> np.ndarray:
     v rests on those few and df falls toward 1 (the t quantile then widens the interval).
     Both traces have closed forms in O(k): with S₂ = Σw², a_i = w_i², g_i = S₂/2 − w_i,
     (W M Mᵀ W)_ij = w_i w_j (δ_ij + g_i + g_j). Clusters without trials are left out
-    (w = 0); NaN where fewer than 2 clusters have trials.
+    (w = 0); NaN where fewer than 2 clusters have trials. (A working model adding each rate's
+    binomial noise to a moment estimate of the between-cluster variance was measured too:
+    narrower, but 88% coverage at 8 prompts where one holds most trials.)
     """
     n = _2d(n)
     N = n.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         w = np.where(N > 0, n / np.where(N > 0, N, 1.0), 0.0)
-        s2 = (w * w).sum(axis=1, keepdims=True)
         a = w * w
-        g = s2 / 2.0 - w
+        g = a.sum(axis=1, keepdims=True) / 2.0 - w
         tr = (a * (1.0 + 2.0 * g)).sum(axis=1)
         sa = a.sum(axis=1)
         tr2 = ((a * a) * ((1.0 + 2.0 * g) ** 2 - (2.0 * g) ** 2)).sum(axis=1) \
