@@ -2,7 +2,7 @@
 
 Usage: PYTHONPATH=. python benchmarks/interval_coverage.py [--quick] [--designs N] [--analytic-designs N]
                                                           [--resamples B] [--seed S] [--prompts 6,12,...]
-                                                          [--only rate|diff|floor|floor-diff] [--floor]
+                                                          [--only rate|diff|floor|floor-diff|unequal] [--floor]
                                                           [--no-stress] [--re-posterior]
 
 Simulation study behind the default interval method of ``stats.cluster_rate_ci`` /
@@ -61,6 +61,11 @@ floor of the sparse difference cells with ≥ 12 prompts: the coverage of the MO
 of the two arms' intervals of independent trials (design effect 1), exact for equal sizes (2-D
 convolution of one prompt's joint (h_A, h_B) pmf) and from 400,000 simulated designs for unequal
 sizes (--only floor-diff prints only that table, about 5 minutes on 2 cores).
+--only unequal prints the unequal-size grid of issue 29 (prompts 8/20/50/100, Beta rates with mean
+15/50/95/99% and ICC --uneq-icc, sizes log-uniform on 1–100 or a few prompts holding most trials; at
+least 2,000 designs a cell): the tilted interval with k − 1 df ("kg-tilted", the default before)
+against the Bell–McCaffrey design df ("kg-tilted-df", the default now; stats.intervals.design_df),
+and the same pair for A − B. The "-df" columns are in the main grid too.
 --re-posterior adds a measured candidate that is not shipped (docs/statistics-coverage.md,
 "Candidates measured"): the equal-tailed credible interval of μ in a logit-normal random-effects
 model (uniform prior on the median prompt rate, half-normal(2) prior on σ), by grid quadrature.

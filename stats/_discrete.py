@@ -178,7 +178,7 @@ def fisher_two_sided(a: int, row1: int, row2: int, col1: int, rtol: float) -> fl
     draws = row1
     lo = max(0, draws - bad)
     hi = min(good, draws)
-    mode = int(math.floor((draws + 1.0) * (good + 1.0) / (good + bad + 2.0)))
+    mode = (draws + 1) * (good + 1) // (good + bad + 2)
     lp_obs = log_hypergeom_pmf(float(a), float(good), float(bad), float(draws))
     lp_mode = log_hypergeom_pmf(float(mode), float(good), float(bad), float(draws))
     cut = lp_obs + math.log1p(rtol)

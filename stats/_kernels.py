@@ -115,7 +115,7 @@ def hypergeom_logtables(total: np.ndarray, good: np.ndarray, draws: np.ndarray) 
         # Anchor at the mode with the accurate (Loader) log pmf and walk outward by the exact ratio of
         # neighbours: one log per entry instead of six lgammas, and more accurate at huge counts
         # (lgamma(10^6) carries ~1e-9 absolute error; the walk adds ~1 ulp of each small step).
-        x0 = min(max(int(math.floor((d + 1.0) * (g + 1.0) / (n_ + 2.0))), lo[c]), lo[c] + m - 1)
+        x0 = min(max((d + 1) * (g + 1) // (n_ + 2), lo[c]), lo[c] + m - 1)
         j0 = x0 - lo[c]
         logp[s + j0] = log_hypergeom_pmf(float(x0), float(g), float(n_ - g), float(d))
         other = n_ - g - d

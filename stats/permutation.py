@@ -319,7 +319,7 @@ def _cell_level(codes: np.ndarray, k: int, a: np.ndarray, h: np.ndarray, m: np.n
         # Few arrangements: count them all, whatever the trial counts (the DP grid grows with trials,
         # the arrangement count does not; 8 prompts × 2 cells of 30,000 trials are 256 arrangements).
         p, floor = _enumerate_cells(arr_offs, ax, at, big_n, big_h, x_obs, t_obs)
-        n_total = int(round(math.exp(log_arrangements)))
+        n_total = round(math.exp(log_arrangements))
         return PermutationTestResult(
             statistic=statistic, pvalue=float(min(1.0, max(p, floor))), attainable_floor=float(min(1.0, floor)),
             n_resamples=None, mc_stderr=None,
@@ -501,7 +501,15 @@ def _enumerate_cells(arr_offs: np.ndarray, ax: np.ndarray, at: np.ndarray, big_n
         score = np.abs(xs * float(big_n) - big_h * ts.astype(np.float64)) / (ts * (big_n - ts.astype(np.float64)))
     i = int(np.argmax(score))
     best_num, best_den = int(xs[i]) * big_n - big_h * int(ts[i]), int(ts[i]) * (big_n - int(ts[i]))
-    tied = _as_extreme_many(xs, ts, big_n, big_h, best_num, best_den)
+    top = np.flatnonzero(_as_extreme_many(xs, ts, big_n, big_h, best_num, best_den))
+    # the float argmax may sit a rounding below the true maximum: decide it among these few in integers
+    for j in top:
+        num, den = int(xs[j]) * big_n - big_h * int(ts[j]), int(ts[j]) * (big_n - int(ts[j]))
+        if abs(num) * best_den > abs(best_num) * den:
+            best_num, best_den = num, den
+    tied = [j for j in top
+            if abs(int(xs[j]) * big_n - big_h * int(ts[j])) * best_den
+            == abs(best_num) * (int(ts[j]) * (big_n - int(ts[j])))]
     floor = int(ws[tied].sum()) / total
     return p, floor
 
@@ -510,7 +518,8 @@ def _as_extreme_many(xs: np.ndarray, ts: np.ndarray, big_n: int, big_h: int, num
     """|x·N − H·t| / (t(N − t)) ≥ |num_o| / den_o for each state, decided exactly."""
     if big_n <= INT_EXACT_MAX_N:
         num = xs * big_n - big_h * ts
-        return np.abs(num) * den_o >= abs(num_o) * (ts * (big_n - ts))
+        out: np.ndarray = np.abs(num) * den_o >= abs(num_o) * (ts * (big_n - ts))
+        return out
     with np.errstate(divide="ignore", invalid="ignore"):
         a = np.abs(xs * float(big_n) - big_h * ts.astype(np.float64)) * float(den_o)
         b = abs(float(num_o)) * (ts * (big_n - ts.astype(np.float64)))
