@@ -2,7 +2,7 @@
 
 Usage: PYTHONPATH=. python benchmarks/interval_coverage.py [--quick] [--designs N] [--analytic-designs N]
                                                           [--resamples B] [--seed S] [--prompts 6,12,...]
-                                                          [--only rate|diff|floor|floor-diff] [--floor]
+                                                          [--only rate|diff|floor|floor-diff|unequal] [--floor]
                                                           [--no-stress] [--re-posterior]
 
 Simulation study behind the default interval method of ``stats.cluster_rate_ci`` /
@@ -61,6 +61,11 @@ floor of the sparse difference cells with ≥ 12 prompts: the coverage of the MO
 of the two arms' intervals of independent trials (design effect 1), exact for equal sizes (2-D
 convolution of one prompt's joint (h_A, h_B) pmf) and from 400,000 simulated designs for unequal
 sizes (--only floor-diff prints only that table, about 5 minutes on 2 cores).
+--only unequal prints the unequal-size grid of issue 29 (prompts 8/20/50/100, Beta rates with mean
+15/50/95/99% and ICC --uneq-icc, sizes log-uniform on 1–100 or a few prompts holding most trials; at
+least 2,000 designs a cell): the tilted interval with k − 1 df ("kg-tilted", the default before)
+against the Bell–McCaffrey design df ("kg-tilted-df", the default now; stats.intervals.design_df),
+and the same pair for A − B. The "-df" columns are in the main grid too.
 --re-posterior adds a measured candidate that is not shipped (docs/statistics-coverage.md,
 "Candidates measured"): the equal-tailed credible interval of μ in a logit-normal random-effects
 model (uniform prior on the median prompt rate, half-normal(2) prior on σ), by grid quadrature.
@@ -102,9 +107,9 @@ LEVEL = 0.95
 FLOOR_DESIGNS = 400_000
 
 RATE_METHODS = ("percentile", "bca", "boot-t", "t", "kg", "kg-uncapped", "jeffreys-eff", "wilson-eff", "kg-midp",
-                "kg-tilted")
+                "kg-tilted", "kg-tilted-df")
 DIFF_METHODS = ("percentile", "bca", "boot-t", "t", "mover-kg", "mover-jeffreys", "mover-wilson", "mover-kg-midp",
-                "mover-kg-tilted")
+                "mover-kg-tilted", "mover-kg-tilted-df")
 BOOT_METHODS = ("percentile", "bca", "boot-t")
 #: columns added by --re-posterior (a measured candidate, not a shipped method)
 RE_METHODS = ("re-post95", "re-post97", "re-post97+u")
@@ -325,6 +330,7 @@ def rate_intervals(h, n, B, seed, n_boot=None):
     out["wilson-eff"] = I.wilson_effective(r, v, N, k, LEVEL)
     out["kg-midp"] = I.korn_graubard_midp(r, v, N, k, LEVEL)
     out["kg-tilted"] = I.korn_graubard_tilted(r, v, N, k, LEVEL)
+    out["kg-tilted-df"] = I.korn_graubard_tilted(r, v, N, k, LEVEL, df=I.design_df(n))
     return out
 
 
@@ -354,6 +360,9 @@ def diff_intervals(hA, nA, hB, nB, B, seed, n_boot=None):
         la, ua = fn(rA, vA, NA, kA, LEVEL)
         lb, ub = fn(rB, vB, NB, kB, LEVEL)
         out[name] = I.mover(rA, la, ua, rB, lb, ub, corr)
+    la, ua = I.korn_graubard_tilted(rA, vA, NA, kA, LEVEL, df=I.design_df(nA))
+    lb, ub = I.korn_graubard_tilted(rB, vB, NB, kB, LEVEL, df=I.design_df(nB))
+    out["mover-kg-tilted-df"] = I.mover(rA, la, ua, rB, lb, ub, corr)
     return out
 
 
@@ -781,6 +790,59 @@ def print_diff_floor(seed: int, designs: int) -> None:
               f"{100 * f['mid-p']:7.2f} {100 * f['Newcombe']:8.2f} {100 * f['mid-p df']:8.2f}{flag}")
 
 
+# ---------------------------------------------------------------- unequal prompt sizes (issue 29)
+
+#: prompts, Beta mean rates (ICC UNEQ_ICC) and size schemes of the unequal-size grid
+UNEQ_PROMPTS = (8, 20, 50, 100)
+UNEQ_RATES = (0.15, 0.50, 0.95, 0.99)
+UNEQ_ICC = 0.2
+UNEQ_SIZES = ("loguni", "few")
+UNEQ_METHODS = ("kg-tilted", "kg-tilted-df")
+UNEQ_DIFF_METHODS = ("mover-kg-tilted", "mover-kg-tilted-df")
+
+
+def unequal_sizes(rng: np.random.Generator, R: int, k: int, scheme: str) -> np.ndarray:
+    """Trials per prompt (the same in both arms): log-uniform on 1–100, or a few prompts holding most trials.
+
+    "few": max(1, k // 10) prompts get 200 trials each, the others 1–10 (uniform), so the big ones hold
+    roughly 70–90% of all trials — imported traces clustered by conversation look like this.
+    """
+    if scheme == "loguni":
+        return np.floor(np.exp(rng.uniform(0.0, math.log(101.0), (R, k)))).clip(1, 100)
+    n = rng.integers(1, 11, (R, k)).astype(np.float64)
+    n[:, : max(1, k // 10)] = 200.0
+    return n
+
+
+def run_unequal(args, RA: int) -> None:
+    """Coverage / width of the k − 1 df default against the design df where prompt sizes differ greatly."""
+    rate_rows, diff_rows = [], []
+    for idx, (k, mu, scheme) in enumerate(
+            (k, mu, s) for k in UNEQ_PROMPTS for mu in UNEQ_RATES for s in UNEQ_SIZES):
+        rng = np.random.default_rng([args.seed, 5000 + idx])
+        n = unequal_sizes(rng, RA, k, scheme)
+        z1 = rng.standard_normal((RA, k))
+        z2 = COPULA * z1 + math.sqrt(1 - COPULA ** 2) * rng.standard_normal((RA, k))
+        pA = rates_from_normals(z1, mu, "beta", args.uneq_icc)
+        pB = rates_from_normals(z2, B_FACTOR * mu, "beta", args.uneq_icc)
+        hA, hB = rng.binomial(n.astype(np.int64), pA).astype(np.float64), rng.binomial(n.astype(np.int64), pB).astype(
+            np.float64)
+        label = f"{k:>4} {100 * mu:>3.0f}% {'b.2':>4} {'-':>3} {scheme[:4]:>4}"
+        ints = rate_intervals(hA, n, 0, 0)
+        rate_rows.append((label, score({m: ints[m] for m in UNEQ_METHODS}, mu)))
+        dints = diff_intervals(hA, n, hB, n, 0, 0)
+        diff_rows.append((label, score({m: dints[m] for m in UNEQ_DIFF_METHODS}, (1 - B_FACTOR) * mu)))
+    global PROMPTS
+    saved, PROMPTS = PROMPTS, UNEQ_PROMPTS
+    try:
+        print_table(f"UNEQUAL SIZES: pooled rate, Beta rates (ICC {args.uneq_icc}), sizes log-uniform 1–100 ('logu') or "
+                    "a few prompts holding most trials ('few')", UNEQ_METHODS, rate_rows, "pp")
+        print_table(f"UNEQUAL SIZES: paired A − B (B's mean {B_FACTOR} μ, copula {COPULA}), same sizes in both arms",
+                    UNEQ_DIFF_METHODS, diff_rows, "pp")
+    finally:
+        PROMPTS = saved
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="400 designs per cell, 299 resamples")
@@ -793,9 +855,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--resamples", type=int, default=None, help="bootstrap resamples (default 999; --quick 299; "
                     "0 skips the bootstrap methods)")
     ap.add_argument("--seed", type=int, default=20261201)
-    ap.add_argument("--only", choices=("rate", "diff", "floor", "floor-diff", "paired"), default=None,
+    ap.add_argument("--only", choices=("rate", "diff", "floor", "floor-diff", "unequal", "paired"), default=None,
                     help="only the rate or the difference tables, or only the floor table of the rates (floor, "
                     "implies --floor) or of the differences (floor-diff)")
+    ap.add_argument("--uneq-icc", type=float, default=UNEQ_ICC, help="ICC of the Beta prompt rates of the "
+                    "unequal-size grid (default 0.2)")
     ap.add_argument("--no-stress", action="store_true", help="skip the J-shaped stress panel")
     ap.add_argument("--re-posterior", action="store_true", help="add the random-effects posterior candidate's "
                     "columns to the rate table (slow: about 0.5-1 ms per interval; use with --prompts 6,12)")
@@ -819,8 +883,10 @@ def main(argv: list[str]) -> int:
     panels = [("", HETEROGENEITY)] + ([] if args.no_stress else [(" — STRESS PANEL, J-shaped Beta rates "
                                                                    "(ICC 0.25), outside the acceptance grid", STRESS)])
     for p_i, (title, levels) in enumerate(panels):
-        if args.only not in ("floor", "floor-diff"):
+        if args.only not in ("floor", "floor-diff", "unequal"):
             run_panel(args, R, RA, B, title, levels, 1000 * p_i)
+    if args.only in (None, "unequal"):
+        run_unequal(args, max(RA, 2000))
     if args.only != "floor-diff" and (args.floor or args.only == "floor"):
         print_floor()
     if args.only != "floor" and (args.floor or args.only == "floor-diff"):

@@ -92,10 +92,13 @@ def _conv_trim(a: np.ndarray, b: np.ndarray, tol: float) -> tuple[np.ndarray, in
 
 
 @nb.njit(**_JIT)
-def _power(q: np.ndarray, m: int, tol: float, rel0: float) -> tuple[np.ndarray, int, float, float]:
+def _power(q: np.ndarray, m: int, tol: float, rel0: float, def0: float = 0.0,
+           off0: int = 0) -> tuple[np.ndarray, int, float, float]:
     """m-th convolution power of ``q`` by repeated squaring.
 
-    Returns (entries, offset, dropped-mass bound, relative rounding bound).
+    ``q`` may itself be a trimmed table: ``def0`` is the mass already dropped from it and
+    ``off0`` the index of its first kept entry. Returns (entries, offset, dropped-mass
+    bound, relative rounding bound).
     """
     res = np.ones(1)
     roff = 0
@@ -103,8 +106,8 @@ def _power(q: np.ndarray, m: int, tol: float, rel0: float) -> tuple[np.ndarray, 
     rrel = 0.0
     have = False
     base = q.copy()
-    boff = 0
-    bdef = 0.0
+    boff = off0
+    bdef = def0
     brel = rel0
     while m > 0:
         if m & 1:
@@ -151,7 +154,10 @@ def _tilt_moments(offs: np.ndarray, logp: np.ndarray, mult: np.ndarray, theta: f
         w1 = 0.0
         w2 = 0.0
         for j in range(L):
-            e = math.exp(logp[s + j] + theta * j - mx)
+            v = logp[s + j] + theta * j - mx
+            if v < -60.0:  # below e^-60 of the largest term: no exp (huge tables are mostly this)
+                continue
+            e = math.exp(v)
             w0 += e
             w1 += e * j
             w2 += e * j * j
@@ -190,10 +196,17 @@ def tilted_sum(offs: np.ndarray, logp: np.ndarray, mult: np.ndarray, theta: floa
         q = np.empty(L)
         tot = 0.0
         big = 0.0
+        n_low = 0
         for j in range(L):
             v = logp[s + j] + theta * j - mx
-            if v > -np.inf:  # log 0 marks an impossible value inside the support
-                big = max(big, abs(v))
+            if v < -60.0:
+                # below e^-60 of the largest entry: set to 0, its mass (< e^-60 each) goes to the
+                # dropped-mass account below; saves the exp over most of a huge table
+                q[j] = 0.0
+                if v > -np.inf:
+                    n_low += 1
+                continue
+            big = max(big, abs(v))
             q[j] = math.exp(v)
             tot += q[j]
         for j in range(L):
@@ -203,7 +216,24 @@ def tilted_sum(offs: np.ndarray, logp: np.ndarray, mult: np.ndarray, theta: floa
         logm_abs += mult[t] * (abs(lm) + 1.0)
         # exp of an argument of size |v| has relative error ~ |v|·u; normalising adds L·u.
         rel0 = (4.0 * big + L + 4.0) * _U
-        r, o, d, rl = _power(q, mult[t], tol, rel0)
+        # Trim the table itself to its non-negligible range before any convolution (the same
+        # accounted pruning as after each convolution): a hypergeometric over 5e5 trials has
+        # ~5e5 entries of which a few thousand carry all but 1e-18 of the tilted mass.
+        a0 = 0
+        b0 = L
+        d0 = n_low * math.exp(-60.0) / tot
+        while b0 - a0 > 1:
+            if q[a0] <= q[b0 - 1]:
+                if d0 + q[a0] > tol:
+                    break
+                d0 += q[a0]
+                a0 += 1
+            else:
+                if d0 + q[b0 - 1] > tol:
+                    break
+                d0 += q[b0 - 1]
+                b0 -= 1
+        r, o, d, rl = _power(q[a0:b0].copy(), mult[t], tol, rel0, d0 * 1.01, a0)
         arrs.append(r)
         offsets.append(o)
         defs.append(d)

@@ -79,11 +79,33 @@ def _analytic(statistic: float, lo: float, hi: float, se: float, key: IntervalKe
 
 
 def _kg(method: str, r: np.ndarray, v: np.ndarray, N: np.ndarray, k: np.ndarray,
-        confidence_level: float) -> tuple[np.ndarray, np.ndarray]:
+        confidence_level: float, df: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The Korn–Graubard interval of ``method`` ("korn-graubard-tilted" or "korn-graubard")."""
     if method == "korn-graubard-tilted":
-        return I.korn_graubard_tilted(r, v, N, k, confidence_level)
-    return I.korn_graubard(r, v, N, k, confidence_level)
+        return I.korn_graubard_tilted(r, v, N, k, confidence_level, df=df)
+    return I.korn_graubard(r, v, N, k, confidence_level, df=df)
+
+
+def _df_text(df: float, k: float) -> str:
+    """How the degrees of freedom were chosen, as the method string says it."""
+    if not np.isfinite(df):
+        return "no df: fewer than 2 clusters with trials"
+    if abs(df - (k - 1.0)) < 1e-9:
+        return f"{int(k) - 1} df"
+    return f"{df:.1f} df (Bell–McCaffrey, from unequal cluster sizes; k − 1 = {int(k) - 1})"
+
+
+def _t_rate(r: np.ndarray, v: np.ndarray, k: np.ndarray, confidence_level: float,
+            df: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The t interval of a rate, clipped to [0, 1]; the whole range [0, 1] with fewer than 2 clusters."""
+    lo, hi = I.t_interval(r, v, k, confidence_level, df=df)
+    lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+    one = (k < 2) & np.isfinite(r)
+    return np.where(one, 0.0, lo), np.where(one, 1.0, hi)
+
+
+_ONE = ("; fewer than 2 clusters with trials in an arm, so no between-cluster variance can be estimated: "
+        "the interval is the whole range its arms allow")
 
 
 _KG_WHAT = {"korn-graubard-tilted": "tilted Korn–Graubard", "korn-graubard": "Korn–Graubard"}
@@ -96,21 +118,23 @@ def rate_results(h: np.ndarray, n: np.ndarray, confidence_level: float,
     """Analytic intervals of the pooled rate of each row of (columns × clusters) counts."""
     k_all = h.shape[1]
     _, N, r, v, k = I.ratio_moments(h, n)
+    df = I.design_df(n)
     if method in _KG_WHAT:
-        lo, hi = _kg(method, r, v, N, k, confidence_level)
+        lo, hi = _kg(method, r, v, N, k, confidence_level, df)
     else:
-        lo, hi = I.t_interval(r, v, k, confidence_level)
-        lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+        lo, hi = _t_rate(r, v, k, confidence_level, df)
     key: IntervalKey = "korn-graubard-tilted" if method == "korn-graubard-tilted" else (
         "korn-graubard" if method == "korn-graubard" else "t")
     out = []
     for j in range(h.shape[0]):
-        df = int(k[j]) - 1
+        dft = _df_text(df[j], k[j])
         if method in _KG_WHAT:
             what = (f"{_KG_WHAT[method]} interval of the pooled rate (Clopper–Pearson at the effective number of "
-                    f"trials from the cluster linearisation variance, {_KG_TAILS[method]}{df} df)")
+                    f"trials from the cluster linearisation variance, {_KG_TAILS[method]}{dft})")
         else:
-            what = f"t interval of the pooled rate (cluster linearisation standard error, {df} df)"
+            what = f"t interval of the pooled rate (cluster linearisation standard error, {dft})"
+        if k[j] < 2 and np.isfinite(r[j]):
+            what += _ONE
         out.append(_analytic(r[j], lo[j], hi[j], np.sqrt(v[j]), key, what, k_all))
     return out
 
@@ -125,25 +149,36 @@ def difference_results(hA: np.ndarray, nA: np.ndarray, hB: np.ndarray, nB: np.nd
     k = ((np.asarray(nA) + np.asarray(nB)) > 0).sum(axis=-1).astype(np.float64).reshape(-1)
     d = rA - rB
     var = np.maximum(vA + vB - 2.0 * cov, 0.0)
+    dfA, dfB = I.design_df(nA), I.design_df(nB)
+    # One cluster in an arm: its interval is the whole range, and the difference's must be consistent with
+    # both arms' (MOVER would cut [0, 1] − [0, 1] to a narrower, arbitrary interval): [lA − uB, uA − lB].
+    one = ((kA < 2) | (kB < 2)) & np.isfinite(d)
     key: IntervalKey
     if method in _KG_WHAT:
-        la, ua = _kg(method, rA, vA, NA, kA, confidence_level)
-        lb, ub = _kg(method, rB, vB, NB, kB, confidence_level)
+        la, ua = _kg(method, rA, vA, NA, kA, confidence_level, dfA)
+        lb, ub = _kg(method, rB, vB, NB, kB, confidence_level, dfB)
         lo, hi = I.mover(rA, la, ua, rB, lb, ub, I.correlation(vA, vB, cov))
+        lo, hi = np.where(one, la - ub, lo), np.where(one, ua - lb, hi)
         key = "mover-korn-graubard-tilted" if method == "korn-graubard-tilted" else "mover-korn-graubard"
     else:
-        lo, hi = I.t_interval(d, var, k, confidence_level)
+        dfd = I.design_df(np.asarray(nA, np.float64) + np.asarray(nB, np.float64))
+        lo, hi = I.t_interval(d, var, k, confidence_level, df=dfd)
         lo, hi = np.clip(lo, -1.0, 1.0), np.clip(hi, -1.0, 1.0)
+        la, ua = _t_rate(rA, vA, kA, confidence_level, dfA)
+        lb, ub = _t_rate(rB, vB, kB, confidence_level, dfB)
+        lo, hi = np.where(one, la - ub, lo), np.where(one, ua - lb, hi)
         key = "t"
     out = []
     for j in range(d.shape[0]):
         if method in _KG_WHAT:
             what = ("MOVER (Newcombe hybrid) interval of the difference of pooled rates A − B from the arms' "
                     f"{_KG_WHAT[method]} intervals and their cluster-estimated correlation "
-                    f"({int(kA[j]) - 1} and {int(kB[j]) - 1} df)")
+                    f"({_df_text(dfA[j], kA[j])} and {_df_text(dfB[j], kB[j])})")
         else:
             what = (f"t interval of the difference of pooled rates A − B (paired cluster linearisation standard "
-                    f"error, {int(k[j]) - 1} df)")
+                    f"error, {_df_text(dfd[j], k[j])})")
+        if one[j]:
+            what += _ONE
         out.append(_analytic(d[j], lo[j], hi[j], np.sqrt(var[j]), key, what, k_all))
     return out
 

@@ -33,8 +33,14 @@ trials at all). Clusters may hold at most 20 cells for this scheme.
 Defaults and edge cases (documented behaviour, covered by tests):
 
 * exact when feasible: trial level when the convolution costs at most
-  ``EXACT_BUDGET`` multiply-adds, cell level when the dynamic programme does
-  and its grid has at most ``_GRID_LIMIT`` points.
+  ``EXACT_BUDGET`` multiply-adds (each prompt's hypergeometric pmf trimmed
+  first to its entries above 1e-300, which at 500,000 trials is a few % of
+  its support); cell level by counting every arrangement whenever there are
+  at most ``ENUMERATE_MAX`` (4 million) of them, whatever the trial counts
+  (integer counts, exact comparisons), else when the dynamic programme costs
+  at most ``EXACT_BUDGET`` and its grid has at most ``_GRID_LIMIT`` points.
+* no route reports a p below ``attainable_floor`` (a Monte Carlo estimate
+  below it is raised to it).
 * beyond that (thousands of prompts), with ``n_resamples=None``:
   - trial level, and cell level when every arrangement gives arm A the same
     number of trials (equal cell sizes within each cluster, the usual case
@@ -79,6 +85,8 @@ EXACT_BUDGET = 2_000_000_000
 _GRID_LIMIT = 20_000_000
 _MAX_CELLS_PER_CLUSTER = 20
 INT_EXACT_MAX_N = 75_000
+#: the cell-level test counts every arrangement when there are at most this many
+ENUMERATE_MAX = 4_000_000
 _FLOAT_RTOL = 1e-9
 #: below this a tilted-convolution p is reported as the bound "p < 1e-300" (log10_pvalue keeps its size)
 TILTED_P_MIN = 1e-300
@@ -196,10 +204,13 @@ def _trial_level(codes: np.ndarray, k: int, a: np.ndarray, h: np.ndarray, m: np.
     draws = np.bincount(codes, m * a, k).astype(np.int64)
     big_n, big_k, n_a = int(total.sum()), int(good.sum()), int(draws.sum())
     x_obs = common["hits_a"]
-    offs, lo, pmf = K.hypergeom_tables(total, good, draws)
+    full_offs, full_lo, full_pmf = K.hypergeom_tables(total, good, draws)
+    floor = _trial_floor(full_offs, full_lo, full_pmf, big_n, big_k, n_a)
+    # Entries below _TINY (1e-300) cannot change a p-value the convolution reports (>= 1e-290), so each
+    # table keeps only its non-negligible range before convolving (at huge counts a few % of the support).
+    offs, lo, pmf = K.trim_tables(full_offs, full_lo, full_pmf, K._TINY)
     sizes = np.diff(offs)
     base = int(lo.sum())
-    floor = _trial_floor(offs, lo, pmf, big_n, big_k, n_a)
     # Cost of the convolution without trimming: running support × cluster support.
     cost = float(np.sum(np.cumsum(sizes - 1) * sizes * (sizes > 1)))
     if n_resamples is None and cost <= EXACT_BUDGET:
@@ -224,6 +235,7 @@ def _trial_level(codes: np.ndarray, k: int, a: np.ndarray, h: np.ndarray, m: np.
     r = int(n_resamples)
     count = K.trial_mc_count(offs, lo, pmf, r, kernel_seed(seed), big_n, big_k, n_a, x_obs)
     p, se = _mc(int(count), r)
+    p = max(p, floor)  # no arrangement gives a p below the floor
     why = ""
     return PermutationTestResult(
         statistic=statistic, pvalue=p, attainable_floor=floor, n_resamples=r, mc_stderr=se,
@@ -303,6 +315,17 @@ def _cell_level(codes: np.ndarray, k: int, a: np.ndarray, h: np.ndarray, m: np.n
     cost = float(np.sum((np.cumsum(x_max - x_min) + 1.0) * (np.cumsum(t_max - t_min) + 1.0) * n_arr * varies))
     feasible = xw * tw <= _GRID_LIMIT and cost <= EXACT_BUDGET
 
+    if n_resamples is None and _few_arrangements(log_arrangements):
+        # Few arrangements: count them all, whatever the trial counts (the DP grid grows with trials,
+        # the arrangement count does not; 8 prompts × 2 cells of 30,000 trials are 256 arrangements).
+        p, floor = _enumerate_cells(arr_offs, ax, at, big_n, big_h, x_obs, t_obs)
+        n_total = round(math.exp(log_arrangements))
+        return PermutationTestResult(
+            statistic=statistic, pvalue=float(min(1.0, max(p, floor))), attainable_floor=float(min(1.0, floor)),
+            n_resamples=None, mc_stderr=None,
+            method=f"exact cluster permutation (whole cells within cluster, all {n_total:,} arrangements counted)",
+            **common,
+        )
     if feasible:
         grid = K.cell_dp(arr_offs, ax, at, xw, tw)
         p, floor = K.cell_tail(grid, int(x_min.sum()), int(t_min.sum()), big_n, big_h, x_obs, t_obs, use_int, _FLOAT_RTOL)
@@ -331,9 +354,14 @@ def _cell_level(codes: np.ndarray, k: int, a: np.ndarray, h: np.ndarray, m: np.n
     p, se = _mc(int(count), r)
     if feasible:  # the exact floor is known even when the p-value is a Monte Carlo cross-check
         floor, is_bound = float(min(1.0, floor)), False
+    elif _few_arrangements(log_arrangements):
+        _, floor = _enumerate_cells(arr_offs, ax, at, big_n, big_h, x_obs, t_obs)
+        is_bound = False
     else:
         floor, is_bound = _cell_floor_without_dp(arr_offs, ax, at, x_min, x_max, t_min, t_max, big_n, big_h,
                                                  log_arrangements)
+    # No arrangement gives a p below the floor; a Monte Carlo estimate below it is raised to it.
+    p = max(p, floor)
     why = "" if n_resamples is not None else (
         " (exact dynamic programme over budget; arm-A trials vary, so no exact convolution; clusters with fixed "
         "arm-A trials drawn jointly from the exact law of their sum)")
@@ -430,3 +458,74 @@ def _cell_floor_without_dp(arr_offs: np.ndarray, ax: np.ndarray, at: np.ndarray,
     if d_lo == d and hi != lo:
         floor += math.exp(float(np.sum(np.log(at_min / n_arr))))
     return min(1.0, floor), False
+
+
+def _few_arrangements(log_arrangements: float) -> bool:
+    """At most ``ENUMERATE_MAX`` arrangements (compared in logs: the count can be astronomically large)."""
+    return ENUMERATE_MAX >= 1 and log_arrangements <= math.log(ENUMERATE_MAX) + 1e-9
+
+
+def _enumerate_cells(arr_offs: np.ndarray, ax: np.ndarray, at: np.ndarray, big_n: int, big_h: int, x_obs: int,
+                     t_obs: int) -> tuple[float, float]:
+    """Exact (p, floor) of the cell-level test by counting every arrangement (for few arrangements).
+
+    Builds the distinct (arm-A hits, arm-A trials) states cluster by cluster with integer counts
+    (merging equal states as it goes), then compares extremeness exactly: in int64 while the
+    products fit, otherwise in floating point with every near-tie (relative 1e-9) re-decided in
+    Python integers. So the result is exact at any trial count.
+    """
+    xs = np.zeros(1, np.int64)
+    ts = np.zeros(1, np.int64)
+    ws = np.ones(1, np.int64)
+    merge = (big_n + 1) ** 2 < 2**62
+    for c in range(arr_offs.size - 1):
+        s, e = int(arr_offs[c]), int(arr_offs[c + 1])
+        if e - s == 1:
+            xs, ts = xs + ax[s], ts + at[s]
+            continue
+        xs = (xs[:, None] + ax[None, s:e]).ravel()
+        ts = (ts[:, None] + at[None, s:e]).ravel()
+        ws = np.repeat(ws, e - s)
+        if merge:
+            key = xs * (big_n + 1) + ts
+            uniq, inv = np.unique(key, return_inverse=True)
+            ws = np.bincount(inv.ravel(), weights=ws).astype(np.int64)
+            xs, ts = uniq // (big_n + 1), uniq % (big_n + 1)
+    total = int(ws.sum())
+    num_o = x_obs * big_n - big_h * t_obs
+    den_o = t_obs * (big_n - t_obs)
+    at_least = _as_extreme_many(xs, ts, big_n, big_h, num_o, den_o)
+    p = int(ws[at_least].sum()) / total
+    # the most extreme state: the floor is the mass of every state tied with it
+    with np.errstate(divide="ignore", invalid="ignore"):
+        score = np.abs(xs * float(big_n) - big_h * ts.astype(np.float64)) / (ts * (big_n - ts.astype(np.float64)))
+    i = int(np.argmax(score))
+    best_num, best_den = int(xs[i]) * big_n - big_h * int(ts[i]), int(ts[i]) * (big_n - int(ts[i]))
+    top = np.flatnonzero(_as_extreme_many(xs, ts, big_n, big_h, best_num, best_den))
+    # the float argmax may sit a rounding below the true maximum: decide it among these few in integers
+    for j in top:
+        num, den = int(xs[j]) * big_n - big_h * int(ts[j]), int(ts[j]) * (big_n - int(ts[j]))
+        if abs(num) * best_den > abs(best_num) * den:
+            best_num, best_den = num, den
+    tied = [j for j in top
+            if abs(int(xs[j]) * big_n - big_h * int(ts[j])) * best_den
+            == abs(best_num) * (int(ts[j]) * (big_n - int(ts[j])))]
+    floor = int(ws[tied].sum()) / total
+    return p, floor
+
+
+def _as_extreme_many(xs: np.ndarray, ts: np.ndarray, big_n: int, big_h: int, num_o: int, den_o: int) -> np.ndarray:
+    """|x·N − H·t| / (t(N − t)) ≥ |num_o| / den_o for each state, decided exactly."""
+    if big_n <= INT_EXACT_MAX_N:
+        num = xs * big_n - big_h * ts
+        out: np.ndarray = np.abs(num) * den_o >= abs(num_o) * (ts * (big_n - ts))
+        return out
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.abs(xs * float(big_n) - big_h * ts.astype(np.float64)) * float(den_o)
+        b = abs(float(num_o)) * (ts * (big_n - ts.astype(np.float64)))
+    out = a >= b
+    near = np.flatnonzero(np.abs(a - b) <= 1e-9 * np.maximum(a, b))
+    for j in near:  # a near-tie: Python integers decide
+        x, t = int(xs[j]), int(ts[j])
+        out[j] = abs(x * big_n - big_h * t) * den_o >= abs(num_o) * (t * (big_n - t))
+    return out

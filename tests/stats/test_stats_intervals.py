@@ -163,15 +163,28 @@ def test_paired_covariance_by_brute_force():
 
 # ---------------------------------------------------------------- the public default against a scipy recomputation
 
+def _df_reference(h, n):
+    """Bell–McCaffrey df by explicit matrices: v ∝ yᵀAy, A = MᵀW²M, M = I − 1wᵀ, w = n / Σn; df = tr(A)² / tr(A²)."""
+    n = np.asarray(n, float)
+    n = n[n > 0]
+    k = n.size
+    w = n / n.sum()
+    M = np.eye(k) - np.outer(np.ones(k), w)
+    A = M.T @ np.diag(w * w) @ M
+    df = np.trace(A) ** 2 / np.trace(A @ A)
+    return k - 1.0 if abs(df - (k - 1)) <= 1e-9 * k else min(df, k - 1.0)
+
+
 def _kg_reference(h, n, level=0.95, tilt=0.1):
-    """Korn & Graubard (1998) recomputed with scipy: CP at x* = r n*, n* = min(r(1−r)/v, Σn)·(z/t_{k−1})²;
-    tails α(½ + tilt(1 − 2r)) below and α(½ − tilt(1 − 2r)) above (tilt 0: the equal-tailed original)."""
+    """Korn & Graubard (1998) recomputed with scipy: CP at x* = r n*, n* = min(r(1−r)/v, Σn)·(z/t_df)²;
+    tails α(½ + tilt(1 − 2r)) below and α(½ − tilt(1 − 2r)) above (tilt 0: the equal-tailed original);
+    df the Bell–McCaffrey df of the cluster sizes (k − 1 when they are equal)."""
     h, n = np.asarray(h, float), np.asarray(n, float)
     N, r = n.sum(), h.sum() / n.sum()
     k = int((n > 0).sum())
     v = k / (k - 1) * np.sum((h - r * n) ** 2) / N ** 2
     neff = min(r * (1 - r) / v, N) if v > 0 else N
-    z, t = sps.norm.ppf(0.5 + level / 2), sps.t.ppf(0.5 + level / 2, k - 1)
+    z, t = sps.norm.ppf(0.5 + level / 2), sps.t.ppf(0.5 + level / 2, _df_reference(h, n))
     m = neff * (z / t) ** 2
     x = r * m
     a = 1 - level
@@ -216,7 +229,7 @@ def test_t_method_is_the_t_interval_on_the_linearised_ratio():
     h, n = np.array([3, 0, 5, 1, 2, 7]), np.array([10, 4, 12, 6, 8, 9])
     res = stats.cluster_rate_ci(np.arange(6), h, n, method="t")
     r, se, _, _ = _kg_reference(h, n)
-    t = sps.t.ppf(0.975, 5)
+    t = sps.t.ppf(0.975, _df_reference(h, n))  # unequal sizes: the design df (k − 1 = 5 for equal ones)
     assert res.interval_method == "t"
     assert tuple(res.confidence_interval) == pytest.approx((r - t * se, r + t * se), rel=1e-12)
 
@@ -273,7 +286,7 @@ def test_t_method_for_a_difference_uses_the_paired_linearised_variance():
     rA, rB, N = hA.sum() / n.sum(), hB.sum() / n.sum(), n.sum()
     e = (hA - rA * n) - (hB - rB * n)
     se = math.sqrt(6 / 5 * np.sum(e ** 2) / N ** 2)
-    t = sps.t.ppf(0.975, 5)
+    t = sps.t.ppf(0.975, _df_reference(hA, 2 * n))  # the design df of the prompts' trials in both arms
     assert tuple(res.confidence_interval) == pytest.approx((rA - rB - t * se, rA - rB + t * se), rel=1e-12)
 
 
@@ -307,7 +320,7 @@ def test_edge_cases_stay_defined():
     single = stats.cluster_rate_ci(["a", "a"], [2, 1], [5, 5])
     assert single.statistic == 0.3 and tuple(single.confidence_interval) == (0.0, 1.0)  # one prompt: no information
     zero = stats.cluster_rate_ci([1, 2, 3], [0, 0, 0], [5, 6, 7])
-    m = 18 * (Z / sps.t.ppf(0.975, 2)) ** 2  # v = 0: n_eff = Σn, then the df adjustment
+    m = 18 * (Z / sps.t.ppf(0.975, _df_reference([0, 0, 0], [5, 6, 7]))) ** 2  # v = 0: n_eff = Σn, then the df
     assert zero.confidence_interval.low == 0.0  # r = 0: the upper tail is α(½ − 0.1) = 0.02
     assert zero.confidence_interval.high == pytest.approx(1 - 0.02 ** (1 / m), rel=1e-10)
     one = stats.cluster_rate_ci([1, 2, 3], [5, 6, 7], [5, 6, 7])
@@ -320,7 +333,7 @@ def test_edge_cases_stay_defined():
     no_b = stats.cluster_rate_ci([1, 2], [1, 2], [4, 4], arm=[1, 1])
     assert math.isnan(no_b.statistic) and math.isnan(no_b.confidence_interval.low)
     t_single = stats.cluster_rate_ci(["a"], [1], [4], method="t")
-    assert math.isnan(t_single.confidence_interval.low)  # the t interval needs two clusters
+    assert tuple(t_single.confidence_interval) == (0.0, 1.0)  # one cluster: the whole range, as Korn–Graubard's
     many = stats.cluster_rate_ci_many([1, 2, 3], np.array([[0, 0], [0, 2], [0, 0]]), np.array([[5, 0], [5, 4],
                                                                                                    [5, 4]]))
     assert many[0].confidence_interval.high > 0 and many[1].n_clusters == 3
@@ -354,3 +367,55 @@ def test_exact_coverage_by_enumeration_in_a_tiny_binomial_design():
             assert prob.sum() == pytest.approx(1.0)
             coverage = prob[(lo <= p) & (p <= hi)].sum()
             assert coverage >= 0.95
+
+
+# ---------------------------------------------------------------- degrees of freedom that follow the design (issue 29)
+
+def test_design_df_matches_the_matrix_form_and_is_k_minus_1_for_equal_sizes():
+    rng = np.random.default_rng(29)
+    for _ in range(40):
+        k = int(rng.integers(2, 30))
+        n = np.floor(np.exp(rng.uniform(0, math.log(101), k))) if rng.random() < 0.7 else np.full(k, 9.0)
+        n[rng.random(k) < 0.1] = 0  # clusters without trials are left out
+        n[:2] = np.maximum(n[:2], 1)
+        h = rng.binomial(n.astype(int), rng.beta(0.5, 2, k)).astype(float)
+        got = I.design_df(n)[0]
+        assert got == pytest.approx(_df_reference(h, n), rel=1e-9)
+        assert 0 < got <= (n > 0).sum() - 1
+    n = np.full((3, 12), 7.0)
+    h = rng.binomial(7, 0.3, (3, 12)).astype(float)
+    assert np.array_equal(I.design_df(n), np.full(3, 11.0))  # equal sizes: exactly k − 1
+
+
+def test_equal_sizes_keep_the_published_k_minus_1_interval():
+    rng = np.random.default_rng(30)
+    h = rng.binomial(20, rng.beta(0.5, 3, 10))
+    res = stats.cluster_rate_ci(np.arange(10), h, np.full(10, 20))
+    r, v, N, k = I.ratio_moments(h, np.full(10, 20))[2], I.ratio_moments(h, np.full(10, 20))[3], 200.0, 10.0
+    lo, hi = I.korn_graubard_tilted(r, v, np.array([N]), np.array([k]), 0.95)  # df defaults to k − 1
+    assert tuple(res.confidence_interval) == (lo[0], hi[0]) and "9 df" in res.method
+
+
+def test_a_few_big_prompts_lower_the_df_and_widen_the_interval():
+    n = np.array([200, 200] + [3] * 18)
+    h = np.array([30, 120] + [1, 0, 2] * 6)
+    res = stats.cluster_rate_ci(np.arange(20), h, n)
+    _, N, r, v, k = I.ratio_moments(h, n)
+    old = I.korn_graubard_tilted(r, v, N, k, 0.95)
+    df = I.design_df(n)[0]
+    assert df < 5 and "Bell–McCaffrey" in res.method and f"{df:.1f} df" in res.method
+    assert res.confidence_interval.low < old[0][0] and res.confidence_interval.high > old[1][0]
+
+
+@pytest.mark.parametrize("method", ["korn-graubard-tilted", "korn-graubard", "t"])
+def test_one_prompt_difference_is_consistent_with_its_arms(method):
+    """3/10 vs 1/10 on one prompt: each arm is [0, 1], so A − B is [−1, 1] (MOVER gave [−0.749, 0.907])."""
+    res = stats.cluster_rate_ci(["p", "p"], [3, 1], [10, 10], arm=[1, 0], method=method)
+    assert tuple(res.confidence_interval) == (-1.0, 1.0)
+    assert "fewer than 2 clusters" in res.method
+    # one arm on one prompt, the other on several: [lA − uB, uA − lB] with A = [0, 1]
+    res = stats.cluster_rate_ci(["p", "p", "q", "r"], [3, 1, 2, 4], [10, 10, 10, 10], arm=[1, 0, 0, 0],
+                                method=method)
+    b = stats.cluster_rate_ci(["p", "q", "r"], [1, 2, 4], [10, 10, 10], method=method).confidence_interval
+    assert res.confidence_interval.low == pytest.approx(0.0 - b.high) and res.confidence_interval.high == (
+        pytest.approx(1.0 - b.low))

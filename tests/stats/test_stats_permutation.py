@@ -174,7 +174,7 @@ def test_over_budget_uses_tilted_convolution_or_monte_carlo(monkeypatch):
     h = np.tile([3, 2, 0], 6)
     exact_cell = stats.cluster_permutation_test(cl, arm, h, n, level="cell")
     exact_trial = stats.cluster_permutation_test(cl, arm, h, n, level="trial")
-    monkeypatch.setattr(perm_mod, "EXACT_BUDGET", -1)
+    _budget_off(monkeypatch)
     # Trial level, and cell level while arm-A trials are fixed: tilted convolution with a stated bound.
     for level, exact in (("cell", exact_cell), ("trial", exact_trial)):
         res = stats.cluster_permutation_test(cl, arm, h, n, level=level, seed=1)
@@ -185,7 +185,7 @@ def test_over_budget_uses_tilted_convolution_or_monte_carlo(monkeypatch):
     n2 = n.copy()
     n2[0] = 7
     exact = stats.cluster_permutation_test(cl, arm, np.minimum(h, n2), n2, level="cell")
-    monkeypatch.setattr(perm_mod, "EXACT_BUDGET", -1)
+    _budget_off(monkeypatch)
     res = stats.cluster_permutation_test(cl, arm, np.minimum(h, n2), n2, level="cell", seed=1)
     assert res.n_resamples == perm_mod.DEFAULT_DRAWS and "over budget" in res.method
     assert abs(res.pvalue - exact.pvalue) <= 4 * max(res.mc_stderr, 1 / res.n_resamples)
@@ -193,7 +193,9 @@ def test_over_budget_uses_tilted_convolution_or_monte_carlo(monkeypatch):
 
 
 def _budget_off(monkeypatch):
+    """Send small designs down the routes meant for big ones (no dense DP, no counting of arrangements)."""
     monkeypatch.setattr(perm_mod, "EXACT_BUDGET", -1)
+    monkeypatch.setattr(perm_mod, "ENUMERATE_MAX", 0)
 
 
 def test_tilted_trial_level_matches_enumeration(monkeypatch):
@@ -336,10 +338,95 @@ def test_floor_without_dynamic_programme_is_exact_or_a_lower_bound(monkeypatch):
     rng = np.random.default_rng(42)
     designs = [random_design(rng, max_clusters=4, max_cells=3, max_n=5) for _ in range(200)]
     exact = [call(d, level="cell") for d in designs]
-    monkeypatch.setattr(perm_mod, "EXACT_BUDGET", -1)
+    _budget_off(monkeypatch)
     for d, e in zip(designs, exact, strict=True):
         r = call(d, level="cell", n_resamples=10, seed=0)
         if r.floor_is_bound:
             assert r.attainable_floor <= e.attainable_floor + 1e-15
         else:
             assert r.attainable_floor == pytest.approx(e.attainable_floor, rel=1e-9)
+
+
+def test_cell_level_counts_a_tiny_arrangement_space_whatever_the_trial_counts():
+    """8 prompts x 2 cells of 20,000-34,000 trials: 256 arrangements, exact p = 2/256 (was Monte Carlo 0.00715)."""
+    rng = np.random.default_rng(29)
+    n = rng.integers(20_000, 34_001, 16)
+    a = np.tile([1, 0], 8)
+    h = np.where(a == 1, (0.31 * n).astype(int), (0.30 * n).astype(int))
+    res = stats.cluster_permutation_test(np.repeat(np.arange(8), 2), a, h, n, level="cell")
+    assert res.n_resamples is None and "256 arrangements" in res.method
+    assert res.pvalue == 0.0078125 and res.attainable_floor == 0.0078125
+
+
+def test_cell_level_enumeration_matches_brute_force_at_ten_million_trials():
+    """12 prompts x 3 cells, 1.08e7 trials (531,441 arrangements): every arrangement counted, as by brute force."""
+    rng = np.random.default_rng(2929)
+    n = rng.integers(250_000, 350_001, (12, 3))
+    rate = rng.uniform(0.2, 0.4, (12, 1)) * np.array([[1.004, 1.0, 0.998]])
+    h = rng.binomial(n, rate)
+    a = np.tile([1, 0, 0], 12)
+    res = stats.cluster_permutation_test(np.repeat(np.arange(12), 3), a, h.ravel(), n.ravel(), level="cell")
+    # brute force: which cell of each prompt carries the A label, for all 3^12 choices
+    pick = np.array(np.unravel_index(np.arange(3**12), (3,) * 12)).T  # (531441, 12)
+    x = h[np.arange(12), pick].sum(axis=1).astype(np.float64)
+    t = n[np.arange(12), pick].sum(axis=1).astype(np.float64)
+    big_n, big_h = float(n.sum()), float(h.sum())
+    stat = np.abs(x / t - (big_h - x) / (big_n - t))
+    obs = stat[0]  # pick 0 everywhere = the observed labels
+    assert np.sum(np.abs(stat - obs) < 1e-12 * obs) == np.sum(stat == obs)  # no near-ties to blur the count
+    assert res.n_resamples is None and "531,441 arrangements" in res.method
+    assert res.pvalue == pytest.approx(np.mean(stat >= obs), rel=1e-12)
+    assert res.attainable_floor == pytest.approx(np.mean(stat >= stat.max() * (1 - 1e-12)), rel=1e-12)
+
+
+def _random_big_design(rng):
+    """Random design with a few prompts and cells, counts from 1 to 10^5 (equal or unequal cell sizes)."""
+    k = int(rng.integers(1, 7))
+    top = int(10 ** rng.uniform(0, 5))
+    cells = []
+    for c in range(k):
+        m = int(rng.integers(2, 4))
+        equal = rng.random() < 0.5
+        size = int(rng.integers(1, top + 1))
+        for j in range(m):
+            nn = size if equal else int(rng.integers(1, top + 1))
+            cells.append((c, int(j == 0 or rng.random() < 0.3), int(rng.binomial(nn, rng.uniform(0, 1))), nn))
+    if not any(c[1] == 0 for c in cells):
+        cells[-1] = (cells[-1][0], 0, cells[-1][2], cells[-1][3])
+    return cells
+
+
+@pytest.mark.parametrize("level", ["trial", "cell"])
+def test_no_route_reports_a_p_below_the_designs_floor(monkeypatch, level):
+    """Property: p >= attainable_floor on every route (exact, enumeration, tilted, Monte Carlo), huge counts too."""
+    rng = np.random.default_rng(290 if level == "trial" else 291)
+    designs = [_random_big_design(rng) for _ in range(25)]
+    designs.append([(c, a, 31 if a else 30, 100) for c in range(8) for a in (1, 0)])  # floor 2/256
+    for cells in designs:
+        for kw in ({}, {"n_resamples": 2000, "seed": 3}):
+            res = call(cells, level=level, **kw)
+            assert res.pvalue >= res.attainable_floor, (cells, kw, res.method)
+    _budget_off(monkeypatch)
+    for cells in designs[-6:]:
+        res = call(cells, level=level, seed=4)
+        assert res.pvalue >= res.attainable_floor, (cells, res.method)
+
+
+def test_trial_level_with_trimmed_tables_equals_the_full_convolution():
+    """Tables of thousands of trials (entries far below 1e-300 at their ends): trimming changes nothing."""
+    n = np.array([3000, 2500, 1800, 2200, 900, 1500])
+    h = np.array([900, 700, 400, 500, 300, 320])
+    cl, a = np.array([0, 0, 1, 1, 2, 2]), np.array([1, 0, 1, 0, 1, 0])
+    res = stats.cluster_permutation_test(cl, a, h, n, level="trial")
+    dist = np.ones(1)
+    lo = 0
+    for c in range(3):
+        tot, good, draws = n[2 * c] + n[2 * c + 1], h[2 * c] + h[2 * c + 1], n[2 * c]
+        xs = np.arange(max(0, draws - (tot - good)), min(good, draws) + 1)
+        dist = np.convolve(dist, sps.hypergeom.pmf(xs, tot, good, draws))
+        lo += xs[0]
+    x = lo + np.arange(dist.size)
+    big_n, big_k, n_a = n.sum(), h.sum(), n[::2].sum()
+    d_obs = abs(h[::2].sum() * big_n - big_k * n_a)
+    assert "exact" in res.method
+    assert res.pvalue == pytest.approx(dist[np.abs(x * big_n - big_k * n_a) >= d_obs].sum(), rel=1e-9)
