@@ -32,11 +32,15 @@ class Deadlines:
         self._active.pop(task, None)
 
     def claim_timeout(self, task: asyncio.Task[Any]) -> bool:
-        """True if ``task`` was cancelled by this watcher (and undo that cancellation)."""
+        """True if ``task`` was cancelled by this watcher alone (and that cancellation is undone).
+
+        If anyone else cancelled the task too (a stop: SIGINT, SIGTERM, the engine ending the
+        run), only the watcher's own request is withdrawn and the answer is False: the caller
+        re-raises, and the stop reaches the engine unchanged instead of becoming a timeout row.
+        """
         if task in self._expired:
             self._expired.discard(task)
-            task.uncancel()
-            return True
+            return task.uncancel() == 0
         return False
 
     async def _watch(self) -> None:
