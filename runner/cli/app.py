@@ -590,7 +590,7 @@ def serve(
                                             help="uniform: half-width; lognormal: standard deviation."),
     faults: float = typer.Option(0.0, "--faults", min=0, max=1,
                                  help="Fault every response with this probability, all kinds mixed evenly."),
-    fault: list[str] = typer.Option([], "--fault", help="KIND=RATE, repeatable; kinds: 429 500 503 529 slow reset malformed truncated disconnect stall bad_chunk."),
+    fault: list[str] = typer.Option([], "--fault", help="KIND=RATE, repeatable; kinds: 429 500 503 529 slow reset malformed truncated disconnect stall bad_chunk drip."),
     fault_seed: int = typer.Option(0, "--fault-seed", help="Seed of the fault and latency draws."),
     retry_after_s: float = typer.Option(1.0, "--retry-after", min=0, help="Retry-After of an injected 429 (s)."),
     slow_s: float = typer.Option(30.0, "--slow-s", min=0, help="How long a 'slow' fault holds its answer (s)."),

@@ -5,11 +5,19 @@ about a tenth of the in-process budget at 20,000 trials/s). Trials run inline in
 engine's worker tasks, so one watcher task that wakes every ``resolution_s`` and
 cancels the workers whose trial is past its deadline does the same job for almost
 nothing; a trial times out within ``resolution_s`` of its deadline.
+
+A trial whose model is reached through a key's limiter starts *unarmed* and its
+deadline runs from its first request (``arm``): the time it waited for its turn in the
+key's queue is the engine's admission at work — the queue is FIFO and bounded by
+``engine.concurrency`` — not the trial being slow. Counting it made the trials at the
+back of a deep queue time out with nothing sent while later ones finished (issue 30:
+390 of 15,093 at concurrency 1024).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Any
 
 
@@ -21,22 +29,31 @@ class Deadlines:
         self._expired: set[asyncio.Task[Any]] = set()
         self._watcher: asyncio.Task[None] | None = None
 
-    def start(self, task: asyncio.Task[Any]) -> None:
-        """The calling task begins a trial now."""
+    def start(self, task: asyncio.Task[Any], *, armed: bool = True) -> None:
+        """The calling task begins a trial now; ``armed=False``: its deadline starts at ``arm``."""
         loop = task.get_loop()
-        self._active[task] = loop.time() + self.timeout_s
+        self._active[task] = loop.time() + self.timeout_s if armed else math.inf
         if self._watcher is None or self._watcher.done():
             self._watcher = loop.create_task(self._watch())
+
+    def arm(self, task: asyncio.Task[Any]) -> None:
+        """The trial of ``task`` sends a request now: an unarmed deadline starts (later sends change nothing)."""
+        if self._active.get(task) == math.inf:
+            self._active[task] = task.get_loop().time() + self.timeout_s
 
     def stop(self, task: asyncio.Task[Any]) -> None:
         self._active.pop(task, None)
 
     def claim_timeout(self, task: asyncio.Task[Any]) -> bool:
-        """True if ``task`` was cancelled by this watcher (and undo that cancellation)."""
+        """True if ``task`` was cancelled by this watcher alone (and that cancellation is undone).
+
+        If anyone else cancelled the task too (a stop: SIGINT, SIGTERM, the engine ending the
+        run), only the watcher's own request is withdrawn and the answer is False: the caller
+        re-raises, and the stop reaches the engine unchanged instead of becoming a timeout row.
+        """
         if task in self._expired:
             self._expired.discard(task)
-            task.uncancel()
-            return True
+            return task.uncancel() == 0
         return False
 
     async def _watch(self) -> None:

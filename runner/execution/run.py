@@ -22,7 +22,7 @@ from runner.execution.engine import EngineStats, RowSink, run_trials
 from runner.execution.progress import RunProgress
 from runner.execution.session import RunResult, Session, count_statuses, grid_of
 from runner.execution.trial import ModelBinding, TrialRunner
-from runner.providers import Provider
+from runner.providers import CONFIGURED, Provider
 from runner.providers.cache import ResponseCache
 from runner.providers.pool import ProviderPool
 from runner.providers.remedies import Learned, remedy_from_json
@@ -61,7 +61,10 @@ def build_trial_runner(loaded: LoadedSweep, *, strict_params: bool = False,
                                      max_connections=max(m.concurrency, m.limits.max_concurrent or 0))
         except (KeyError, ValueError) as exc:  # the key's variable vanished, or the callable broke, since loading
             raise UserError(str(exc).strip("'\""), file=loaded.path, key_path=("models", i)) from None
-        bindings[m.name] = ModelBinding(m.name, m.provider, provider, m.model_id, dict(m.params), m.tool_call_parser)
+        # a configured provider goes through a key's limiter (ManagedProvider; not the in-process sim): its queue time is
+        # the engine's admission, not the trial's time (the deadline starts at the first request)
+        bindings[m.name] = ModelBinding(m.name, m.provider, provider, m.model_id, dict(m.params), m.tool_call_parser,
+                                        queued=m.provider in CONFIGURED)
     return TrialRunner({p.name: p for p in loaded.probes}, bindings, sweep.engine.timeout_s), pool.all
 
 

@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from runner.core.calls import encode_calls
@@ -32,6 +33,8 @@ class ModelBinding:
     model_id: str
     params: Mapping[str, Any]
     tool_call_parser: str | None = None  # read tool calls written in the reply's text (opt-in)
+    #: its calls wait their turn in a key's limiter: the trial's deadline starts at its first request
+    queued: bool = False
 
 
 class TrialRunner:
@@ -48,23 +51,26 @@ class TrialRunner:
 
     async def __call__(self, spec: TrialSpec) -> dict[str, Any]:
         binding = self._models[spec.model]
-        agent = Agent(binding.provider, binding.model_id, binding.params, spec.seed, binding.tool_call_parser)
+        task = asyncio.current_task()
+        assert task is not None
+        deadlines = self._deadlines
+        queued = binding.queued
+        agent = Agent(binding.provider, binding.model_id, binding.params, spec.seed, binding.tool_call_parser,
+                      partial(deadlines.arm, task) if queued else None)
         row: dict[str, Any] = {
             "sweep_id": spec.sweep_id, "trial_id": spec.trial_id, "model": spec.model,
             "provider": binding.provider_name, "model_id": binding.model_id, "probe": spec.probe,
             "case_id": spec.case_id, "condition": spec.condition, "run": spec.run, "seed": spec.seed,
         }
-        task = asyncio.current_task()
-        assert task is not None
-        deadlines = self._deadlines
-        deadlines.start(task)
+        deadlines.start(task, armed=not queued)
         try:
             outcome = await self._probes[spec.probe].run(spec, agent)
         except asyncio.CancelledError:
             if not deadlines.claim_timeout(task):
                 raise
             row.update(status=STATUS_ERROR, error_kind=ErrorKind.TIMEOUT.value,
-                       error=f"trial exceeded its {self._timeout_s:g} s deadline")
+                       error=f"trial exceeded its {self._timeout_s:g} s deadline"
+                             + (" (counted from its first request)" if queued else ""))
         except ProviderError as exc:
             row.update(status=STATUS_ERROR, error_kind=exc.kind.value, error=exc.message)
         except Exception as exc:

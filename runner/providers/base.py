@@ -12,7 +12,7 @@ copy; they become row values once per trial (``runner.core.calls.encode_calls``)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -48,6 +48,7 @@ class Agent:
         "last",
         "latency_s",
         "model",
+        "on_send",
         "output_tokens",
         "params",
         "record",
@@ -58,8 +59,11 @@ class Agent:
     )
 
     def __init__(self, provider: Provider, model: str, params: Mapping[str, Any],
-                 trial_seed: int | None = None, tool_call_parser: str | None = None) -> None:
+                 trial_seed: int | None = None, tool_call_parser: str | None = None,
+                 on_send: Callable[[], None] | None = None) -> None:
         self._provider = provider
+        #: hears every request this trial sends (``inflight.SendLog.on_send``): its deadline starts at the first
+        self.on_send = on_send
         #: read tool calls written in the reply's text (``runner.providers.textcalls``); None: native calls only
         self.tool_call_parser = tool_call_parser
         self.trial_seed = trial_seed
@@ -92,7 +96,7 @@ class Agent:
         request = ChatRequest(self.model, tuple(messages), tuple(tools), self.params, seed, tool_choice,
                               self.trial_seed)
         self.calls += 1
-        log = SendLog()
+        log = SendLog(on_send=self.on_send)
         token = inflight.CURRENT.set(log)
         try:
             response = await self._provider.complete(request)

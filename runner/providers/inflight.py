@@ -6,11 +6,16 @@ the ``attempts`` and latency it would have reported are lost and the row read
 ticks a per-call ``SendLog`` here as it sends, and ``Agent.chat`` reads it when a
 call ends by cancellation: the row counts every request sent, the one cut off
 included, and the time they were out.
+
+``on_send`` hears each request of the call as it goes out: the trial's deadline starts
+at its first send (``runner.execution.deadlines``), not while the trial waits its turn
+in the key's queue.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -22,6 +27,7 @@ class SendLog:
     sent: int = 0
     busy_s: float = 0.0
     since: float | None = None
+    on_send: Callable[[], None] | None = None
 
     def elapsed_s(self) -> float:
         return self.busy_s + (time.monotonic() - self.since if self.since is not None else 0.0)
@@ -36,6 +42,8 @@ def sending() -> None:
     if log is not None:
         log.sent += 1
         log.since = time.monotonic()
+        if log.on_send is not None:
+            log.on_send()
 
 
 def returned() -> None:

@@ -40,7 +40,7 @@ from runner.core.types import ChatRequest, ChatResponse
 from runner.providers import inflight
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
 from runner.providers.limiter import Limiter
-from runner.providers.pacing import rate_slot
+from runner.providers.pacing import is_rate_limit, rate_slot
 from runner.providers.remedies import BookKey, RemedyBook, request_shape
 from runner.providers.settings import RetryPolicy
 
@@ -159,6 +159,7 @@ class ManagedProvider:
             permit = await limiter.acquire(estimate, first=attempts > 0)
             attempts += 1
             error: ProviderError
+            info = None
             inflight.sending()  # counted even if a deadline cancels the call in flight
             with rate_slot() as slot:
                 try:
@@ -168,6 +169,7 @@ class ManagedProvider:
                         response = await self.inner.complete(sent)
                 except ProviderError as exc:
                     inflight.returned()
+                    info = slot.info
                     rate_limited = exc.kind is ErrorKind.RATE_LIMITED
                     await limiter.release(permit, None, info=slot.info, rate_limited=rate_limited,
                                           retry_after_s=exc.retry_after_s, answered=exc.status_code is not None)
@@ -191,6 +193,10 @@ class ManagedProvider:
                 await self.book.learn(key, remedy, error.message)
                 resends += 1
                 continue  # at once, and it does not count against max_attempts
+            if error.kind is ErrorKind.RATE_LIMITED and not is_rate_limit(info):
+                # its headers say budget is left: an overload blip, retried as a transient error (attempts,
+                # backoff no shorter than its retry-after) without pausing the key for everyone
+                error.kind = ErrorKind.TRANSIENT
             if error.kind is ErrorKind.RATE_LIMITED:
                 limited += 1
                 delay = error.retry_after_s if error.retry_after_s is not None else self.backoff_s(limited)

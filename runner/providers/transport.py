@@ -19,10 +19,19 @@ README's "Performance" section):
 
 ``DEFAULT_TRANSPORT`` is the one the benchmark chose. Every kind is driven through
 the same ``Client`` protocol, so the wire formats never know which one they use.
+
+``timeout_s`` bounds each request as a whole — connecting, the status line and
+headers, and the full body — not only each read: httpx's and aiohttp's timeouts are
+per operation, so an answer dripping one byte every 100 ms never tripped a 2 s read
+timeout and took 54 s (issue 33). Every kind is wrapped in ``_WholeRequest``, which
+ends the request at ``timeout_s`` with ``TimeoutError`` (a transient error, retried
+like any timeout). It is separate from the trial's deadline (``engine.timeout_s``),
+which covers all of a trial's calls, their retries and their waits.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -94,6 +103,22 @@ class _DirectClient:
         await self._transport.aclose()
 
 
+class _WholeRequest:
+    """Any ``Client`` with a deadline on each request as a whole (see the module docstring)."""
+
+    def __init__(self, inner: Client, timeout_s: float) -> None:
+        self._inner = inner
+        self._timeout_s = timeout_s
+
+    async def post(self, url: str, *, content: bytes, headers: Mapping[str, str]) -> httpx.Response:
+        # asyncio.timeout turns only its own cancellation into TimeoutError: a stop's passes through unchanged
+        async with asyncio.timeout(self._timeout_s):
+            return await self._inner.post(url, content=content, headers=headers)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
 def make_client(
     kind: str = DEFAULT_TRANSPORT,
     *,
@@ -101,11 +126,16 @@ def make_client(
     headers: Mapping[str, str],
     max_connections: int = 1024,
 ) -> Client:
-    """An async client of ``kind`` whose every request carries ``headers``.
+    """An async client of ``kind`` whose every request carries ``headers`` and ends within ``timeout_s``.
 
     ``trust_env=False``: proxies and netrc from the environment are ignored, so what a
     sweep names is exactly where requests go (and a key is never sent to a proxy).
     """
+    return _WholeRequest(_make_client(kind, timeout_s=timeout_s, headers=headers, max_connections=max_connections),
+                         timeout_s)
+
+
+def _make_client(kind: str, *, timeout_s: float, headers: Mapping[str, str], max_connections: int) -> Client:
     timeout = httpx.Timeout(timeout_s)
     common: dict[str, Any] = {"timeout": timeout, "headers": dict(headers), "trust_env": False}
     if kind == "httpx":

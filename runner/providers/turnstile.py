@@ -9,6 +9,10 @@ takes the front lane: every trial then waits for the queue about once.
 
 Only the holder of the turn may take a permit (it sleeps on the pace while it holds
 it), so the order of the lanes is the order of the sends.
+
+Leaving the queue never raises in place of what made the waiter leave: a stop's
+cancellation must reach the engine as a cancellation, or the trial becomes an
+``internal`` row and its worker takes the next spec (issue 33).
 """
 
 from __future__ import annotations
@@ -49,9 +53,12 @@ class Turnstile:
         try:
             await future
         except BaseException:
+            # whatever ends the wait (a cancellation, above all) leaves unchanged: only the queue is tidied
             if future.done() and not future.cancelled():
                 self._pass_on()  # the turn was handed to us as we were cancelled: hand it on
-            else:
+            elif future in lane:
+                # a ``_pass_on`` may already have popped (and skipped) this cancelled future: then it is not
+                # in the lane, and removing it would raise ValueError in place of the cancellation
                 lane.remove(future)
             raise
 

@@ -47,7 +47,7 @@ from runner.sim.serve.batches import BatchRoutes
 from runner.sim.serve.catalog import CatalogRoutes
 from runner.sim.serve.codec_table import CODECS
 from runner.sim.serve.codecs import AnthropicCodec, BadRequest, OpenAICodec
-from runner.sim.serve.options import FAULTS, ServeOptions
+from runner.sim.serve.options import FAULTS, SOLO_FAULTS, ServeOptions
 from runner.sim.serve.responses_codec import ResponsesCodec
 from runner.sim.serve.sse import anthropic_frames, malformed_frame, openai_frames, responses_frames
 from runner.sim.serve.stats import ServerStats, key_id
@@ -73,7 +73,7 @@ class SimServer:
         self.stats = ServerStats(options.log_limit)
         self.latency = options.latency_sampler()
         self._fault_rng = random.Random(options.fault_seed)
-        self._fault_table = [(k, options.faults[k]) for k in FAULTS if options.faults.get(k)]
+        self._fault_table = [(k, options.faults[k]) for k in FAULTS + SOLO_FAULTS if options.faults.get(k)]
         self._windows: dict[str, deque[float]] = {}
         self._buckets: dict[str, tuple[float, float]] = {}  # key → (tokens, when counted)
         self._keys = frozenset(options.keys)
@@ -230,8 +230,12 @@ class SimServer:
             tokens = answers[0].usage.input_tokens + sum(a.usage.output_tokens for a in answers)
             if streamed:
                 frames = self._frames(api, answers, model, body, request.headers)
+                if fault == "drip":
+                    return await self._drip(request, b"".join(frames), _SSE, limits)
                 return await self._stream(request, api, frames, limits, fault)
             payload = _dumps(self._encode(api, answers, model, body))
+            if fault == "drip":
+                return await self._drip(request, payload, _JSON, limits)
             if fault is None:
                 return web.Response(body=payload, content_type=_JSON, headers=limits)
             return await self._broken_body(request, payload, fault, limits)
@@ -293,6 +297,22 @@ class SimServer:
         if request.transport is not None:
             request.transport.close()
         raise asyncio.CancelledError
+
+    async def _drip(self, request: web.Request, body: bytes, content_type: str,
+                    limits: dict[str, str]) -> web.StreamResponse:
+        """The whole answer, one byte every ``drip_s``: each read is quick, the request is not."""
+        response = web.StreamResponse(status=200, headers={"content-type": content_type, **limits})
+        response.content_length = len(body)
+        await response.prepare(request)
+        try:
+            for i in range(len(body)):
+                await response.write(body[i:i + 1])
+                await asyncio.sleep(self.options.drip_s)
+            await response.write_eof()
+        except ConnectionError:  # the client's whole-request timeout gave up on it
+            if request.transport is not None:
+                request.transport.close()
+        return response
 
     async def _stream(self, request: web.Request, api: str, frames: list[bytes], limits: dict[str, str],
                       fault: str | None) -> web.StreamResponse:

@@ -20,6 +20,10 @@ from typing import Any
 #: timeout), ``bad_chunk`` (an event whose JSON does not parse); a non-streamed request meets them as
 #: ``truncated``, ``slow`` and ``malformed``, and a streamed one meets those two as ``disconnect`` and ``bad_chunk``.
 FAULTS = ("429", "500", "503", "529", "slow", "reset", "malformed", "truncated", "disconnect", "stall", "bad_chunk")
+#: faults named only on their own (``--fault drip=1``), never in the even ``--faults`` mix. ``drip``: the whole
+#: answer sent one byte every ``drip_s`` (100 ms), so no single read waits long: only a timeout on the whole
+#: request stops it
+SOLO_FAULTS = ("drip",)
 _RPM_MODES = ("window", "bucket")
 _LATENCY_DISTS = ("fixed", "uniform", "exponential", "lognormal")
 
@@ -80,8 +84,8 @@ def parse_rule(spec: str) -> Rule:
 
 def parse_fault(spec: str) -> tuple[str, float]:
     kind, _, rate = spec.partition("=")
-    if kind not in FAULTS:
-        raise ValueError(f"unknown fault {kind!r}: expected one of {', '.join(FAULTS)}")
+    if kind not in FAULTS + SOLO_FAULTS:
+        raise ValueError(f"unknown fault {kind!r}: expected one of {', '.join(FAULTS + SOLO_FAULTS)}")
     try:
         value = float(rate)
     except ValueError:
@@ -107,6 +111,8 @@ class ServeOptions:
     fault_retry_after_s: float = 1.0
     #: how long a "slow" fault holds the answer (s): set it past the client's timeout
     slow_s: float = 30.0
+    #: the pause between two bytes of a "drip" fault's answer (s)
+    drip_s: float = 0.1
     rules: list[Rule] = field(default_factory=list)
     #: the server's own rate limit per API key: requests per ``rpm_window_s`` (None: unlimited)
     rpm: int | None = None
@@ -131,9 +137,9 @@ class ServeOptions:
     def __post_init__(self) -> None:
         if self.latency_dist not in _LATENCY_DISTS:
             raise ValueError(f"unknown latency distribution {self.latency_dist!r}: expected one of {', '.join(_LATENCY_DISTS)}")
-        bad = [k for k in self.faults if k not in FAULTS]
+        bad = [k for k in self.faults if k not in FAULTS + SOLO_FAULTS]
         if bad:
-            raise ValueError(f"unknown fault {bad[0]!r}: expected one of {', '.join(FAULTS)}")
+            raise ValueError(f"unknown fault {bad[0]!r}: expected one of {', '.join(FAULTS + SOLO_FAULTS)}")
         if sum(self.faults.values()) > 1 + 1e-9:
             raise ValueError(f"fault rates add up to {sum(self.faults.values()):g}, more than 1")
         if self.rpm_mode not in _RPM_MODES:

@@ -1,0 +1,121 @@
+"""Issue 33 items 1–2: a stop that stops, and error kinds that tell the truth, against a throttled server.
+
+A run whose trials wait on the key's limiter (a server admitting 120 requests a minute, far
+fewer than the trials in flight) is where cancellation used to go wrong: a waiter cancelled in
+the turnstile raised ``ValueError`` instead of ``CancelledError``, the trial became an
+``internal`` row and the worker took its next spec, so SIGTERM left the run going at the paced
+rate. These tests run a real ``trialgrid run`` process against ``trialgrid serve``.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import runner
+from runner.config.sweep import load_sweep
+from runner.execution.run import run_sweep
+from runner.sim.serve import ServerThread
+from tests.helpers import ROOT, invoke, serving, written_rows
+from tests.providers.conftest import OUTCOMES, http_sweep, outcomes, write
+
+#: what a stop must never print: a task left pending, a loop closed under a running task
+NOISE = ("Task was destroyed", "Event loop is closed", "Traceback", "Task exception was never retrieved")
+
+
+@pytest.fixture
+def throttled() -> Iterator[ServerThread]:
+    """``trialgrid serve`` admitting 120 requests a minute per key (a bucket of one second's worth)."""
+    with serving(rpm=120, rpm_mode="bucket") as server:
+        yield server
+
+
+def _healthy(server: ServerThread) -> None:
+    """The same server, its rate limit lifted (the account's limit was raised, the incident is over)."""
+    server.call(lambda state: setattr(state.options, "rpm", None))
+
+
+def _start(sweep: Path, out: Path) -> subprocess.Popen[str]:
+    cmd = [sys.executable, "-m", "runner.cli.app", "run", str(sweep), "--out", str(out), "--quiet"]
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_answers(server: ServerThread, proc: subprocess.Popen[str], answers: int) -> None:
+    """Until the server has answered ``answers`` requests (the run is throttled, trials queue in the limiter)."""
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and proc.poll() is None:
+        if server.stats()["by_status"].get("200", 0) >= answers:
+            return
+        time.sleep(0.1)
+    assert proc.poll() is None, "the run ended before it could be stopped"
+    raise AssertionError("the throttled run never got going")
+
+
+def _no_internal(out: Path) -> pl.DataFrame:
+    rows = written_rows(out)
+    internal = rows.filter(pl.col("error_kind") == "internal")
+    assert internal.height == 0, internal.select("trial_id", "error").to_dicts()[:3]
+    return rows
+
+
+@pytest.mark.slow
+def test_sigterm_stops_a_throttled_run_at_once_and_the_rerun_equals_an_uninterrupted_one(
+        throttled: ServerThread, tmp_path: Path) -> None:
+    # (SIGINT takes the same path: sigterm_as_interrupt turns SIGTERM into it; the exit status is what differs)
+    sweep = write(tmp_path, http_sweep(throttled.base_url, "openai", runs=1, concurrency=64)
+                  | {"engine": {"concurrency": 64, "flush_seconds": 0.05}})
+    out = tmp_path / "out"
+    proc = _start(sweep, out)
+    try:
+        _wait_for_answers(throttled, proc, 6)  # 64 trials in flight, most of them queued on the limiter
+        sent_before = throttled.stats()["requests"]
+        proc.send_signal(signal.SIGTERM)
+        # it used to go on taking specs at the paced rate for minutes; the bound here is generous, the stop is not
+        returned = proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert returned == 143, stderr
+    for noise in NOISE:
+        assert noise not in stderr, stderr
+    # nothing was taken after the stop: at most the requests already queued at the head went out
+    assert throttled.stats()["requests"] - sent_before <= 4
+    rows = _no_internal(out)
+    assert 0 < rows.height < 117  # the finished trials are kept; the cancelled ones were not written
+
+    _healthy(throttled)
+    resumed = invoke("run", str(sweep), "--out", str(out), "--quiet")
+    assert resumed.exit_code == 0, resumed.output
+    df = runner.load(out).collect()
+    assert df.height == df["trial_id"].n_unique() == 117
+    reference = tmp_path / "reference"
+    run_sweep(load_sweep(sweep), reference, quiet=True)
+    expected = outcomes(runner.load(reference).collect())
+    assert outcomes(df).equals(expected), [c for c in OUTCOMES if not outcomes(df)[c].equals(expected[c])]
+
+
+def test_time_in_the_key_queue_is_not_the_trials_time_and_no_row_is_internal(tmp_path: Path) -> None:
+    # 39 trials in flight at 10 requests a second (the limit configured too, as the account's is known): the last
+    # wait ~4 s for their turn, twice their 2 s deadline. That wait is the engine's admission, not the trial: the
+    # deadline starts at the first request (issue 30 item 5). It used to time them out with nothing sent, and the
+    # deadline's cancellation, meeting the head of the queue and its waiters at once, made internal rows (issue 33).
+    with serving(rpm=600, rpm_mode="bucket") as server:
+        data = http_sweep(server.base_url, "openai", runs=1, concurrency=39, limits={"rpm": 600})
+        data["models"] = data["models"][:1]  # 39 trials
+        data["engine"] = {"concurrency": 39, "timeout_s": 2}
+        out = tmp_path / "out"
+        result = invoke("run", str(write(tmp_path, data)), "--out", str(out), "--no-report")
+    rows = _no_internal(out)
+    errors = rows.filter(pl.col("status") == "error")
+    assert errors.filter(pl.col("attempts") == 0).height == 0, errors.select("error_kind", "error").to_dicts()[:3]
+    assert set(errors["error_kind"]) <= {"timeout", "rate_limited"}, errors["error"].to_list()[:3]
+    assert result.exit_code == 0 and rows.height == 39, result.output
