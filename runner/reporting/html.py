@@ -385,6 +385,13 @@ def _view_sections(summary: Summary, probe: str, kind: str) -> list[str]:
     return out
 
 
+def _firing_label(rate: str) -> str:
+    """"firing", naming its event only where it is not the row's own rate (``passed`` fires on a failure): the
+    row label already names it, and a long rate name repeated in every cell widened the table past its page."""
+    event = firing_event(rate)
+    return "firing" if event == rate else f"firing ({escape(event)})"
+
+
 def _details_section(summary: Summary, probe: str, kind: str, rates: list[str]) -> str:
     conds = summary.conditions.filter((pl.col("probe") == probe) & (pl.col("kind") == kind))
     conditions = _conditions_order(kind, conds["condition"].unique(maintain_order=True).to_list())
@@ -403,7 +410,7 @@ def _details_section(summary: Summary, probe: str, kind: str, rates: list[str]) 
                              f"{_pct(r['value'])}<small>{escape(interval_name(r['interval_method']))} "
                              f"{_pct(r['cluster_lo'])}–{_pct(r['cluster_hi'])}</small>"
                              f"<small>Wilson {_pct(r['wilson_lo'])}–{_pct(r['wilson_hi'])}</small>"
-                             f"<small>firing ({escape(firing_event(rate))}) {r['firing']}/{r['prompts']}</small>")
+                             f"<small>{_firing_label(rate)} {r['firing']}/{r['prompts']}</small>")
             rows.append([f"<code>{escape(rate)}</code>", *cells])
         title = f"{model} ({run})" if many else model
         parts.append(f"<h4>{escape(title)}</h4>")
@@ -411,7 +418,8 @@ def _details_section(summary: Summary, probe: str, kind: str, rates: list[str]) 
             idx = [conditions.index(c) + 1 for c in chunk]
             parts.append(_table([""] + [_breakable(c) for c in chunk], [[r[0]] + [r[i] for i in idx] for r in rows]))
     note = ('<p class="note">Wilson intervals treat trials as independent and are visibly too narrow when prompts '
-            "differ; quote the cluster interval.</p>")
+            "differ; quote the cluster interval. <i>firing</i> n/N: prompts with at least one trial of the row's rate, of "
+            "N prompts (for a success rate such as <code>passed</code>, at least one trial without it).</p>")
     return _section("details", probe, f"{probe} · detail tables", "".join(parts) + note)
 
 
