@@ -562,7 +562,8 @@ def render_html(summary: Summary, title: str = "trialgrid report") -> str:
         "<link rel=\"icon\" href=\"data:,\">"
         f"<title>{escape(title)}</title><style>{CSS}</style></head><body><main>"
         f"<h1>{escape(title)}</h1><p class=\"note\">{len(summary.runs)} run(s) · generated {generated} by trialgrid "
-        f"{escape(version)}</p><nav>{''.join(nav)}</nav>"
+        f"{escape(version)} · the trials behind every number: <code>trialgrid view OUT</code> (docs/viewer.md)"
+        f"</p><nav>{''.join(nav)}</nav>"
         + "".join(body)
         + f"</main><script>{_SCRIPT}</script></body></html>\n"
     )
