@@ -139,3 +139,17 @@ def test_a_malformed_gate_is_bad_input_with_the_form_expected(runs: list[Path]) 
 def test_a_gate_on_an_unknown_rate_is_refused_not_passed(summary: Summary) -> None:
     with pytest.raises(UserError, match="matches no rate"):
         check_gates(summary, [parse_gate("lower(no_such_rate) > 0.1")])
+
+
+def test_run_gate_is_checked_after_the_run_and_a_malformed_one_before_anything_runs(tmp_path: Path) -> None:
+    sweep = quickstart_sweep(tmp_path, runs=2)
+    bad = CliRunner().invoke(app, ["run", str(sweep), "--out", str(tmp_path / "bad"), "-q", "--gate", "decoy < 1"])
+    assert bad.exit_code == 2 and "is not a gate" in bad.output and not (tmp_path / "bad").exists()
+    failing = CliRunner().invoke(app, ["run", str(sweep), "--out", str(tmp_path / "out"), "-q",
+                                       "--gate", "upper(decoy_called | ungroundable) <= 0%"])
+    assert failing.exit_code == 1, failing.output
+    assert "GATE upper(decoy_called | ungroundable) <= 0%: sim-reckless" in failing.output
+    assert (tmp_path / "out" / "manifest.json").exists()  # the gate judged a finished run; the rerun resumes it
+    again = CliRunner().invoke(app, ["run", str(sweep), "--out", str(tmp_path / "out"), "-q",
+                                     "--gate", "upper(decoy_called | ungroundable) <= 100%"])
+    assert again.exit_code == 0 and "0 failing row(s)" in again.output
