@@ -256,6 +256,7 @@ def run(
     errors_left = _error_verdict(sweep, output, max_error_rate)
     if fail_on:
         _gate(output, fail_on, exit_now=not errors_left and not result.stopped)
+    gates += _parse_gates(loaded.sweep.gates, "gate")  # the sweep's own, checked for form when it loaded
     if gates:
         from runner.analysis.leaderboard import summarize
 
@@ -317,10 +318,10 @@ def _check_fail_on(loaded: LoadedSweep, names: list[str]) -> None:
                             hint=f"pass/fail probes here: {', '.join(sorted(gated)) or 'none'}")
 
 
-def _parse_gates(texts: list[str]) -> list[Gate]:
+def _parse_gates(texts: list[str], where: str = "--gate") -> list[Gate]:
     from runner.analysis.gates import parse_gate
 
-    return [parse_gate(t) for t in texts]
+    return [parse_gate(t, where) for t in texts]
 
 
 def _interval_gates(summary: Summary, gates: list[Gate], exit_now: bool = True) -> None:
