@@ -208,6 +208,13 @@ class DiffResult:
         return [*(r for r in self.runs if r.status == "REGRESSION"),
                 *(c for c in self.changes if c.status == "REGRESSION")]
 
+    def past_bound(self, points: float) -> list[str]:
+        """``--max-regression``: one line per run-level change whose interval's lower bound says the event rate
+        rose by more than ``points`` percentage points (evidence of a regression that large, not its point)."""
+        return [f"GATE regression > {points:g} pp: {r.model} · {r.probe} · {r.event}: NEW − OLD "
+                f"{100 * r.contrast.difference:+.1f} pp, {CONFIDENCE:.0%} CI lower bound "
+                f"{100 * r.contrast.ci_lo:+.1f} pp" for r in self.runs if 100 * r.contrast.ci_lo > points]
+
     @property
     def fixed(self) -> list[CellChange | RunChange]:
         return [*(r for r in self.runs if r.status == "FIXED"), *(c for c in self.changes if c.status == "FIXED")]

@@ -112,8 +112,16 @@ class _GuardedGroup(TyperGroup):
 
 
 if TYPE_CHECKING:
+    from runner.analysis.gates import Gate
+    from runner.analysis.leaderboard import Summary
     from runner.config.sweep import LoadedSweep
     from runner.output import Output
+
+# --gate of run and report (runner.analysis.gates)
+_GATE_HELP = ('Exit 1 unless a bound of a rate\'s cluster interval holds, e.g. '
+              '"upper(decoy_called | ungroundable) <= 0.20" (BOUND: upper, lower, rate; repeatable; every model '
+              'and, without a condition, every condition).')
+
 
 # No locals in tracebacks: a provider's frames hold request headers, i.e. the API key.
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_show_locals=False,
@@ -192,6 +200,7 @@ def run(
                                          help="Exit 0 (not 3) when at most this share of trials ended as error rows."),
     wait: bool = typer.Option(False, "--wait", help="If another process is writing this output, wait for it to "
                               "finish and then resume (default: refuse)."),
+    gate: list[str] = typer.Option([], "--gate", metavar="GATE", help=_GATE_HELP),
 ) -> None:
     """Run a sweep (or resume it: trial ids already in the output are skipped).
 
@@ -208,6 +217,7 @@ def run(
         raise fail(UserError(f"{_RETRY_KINDS} only goes with {_RETRY_ERRORS}"))
     terminated = None
     try:
+        gates = _parse_gates(gate)  # a malformed gate is bad input, found before anything is sent
         loaded = load_sweep(sweep, announce=note)  # a sweep that names an MCP server starts it: say so
         if fail_on:
             _check_fail_on(loaded, fail_on)
@@ -246,6 +256,11 @@ def run(
     errors_left = _error_verdict(sweep, output, max_error_rate)
     if fail_on:
         _gate(output, fail_on, exit_now=not errors_left and not result.stopped)
+    gates += _parse_gates(loaded.sweep.gates, "gate")  # the sweep's own, checked for form when it loaded
+    if gates:
+        from runner.analysis.leaderboard import summarize
+
+        _interval_gates(summarize([output]), gates, exit_now=not errors_left and not result.stopped)
     if result.stopped:  # an unfinished grid is its own ending, whatever else happened (docs/output.md)
         raise typer.Exit(EXIT_BUDGET)
     if errors_left:
@@ -301,6 +316,27 @@ def _check_fail_on(loaded: LoadedSweep, names: list[str]) -> None:
         if name not in gated:
             raise UserError(f"--fail-on {name!r} names no pass/fail probe in {loaded.path}",
                             hint=f"pass/fail probes here: {', '.join(sorted(gated)) or 'none'}")
+
+
+def _parse_gates(texts: list[str], where: str = "--gate") -> list[Gate]:
+    from runner.analysis.gates import parse_gate
+
+    return [parse_gate(t, where) for t in texts]
+
+
+def _interval_gates(summary: Summary, gates: list[Gate], exit_now: bool = True) -> None:
+    """``--gate`` of ``run`` and ``report``: each failing row one line, a count, exit 1 (runner.analysis.gates)."""
+    from runner.analysis.gates import check_gates
+
+    try:
+        failures = check_gates(summary, gates)
+    except UserError as exc:
+        raise fail(exc) from None
+    for line in failures:
+        err.print(Text(term_text(line)), soft_wrap=True)
+    plain(f"--gate: {len(gates)} gate(s), {len(failures)} failing row(s)")
+    if failures and exit_now:
+        raise typer.Exit(EXIT_GATE)
 
 
 def _gate(output: Output, names: list[str], exit_now: bool = True) -> None:
@@ -462,14 +498,10 @@ def report(
                                              help="Write each listing view (e.g. the phantom disagreements) as "
                                                   "<probe>.<view>.jsonl into this directory (--csv writes them "
                                                   "beside the CSV files too). Never written into a run."),
-    gate: list[str] = typer.Option([], "--gate", metavar="GATE",
-                                   help='Exit 1 unless a bound of a rate\'s cluster interval holds, e.g. '
-                                        '"upper(decoy_called | ungroundable) <= 0.20" (BOUND: upper, lower, rate; '
-                                        'repeatable; every model and, without a condition, every condition).'),
+    gate: list[str] = typer.Option([], "--gate", metavar="GATE", help=_GATE_HELP),
 ) -> None:
     """Leaderboards and per-model tables for one or many finished (or partial) runs. Reads the runs, never
     writes into them (a read-only or archived output reports the same)."""
-    from runner.analysis.gates import check_gates, parse_gate
     from runner.analysis.leaderboard import summarize
     from runner.output import Output
     from runner.reporting.listings import write_listings
@@ -480,7 +512,7 @@ def report(
             err.print(Text(one_line(line)), soft_wrap=True)
 
     try:
-        gates = [parse_gate(g) for g in gate]  # a malformed gate is bad input, found before any work
+        gates = _parse_gates(gate)  # a malformed gate is bad input, found before any work
         summary = summarize([Output.open(o) for o in out_dirs])  # each output opened once, passed down
         listings = {}
         for directory in (listings_dir, csv_dir):
@@ -512,12 +544,7 @@ def report(
             badges = write_badges(summary, badge_dir)
             said(f"wrote {len(set(badges))} badge(s) into {badge_dir}")
         if gates:  # gates on intervals (runner.analysis.gates)
-            failures = check_gates(summary, gates)
-            for line in failures:
-                err.print(Text(term_text(line)), soft_wrap=True)
-            plain(f"--gate: {len(gate)} gate(s), {len(failures)} failing row(s)")
-            if failures:
-                raise typer.Exit(EXIT_GATE)
+            _interval_gates(summary, gates)
     except UserError as exc:
         raise fail(exc) from None
 

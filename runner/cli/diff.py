@@ -31,6 +31,10 @@ def diff(
     fail_on: FailOn = typer.Option(FailOn.regression, "--fail-on",
                                    help="regression (default): exit 1 on a REGRESSION under the controlled rule "
                                         "(and --strict's, if given); never: always exit 0."),
+    max_regression: float | None = typer.Option(None, "--max-regression", metavar="PP", min=0.0,
+                                                help="Also exit 1 when a run-level change's 95% interval says the "
+                                                     "event rate rose by more than PP percentage points (its lower "
+                                                     "bound above PP), whatever the family-wise verdict."),
 ) -> None:
     """Compare two runs of a sweep: per probe × model the paired clustered NEW − OLD difference on the shared cases,
     case-level flips as leads; REGRESSION / FIXED only under a family-wise (Holm) rule; exit 1 on a regression."""
@@ -43,7 +47,10 @@ def diff(
         raise fail(exc) from None
     for line in result.lines():
         out.print(Text(term_text(line)), soft_wrap=True)
-    if result.regressions and fail_on is FailOn.regression:
+    past = result.past_bound(max_regression) if max_regression is not None else []
+    for line in past:
+        out.print(Text(term_text(line)), soft_wrap=True)
+    if (result.regressions or past) and fail_on is FailOn.regression:
         raise typer.Exit(EXIT_GATE)
 
 

@@ -19,12 +19,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 import runner.sim  # noqa: F401  (registers the built-in "sim" provider)
 from runner.config.cost import Budget, ModelPrice
 from runner.config.lint import lint_probes
 from runner.core.errors import UserError, warn
+from runner.core.gates import parse_gate
 from runner.core.safety import check_regular_file, printable_label
 from runner.core.sources import Source, load_source, register_union_tags, validate
 from runner.probes import PROBES, Probe, ProbeConfig
@@ -184,6 +194,15 @@ class EngineConfig(BaseModel):
     batch_max_requests: int = Field(default=10_000, ge=1, le=50_000, description="batch mode: requests per batch")
 
 
+def _gate_form(text: str) -> str:
+    """A sweep's gate must parse (runner.core.gates); each is located by its index, ``gates[1]``."""
+    try:
+        parse_gate(text)
+    except UserError as exc:
+        raise ValueError(f"{exc.message}; {exc.hint}" if exc.hint else exc.message) from None
+    return text
+
+
 class Sweep(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -199,6 +218,9 @@ class Sweep(BaseModel):
     # where answers are kept for a rerun; like output, not part of the sweep's identity
     cache: str | None = Field(default=None, description="response cache directory (relative to the current "
                               "directory); a rerun asks the cache before the model")
+    # checked by `trialgrid run` once the run finishes (runner.analysis.gates); like engine, not part of the identity
+    gates: list[Annotated[str, AfterValidator(_gate_form)]] = Field(default_factory=list, description='gates on interval bounds, e.g. '
+                             '"upper(decoy_called | ungroundable) <= 0.20"; run exits 1 when one fails')
 
     @model_validator(mode="after")
     def _prices_name_models(self) -> Sweep:
@@ -274,7 +296,7 @@ def function_sources(sweep: Sweep) -> dict[str, str]:
 
 
 def _sweep_identity(sweep: Sweep, probes: list[Probe], sources: dict[str, str]) -> str:
-    what = sweep.model_dump(mode="json", exclude={"output", "engine", "prices", "budget", "cache"})
+    what = sweep.model_dump(mode="json", exclude={"output", "engine", "prices", "budget", "cache", "gates"})
     for m in what["models"]:
         m.pop("concurrency", None)  # how fast, not what
         m.pop("mode", None)  # how the requests travel, not what they ask: batch and live share trial ids

@@ -139,3 +139,35 @@ def test_a_malformed_gate_is_bad_input_with_the_form_expected(runs: list[Path]) 
 def test_a_gate_on_an_unknown_rate_is_refused_not_passed(summary: Summary) -> None:
     with pytest.raises(UserError, match="matches no rate"):
         check_gates(summary, [parse_gate("lower(no_such_rate) > 0.1")])
+
+
+def test_run_gate_is_checked_after_the_run_and_a_malformed_one_before_anything_runs(tmp_path: Path) -> None:
+    sweep = quickstart_sweep(tmp_path, runs=2)
+    bad = CliRunner().invoke(app, ["run", str(sweep), "--out", str(tmp_path / "bad"), "-q", "--gate", "decoy < 1"])
+    assert bad.exit_code == 2 and "is not a gate" in bad.output and not (tmp_path / "bad").exists()
+    failing = CliRunner().invoke(app, ["run", str(sweep), "--out", str(tmp_path / "out"), "-q",
+                                       "--gate", "upper(decoy_called | ungroundable) <= 0%"])
+    assert failing.exit_code == 1, failing.output
+    assert "GATE upper(decoy_called | ungroundable) <= 0%: sim-reckless" in failing.output
+    assert (tmp_path / "out" / "manifest.json").exists()  # the gate judged a finished run; the rerun resumes it
+    again = CliRunner().invoke(app, ["run", str(sweep), "--out", str(tmp_path / "out"), "-q",
+                                     "--gate", "upper(decoy_called | ungroundable) <= 100%"])
+    assert again.exit_code == 0 and "0 failing row(s)" in again.output
+
+
+def test_a_sweeps_gates_are_checked_for_form_at_load_and_by_run_and_leave_its_identity(tmp_path: Path) -> None:
+    from runner.config.sweep import load_sweep
+    from tests.helpers.files import quickstart_dict, write_yaml
+
+    data = quickstart_dict()
+    for probe in data["probes"]:
+        probe["runs"] = 2
+    plain = load_sweep(write_yaml(tmp_path / "plain.yaml", data))
+    data["gates"] = ["upper(decoy_called | ungroundable) <= 0%"]
+    gated = write_yaml(tmp_path / "gated.yaml", data)
+    assert load_sweep(gated).sweep_id == plain.sweep_id  # a gate judges a run; it does not make a new one
+    result = CliRunner().invoke(app, ["run", str(gated), "--out", str(tmp_path / "out"), "-q"])
+    assert result.exit_code == 1 and "GATE upper(decoy_called | ungroundable) <= 0%: sim-reckless" in result.output
+    data["gates"] = ["upper(decoy_called) <= 0.2", "decoy_called < 0.2"]
+    bad = CliRunner().invoke(app, ["validate", str(write_yaml(tmp_path / "bad.yaml", data))])
+    assert bad.exit_code == 2 and "gates[1]" in bad.output and "is not a gate" in bad.output, bad.output

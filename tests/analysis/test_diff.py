@@ -127,3 +127,19 @@ def test_many_cells_each_at_raw_p_below_005_give_no_verdict_under_the_family_rul
     assert raw < 0.05 and len(moved) == 3 and all(c.p_holm == pytest.approx(6 * raw) for c in moved)
     assert not [c for c in result.changes if c.status == "REGRESSION"]
     assert len(result.leads) == 3
+
+
+def test_max_regression_gates_on_the_intervals_lower_bound_not_on_the_point(tmp_path: Path) -> None:
+    # +33.3 pp over 12 cases; the interval's lower bound decides: above 2 pp fails, above 60 pp cannot
+    old = _run(tmp_path / "old", "s", "misselection", _many(12, 1, 6, "ungroundable"))
+    new = _run(tmp_path / "new", "s", "misselection", _many(12, 3, 6, "ungroundable"))
+    lo = 100 * diff_runs(old, new).runs[0].contrast.ci_lo
+    assert 2 < lo < 33.3
+    cli = CliRunner()
+    low = cli.invoke(app, ["diff", str(old), str(new), "--max-regression", "2"])
+    assert low.exit_code == 1 and "GATE regression > 2 pp: m · misselection · decoy_called" in low.output
+    assert f"lower bound {lo:+.1f} pp" in low.output
+    high = cli.invoke(app, ["diff", str(old), str(new), "--max-regression", f"{lo + 0.5:.1f}", "--fail-on", "never"])
+    assert high.exit_code == 0 and "GATE" not in high.output
+    # the same data backwards is a fix: no regression bound is passed, whatever PP
+    assert cli.invoke(app, ["diff", str(new), str(old), "--max-regression", "0"]).exit_code == 0
