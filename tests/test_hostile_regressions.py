@@ -213,8 +213,8 @@ def test_run_out_at_an_existing_file(tmp_path: Path) -> None:
 def test_run_out_under_proc(tmp_path: Path) -> None:
     line = invoke_error_line(cli.invoke(app, ["run", str(write_yaml(tmp_path / "s.yaml", quickstart(tmp_path))),
                                            "--out", "/proc/trialgrid-out", "-q"]))
-    # the operating system's refusal, named and located: the path it was about, and why, in words
-    assert line == "error: /proc/trialgrid-out: no such file or directory", line
+    # refused before anything is tried there: the path, and why, in words
+    assert line.startswith("error: /proc/trialgrid-out: the output directory lies in /proc"), line
 
 
 def test_import_trials_out_at_an_existing_file(tmp_path: Path) -> None:
@@ -463,3 +463,101 @@ def test_an_agentprop_csv_that_is_no_file_is_named(tmp_path: Path, target: str, 
         (src / "p2_all_rejudged.csv").symlink_to(target)
     line = invoke_error_line(cli.invoke(app, ["import", "agentprop", str(src), "--out", str(tmp_path / "o")]))
     assert kind in line and "p2_all_rejudged.csv" in line  # was: skipped, "no AgentProp-Bench CSV found"
+
+
+# -- issue 31: settings that cannot work, refused at load (one line, exit 2), credentials never repeated -------------
+
+KEY = "sk-hostile-0123456789abcdefXYZ"
+
+
+def openai_model(**settings: Any) -> dict[str, Any]:
+    return {"name": "m", "provider": "openai", "model": "gpt-x", "base_url": "http://127.0.0.1:9/v1", **settings}
+
+
+@pytest.mark.parametrize(("settings", "needle"), [
+    ({"base_url": "http://127.0.0.1:9/v1\nX-Injected: 1"}, "U+000A"),
+    ({"base_url": "http://127.0.0.1:9/v1\x00"}, "U+0000"),
+    ({"base_url": "http://127.0.0.1:9/v 1"}, "a space"),
+    ({"base_url": "http://admin:hunter2pass@127.0.0.1:9/v1"}, "api_key_env"),
+    ({"base_url": "http://127.0.0.1:9/v1?api_key=hunter2pass"}, "api_key_env"),
+    ({"headers": {"X-Trace": "a\r\nX-Injected: 1"}}, "U+000D"),
+    ({"headers": {"X Trace": "a"}}, "not a valid HTTP header name"),
+    ({"headers": {"": "a"}}, "not a valid HTTP header name"),
+    ({"headers": {"Content-Length": "5"}}, "set by trialgrid's HTTP client"),
+    ({"headers": {"Host": "example.com"}}, "set by trialgrid's HTTP client"),
+    ({"headers": {"Ocp-Apim-Subscription-Key": "hunter2pass"}}, "api_key_env"),
+    ({"headers": {"X-Auth": "hunter2pass"}}, "api_key_env"),
+    ({"headers": {"X-Auth-Token": "hunter2pass"}}, "api_key_env"),
+    ({"headers": {"Proxy-Authorization": "hunter2pass"}}, "api_key_env"),
+    ({"headers": {"X-Custom": "Bearer hunter2pass"}}, "api_key_env"),
+    ({"headers": {"X-Custom": "basic aHVudGVyMnBhc3M="}}, "api_key_env"),
+    ({"params": {"temperature": float("nan")}}, "NaN"),
+    ({"params": {"top_p": float("inf")}}, "NaN or infinity"),
+    ({"params": {"extra": {"deep": [1, float("-inf")]}}}, "params.extra.deep[1]"),
+    ({"timeout_s": float("inf")}, "finite"),
+    ({"retry": {"max_wait_s": float("nan")}}, "finite"),
+    ({"limits": {"tpm": 1}}, "no request could ever be sent"),
+    ({"limits": {"tpm": 100}, "params": {"max_tokens": 500}}, "no request could ever be sent"),
+])
+def test_a_setting_that_cannot_work_is_refused_at_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       settings: dict[str, Any], needle: str) -> None:
+    """Each was found only by sending (every trial an error row, or a hang), or was accepted and stored."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    data = quickstart(tmp_path, models=[openai_model(**settings)])
+    line = invoke_error_line(cli.invoke(app, ["validate", str(write_yaml(tmp_path / "s.yaml", data))]))
+    assert needle in line and "models[0]" in line and "s.yaml:" in line, line
+    assert "hunter2pass" not in line and "aHVudGVyMnBhc3M" not in line and KEY not in line, line
+
+
+def test_a_tpm_that_fits_a_request_is_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    data = quickstart(tmp_path, models=[openai_model(limits={"tpm": 5000}, params={"max_tokens": 300},
+                                                     headers={"X-Trace": "ok", "OpenAI-Organization": "org-1"})])
+    result = cli.invoke(app, ["validate", str(write_yaml(tmp_path / "s.yaml", data))])
+    assert result.exit_code == 0, result.output
+
+
+def test_redact_url_hides_userinfo_and_query_secrets() -> None:
+    from runner.providers.settings import redact_url
+
+    assert redact_url("https://user:pw@host:8443/v1?api-version=2024&api_key=s3&sig=x#f") == \
+        "https://host:8443/v1?api-version=2024&api_key=[redacted]&sig=[redacted]#f"
+    assert redact_url("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
+
+
+@pytest.mark.parametrize("text", ["1: x\n", "? [a, b]\n: x\n", "yes: 1\n", "null: 1\n", "3.5: 1\n"])
+def test_a_yaml_mapping_with_a_non_string_key(tmp_path: Path, text: str) -> None:
+    sweep = write_yaml(tmp_path / "s.yaml", yaml.safe_dump(quickstart(tmp_path), sort_keys=False) + text)
+    line = invoke_error_line(cli.invoke(app, ["validate", str(sweep)]))
+    assert "is not a string" in line and "s.yaml:" in line, line
+
+
+def test_a_non_string_key_in_a_nested_mapping_names_its_key_path(tmp_path: Path) -> None:
+    data = quickstart(tmp_path)
+    data.pop("engine", None)
+    text = yaml.safe_dump(data, sort_keys=False) + "engine:\n  concurrency: 4\n  7: 1\n"
+    line = invoke_error_line(cli.invoke(app, ["validate", str(write_yaml(tmp_path / "s.yaml", text))]))
+    assert "'7' is not a string" in line and " engine: " in line, line
+
+
+@pytest.mark.parametrize(("key", "value"), [("output", "out\x00x"), ("cache", "c\x00ache"), ("output", "o\x1b[2Jx"),
+                                            ("output", "/proc/self/cwd/out"), ("cache", "/dev/shm/c"),
+                                            ("output", "/sys/x")])
+def test_an_output_or_cache_path_that_cannot_be_written_is_refused_at_load(tmp_path: Path, key: str,
+                                                                             value: str) -> None:
+    sweep = write_yaml(tmp_path / "s.yaml", quickstart(tmp_path, **{key: value}))
+    for command in (["validate", str(sweep)], ["run", str(sweep), "-q"]):
+        line = invoke_error_line(cli.invoke(app, command))
+        assert f"{key}:" in line and ("control character" in line or "lies in /" in line), line
+        assert "\x1b" not in line and "\x00" not in line
+
+
+@pytest.mark.parametrize("flag", ["--out", "--cache"])
+def test_proc_self_cwd_is_refused_on_the_command_line(tmp_path: Path, flag: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``/proc/self/cwd/out`` is the current directory by another name: the docs promise /proc exits 2."""
+    monkeypatch.chdir(tmp_path)
+    sweep = write_yaml(tmp_path / "s.yaml", quickstart(tmp_path))
+    line = invoke_error_line(cli.invoke(app, ["run", str(sweep), "-q", flag, "/proc/self/cwd/x"]))
+    assert "lies in /proc" in line
+    assert not (tmp_path / "x").exists()

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from runner.core.errors import UserError, warn
+from runner.core.safety import check_target_path
 from runner.core.types import ChatRequest, ChatResponse, ToolCall, ToolSpec, Usage, parse_tool_arguments
 from runner.providers.base import Provider
 
@@ -155,6 +156,7 @@ class ResponseCache:
         self.misses = 0
         self.stored = 0
         self.failures = 0  # reads, writes or stored values that failed: misses, never failed trials
+        check_target_path(directory, what="response cache directory")
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
