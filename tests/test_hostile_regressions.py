@@ -561,3 +561,49 @@ def test_proc_self_cwd_is_refused_on_the_command_line(tmp_path: Path, flag: str,
     line = invoke_error_line(cli.invoke(app, ["run", str(sweep), "-q", flag, "/proc/self/cwd/x"]))
     assert "lies in /proc" in line
     assert not (tmp_path / "x").exists()
+
+
+# -- issue 33, items 3-4: no key of the sweep reaches anything written, whoever echoes it --------------------------
+
+KEY_A = "sk-proj-A1b2C3d4E5f6G7h8I9j0K1l2M3n4"  # the openai model's
+KEY_B = "sk-ant-api03-Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2"  # the anthropic model's
+
+
+def fragments(key: str, size: int = 8) -> set[bytes]:
+    return {key[i:i + size].encode() for i in range(len(key) - size + 1)}
+
+
+def test_no_key_or_fragment_reaches_output_cache_report_or_terminal(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that echoes the request's key in its 200 answers and in its errors, two providers with different
+    keys: neither key, nor any 8-character piece of one, in any file written or any line printed."""
+    from tests.helpers import serving
+
+    monkeypatch.setenv("TG_HOSTILE_KEY_A", KEY_A)
+    monkeypatch.setenv("TG_HOSTILE_KEY_B", KEY_B)
+    with serving(echo_key=True, faults={"500": 0.25}, fault_seed=3) as server:
+        settings = {"base_url": server.base_url, "retry": {"max_attempts": 1}, "concurrency": 4}
+        data = quickstart(tmp_path, models=[
+            {"name": "gpt", "provider": "openai", "model": "typical", "api_key_env": "TG_HOSTILE_KEY_A", **settings},
+            {"name": "claude", "provider": "anthropic", "model": "careful", "api_key_env": "TG_HOSTILE_KEY_B",
+             **settings}])
+        sweep = write_yaml(tmp_path / "s.yaml", data)
+        out, cache, reports = tmp_path / "out", tmp_path / "cache", tmp_path / "reports"
+        first = cli.invoke(app, ["run", str(sweep), "--out", str(out), "--cache", str(cache)])
+        assert first.exit_code == 3, first.output  # the injected 500s are error rows, their messages echo keys
+        retried = cli.invoke(app, ["run", str(sweep), "--out", str(out), "--cache", str(cache), "--retry-errors",
+                                   "all"])
+        stats = server.stats()
+    assert stats["requests"] > 0 and stats["by_tag"].get("fault:500", 0) > 0, stats
+    report = cli.invoke(app, ["report", str(out), "--json", str(reports / "s.json"), "--csv", str(reports / "csv"),
+                              "--html", str(reports / "r.html")])
+    assert report.exit_code == 0, report.output
+    printed = "\n".join(r.stdout + r.stderr for r in (first, retried, report)).encode()
+    pieces = fragments(KEY_A) | fragments(KEY_B)
+    files = [p for root in (out, cache, reports) for p in root.rglob("*") if p.is_file()]
+    assert any(p.suffix == ".arrow" for p in files) and any("sqlite" in p.name for p in files)
+    leaks = [(str(p), piece) for p in files for piece in pieces if piece in p.read_bytes()]
+    leaks += [("stdout/stderr", piece) for piece in pieces if piece in printed]
+    assert leaks == []
+    # and the echo was there to scrub: the rows say so where the key was
+    assert b"[redacted]" in b"".join(p.read_bytes() for p in (out / "trials").glob("*.arrow"))

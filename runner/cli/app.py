@@ -589,6 +589,8 @@ def serve(
                                            help="Batch APIs: share of requests answered with a 500 error result."),
     batch_expire_rate: float = typer.Option(0.0, "--batch-expire-rate", min=0, max=1,
                                             help="Batch APIs: share of requests left unprocessed, as expired."),
+    echo_key: bool = typer.Option(False, "--echo-key", help="Fault: repeat the request's API key in every answer's "
+                                  "text and every error message (a client must never write it)."),
 ) -> None:
     """Serve the simulated agent over the OpenAI and Anthropic wire formats on loopback, with faults and limits."""
     import ipaddress
@@ -614,7 +616,8 @@ def serve(
                                rules=[parse_rule(r) for r in reject], rpm=rpm, rpm_window_s=rpm_window_s,
                                rpm_mode=rpm_mode, rpm_burst=rpm_burst, rate_headers=rate_headers,
                                keys=tuple(keys), batch_delay_s=batch_delay_s, batch_error_rate=batch_error_rate,
-                               batch_expire_rate=batch_expire_rate)
+                               batch_expire_rate=batch_expire_rate,
+                               echo_key=echo_key)
     except ValueError as exc:
         raise fail(UserError(str(exc))) from None
     try:

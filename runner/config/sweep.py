@@ -25,6 +25,7 @@ import runner.sim  # noqa: F401  (registers the built-in "sim" provider)
 from runner.config.cost import Budget, ModelPrice
 from runner.core.errors import UserError, warn
 from runner.core.safety import check_regular_file, check_target_path, printable_label
+from runner.core.redact import remember_env
 from runner.core.types import ChatRequest
 from runner.core.sources import Source, load_source, register_union_tags, validate
 from runner.probes import PROBES, Probe, ProbeConfig
@@ -351,6 +352,7 @@ def load_sweep(path: Path | str, *, start_servers: bool = True,
     if not isinstance(source.data, dict):
         raise UserError("a sweep file must be a mapping with keys name, models, probes", file=path, line=1)
     sweep: Sweep = validate(Sweep, source.data, source)
+    remember_env(m.api_key_env for m in sweep.models)  # every key of the sweep scrubbed from all it writes
     _check_shared_limits(sweep, source)
     base = path.parent
     probes: list[Probe] = []

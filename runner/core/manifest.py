@@ -53,6 +53,7 @@ from pydantic import (
     model_serializer,
 )
 
+from runner.core.redact import scrub_value
 from runner.core.errors import UserError
 from runner.core.safety import printable_label
 from runner.core.sources import Source, load_source, validate
@@ -430,7 +431,8 @@ def write_manifest(out: Path, manifest: Manifest) -> None:
     path = out / MANIFEST
     tmp = path.with_suffix(".json.tmp")
     try:
-        tmp.write_text(json.dumps(manifest.as_json(), indent=2, sort_keys=False) + "\n")
+        # every key of the run scrubbed (runner/core/redact.py): a sweep's settings or a message may hold one
+        tmp.write_text(json.dumps(scrub_value(manifest.as_json()), indent=2, sort_keys=False) + "\n")
         os.replace(tmp, path)
     except BaseException as exc:
         tmp.unlink(missing_ok=True)  # a full disk leaves the old manifest, never a 0-byte temp beside it

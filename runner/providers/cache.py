@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from runner.core.errors import UserError, warn
+from runner.core.redact import scrub_value
 from runner.core.safety import check_target_path
 from runner.core.types import ChatRequest, ChatResponse, ToolCall, ToolSpec, Usage, parse_tool_arguments
 from runner.providers.base import Provider
@@ -81,12 +82,12 @@ def request_key(provider: str, endpoint: str, request: ChatRequest) -> bytes:
 
 def encode_response(response: ChatResponse) -> bytes:
     """A response as the cache stores it (``decode_response`` reads it back, as a hit)."""
-    return json.dumps({
+    return json.dumps(scrub_value({  # the net under the wire's scrub: no key is ever stored (runner/core/redact.py)
         "text": response.text,
         "calls": [[c.name, c.raw_arguments, c.id, c.parse_error] for c in response.tool_calls],
         "usage": [response.usage.input_tokens, response.usage.output_tokens],
         "latency_s": response.latency_s, "finish_reason": response.finish_reason, "remedies": list(response.remedies),
-    }, separators=(",", ":"), ensure_ascii=False).encode()
+    }), separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _str_or_none(value: Any) -> bool:

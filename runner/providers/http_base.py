@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import orjson
 
+from runner.core.redact import scrub_bytes
 from runner.core.types import ChatRequest, ChatResponse
 from runner.providers.classify import classify_http
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
@@ -131,7 +132,7 @@ class HttpProvider:
             raise self._error(ErrorKind.TRANSIENT, message, applied) from None
         latency = time.perf_counter() - started
         note_rate_headers(response.headers)  # every answer's rate-limit headers pace the key (pacing.py)
-        raw = response.content
+        raw = scrub_bytes(response.content)  # an answer or error body echoing any key of the run: never kept
         if response.status_code >= 300:
             message, param, code = self._error_fields_of(raw)
             error = classify_http(response.status_code, response.headers, self.scrub(message), param=param, code=code,
