@@ -24,10 +24,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 import runner.sim  # noqa: F401  (registers the built-in "sim" provider)
 from runner.config.cost import Budget, ModelPrice
 from runner.core.errors import UserError, warn
-from runner.core.safety import check_regular_file, check_target_path, printable_label
 from runner.core.redact import remember_env
-from runner.core.types import ChatRequest
+from runner.core.safety import check_regular_file, check_target_path, printable_label
 from runner.core.sources import Source, load_source, register_union_tags, validate
+from runner.core.types import ChatRequest
 from runner.probes import PROBES, Probe, ProbeConfig
 from runner.providers import CONFIGURED, check_model
 from runner.providers.callable_provider import load_function

@@ -53,8 +53,8 @@ from pydantic import (
     model_serializer,
 )
 
-from runner.core.redact import scrub_value
 from runner.core.errors import UserError
+from runner.core.redact import scrub_value
 from runner.core.safety import printable_label
 from runner.core.sources import Source, load_source, validate
 

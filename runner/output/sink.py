@@ -45,9 +45,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from runner.core.redact import scrub_batch
 from runner.core.calls import first_in_batch
 from runner.core.errors import UserError
+from runner.core.redact import scrub_batch
 from runner.core.schema import ONCE_PER_BATCH
 
 __all__ = [
