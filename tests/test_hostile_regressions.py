@@ -607,3 +607,76 @@ def test_no_key_or_fragment_reaches_output_cache_report_or_terminal(tmp_path: Pa
     assert leaks == []
     # and the echo was there to scrub: the rows say so where the key was
     assert b"[redacted]" in b"".join(p.read_bytes() for p in (out / "trials").glob("*.arrow"))
+
+
+# -- issue 31: writes outside the target; outputs and caches that are not what they seem --------------------------
+
+@pytest.mark.parametrize("name", ["trials", ".trialgrid.lock", "manifest.json"])
+def test_an_output_entry_linking_outside_is_refused(tmp_path: Path, name: str) -> None:
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    target = elsewhere if name == "trials" else elsewhere / "file"
+    (out / name).symlink_to(target)
+    sweep = write_yaml(tmp_path / "s.yaml", quickstart(tmp_path))
+    line = invoke_error_line(cli.invoke(app, ["run", str(sweep), "--out", str(out), "-q"]))
+    assert "symbolic link" in line and name in line, line
+    assert list(elsewhere.iterdir()) == []  # nothing written, nothing created through the link
+
+
+@pytest.mark.parametrize("kind", ["garbage", "directory", "/dev/zero", "outside"])
+def test_a_damaged_or_linked_cache_is_set_aside_inside_its_folder(tmp_path: Path, kind: str) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    db = cache / "responses.sqlite"
+    outside = tmp_path / "outside.sqlite"
+    if kind == "garbage":
+        db.write_bytes(b"not a database" * 100)
+    elif kind == "directory":
+        db.mkdir()
+    elif kind == "/dev/zero":
+        db.symlink_to("/dev/zero")
+    else:
+        outside.write_bytes(b"")
+        db.symlink_to(outside)
+    sweep = write_yaml(tmp_path / "s.yaml", quickstart(tmp_path))
+    result = cli.invoke(app, ["run", str(sweep), "--out", str(tmp_path / "o"), "--cache", str(cache), "-q"])
+    assert result.exit_code == 0, result.output
+    assert "is damaged" in result.stderr and "damaged/" in result.stderr
+    assert sorted(p.name for p in cache.iterdir()) == ["damaged", "responses.sqlite"] + \
+        [p.name for p in cache.iterdir() if p.name.startswith("responses.sqlite-")]
+    assert db.is_file() and not db.is_symlink()
+    assert len(list((cache / "damaged").iterdir())) == 1
+    assert not outside.exists() or outside.read_bytes() == b""  # never written through the link
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["cache", "o", "s.yaml"] + (["outside.sqlite"]
+                                                                                             if kind == "outside" else []))
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("finished")
+    data = quickstart_dict()
+    data["probes"][0]["runs"] = 1
+    data["models"] = data["models"][:1]
+    out = tmp / "out"
+    assert cli.invoke(app, ["run", str(write_yaml(tmp / "s.yaml", data)), "--out", str(out), "-q"]).exit_code == 0
+    return tmp
+
+
+@pytest.mark.parametrize("manifest", ["/dev/zero", "fifo", "deep"])
+@pytest.mark.parametrize("command", ["run", "report"])
+def test_a_manifest_that_is_no_file_or_too_deep_is_one_line(tmp_path: Path, finished_run: Path, manifest: str,
+                                                            command: str) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(finished_run / "out", out)
+    path = out / "manifest.json"
+    path.unlink()
+    if manifest == "/dev/zero":
+        path.symlink_to("/dev/zero")
+    elif manifest == "fifo":
+        os.mkfifo(path)  # opened, it blocks for ever: the test would hang
+    else:
+        path.write_text('{"a":' * 1_000_000 + "1" + "}" * 1_000_000)
+    args = ["run", str(finished_run / "s.yaml"), "--out", str(out), "-q"] if command == "run" else ["report", str(out)]
+    line = invoke_error_line(cli.invoke(app, args))
+    assert "manifest" in line and any(why in line for why in ("device", "FIFO", "nests", "symbolic link")), line

@@ -55,7 +55,7 @@ from pydantic import (
 
 from runner.core.errors import UserError
 from runner.core.redact import scrub_value
-from runner.core.safety import printable_label
+from runner.core.safety import printable_label, read_capped
 from runner.core.sources import Source, load_source, validate
 
 MANIFEST = "manifest.json"
@@ -368,15 +368,19 @@ def _upgrade(data: Any, path: Path) -> Any:
 
 def read_manifest_file(path: Path) -> Manifest:
     """Read and check one manifest file; anything wrong is a one-line ``UserError`` naming the file and key."""
+    # a regular file within the input cap, never a device or a FIFO (/dev/zero reads for ever, a FIFO blocks)
+    raw = read_capped(path, what="run manifest")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise UserError(f"cannot read the run manifest: {exc}", file=path, hint=_HINT) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError(f"the run manifest is not valid JSON: {exc.msg}", file=path, line=exc.lineno,
                         hint=_HINT) from None
+    except RecursionError:
+        raise UserError("the run manifest nests too deep to be one", file=path, hint=_HINT) from None
     data = _upgrade(data, path)
     try:
         return Manifest.model_validate(data)
