@@ -680,3 +680,23 @@ def test_a_manifest_that_is_no_file_or_too_deep_is_one_line(tmp_path: Path, fini
     args = ["run", str(finished_run / "s.yaml"), "--out", str(out), "-q"] if command == "run" else ["report", str(out)]
     line = invoke_error_line(cli.invoke(app, args))
     assert "manifest" in line and any(why in line for why in ("device", "FIFO", "nests", "symbolic link")), line
+
+
+@pytest.mark.parametrize("option", [["--workers", "0"], ["--workers", "-2"], ["--max-error-rate", "nan"],
+                                    ["--max-error-rate", "1.5"], ["--max-error-rate", "-0.1"]])
+def test_an_out_of_range_cli_value_is_the_one_error_line(option: list[str]) -> None:
+    """Was typer's usage block ("Usage: … Try … --help …"), not the project's line."""
+    line = invoke_error_line(cli.invoke(app, ["run", str(CONFIGS / "quickstart.yaml"), "-q", *option]))
+    assert option[0] in line and "Usage" not in line
+
+
+@pytest.mark.parametrize("args", [["--prompts", "100000000", "--runs", "100000000"],
+                                  ["--prompts", ",".join(str(k) for k in range(2, 60)), "--runs", "1,2,3,4,5,6,7,8"],
+                                  ["--sims", "100000000"], ["--prompts", "1e400"], ["--arm-a", "nan"],
+                                  ["--sd", "inf"], ["--prompts", "1"]])
+def test_plan_with_a_design_past_its_bounds_is_one_line(args: list[str]) -> None:
+    """A design of 10**8 prompts allocated until it failed (a traceback after 79 s): refused before any work."""
+    base = {"--arm-a": "0.1,0.2", "--arm-b": "0.05"}
+    base.update(dict(zip(args[::2], args[1::2], strict=True)))
+    line = invoke_error_line(cli.invoke(app, ["plan", *(x for kv in base.items() for x in kv)]))
+    assert any(flag in line for flag in ("--prompts", "--sims", "--sd", "--arm-a", "designs", "draws", "rates")), line
