@@ -16,7 +16,6 @@ for K prompts — only move with more prompts.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 

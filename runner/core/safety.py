@@ -241,7 +241,7 @@ def check_target_path(path: Path | str, *, what: str) -> Path:
     or a control character, or lies in ``/proc``, ``/sys`` or ``/dev`` as written or once its symlinks are followed
     (``/proc/self/cwd/out`` is the current directory by another name). Returns it as a ``Path``."""
     text = os.fspath(path)
-    bad = next((ch for ch in text if ord(ch) < 0x20 or ord(ch) == 0x7F), None)
+    bad = next((ch for ch in text if ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F), None)  # C0, DEL, C1
     if bad is not None:
         raise UserError(f"the {what} path {one_line(text)[:200]!r} holds the control character U+{ord(bad):04X}",
                         hint="a path is printable text; fix the path")
