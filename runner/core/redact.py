@@ -12,7 +12,8 @@ each ``api_key_env`` a sweep names) is removed from every string that is written
   calls; local and Ray rows alike: ``runner.output.sink``), the response cache's stored values, the
   manifest, and every line the command line prints (errors, warnings, notes).
 
-A key is removed by its exact value and by every run of ``FRAGMENT`` of its characters, which covers
+A key is removed by its exact value and by every run of ``FRAGMENT`` of its characters that holds a digit or
+an upper-case letter (its random part, not a vendor prefix or a word), which covers
 the masked echoes vendors print (a prefix and a tail) and partial repeats, while leaving ordinary text
 alone (keys are high-entropy). Lives in ``runner.core`` so every layer, the manifest's writer
 included, uses this one copy.
@@ -23,10 +24,10 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
+if TYPE_CHECKING:  # pyarrow is imported where batches are scrubbed: the command line's start-up stays light
+    import pyarrow as pa
 
 REDACTED = "[redacted]"
 #: runs of this many characters of a key are scrubbed (a key shorter than twice this only as a whole)
@@ -55,7 +56,11 @@ def remember(key: str) -> None:
         for k in sorted(_keys, key=len, reverse=True):
             if len(k) >= 2 * FRAGMENT:
                 for i in range(len(k) - FRAGMENT + 1):
-                    found.setdefault(k[i:i + FRAGMENT], None)
+                    piece = k[i:i + FRAGMENT]
+                    # only the key's random part: a run of lower-case letters and dashes is a vendor's prefix
+                    # ("sk-proj") or a word ("-test-"), and scrubbing it would cut words out of labels and paths
+                    if any(c.isdigit() or c.isupper() for c in piece):
+                        found.setdefault(piece, None)
         _patterns = tuple(found)
 
 
@@ -113,6 +118,8 @@ def scrub_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
     key is remembered or none occurs)."""
     if not _patterns:
         return batch
+    import pyarrow as pa
+
     columns = [_scrub_array(column) for column in batch.columns]
     if all(new is old for new, old in zip(columns, batch.columns, strict=True)):
         return batch
@@ -120,6 +127,9 @@ def scrub_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 def _scrub_array(array: pa.Array) -> pa.Array:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     kind = array.type
     if array.offset:  # a slice: rebuilt from its own values so children line up
         array = pa.concat_arrays([array.take(pa.array(range(len(array)), pa.int64()))])
