@@ -22,6 +22,7 @@ included, uses this one copy.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -40,11 +41,15 @@ _lock = threading.Lock()
 _keys: set[str] = set()
 #: what to look for, longest first: every remembered key whole, then each of its fragments
 _patterns: tuple[str, ...] = ()
+#: the same as one RE2 alternation (Arrow's regex kernels are linear-time): one pass over a column, not one per
+#: pattern — the leftmost match is taken longest-first, so a whole key goes as one and what is left of a partial
+#: echo is shorter than a fragment
+_regex = ""
 
 
 def remember(key: str) -> None:
     """Scrub ``key`` (and its fragments) from everything this process writes from now on."""
-    global _patterns
+    global _patterns, _regex
     key = key.strip()
     if len(key) < MIN_KEY or key in _keys:
         return
@@ -62,6 +67,7 @@ def remember(key: str) -> None:
                     if any(c.isdigit() or c.isupper() for c in piece):
                         found.setdefault(piece, None)
         _patterns = tuple(found)
+        _regex = "|".join(re.escape(p) for p in _patterns)
 
 
 def remember_env(names: Iterable[str | None]) -> None:
@@ -134,11 +140,9 @@ def _scrub_array(array: pa.Array) -> pa.Array:
     if array.offset:  # a slice: rebuilt from its own values so children line up
         array = pa.concat_arrays([array.take(pa.array(range(len(array)), pa.int64()))])
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        out = array
-        for piece in _patterns:
-            if pc.any(pc.match_substring(out, piece)).as_py():
-                out = pc.replace_substring(out, piece, REDACTED)
-        return out
+        if pc.any(pc.match_substring_regex(array, _regex)).as_py():
+            return pc.replace_substring_regex(array, _regex, REDACTED)
+        return array
     if pa.types.is_struct(kind):
         children = [array.field(i) for i in range(kind.num_fields)]
         scrubbed = [_scrub_array(child) for child in children]
@@ -158,7 +162,8 @@ def _scrub_array(array: pa.Array) -> pa.Array:
 
 def forget_all() -> None:
     """Forget every remembered key (tests; a long-lived process that starts another run keeps them)."""
-    global _patterns
+    global _patterns, _regex
     with _lock:
         _keys.clear()
         _patterns = ()
+        _regex = ""
