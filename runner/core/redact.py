@@ -12,8 +12,7 @@ each ``api_key_env`` a sweep names) is removed from every string that is written
   calls; local and Ray rows alike: ``runner.output.sink``), the response cache's stored values, the
   manifest, and every line the command line prints (errors, warnings, notes).
 
-A key is removed by its exact value and by every run of ``FRAGMENT`` of its characters that holds a digit or
-an upper-case letter (its random part, not a vendor prefix or a word), which covers
+A key is removed by its exact value and by every run of ``FRAGMENT`` of its characters, which covers
 the masked echoes vendors print (a prefix and a tail) and partial repeats, while leaving ordinary text
 alone (keys are high-entropy). Lives in ``runner.core`` so every layer, the manifest's writer
 included, uses this one copy.
@@ -61,11 +60,7 @@ def remember(key: str) -> None:
         for k in sorted(_keys, key=len, reverse=True):
             if len(k) >= 2 * FRAGMENT:
                 for i in range(len(k) - FRAGMENT + 1):
-                    piece = k[i:i + FRAGMENT]
-                    # only the key's random part: a run of lower-case letters and dashes is a vendor's prefix
-                    # ("sk-proj") or a word ("-test-"), and scrubbing it would cut words out of labels and paths
-                    if any(c.isdigit() or c.isupper() for c in piece):
-                        found.setdefault(piece, None)
+                    found.setdefault(k[i:i + FRAGMENT], None)
         _patterns = tuple(found)
         _regex = "|".join(re.escape(p) for p in _patterns)
 
