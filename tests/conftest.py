@@ -98,3 +98,13 @@ def write_sweep(tmp_path: Path) -> Callable[..., Path]:
         return write_yaml(tmp_path / name, sweep)
 
     return _write
+
+
+@pytest.fixture(autouse=True)
+def _forget_keys() -> Any:
+    """Each test starts with no remembered key (runner.core.redact scrubs every key a process read, for its whole
+    life: one test's key must not cut its fragments out of the next test's text)."""
+    yield
+    from runner.core import redact
+
+    redact.forget_all()

@@ -169,6 +169,103 @@ def catalogue_mutations() -> Iterator[tuple[str, Any]]:
         yield f"shape {shape!r}", shape
 
 
+#: a secret each generated setting carries where a credential would be: it must never be printed back
+SECRET = "hunter2-9f8e7d6c5b4a"
+_CONTROLS = ["\x00", "\n", "\r", "\r\n", "\x1b", "\x7f", "\x9b", "\t\n"]  # not NEL: YAML folds it to a space
+_CREDENTIAL_NAMES = ["Authorization", "X-Auth", "X-Auth-Token", "Ocp-Apim-Subscription-Key", "X-Api-Key", "api_key",
+                     "Proxy-Authorization", "X-Access-Key", "Cookie", "X-Amz-Security-Token", "X-Client-Secret",
+                     "X-Goog-Api-Key", "Private-Key", "X-Password", "X-Credential", "X-Signature"]
+_BAD_HEADER_NAMES = ["", " ", "X Trace", "X:Trace", "X\nTrace", "Content-Length", "Host", "Transfer-Encoding",
+                     "Connection", "é-header", "X(Trace)"]
+_SCHEMES = ["Bearer", "Basic", "bearer", "BASIC", "Digest", "Token", "Negotiate"]
+
+
+def _insert(rng: random.Random, text: str, piece: str) -> str:
+    at = rng.randrange(len(text) + 1)
+    return text[:at] + piece + text[at:]
+
+
+def _case_flip(rng: random.Random, text: str) -> str:
+    return "".join(c.upper() if rng.random() < 0.5 else c.lower() for c in text)
+
+
+def _nested_non_finite(rng: random.Random, depth: int) -> Any:
+    bad = rng.choice([float("nan"), float("inf"), float("-inf")])
+    for _ in range(depth):
+        bad = rng.choice([[1, bad], {"k": bad}, [{"x": [bad]}]])
+    return bad
+
+
+def settings_mutations(rng: random.Random, n: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``n`` model settings that cannot work, generated (seeded): each must be refused at load, in one line, without
+    printing the secret it carries. ``model`` is an openai model entry on a dead loopback port (nothing is sent)."""
+    url = "http://127.0.0.1:9/v1"
+    kinds = ["url control", "url userinfo", "url query secret", "header value control", "header name bad",
+             "header name credential", "header value scheme", "params non-finite", "float non-finite", "tpm too small",
+             "path system", "path control"]
+    for i in range(n):
+        kind = kinds[i % len(kinds)]
+        model: dict[str, Any] = {"name": "m", "provider": "openai", "model": "gpt-x", "base_url": url,
+                                 "api_key_env": "TG_FUZZ_KEY"}
+        top: dict[str, Any] = {}
+        if kind == "url control":
+            model["base_url"] = _insert(rng, url, rng.choice(_CONTROLS + [" "]))
+            if not model["base_url"].startswith("http://"):
+                model["base_url"] = url + rng.choice(_CONTROLS)
+        elif kind == "url userinfo":
+            user = rng.choice(["", "admin", "u%40x", "sk"])
+            model["base_url"] = f"http://{user}:{SECRET}@127.0.0.1:9/v1" if rng.random() < 0.7 else \
+                f"https://{SECRET}@127.0.0.1:9/v1"
+        elif kind == "url query secret":
+            name = rng.choice(["api_key", "apikey", "key", "token", "access_token", "sig", "X-Api-Key", "secret",
+                               "password", "code"])
+            model["base_url"] = f"{url}?{'api-version=1&' if rng.random() < 0.5 else ''}{_case_flip(rng, name)}={SECRET}"
+        elif kind == "header value control":
+            model["headers"] = {"X-Trace": _insert(rng, "value-1", rng.choice(_CONTROLS))}
+        elif kind == "header name bad":
+            model["headers"] = {rng.choice(_BAD_HEADER_NAMES): "v"}
+        elif kind == "header name credential":
+            name = _case_flip(rng, rng.choice(_CREDENTIAL_NAMES))
+            model["headers"] = {name: SECRET}
+        elif kind == "header value scheme":
+            gap = rng.choice([" ", "  ", "\t"])
+            model["headers"] = {rng.choice(["X-Custom", "X-Upstream", "Forwarded-For-Key-Id"]):
+                                f"{rng.choice(_SCHEMES)}{gap}{SECRET}"}
+        elif kind == "params non-finite":
+            model["params"] = {rng.choice(["temperature", "top_p", "extra"]): _nested_non_finite(rng, rng.randrange(4))}
+        elif kind == "float non-finite":
+            value = rng.choice([float("nan"), float("inf"), float("-inf")])
+            where = rng.choice(["timeout_s", "retry.max_wait_s", "retry.backoff_base_s", "engine.timeout_s",
+                                "engine.flush_seconds"])
+            if where.startswith("engine."):
+                top["engine"] = {where.split(".")[1]: value}
+            elif where.startswith("retry."):
+                model["retry"] = {where.split(".")[1]: value}
+            else:
+                model[where] = value
+        elif kind == "tpm too small":
+            cap = rng.randrange(2, 4000)
+            model["params"] = {"max_tokens": cap}
+            model["limits"] = {"tpm": rng.randrange(1, min(cap, 4096))}
+        elif kind == "path system":
+            top[rng.choice(["output", "cache"])] = (rng.choice(["/proc", "/sys", "/dev", "/proc/self/cwd",
+                                                                "/proc/self/root/tmp"]) + "/" + f"out{i}")
+        else:
+            top[rng.choice(["output", "cache"])] = _insert(rng, f"out{i}", rng.choice(_CONTROLS))
+        yield f"{kind} #{i}", {"models": [model], **top}
+
+
+def non_string_keys(rng: random.Random, n: int) -> Iterator[tuple[str, str]]:
+    """YAML text appended to a valid sweep: a mapping key that is no string, at the top or nested."""
+    keys = ["1", "-3", "3.5", "yes", "no", "on", "null", "~", "true", "0x1F", "2026-12-01", "[a, b]", "{a: 1}", ".inf"]
+    for i in range(n):
+        key = rng.choice(keys)
+        text = f"? {key}\n: x\n" if key.startswith(("[", "{")) else f"{key}: x\n"
+        if i % 2:
+            text = "engine:\n  concurrency: 4\n  " + text.replace("\n: x", "\n  : x")
+        yield f"non-string key {key!r} #{i}", text
+
+
 # -- building the cases ------------------------------------------------------------------------------------------
 
 def sweep_with(tmp: Path, name: str, *, cases: str | None = None, catalogue: str | None = None,
@@ -347,6 +444,28 @@ def build_cases(tmp: Path) -> list[Case]:
         (folder / "p2_all_rejudged.csv").symlink_to(device)
         cases.append(Case("agentprop", f"path {device}", ["import", "agentprop", str(folder), "--out",
                                                           str(tmp / f"apod{len(cases)}")]))
+    settings = tmp / "settings"
+    settings.mkdir()
+    return cases + build_settings_cases(settings)
+
+
+SETTINGS_CASES = 144
+
+
+def build_settings_cases(tmp: Path) -> list[Case]:
+    """Generated settings that cannot work and YAML keys that are no string (issue 31): validated, never sent."""
+    rng = random.Random(SEED + 31)
+    cases = []
+    for i, (label, change) in enumerate(settings_mutations(rng, SETTINGS_CASES)):
+        data = quickstart_dict()
+        data.pop("engine", None)
+        data.update(change)
+        cases.append(Case("settings", label, ["validate", str(dump(tmp / f"set{i}.yaml", data))]))
+    for i, (label, text) in enumerate(non_string_keys(rng, 24)):
+        data = quickstart_dict()
+        data.pop("engine", None)
+        cases.append(Case("yaml-keys", label, ["validate", str(dump(tmp / f"key{i}.yaml",
+                                                                      yaml.safe_dump(data, sort_keys=False) + text))]))
     return cases
 
 
@@ -358,6 +477,25 @@ def check(result_exit: int, stderr: str, output: str, exception: BaseException |
     errors = [line for line in stderr.splitlines() if line and not line.startswith(("warning: ", "note: "))]
     assert 1 <= len(errors) <= 20 and all(line.startswith("error: ") for line in errors), f"{where}: {errors}"
     assert all("\x1b" not in line and "\x07" not in line for line in errors), where
+
+
+def test_fuzzed_settings_are_refused_at_load_without_repeating_a_secret(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """168 generated settings and keys (seeded): each one `error:` line, exit 2, no traceback, the secret it carries never
+    printed, nothing written (validate writes nothing; a system or control-character path is refused as written)."""
+    monkeypatch.setenv("TG_FUZZ_KEY", "sk-fuzz-key-0123456789")
+    monkeypatch.chdir(tmp_path)
+    cases = build_settings_cases(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    counts: Counter[str] = Counter()
+    for case in cases:
+        result = cli.invoke(app, case.args)
+        check(result.exit_code, result.stderr, result.output, result.exception, case)
+        assert SECRET not in result.output and SECRET[:10] not in result.output, f"{case.label}: {result.output}"
+        counts[case.label.split(" #")[0].split(" '")[0]] += 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no output, cache or file of any kind appeared
+    assert len(cases) >= 160 and len(counts) >= 12
+    print(f"\nsettings fuzz: {len(cases)} inputs {dict(counts)}")
 
 
 def _cpu_s(args: list[str]) -> tuple[float, Any]:

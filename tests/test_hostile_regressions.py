@@ -213,8 +213,8 @@ def test_run_out_at_an_existing_file(tmp_path: Path) -> None:
 def test_run_out_under_proc(tmp_path: Path) -> None:
     line = invoke_error_line(cli.invoke(app, ["run", str(write_yaml(tmp_path / "s.yaml", quickstart(tmp_path))),
                                            "--out", "/proc/trialgrid-out", "-q"]))
-    # the operating system's refusal, named and located: the path it was about, and why, in words
-    assert line == "error: /proc/trialgrid-out: no such file or directory", line
+    # refused before anything is tried there: the path, and why, in words
+    assert line.startswith("error: /proc/trialgrid-out: the output directory lies in /proc"), line
 
 
 def test_import_trials_out_at_an_existing_file(tmp_path: Path) -> None:
@@ -463,3 +463,240 @@ def test_an_agentprop_csv_that_is_no_file_is_named(tmp_path: Path, target: str, 
         (src / "p2_all_rejudged.csv").symlink_to(target)
     line = invoke_error_line(cli.invoke(app, ["import", "agentprop", str(src), "--out", str(tmp_path / "o")]))
     assert kind in line and "p2_all_rejudged.csv" in line  # was: skipped, "no AgentProp-Bench CSV found"
+
+
+# -- issue 31: settings that cannot work, refused at load (one line, exit 2), credentials never repeated -------------
+
+KEY = "sk-hostile-0123456789abcdefXYZ"
+
+
+def openai_model(**settings: Any) -> dict[str, Any]:
+    return {"name": "m", "provider": "openai", "model": "gpt-x", "base_url": "http://127.0.0.1:9/v1", **settings}
+
+
+@pytest.mark.parametrize(("settings", "needle"), [
+    ({"base_url": "http://127.0.0.1:9/v1\nX-Injected: 1"}, "U+000A"),
+    ({"base_url": "http://127.0.0.1:9/v1\x00"}, "U+0000"),
+    ({"base_url": "http://127.0.0.1:9/v 1"}, "a space"),
+    ({"base_url": "http://admin:hunter2pass@127.0.0.1:9/v1"}, "api_key_env"),
+    ({"base_url": "http://127.0.0.1:9/v1?api_key=hunter2pass"}, "api_key_env"),
+    ({"headers": {"X-Trace": "a\r\nX-Injected: 1"}}, "U+000D"),
+    ({"headers": {"X Trace": "a"}}, "not a valid HTTP header name"),
+    ({"headers": {"": "a"}}, "not a valid HTTP header name"),
+    ({"headers": {"Content-Length": "5"}}, "set by trialgrid's HTTP client"),
+    ({"headers": {"Host": "example.com"}}, "set by trialgrid's HTTP client"),
+    ({"headers": {"Ocp-Apim-Subscription-Key": "hunter2pass"}}, "api_key_env"),
+    ({"headers": {"X-Auth": "hunter2pass"}}, "api_key_env"),
+    ({"headers": {"X-Auth-Token": "hunter2pass"}}, "api_key_env"),
+    ({"headers": {"Proxy-Authorization": "hunter2pass"}}, "api_key_env"),
+    ({"headers": {"X-Custom": "Bearer hunter2pass"}}, "api_key_env"),
+    ({"headers": {"X-Custom": "basic aHVudGVyMnBhc3M="}}, "api_key_env"),
+    ({"params": {"temperature": float("nan")}}, "NaN"),
+    ({"params": {"top_p": float("inf")}}, "NaN or infinity"),
+    ({"params": {"extra": {"deep": [1, float("-inf")]}}}, "params.extra.deep[1]"),
+    ({"timeout_s": float("inf")}, "finite"),
+    ({"retry": {"max_wait_s": float("nan")}}, "finite"),
+    ({"limits": {"tpm": 1}}, "no request could ever be sent"),
+    ({"limits": {"tpm": 100}, "params": {"max_tokens": 500}}, "no request could ever be sent"),
+])
+def test_a_setting_that_cannot_work_is_refused_at_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       settings: dict[str, Any], needle: str) -> None:
+    """Each was found only by sending (every trial an error row, or a hang), or was accepted and stored."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    data = quickstart(tmp_path, models=[openai_model(**settings)])
+    line = invoke_error_line(cli.invoke(app, ["validate", str(write_yaml(tmp_path / "s.yaml", data))]))
+    assert needle in line and "models[0]" in line and "s.yaml:" in line, line
+    assert "hunter2pass" not in line and "aHVudGVyMnBhc3M" not in line and KEY not in line, line
+
+
+def test_a_tpm_that_fits_a_request_is_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    data = quickstart(tmp_path, models=[openai_model(limits={"tpm": 5000}, params={"max_tokens": 300},
+                                                     headers={"X-Trace": "ok", "OpenAI-Organization": "org-1"})])
+    result = cli.invoke(app, ["validate", str(write_yaml(tmp_path / "s.yaml", data))])
+    assert result.exit_code == 0, result.output
+
+
+def test_redact_url_hides_userinfo_and_query_secrets() -> None:
+    from runner.providers.settings import redact_url
+
+    assert redact_url("https://user:pw@host:8443/v1?api-version=2024&api_key=s3&sig=x#f") == \
+        "https://host:8443/v1?api-version=2024&api_key=[redacted]&sig=[redacted]#f"
+    assert redact_url("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
+
+
+@pytest.mark.parametrize("text", ["1: x\n", "? [a, b]\n: x\n", "yes: 1\n", "null: 1\n", "3.5: 1\n"])
+def test_a_yaml_mapping_with_a_non_string_key(tmp_path: Path, text: str) -> None:
+    sweep = write_yaml(tmp_path / "s.yaml", yaml.safe_dump(quickstart(tmp_path), sort_keys=False) + text)
+    line = invoke_error_line(cli.invoke(app, ["validate", str(sweep)]))
+    assert "is not a string" in line and "s.yaml:" in line, line
+
+
+def test_a_non_string_key_in_a_nested_mapping_names_its_key_path(tmp_path: Path) -> None:
+    data = quickstart(tmp_path)
+    data.pop("engine", None)
+    text = yaml.safe_dump(data, sort_keys=False) + "engine:\n  concurrency: 4\n  7: 1\n"
+    line = invoke_error_line(cli.invoke(app, ["validate", str(write_yaml(tmp_path / "s.yaml", text))]))
+    assert "'7' is not a string" in line and " engine: " in line, line
+
+
+@pytest.mark.parametrize(("key", "value"), [("output", "out\x00x"), ("cache", "c\x00ache"), ("output", "o\x1b[2Jx"),
+                                            ("output", "/proc/self/cwd/out"), ("cache", "/dev/shm/c"),
+                                            ("output", "/sys/x")])
+def test_an_output_or_cache_path_that_cannot_be_written_is_refused_at_load(tmp_path: Path, key: str,
+                                                                             value: str) -> None:
+    sweep = write_yaml(tmp_path / "s.yaml", quickstart(tmp_path, **{key: value}))
+    for command in (["validate", str(sweep)], ["run", str(sweep), "-q"]):
+        line = invoke_error_line(cli.invoke(app, command))
+        assert f"{key}:" in line and ("control character" in line or "lies in /" in line), line
+        assert "\x1b" not in line and "\x00" not in line
+
+
+@pytest.mark.parametrize("flag", ["--out", "--cache"])
+def test_proc_self_cwd_is_refused_on_the_command_line(tmp_path: Path, flag: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``/proc/self/cwd/out`` is the current directory by another name: the docs promise /proc exits 2."""
+    monkeypatch.chdir(tmp_path)
+    sweep = write_yaml(tmp_path / "s.yaml", quickstart(tmp_path))
+    line = invoke_error_line(cli.invoke(app, ["run", str(sweep), "-q", flag, "/proc/self/cwd/x"]))
+    assert "lies in /proc" in line
+    assert not (tmp_path / "x").exists()
+
+
+# -- issue 33, items 3-4: no key of the sweep reaches anything written, whoever echoes it --------------------------
+
+KEY_A = "sk-proj-A1b2C3d4E5f6G7h8I9j0K1l2M3n4"  # the openai model's
+KEY_B = "sk-ant-api03-Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2"  # the anthropic model's
+
+
+def fragments(key: str, size: int = 8) -> set[bytes]:
+    return {key[i:i + size].encode() for i in range(len(key) - size + 1)}
+
+
+def test_no_key_or_fragment_reaches_output_cache_report_or_terminal(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that echoes the request's key in its 200 answers and in its errors, two providers with different
+    keys: neither key, nor any 8-character piece of one, in any file written or any line printed."""
+    from tests.helpers import serving
+
+    monkeypatch.setenv("TG_HOSTILE_KEY_A", KEY_A)
+    monkeypatch.setenv("TG_HOSTILE_KEY_B", KEY_B)
+    with serving(echo_key=True, faults={"500": 0.25}, fault_seed=3) as server:
+        settings = {"base_url": server.base_url, "retry": {"max_attempts": 1}, "concurrency": 4}
+        data = quickstart(tmp_path, models=[
+            {"name": "gpt", "provider": "openai", "model": "typical", "api_key_env": "TG_HOSTILE_KEY_A", **settings},
+            {"name": "claude", "provider": "anthropic", "model": "careful", "api_key_env": "TG_HOSTILE_KEY_B",
+             **settings}])
+        sweep = write_yaml(tmp_path / "s.yaml", data)
+        out, cache, reports = tmp_path / "out", tmp_path / "cache", tmp_path / "reports"
+        first = cli.invoke(app, ["run", str(sweep), "--out", str(out), "--cache", str(cache)])
+        assert first.exit_code == 3, first.output  # the injected 500s are error rows, their messages echo keys
+        retried = cli.invoke(app, ["run", str(sweep), "--out", str(out), "--cache", str(cache), "--retry-errors",
+                                   "all"])
+        stats = server.stats()
+    assert stats["requests"] > 0 and stats["by_tag"].get("fault:500", 0) > 0, stats
+    report = cli.invoke(app, ["report", str(out), "--json", str(reports / "s.json"), "--csv", str(reports / "csv"),
+                              "--html", str(reports / "r.html")])
+    assert report.exit_code == 0, report.output
+    printed = "\n".join(r.stdout + r.stderr for r in (first, retried, report)).encode()
+    pieces = fragments(KEY_A) | fragments(KEY_B)
+    files = [p for root in (out, cache, reports) for p in root.rglob("*") if p.is_file()]
+    assert any(p.suffix == ".arrow" for p in files) and any("sqlite" in p.name for p in files)
+    leaks = [(str(p), piece) for p in files for piece in pieces if piece in p.read_bytes()]
+    leaks += [("stdout/stderr", piece) for piece in pieces if piece in printed]
+    assert leaks == []
+    # and the echo was there to scrub: the rows say so where the key was
+    assert b"[redacted]" in b"".join(p.read_bytes() for p in (out / "trials").glob("*.arrow"))
+
+
+# -- issue 31: writes outside the target; outputs and caches that are not what they seem --------------------------
+
+@pytest.mark.parametrize("name", ["trials", ".trialgrid.lock", "manifest.json"])
+def test_an_output_entry_linking_outside_is_refused(tmp_path: Path, name: str) -> None:
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    target = elsewhere if name == "trials" else elsewhere / "file"
+    (out / name).symlink_to(target)
+    sweep = write_yaml(tmp_path / "s.yaml", quickstart(tmp_path))
+    line = invoke_error_line(cli.invoke(app, ["run", str(sweep), "--out", str(out), "-q"]))
+    assert "symbolic link" in line and name in line, line
+    assert list(elsewhere.iterdir()) == []  # nothing written, nothing created through the link
+
+
+@pytest.mark.parametrize("kind", ["garbage", "directory", "/dev/zero", "outside"])
+def test_a_damaged_or_linked_cache_is_set_aside_inside_its_folder(tmp_path: Path, kind: str) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    db = cache / "responses.sqlite"
+    outside = tmp_path / "outside.sqlite"
+    if kind == "garbage":
+        db.write_bytes(b"not a database" * 100)
+    elif kind == "directory":
+        db.mkdir()
+    elif kind == "/dev/zero":
+        db.symlink_to("/dev/zero")
+    else:
+        outside.write_bytes(b"")
+        db.symlink_to(outside)
+    sweep = write_yaml(tmp_path / "s.yaml", quickstart(tmp_path))
+    result = cli.invoke(app, ["run", str(sweep), "--out", str(tmp_path / "o"), "--cache", str(cache), "-q"])
+    assert result.exit_code == 0, result.output
+    assert "is damaged" in result.stderr and "damaged/" in result.stderr
+    assert sorted(p.name for p in cache.iterdir()) == ["damaged", "responses.sqlite"] + \
+        [p.name for p in cache.iterdir() if p.name.startswith("responses.sqlite-")]
+    assert db.is_file() and not db.is_symlink()
+    assert len(list((cache / "damaged").iterdir())) == 1
+    assert not outside.exists() or outside.read_bytes() == b""  # never written through the link
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["cache", "o", "s.yaml"] + (["outside.sqlite"]
+                                                                                             if kind == "outside" else []))
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("finished")
+    data = quickstart_dict()
+    data["probes"][0]["runs"] = 1
+    data["models"] = data["models"][:1]
+    out = tmp / "out"
+    assert cli.invoke(app, ["run", str(write_yaml(tmp / "s.yaml", data)), "--out", str(out), "-q"]).exit_code == 0
+    return tmp
+
+
+@pytest.mark.parametrize("manifest", ["/dev/zero", "fifo", "deep"])
+@pytest.mark.parametrize("command", ["run", "report"])
+def test_a_manifest_that_is_no_file_or_too_deep_is_one_line(tmp_path: Path, finished_run: Path, manifest: str,
+                                                            command: str) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(finished_run / "out", out)
+    path = out / "manifest.json"
+    path.unlink()
+    if manifest == "/dev/zero":
+        path.symlink_to("/dev/zero")
+    elif manifest == "fifo":
+        os.mkfifo(path)  # opened, it blocks for ever: the test would hang
+    else:
+        path.write_text('{"a":' * 1_000_000 + "1" + "}" * 1_000_000)
+    args = ["run", str(finished_run / "s.yaml"), "--out", str(out), "-q"] if command == "run" else ["report", str(out)]
+    line = invoke_error_line(cli.invoke(app, args))
+    assert "manifest" in line and any(why in line for why in ("device", "FIFO", "nests", "symbolic link")), line
+
+
+@pytest.mark.parametrize("option", [["--workers", "0"], ["--workers", "-2"], ["--max-error-rate", "nan"],
+                                    ["--max-error-rate", "1.5"], ["--max-error-rate", "-0.1"]])
+def test_an_out_of_range_cli_value_is_the_one_error_line(option: list[str]) -> None:
+    """Was typer's usage block ("Usage: … Try … --help …"), not the project's line."""
+    line = invoke_error_line(cli.invoke(app, ["run", str(CONFIGS / "quickstart.yaml"), "-q", *option]))
+    assert option[0] in line and "Usage" not in line
+
+
+@pytest.mark.parametrize("args", [["--prompts", "100000000", "--runs", "100000000"],
+                                  ["--prompts", ",".join(str(k) for k in range(2, 60)), "--runs", "1,2,3,4,5,6,7,8"],
+                                  ["--sims", "100000000"], ["--prompts", "1e400"], ["--arm-a", "nan"],
+                                  ["--sd", "inf"], ["--prompts", "1"]])
+def test_plan_with_a_design_past_its_bounds_is_one_line(args: list[str]) -> None:
+    """A design of 10**8 prompts allocated until it failed (a traceback after 79 s): refused before any work."""
+    base = {"--arm-a": "0.1,0.2", "--arm-b": "0.05"}
+    base.update(dict(zip(args[::2], args[1::2], strict=True)))
+    line = invoke_error_line(cli.invoke(app, ["plan", *(x for kv in base.items() for x in kv)]))
+    assert any(flag in line for flag in ("--prompts", "--sims", "--sd", "--arm-a", "designs", "draws", "rates")), line

@@ -15,6 +15,7 @@ for K prompts — only move with more prompts.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -46,6 +47,40 @@ class Plan:
     message: str
 
 
+#: the planner's bounds: each simulated design holds n_sims × prompts × cells draws in memory at once, and a
+#: planning question is answered in seconds, so a design past these is refused before any work (one line)
+MAX_DESIGNS = 400
+MAX_DRAWS_PER_DESIGN = 20_000_000
+MAX_SIMS = 100_000
+MAX_RUNS = 1_000_000
+
+
+def _check_bounds(rates: Sequence[float], prompts: Sequence[int], runs: Sequence[int], *, sd: float, shared: float,
+                  alpha: float, target_power: float, n_sims: int) -> None:
+    """``ValueError`` saying which input is out of range (the CLI prints it as one line)."""
+    if not rates:
+        raise ValueError("give at least one rate per arm (--arm-a, --arm-b)")
+    if not all(math.isfinite(r) and 0 <= r <= 1 for r in rates):
+        raise ValueError("rates are probabilities: each between 0 and 1")
+    if not (math.isfinite(sd) and 0 <= sd <= 20):
+        raise ValueError(f"--sd {sd:g}: a logit-scale standard deviation between 0 and 20")
+    if not (math.isfinite(shared) and 0 <= shared <= 1):
+        raise ValueError(f"--shared {shared:g}: a share between 0 and 1")
+    if not (0 < alpha < 1) or not (0 < target_power <= 1):
+        raise ValueError("--alpha must be in (0, 1) and --target-power in (0, 1]")
+    if not 1 <= n_sims <= MAX_SIMS:
+        raise ValueError(f"--sims {n_sims}: between 1 and {MAX_SIMS:,}")
+    if not prompts or not runs or min(prompts) < 2 or min(runs) < 1 or max(runs) > MAX_RUNS:
+        raise ValueError(f"--prompts must each be at least 2 and --runs between 1 and {MAX_RUNS:,}")
+    designs = len(set(prompts)) * len(set(runs))
+    if designs > MAX_DESIGNS:
+        raise ValueError(f"{designs:,} designs asked (prompts × runs); at most {MAX_DESIGNS}")
+    draws = n_sims * max(prompts) * len(rates)
+    if draws > MAX_DRAWS_PER_DESIGN:
+        raise ValueError(f"{max(prompts):,} prompts × {len(rates)} cells × {n_sims:,} simulations is {draws:,} draws "
+                         f"for one design, over the planner's {MAX_DRAWS_PER_DESIGN:,}; ask for fewer prompts or --sims")
+
+
 def plan_designs(rates: Sequence[float], arm: Sequence[int], *, prompts: Sequence[int], runs: Sequence[int],
                  sd: float, shared: float = 0.0, alpha: float = 0.05, target_power: float = 0.8,
                  budget_trials: int | None = None, budget_usd: float | None = None,
@@ -53,6 +88,7 @@ def plan_designs(rates: Sequence[float], arm: Sequence[int], *, prompts: Sequenc
     """Simulate every design in ``prompts`` × ``runs`` and recommend one (see the module docstring)."""
     if budget_usd is not None and not cost_per_trial:
         raise ValueError("a dollar budget needs a cost per trial")
+    _check_bounds(rates, prompts, runs, sd=sd, shared=shared, alpha=alpha, target_power=target_power, n_sims=n_sims)
     cells_per_prompt = sum(1 for g in arm if g >= 0)
     designs = []
     for k in sorted(set(prompts)):

@@ -11,6 +11,7 @@ Bad input prints one located line on stderr, never a traceback.
 from __future__ import annotations
 
 import errno
+import math
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -184,7 +185,7 @@ def run(
                                       help="Run on Ray: `auto` (the cluster this node is part of), `local` (a private "
                                            "one-node Ray) or a cluster address. Same output as without it. "
                                            "Needs Ray: pip install 'trialgrid[ray]'."),
-    workers: int | None = typer.Option(None, "--workers", min=1,
+    workers: int | None = typer.Option(None, "--workers",
                                           help="With --ray: worker actors (default: one per CPU of the cluster)."),
     cache: Path | None = typer.Option(None, "--cache", metavar="DIR",
                                          help="Response cache directory (overrides the sweep's `cache`): a repeated "
@@ -196,7 +197,7 @@ def run(
                                            "default rate_limited,transient,timeout; `all`); the new row supersedes "
                                            "the old one for every reader."),
     retry_kinds: str | None = typer.Option(None, _RETRY_KINDS, hidden=True),
-    max_error_rate: float = typer.Option(0.0, "--max-error-rate", min=0.0, max=1.0, metavar="R",
+    max_error_rate: float = typer.Option(0.0, "--max-error-rate", metavar="R",
                                          help="Exit 0 (not 3) when at most this share of trials ended as error rows."),
     wait: bool = typer.Option(False, "--wait", help="If another process is writing this output, wait for it to "
                               "finish and then resume (default: refuse)."),
@@ -213,6 +214,11 @@ def run(
     from runner.reporting.terminal import print_report
 
     kinds = (retry_kinds.split(",") if retry_kinds else []) if retry_errors else None
+    # checked here, not by click's ranges: a bad value is the project's one `error:` line, not a usage block
+    if workers is not None and workers < 1:
+        raise fail(UserError(f"--workers {workers}: at least 1 worker", hint="omit it for one per CPU of the cluster"))
+    if not 0 <= max_error_rate <= 1:  # NaN fails this too
+        raise fail(UserError(f"--max-error-rate {max_error_rate:g}: a share of trials, between 0 and 1"))
     if retry_kinds and not retry_errors:
         raise fail(UserError(f"{_RETRY_KINDS} only goes with {_RETRY_ERRORS}"))
     terminated = None
@@ -551,9 +557,12 @@ def report(
 
 def _floats(text: str, what: str) -> list[float]:
     try:
-        return [float(x) for x in text.split(",") if x.strip()]
+        values = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise fail(UserError(f"{what}: expected comma-separated numbers, got {text!r}")) from None
+    if not all(math.isfinite(v) for v in values):  # an int() of inf would overflow: refused as written
+        raise fail(UserError(f"{what}: expected finite numbers, got {text!r}"))
+    return values
 
 
 @app.command()
@@ -639,6 +648,8 @@ def serve(
                                            help="Batch APIs: share of requests answered with a 500 error result."),
     batch_expire_rate: float = typer.Option(0.0, "--batch-expire-rate", min=0, max=1,
                                             help="Batch APIs: share of requests left unprocessed, as expired."),
+    echo_key: bool = typer.Option(False, "--echo-key", help="Fault: repeat the request's API key in every answer's "
+                                  "text and every error message (a client must never write it)."),
 ) -> None:
     """Serve the simulated agent over the OpenAI and Anthropic wire formats on loopback, with faults and limits."""
     import ipaddress
@@ -664,7 +675,8 @@ def serve(
                                rules=[parse_rule(r) for r in reject], rpm=rpm, rpm_window_s=rpm_window_s,
                                rpm_mode=rpm_mode, rpm_burst=rpm_burst, rate_headers=rate_headers,
                                keys=tuple(keys), batch_delay_s=batch_delay_s, batch_error_rate=batch_error_rate,
-                               batch_expire_rate=batch_expire_rate)
+                               batch_expire_rate=batch_expire_rate,
+                               echo_key=echo_key)
     except ValueError as exc:
         raise fail(UserError(str(exc))) from None
     try:

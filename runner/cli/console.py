@@ -1,5 +1,7 @@
 """How the ``trialgrid`` command speaks: its two consoles, exit codes, and one-line errors, warnings and notes.
 
+Every line printed here passes ``runner.core.redact.scrub``: no key of the run reaches the terminal or a log.
+
 Public so the commands a plug-in adds (cluster mode's ``submit``, ``status``, ``logs``)
 print and fail exactly as the built-in ones do.
 """
@@ -16,6 +18,7 @@ from rich.console import Console
 from rich.text import Text
 
 from runner.core.errors import TrialgridError, TrialgridWarning
+from runner.core.redact import scrub
 from runner.core.safety import one_line, term_text
 
 err = Console(stderr=True, highlight=False)
@@ -36,25 +39,25 @@ def fail(exc: TrialgridError, *, every: bool = False) -> typer.Exit:
     problems = getattr(exc, "problems", None) if every else None
     for problem in problems or [exc]:
         # user text (labels, paths, server output) is never markup and never terminal control
-        err.print(Text.assemble(("error:", "bold red"), " ", one_line(problem)), soft_wrap=True)
+        err.print(Text.assemble(("error:", "bold red"), " ", one_line(scrub(str(problem)))), soft_wrap=True)
     return typer.Exit(_EXIT_BAD_INPUT)
 
 
 def plain(line: str, console: Console = err) -> None:
     """A message of a command's own: paths and labels in it are text, never rich markup (``[red]``, ``[/]``)
     and never terminal control."""
-    console.print(Text(term_text(line)), soft_wrap=True)
+    console.print(Text(term_text(scrub(line))), soft_wrap=True)
 
 
 def note(line: str) -> None:
     # server text may hold square brackets: never let rich read it as markup, nor a terminal as control
-    err.print(Text.assemble(("note: ", "yellow"), one_line(line)), soft_wrap=True)
+    err.print(Text.assemble(("note: ", "yellow"), one_line(scrub(line))), soft_wrap=True)
 
 
 def warn(lines: list[str]) -> None:
     """A yellow ``warning:`` line per item on stderr (what every ``TrialgridWarning`` becomes under the CLI)."""
     for line in lines:
-        err.print(Text.assemble(("warning:", "yellow"), " ", one_line(line)), soft_wrap=True)
+        err.print(Text.assemble(("warning:", "yellow"), " ", one_line(scrub(line))), soft_wrap=True)
 
 
 @contextmanager

@@ -30,7 +30,7 @@ PER_MILLION = 1_000_000.0
 class ModelPrice(BaseModel):
     """US dollars per million tokens, as provider price lists quote them."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     input: float = Field(ge=0, description="USD per million input (prompt) tokens")
     output: float = Field(ge=0, description="USD per million output (completion) tokens")
@@ -42,7 +42,7 @@ class ModelPrice(BaseModel):
 class Budget(BaseModel):
     """Stop scheduling new trials once the sweep's spend reaches either cap."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     usd: float | None = Field(default=None, gt=0, description="dollars, from token counts and `prices`")
     tokens: int | None = Field(default=None, gt=0, description="input + output tokens over all models")

@@ -35,12 +35,25 @@ from runner.config.cost import Budget, ModelPrice
 from runner.config.lint import lint_probes
 from runner.core.errors import UserError, warn
 from runner.core.gates import parse_gate
-from runner.core.safety import check_regular_file, printable_label
+from runner.core.redact import remember_env
+from runner.core.safety import check_regular_file, check_target_path, printable_label
 from runner.core.sources import Source, load_source, register_union_tags, validate
+from runner.core.types import ChatRequest
 from runner.probes import PROBES, Probe, ProbeConfig
 from runner.providers import CONFIGURED, check_model
 from runner.providers.callable_provider import load_function, source_digest
-from runner.providers.settings import CREDENTIAL_HEADER, DEFAULT_KEY_ENV, Connection, Limits, RetryPolicy, is_loopback
+from runner.providers.managed import estimate_usage
+from runner.providers.settings import (
+    DEFAULT_KEY_ENV,
+    Connection,
+    Limits,
+    RetryPolicy,
+    check_base_url,
+    check_headers,
+    check_json_numbers,
+    is_loopback,
+    redact_url,
+)
 from runner.providers.textcalls import ToolCallParser
 from runner.sim.oracle import is_oracle
 from runner.sim.oracle import learn as learn_keys
@@ -55,7 +68,8 @@ else:
 class ModelConfig(BaseModel):
     """One model under test."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan: a timeout of .inf overflows every deadline, a NaN compares false with everything
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str = Field(min_length=1, description="label in the output (unique within the sweep)")
     provider: str = Field(description="sim (built-in simulated agent), openai, anthropic or callable")
@@ -74,7 +88,7 @@ class ModelConfig(BaseModel):
     version: str | None = Field(default=None, min_length=1, description="provider callable: the version of your "
                                 "agent's code, part of the sweep's identity (default: the sha256 of the function's "
                                 "module file; set it when the agent spans several files)")
-    timeout_s: float = Field(default=60.0, gt=0, description="per-request timeout")
+    timeout_s: float = Field(default=60.0, gt=0, le=86_400, description="per-request timeout")
     limits: Limits = Field(default_factory=Limits, description="per provider key: max_concurrent, rpm, tpm")
     retry: RetryPolicy = Field(default_factory=RetryPolicy, description="max_attempts, backoff_base_s, backoff_max_s")
     sim_seed: bool | None = Field(
@@ -111,15 +125,17 @@ class ModelConfig(BaseModel):
             return value
         if not value.startswith(("http://", "https://")):
             raise ValueError("base_url must start with http:// or https://")
+        check_base_url(value)  # no control character, no credential (user:password@, ?api_key=)
         parts = urlsplit(value)
+        shown = redact_url(value)
         try:
             port = parts.port
         except ValueError:
-            raise ValueError(f"base_url {value!r} has an invalid port (expected 1-65535)") from None
+            raise ValueError(f"base_url {shown!r} has an invalid port (expected 1-65535)") from None
         if not parts.hostname:
-            raise ValueError(f"base_url {value!r} names no host")
+            raise ValueError(f"base_url {shown!r} names no host")
         if port == 0 or (port is None and parts.netloc.endswith(":")):
-            raise ValueError(f"base_url {value!r} has an empty or zero port; write the port, or drop the ':' for "
+            raise ValueError(f"base_url {shown!r} has an empty or zero port; write the port, or drop the ':' for "
                              "the scheme's default")
         return value
 
@@ -143,10 +159,13 @@ class ModelConfig(BaseModel):
     @field_validator("headers")
     @classmethod
     def _no_credentials(cls, value: dict[str, str]) -> dict[str, str]:
-        bad = next((h for h in value if CREDENTIAL_HEADER.search(h)), None)
-        if bad is not None:
-            raise ValueError(f"header {bad!r} looks like a credential; sweep files are written into the output, "
-                             "so name the environment variable holding the key in api_key_env instead")
+        check_headers(value)  # sendable names and values, none the client owns, no credential
+        return value
+
+    @field_validator("params")
+    @classmethod
+    def _json_params(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_json_numbers(value)  # NaN or .inf would fail every request, found only by sending
         return value
 
     @field_validator("function")
@@ -172,6 +191,15 @@ class ModelConfig(BaseModel):
             raise ValueError(f"function is only used by provider callable, not {self.provider}")
         if self.mode == "batch" and self.provider not in ("openai", "anthropic", "openai-responses"):
             raise ValueError(f"mode: batch needs provider openai, openai-responses or anthropic (their batch APIs), not {self.provider}")
+        tpm = self.limits.tpm
+        if tpm is not None:
+            # every request is charged at least its output cap (max_tokens, or the default estimate): a tpm below
+            # that admits no request in any window, and the run would wait for ever
+            _, output = estimate_usage(ChatRequest(self.model_id, (), params=self.params))
+            if tpm < output:
+                raise ValueError(f"limits.tpm {tpm} is below the {output} tokens every request of this model is "
+                                 "charged (its output cap: params.max_tokens, or 256 when unset), so no request could "
+                                 "ever be sent; raise tpm or lower max_tokens")
         if self.provider not in CONFIGURED:
             used: list[str] = [k for k in ("base_url", "headers", "limits", "retry", "timeout_s", "sim_seed")
                                if k in self.model_fields_set]
@@ -184,7 +212,7 @@ class ModelConfig(BaseModel):
 class EngineConfig(BaseModel):
     """How the run executes; not part of the sweep's identity."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     concurrency: int = Field(default=256, ge=1, le=100_000, description="max trials in flight overall")
     timeout_s: float = Field(default=120.0, gt=0, description="per-trial deadline (all calls of the trial)")
@@ -221,6 +249,16 @@ class Sweep(BaseModel):
     # checked by `trialgrid run` once the run finishes (runner.analysis.gates); like engine, not part of the identity
     gates: list[Annotated[str, AfterValidator(_gate_form)]] = Field(default_factory=list, description='gates on interval bounds, e.g. '
                              '"upper(decoy_called | ungroundable) <= 0.20"; run exits 1 when one fails')
+
+    @field_validator("output", "cache")
+    @classmethod
+    def _writable_path(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None:
+            try:  # a NUL or a control character, or a place in /proc, /sys or /dev: refused where it is written
+                check_target_path(value, what="output directory" if info.field_name == "output" else "cache directory")
+            except UserError as exc:
+                raise ValueError(exc.message + (f" ({exc.hint})" if exc.hint else "")) from None
+        return value
 
     @model_validator(mode="after")
     def _prices_name_models(self) -> Sweep:
@@ -323,7 +361,7 @@ def _local_server_warnings(sweep: Sweep) -> list[str]:
     for m in sweep.models:
         if not is_loopback(m.base_url) or (m.concurrency == 1 and m.retry.max_attempts == 1):
             continue
-        out.append(f"model {m.name!r} is served on this machine ({m.base_url}) with concurrency {m.concurrency} and "
+        out.append(f"model {m.name!r} is served on this machine ({redact_url(m.base_url or '')}) with concurrency {m.concurrency} and "
                    f"retry.max_attempts {m.retry.max_attempts}: a server that runs one request at a time (llama.cpp, "
                    "Ollama) queues the rest, trials time out while they wait and retries re-send to a busy server; "
                    "set concurrency: 1 and retry: {max_attempts: 1} unless it batches (see docs/local-models.md)")
@@ -366,6 +404,7 @@ def load_sweep(path: Path | str, *, start_servers: bool = True,
     if not isinstance(source.data, dict):
         raise UserError("a sweep file must be a mapping with keys name, models, probes", file=path, line=1)
     sweep: Sweep = validate(Sweep, source.data, source, context={"folder": str(path.parent.resolve())})
+    remember_env(m.api_key_env for m in sweep.models)  # every key of the sweep scrubbed from all it writes
     _check_shared_limits(sweep, source)
     base = path.parent
     probes: list[Probe] = []

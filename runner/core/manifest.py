@@ -54,7 +54,8 @@ from pydantic import (
 )
 
 from runner.core.errors import UserError
-from runner.core.safety import printable_label
+from runner.core.redact import scrub_value
+from runner.core.safety import printable_label, read_capped
 from runner.core.sources import Source, load_source, validate
 
 MANIFEST = "manifest.json"
@@ -367,15 +368,19 @@ def _upgrade(data: Any, path: Path) -> Any:
 
 def read_manifest_file(path: Path) -> Manifest:
     """Read and check one manifest file; anything wrong is a one-line ``UserError`` naming the file and key."""
+    # a regular file within the input cap, never a device or a FIFO (/dev/zero reads for ever, a FIFO blocks)
+    raw = read_capped(path, what="run manifest")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise UserError(f"cannot read the run manifest: {exc}", file=path, hint=_HINT) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError(f"the run manifest is not valid JSON: {exc.msg}", file=path, line=exc.lineno,
                         hint=_HINT) from None
+    except RecursionError:
+        raise UserError("the run manifest nests too deep to be one", file=path, hint=_HINT) from None
     data = _upgrade(data, path)
     try:
         return Manifest.model_validate(data)
@@ -430,7 +435,8 @@ def write_manifest(out: Path, manifest: Manifest) -> None:
     path = out / MANIFEST
     tmp = path.with_suffix(".json.tmp")
     try:
-        tmp.write_text(json.dumps(manifest.as_json(), indent=2, sort_keys=False) + "\n")
+        # every key of the run scrubbed (runner/core/redact.py): a sweep's settings or a message may hold one
+        tmp.write_text(json.dumps(scrub_value(manifest.as_json()), indent=2, sort_keys=False) + "\n")
         os.replace(tmp, path)
     except BaseException as exc:
         tmp.unlink(missing_ok=True)  # a full disk leaves the old manifest, never a 0-byte temp beside it

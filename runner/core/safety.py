@@ -232,8 +232,36 @@ def one_line(text: object) -> str:
 
 # -- output directories ----------------------------------------------------------------------------------------------
 
+#: the kernel's and the devices' file systems: nothing of trialgrid's is written there, by any path that leads there
+_SYSTEM_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
+
+
+def check_target_path(path: Path | str, *, what: str) -> Path:
+    """A path trialgrid will write into (an output, a cache, a report): refused, in one line, when it holds a NUL
+    or a control character, or lies in ``/proc``, ``/sys`` or ``/dev`` as written or once its symlinks are followed
+    (``/proc/self/cwd/out`` is the current directory by another name). Returns it as a ``Path``."""
+    text = os.fspath(path)
+    bad = next((ch for ch in text if ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F), None)  # C0, DEL, C1
+    if bad is not None:
+        raise UserError(f"the {what} path {one_line(text)[:200]!r} holds the control character U+{ord(bad):04X}",
+                        hint="a path is printable text; fix the path")
+    target = Path(text)
+    try:
+        candidates = [Path(os.path.abspath(target)), target.resolve()]
+    except (OSError, RuntimeError):  # a symlink loop: nothing can be written there either
+        raise UserError(f"the {what} path cannot be resolved (a symlink loop?)", file=text) from None
+    for candidate in candidates:
+        root = next((r for r in _SYSTEM_ROOTS if candidate == r or r in candidate.parents), None)
+        if root is not None:
+            raise UserError(f"the {what} lies in {root}, the kernel's or the devices' file system", file=text,
+                            hint="choose a directory on a disk")
+    return target
+
+
 def check_output_dir(out: Path, *, what: str = "output directory") -> None:
-    """``out`` must be a directory or not exist yet (its parent then a directory we may create into)."""
+    """``out`` must be a directory or not exist yet (its parent then a directory we may create into), and nowhere
+    ``check_target_path`` refuses."""
+    check_target_path(out, what=what)
     if out.exists() and not out.is_dir():
         raise UserError(f"{what} exists and is not a directory", file=out,
                         hint="choose another --out, or remove the file")

@@ -79,6 +79,8 @@ class Source:
 
 
 _INT_TAG = "tag:yaml.org,2002:int"
+_STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 _OCTAL = re.compile(r"[-+]?(0[0-9_]+|0o[0-7_]+)")
 _SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+")
 
@@ -89,9 +91,16 @@ def _walk(node: yaml.Node, path: KeyTuple, lines: dict[KeyTuple, int], file: Pat
     if isinstance(node, yaml.MappingNode):
         seen: dict[Any, int] = {}
         for key_node, value_node in node.value:
-            key = key_node.value
             line = key_node.start_mark.line + 1
-            if isinstance(key, str) and key in seen and key_node.tag != "tag:yaml.org,2002:merge":
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in (_STR_TAG, _MERGE_TAG):
+                # every key trialgrid reads is a name: a number, boolean, null or structure as a key is a typo (and
+                # would reach the validators as something no error message can name)
+                shown = key_node.value if isinstance(key_node, yaml.ScalarNode) else f"a {key_node.id}"
+                raise UserError(f"the key {str(shown)[:60]!r} is not a string (YAML reads it as "
+                                f"{key_node.tag.rsplit(':', 1)[-1]})", file=file, line=line, key_path=path or None,
+                                hint="keys are names: quote it, as in 'yes': or '1':")
+            key = key_node.value
+            if isinstance(key, str) and key in seen and key_node.tag != _MERGE_TAG:
                 raise UserError(f"duplicate key {key!r} (first on line {seen[key]}, again on line {line}); "
                                 "YAML would silently keep the last one", file=file, line=line, key_path=(*path, key),
                                 hint="remove or rename one of them")
@@ -340,6 +349,8 @@ def _describe(err: Mapping[str, Any], model: Any = None, data: Any = None) -> st
     for prefix in _LIBRARY_PREFIXES:
         msg = msg.removeprefix(prefix)
     value = err.get("input")
+    if "credential" in msg:
+        return msg  # a value refused as a credential is never repeated (a validator shows what is safe of it)
     if isinstance(value, str) and len(value) >= 3 and value in msg:
         return msg  # the message names the value already
     if kind not in ("model_type",) and isinstance(value, (str, int, float, bool)):

@@ -80,6 +80,26 @@ def _holder(path: Path, *, settle_s: float = 0.5) -> str:
         time.sleep(0.02)
 
 
+#: what a writer creates directly in an output: none of them may be a link leading out of it
+_OWN_ENTRIES = (LOCK_FILE, "trials", "manifest.json", "manifest.json.tmp")
+
+
+def check_own_entries(out: Path) -> None:
+    """Refuse, in one line, an output whose lock, ``trials/`` or manifest is a symbolic link leaving it: writing
+    through it would put trials (or truncate a file) somewhere the user never named."""
+    root = out.resolve()
+    for name in _OWN_ENTRIES:
+        entry = out / name
+        if not entry.is_symlink():
+            continue
+        target = entry.resolve()
+        if target == root or root not in target.parents:
+            raise UserError(f"{name} is a symbolic link to {os.readlink(entry)}, outside the output; trialgrid "
+                            "writes an output only inside its own directory", file=entry,
+                            hint="remove the link (move what it points to into the output if it is this run's) "
+                                 "and rerun the same command")
+
+
 def lock_output(out: Path, *, wait: bool = False, what: str = "run",
                 poll_s: float = 0.2, timeout_s: float | None = None) -> OutputLock:
     """Take ``out``'s writer lock (creating ``out``); ``UserError`` in one line if another process holds it.
@@ -87,8 +107,9 @@ def lock_output(out: Path, *, wait: bool = False, what: str = "run",
     ``wait``: block until the holder finishes (``timeout_s``: at most that long) instead of refusing.
     """
     out.mkdir(parents=True, exist_ok=True)
+    check_own_entries(out)
     path = out / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     try:
         while True:

@@ -47,6 +47,7 @@ import pyarrow.ipc as ipc
 
 from runner.core.calls import first_in_batch
 from runner.core.errors import UserError
+from runner.core.redact import scrub_batch
 from runner.core.schema import ONCE_PER_BATCH
 
 __all__ = [
@@ -219,6 +220,7 @@ class TrialSink:
     def _write(self, batch: pa.RecordBatch) -> None:
         if self._broken is not None:
             raise self._broken
+        batch = scrub_batch(batch)  # every key of the run out of every text column, nested ones too (free without keys)
         try:
             if self._writer is None:
                 self._open_part()

@@ -22,7 +22,8 @@ live provider, and a cached sweep runs at the engine's own speed.
 
 A cache is a convenience, never a reason for a trial to fail: a database that is not
 one, has another shape, or fails its integrity check is moved aside
-(``responses.sqlite.damaged-TIME``) and rebuilt empty with a warning; a stored value
+(``damaged/responses.sqlite.damaged-TIME``; a symbolic link in its place is one too, moved as
+a link and never written through) and rebuilt empty with a warning; a stored value
 that does not decode into a well-formed answer is a miss; a read or write that fails
 mid-run is a miss (or a skipped store) with one warning. Only a directory that
 cannot hold a database at all is refused, in one line.
@@ -40,10 +41,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from runner.core.errors import UserError, warn
+from runner.core.redact import scrub_value
+from runner.core.safety import check_target_path
 from runner.core.types import ChatRequest, ChatResponse, ToolCall, ToolSpec, Usage, parse_tool_arguments
 from runner.providers.base import Provider
 
 _CACHE_FILE = "responses.sqlite"
+#: where a damaged or foreign database is set aside, inside the cache's own folder
+_DAMAGED_DIR = "damaged"
 #: bump when the key or the stored value changes shape: old entries then simply miss
 _KEY_VERSION = 1
 
@@ -80,12 +85,12 @@ def request_key(provider: str, endpoint: str, request: ChatRequest) -> bytes:
 
 def encode_response(response: ChatResponse) -> bytes:
     """A response as the cache stores it (``decode_response`` reads it back, as a hit)."""
-    return json.dumps({
+    return json.dumps(scrub_value({  # the net under the wire's scrub: no key is ever stored (runner/core/redact.py)
         "text": response.text,
         "calls": [[c.name, c.raw_arguments, c.id, c.parse_error] for c in response.tool_calls],
         "usage": [response.usage.input_tokens, response.usage.output_tokens],
         "latency_s": response.latency_s, "finish_reason": response.finish_reason, "remedies": list(response.remedies),
-    }, separators=(",", ":"), ensure_ascii=False).encode()
+    }), separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _str_or_none(value: Any) -> bool:
@@ -155,6 +160,7 @@ class ResponseCache:
         self.misses = 0
         self.stored = 0
         self.failures = 0  # reads, writes or stored values that failed: misses, never failed trials
+        check_target_path(directory, what="response cache directory")
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -163,6 +169,9 @@ class ResponseCache:
         path = directory / _CACHE_FILE
         problem = None
         try:
+            if path.is_symlink() or (path.exists() and not path.is_file()):
+                # sqlite would write through a link (to /dev/zero, to a file outside the cache): never open one
+                raise sqlite3.DatabaseError("it is a symbolic link" if path.is_symlink() else "it is not a file")
             self._db = self._connect(path)
             problem = _shape_problem(self._db)
         except sqlite3.DatabaseError as exc:  # "file is not a database", a torn page
@@ -172,7 +181,7 @@ class ResponseCache:
                             hint="choose a writable --cache directory (or remove the sweep's `cache` key)") from None
         if problem is not None:
             aside = self._move_aside(path)
-            warn(f"the response cache {path} is damaged: {problem}; moved it to {aside.name} and started "
+            warn(f"the response cache {path} is damaged: {problem}; moved it to {_DAMAGED_DIR}/{aside.name} and started "
                  "an empty cache (answers are asked of the models again)")
             try:
                 self._db = self._connect(path)
@@ -190,14 +199,22 @@ class ResponseCache:
         return db
 
     def _move_aside(self, path: Path) -> Path:
+        """Into the cache's own ``damaged/`` folder (as damaged trial parts go to ``trials/damaged/``): a link
+        is moved as a link, never followed."""
         try:
             self._db.close()
         except (AttributeError, sqlite3.Error):
             pass
-        aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}")
+        folder = path.parent / _DAMAGED_DIR
+        folder.mkdir(exist_ok=True)
+        aside = folder / f"{path.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}"
+        n = 1
+        while os.path.lexists(aside):
+            aside = folder / f"{path.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}-{n}"
+            n += 1
         for suffix in ("", "-wal", "-shm"):
             source = Path(f"{path}{suffix}")
-            if source.exists():
+            if os.path.lexists(source):
                 os.replace(source, Path(f"{aside}{suffix}"))
         return aside
 

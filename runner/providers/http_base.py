@@ -23,13 +23,14 @@ from typing import Any
 import httpx
 import orjson
 
+from runner.core.redact import scrub_bytes
 from runner.core.types import ChatRequest, ChatResponse
 from runner.providers.classify import classify_http
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
 from runner.providers.pacing import note_rate_headers
 from runner.providers.secrets import Secret, secret_from_env
 from runner.providers.seed_channel import SEED_HEADER
-from runner.providers.settings import DEFAULT_BASE_URL, Connection
+from runner.providers.settings import DEFAULT_BASE_URL, Connection, redact_url
 from runner.providers.transport import DEFAULT_TRANSPORT, Client, make_client
 
 try:  # aiohttp's own errors, when the aiohttp transport lets one through unmapped
@@ -86,7 +87,7 @@ class HttpProvider:
                    **self.auth_headers(self.secret), **connection.header_map}
         self._client: Client = make_client(transport, timeout_s=connection.timeout_s, headers=headers,
                                            max_connections=max_connections)
-        self._where = f" from {self.url}"
+        self._where = f" from {redact_url(self.url)}"  # printed in errors: never a credential of the URL
         # the seed header is the simulator's plumbing: only to `trialgrid serve` (seed_channel.py)
         self._sends_seed = connection.sends_seed
 
@@ -131,7 +132,7 @@ class HttpProvider:
             raise self._error(ErrorKind.TRANSIENT, message, applied) from None
         latency = time.perf_counter() - started
         note_rate_headers(response.headers)  # every answer's rate-limit headers pace the key (pacing.py)
-        raw = response.content
+        raw = scrub_bytes(response.content)  # an answer or error body echoing any key of the run: never kept
         if response.status_code >= 300:
             message, param, code = self._error_fields_of(raw)
             error = classify_http(response.status_code, response.headers, self.scrub(message), param=param, code=code,

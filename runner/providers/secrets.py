@@ -2,21 +2,17 @@
 
 A key is read once, from the variable the sweep names, into a ``Secret`` whose
 ``repr`` and ``str`` never show it, so a stray log line, a traceback's locals or a
-pydantic dump cannot print it. Servers do echo keys back in error bodies (OpenAI's
-401 repeats a masked key; a misconfigured proxy may repeat it whole), so every
-message built from a response passes through ``Secret.scrub`` before it can reach
-a row, the manifest or the terminal.
+pydantic dump cannot print it. Servers do echo keys back (OpenAI's 401 repeats a
+masked key; a misconfigured proxy may repeat it whole, in an answer too), so every
+key read is remembered by ``runner.core.redact``, the one scrubber every written
+string passes through (answers off the wire, rows, cache, manifest, messages).
 """
 
 from __future__ import annotations
 
 import os
 
-_REDACTED = "[redacted]"
-# Scrub every run of this many characters of the key found in a text: catches the
-# whole key, a masked echo such as ``sk-abc***wxyz`` (its 6-character prefix) and
-# partial repeats, while leaving ordinary words alone (keys are high-entropy).
-_FRAGMENT = 6
+from runner.core import redact
 
 
 class Secret:
@@ -28,24 +24,16 @@ class Secret:
         self._value = value
         #: where it came from, safe to print: ``$OPENAI_API_KEY``
         self.source = source
+        redact.remember(value)  # scrubbed from everything the process writes, by every provider
 
     def reveal(self) -> str:
         """The key itself: only for building a request header."""
         return self._value
 
     def scrub(self, text: str) -> str:
-        """``text`` with the key and any fragment of it replaced by ``[redacted]``."""
-        key = self._value
-        if not key or not text:
-            return text
-        if key in text:
-            text = text.replace(key, _REDACTED)
-        if len(key) >= 2 * _FRAGMENT:
-            for i in range(len(key) - _FRAGMENT + 1):
-                piece = key[i:i + _FRAGMENT]
-                if piece in text:
-                    text = text.replace(piece, _REDACTED)
-        return text
+        """``text`` with this key, every other key the process read, and any fragment of one replaced by
+        ``[redacted]`` (one scrubber for all: ``runner.core.redact``)."""
+        return redact.scrub(text)
 
     def __repr__(self) -> str:
         return f"Secret({self.source})"
@@ -65,8 +53,3 @@ def secret_from_env(name: str) -> Secret:
         raise KeyError(f"environment variable {name} is not set (it should hold the API key)")
     return Secret(value.strip(), f"${name}")
 
-
-def _scrub_all(text: str, secrets: list[Secret] | tuple[Secret, ...]) -> str:
-    for secret in secrets:
-        text = secret.scrub(text)
-    return text

@@ -9,10 +9,12 @@ never a setting — only the *name* of the environment variable that holds it.
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -41,7 +43,7 @@ class RetryPolicy(BaseModel):
     the trial's own deadline).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     max_attempts: int = Field(default=6, ge=1, le=100,
                               description="requests per call, the first included (transient failures)")
@@ -57,8 +59,96 @@ class RetryPolicy(BaseModel):
         return self
 
 
-#: header names that carry credentials: refused in ``headers`` (the key comes from ``api_key_env``)
-CREDENTIAL_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|cookie|password", re.IGNORECASE)
+#: header names that carry credentials: refused in ``headers`` (the key comes from ``api_key_env``). Beside the
+#: obvious words, the API gateways' own names: Azure's ``Ocp-Apim-Subscription-Key``, ``X-Auth``/``X-Auth-Token``,
+#: ``Proxy-Authorization``, AWS's ``X-Amz-Security-Token`` and signed ``X-Amz-*`` credentials
+CREDENTIAL_HEADER = re.compile(r"auth|api[-_]?key|access[-_]?key|subscription|token|secret|cookie|passw(or)?d|"
+                               r"credential|signature|private[-_]?key", re.IGNORECASE)
+#: a header value that is a credential whatever its name: an HTTP authentication scheme and what follows
+CREDENTIAL_VALUE = re.compile(r"^\s*(bearer|basic|digest|token|negotiate|aws4-hmac-sha256|sharedkey)\s+\S",
+                              re.IGNORECASE)
+#: header names trialgrid's client owns: the body's framing and the connection (a sweep's value would corrupt them)
+RESERVED_HEADERS = frozenset({"content-length", "transfer-encoding", "host", "connection", "keep-alive", "upgrade",
+                              "te", "trailer", "proxy-connection", "expect"})
+#: an RFC 9110 header name: a token (no space, no separator, not empty)
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+#: C0 controls (tab aside), DEL and C1: never in a URL or a header value (a CR/LF would start a new header)
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+_HINT_KEY_ENV = ("name the environment variable holding the key in api_key_env instead: sweep files are copied "
+                 "into the output and printed")
+
+
+def redact_url(url: str) -> str:
+    """``url`` fit to print: no userinfo (``user:KEY@``), and the value of every query parameter that looks like a
+    credential (``?api_key=…``, ``?sig=…``) replaced by ``[redacted]``. Every message naming a ``base_url`` uses it."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable URL>"
+    netloc = parts.netloc.rpartition("@")[2] if "@" in parts.netloc else parts.netloc
+    query = parts.query
+    if query:
+        query = "&".join(f"{k}=[redacted]" if _secret_query_name(k) else (f"{k}={v}" if v else k)
+                         for k, v in parse_qsl(query, keep_blank_values=True))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _secret_query_name(name: str) -> bool:
+    return bool(CREDENTIAL_HEADER.search(name) or re.fullmatch(r"(key|sig|code|pass|pwd)", name, re.IGNORECASE))
+
+
+def check_base_url(value: str) -> None:
+    """Refuse a ``base_url`` that cannot be sent or that carries a credential (``ValueError``, the URL redacted)."""
+    shown = redact_url(_CONTROL.sub("?", value))
+    bad = _CONTROL.search(value)
+    if bad is not None or " " in value:
+        what = "a space" if bad is None else f"the control character U+{ord(bad.group()):04X}"
+        raise ValueError(f"base_url {shown!r} holds {what}; a URL is one line of printable characters")
+    parts = urlsplit(value)
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(f"base_url {shown!r} carries a credential (user:password@ before the host); "
+                         f"{_HINT_KEY_ENV}")
+    secret = next((k for k, _ in parse_qsl(parts.query, keep_blank_values=True) if _secret_query_name(k)), None)
+    if secret is not None:
+        raise ValueError(f"base_url {shown!r} carries the query parameter {secret!r}, which looks like a "
+                         f"credential; {_HINT_KEY_ENV}")
+
+
+def check_headers(headers: Mapping[str, str]) -> None:
+    """Refuse header names and values that cannot be sent, that trialgrid's client owns, or that look like a
+    credential (``ValueError``)."""
+    for name, value in headers.items():
+        if not _HEADER_NAME.fullmatch(name):
+            shown = _CONTROL.sub("?", name)
+            raise ValueError(f"header name {shown!r} is not a valid HTTP header name (letters, digits and "
+                             "!#$%&'*+-.^_`|~, no spaces, not empty)")
+        if name.lower() in RESERVED_HEADERS:
+            raise ValueError(f"header {name!r} is set by trialgrid's HTTP client (it frames the request); "
+                             "remove it from headers")
+        if CREDENTIAL_HEADER.search(name):
+            raise ValueError(f"header {name!r} looks like a credential; {_HINT_KEY_ENV}")
+        bad = _CONTROL.search(value)
+        if bad is not None:
+            raise ValueError(f"header {name!r} holds the control character U+{ord(bad.group()):04X} in its value "
+                             "(a CR or LF would start another header); a header value is one line")
+        if CREDENTIAL_VALUE.match(value):
+            raise ValueError(f"header {name!r} holds a credential (an HTTP authentication scheme and its token); "
+                             f"{_HINT_KEY_ENV}")
+
+
+def check_json_numbers(value: Any, where: str = "params") -> None:
+    """Refuse NaN and infinities anywhere in ``value`` (JSON has no such number: a server could never read them),
+    and mapping keys that are not strings (JSON's keys are)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where} is {value!r}; JSON has no NaN or infinity: write a finite number")
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ValueError(f"{where} has the key {k!r}, which is not a string; quote it")
+            check_json_numbers(v, f"{where}.{k}")
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            check_json_numbers(v, f"{where}[{i}]")
 
 DEFAULT_BASE_URL = {
     "openai": "https://api.openai.com/v1",

@@ -164,6 +164,12 @@ class SimServer:
         return None, limit_headers(api, rpm, rpm - len(window), window[0] + span - now)
 
     async def _handle(self, request: web.Request, api: str) -> web.StreamResponse:
+        response = await self._answer(request, api)
+        if self.options.echo_key and isinstance(response, web.Response) and response.status >= 400:
+            _echo_in_error(response, CODECS[api].key_of(request.headers))
+        return response
+
+    async def _answer(self, request: web.Request, api: str) -> web.StreamResponse:
         codec = CODECS[api]
         key = codec.key_of(request.headers)
         kid = key_id(key)
@@ -216,6 +222,8 @@ class SimServer:
                 fault = None
             try:
                 answers = self._answers(chat, n)
+                if self.options.echo_key:
+                    answers = tuple(replace(a, text=f"{a.text or ''} (your key is {key})") for a in answers)
             except ProviderError as exc:  # a simulated failure (the flaky auditor persona)
                 status, tag = 500, "sim_error"
                 return self._json(500, codec.error(500, exc.message, kind=codec.kind_for(500)), limits)
@@ -339,6 +347,16 @@ class SimServer:
             if request.transport is not None:
                 request.transport.close()
         return response
+
+
+def _echo_in_error(response: web.Response, key: str | None) -> None:
+    """The "echo the key" fault on an error answer: the key appended to the vendor error's message."""
+    try:
+        body = orjson.loads(response.body)  # type: ignore[arg-type]
+        body["error"]["message"] = f"{body['error']['message']} (the key sent: {key or '(none)'})"
+    except (ValueError, TypeError, KeyError):
+        return
+    response.body = _dumps(body)
 
 
 async def start_server(options: ServeOptions) -> tuple[web.AppRunner, SimServer, int]:

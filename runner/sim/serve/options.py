@@ -133,6 +133,9 @@ class ServeOptions:
     #: share of batch requests answered with a 500 error result, and left unprocessed as expired
     batch_error_rate: float = 0.0
     batch_expire_rate: float = 0.0
+    #: the "echo the key" fault: repeat the request's API key, whole, in every answer's text and every error's
+    #: message (hostile on purpose: the client must keep every key it sent out of everything it writes)
+    echo_key: bool = False
 
     def __post_init__(self) -> None:
         if self.latency_dist not in _LATENCY_DISTS:
