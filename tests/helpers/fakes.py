@@ -1,9 +1,11 @@
-"""Stand-ins for the parts of a provider a unit test does not exercise (a limiter that admits everything)."""
+"""Stand-ins for the parts of a provider a unit test does not exercise (a limiter that admits everything, a model
+that gives one recorded answer)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from runner.core.types import ChatRequest, ChatResponse
 from runner.providers.limiter import Permit
 
 
@@ -18,3 +20,18 @@ class NoLimits:
 
     async def pause(self, seconds: float) -> None:
         pass
+
+
+class Recorded:
+    """A provider client that answers every request with one recorded response (replayed through a probe)."""
+
+    name = "recorded"
+
+    def __init__(self, response: ChatResponse) -> None:
+        self.response = response
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        return self.response
+
+    async def aclose(self) -> None:
+        return None

@@ -18,25 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import runner
-from runner.core.types import ChatRequest, ChatResponse, ToolCall, TrialSpec
+from runner.core.types import ChatResponse, ToolCall, TrialSpec
 from runner.probes.base import Probe
 from runner.providers.base import Agent
 from tests.conftest import CONFIGS
+from tests.helpers.fakes import Recorded
 
 LABELS = Path(__file__).parent / "fixtures" / "grounding_labels.json"
-
-
-class _Recorded:
-    name = "recorded"
-
-    def __init__(self, response: ChatResponse) -> None:
-        self.response = response
-
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        return self.response
-
-    async def aclose(self) -> None:
-        return None
 
 
 @dataclass
@@ -67,7 +55,7 @@ def replay(probe: Probe, call: dict[str, Any]) -> dict[str, Any]:
     raw = json.dumps(call["arguments"])
     response = ChatResponse(text="", tool_calls=(ToolCall(call["tool"], raw, call["arguments"], "c0"),))
     spec = TrialSpec("s", "t", call["model"], probe.name, call["case_id"], call["condition"], call["run"], 7, 7)
-    return dict(asyncio.run(probe.run(spec, Agent(_Recorded(response), call["model"], {}, 7))))
+    return dict(asyncio.run(probe.run(spec, Agent(Recorded(response), call["model"], {}, 7))))
 
 
 def measure(probes: dict[str, Probe], calls: list[dict[str, Any]]) -> Agreement:

@@ -17,26 +17,14 @@ from typing import Any
 import pytest
 
 import runner
-from runner.core.types import ChatRequest, ChatResponse, ToolCall, TrialSpec, parse_tool_arguments
+from runner.core.types import ChatResponse, ToolCall, TrialSpec, parse_tool_arguments
 from runner.probes.replies import asks_user, is_empty
 from runner.providers.base import Agent
 from tests.conftest import CONFIGS
+from tests.helpers.fakes import Recorded
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures" / "real_model").glob("*.json"))
 _OLD_ASK = __import__("re").compile(r"\?")
-
-
-class _Recorded:
-    name = "recorded"
-
-    def __init__(self, response: ChatResponse) -> None:
-        self.response = response
-
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        return self.response
-
-    async def aclose(self) -> None:
-        return None
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +43,7 @@ def _response(fx: dict[str, Any]) -> ChatResponse:
 
 def _run(probe: Any, fx: dict[str, Any]) -> dict[str, Any]:
     spec = TrialSpec("s", "t", "gemma", probe.name, fx["case_id"], fx["condition"], 0, 7, 7)
-    agent = Agent(_Recorded(_response(fx)), "gemma", {}, 7, fx.get("tool_call_parser"))
+    agent = Agent(Recorded(_response(fx)), "gemma", {}, 7, fx.get("tool_call_parser"))
     return dict(asyncio.run(probe.run(spec, agent)))
 
 

@@ -6,9 +6,10 @@ import asyncio
 
 import pytest
 
-from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, parse_tool_arguments
+from runner.core.types import ChatResponse, Message, ToolCall, parse_tool_arguments
 from runner.providers.base import Agent
 from runner.providers.textcalls import parse_text_calls
+from tests.helpers.fakes import Recorded
 
 
 def test_json_object_bare_fenced_and_list() -> None:
@@ -48,21 +49,8 @@ def test_control_character_message_says_at_once() -> None:
     assert error is not None and "at at" not in error and error.startswith("Invalid control character at column")
 
 
-class _Fixed:
-    name = "fixed"
-
-    def __init__(self, response: ChatResponse) -> None:
-        self.response = response
-
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        return self.response
-
-    async def aclose(self) -> None:
-        return None
-
-
 def _chat(parser: str | None, response: ChatResponse) -> ChatResponse:
-    agent = Agent(_Fixed(response), "m", {}, 1, parser)
+    agent = Agent(Recorded(response), "m", {}, 1, parser)
     return asyncio.run(agent.chat([Message("user", "hi")]))
 
 
