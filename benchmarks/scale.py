@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import resource
 import shutil
@@ -39,25 +38,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
+from engine_inprocess import scaled_sweep  # the quickstart scaled to N trials, as the engine benchmark runs it
 
-ROOT = Path(__file__).resolve().parent.parent
-QUICKSTART = ROOT / "configs" / "quickstart.yaml"
 STEPS = ("run", "resume", "kill", "report", "load", "diff")
-
-
-def scaled_sweep(folder: Path, trials: int) -> Path:
-    """The quickstart with its run count scaled so the grid holds at least ``trials`` trials."""
-    sweep = yaml.safe_load(QUICKSTART.read_text())
-    cells = 3 * 13 * 3  # models × triples × conditions of the quickstart
-    sweep["probes"][0]["runs"] = max(1, math.ceil(trials / cells))
-    for probe in sweep["probes"]:
-        for key in ("cases", "catalogue"):
-            probe[key] = str(QUICKSTART.parent / probe[key])
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "sweep.yaml"
-    path.write_text(yaml.safe_dump(sweep))
-    return path
 
 
 # -- one step, in its own process -------------------------------------------------------------------------------------
@@ -131,6 +114,7 @@ def _cli(args: list[str]) -> dict[str, object]:
 def _fixture(cache: Path, trials: int) -> tuple[Path, Path, dict[str, object]]:
     """The cached complete output (built on first use) and the build's figures."""
     folder = cache / f"quickstart-{trials}"
+    folder.mkdir(parents=True, exist_ok=True)
     sweep = scaled_sweep(folder, trials)
     out = folder / "out"
     record = folder / "build.json"
