@@ -357,7 +357,7 @@ def test_a_replaced_cache_table_is_set_aside_and_never_becomes_error_rows(tmp_pa
     assert "the response cache" in second.stderr and "has another shape" in second.stderr
     df = check_exactly_once(tmp_path / "b", sweep)
     assert (df["status"] == "ok").all()
-    assert list(cache.glob("responses.sqlite.damaged-*"))
+    assert list(cache.glob("damaged/responses.sqlite.damaged-*"))  # set aside inside the cache's own folder
 
 
 def test_a_malformed_cached_value_is_a_miss(tmp_path: Path) -> None:
