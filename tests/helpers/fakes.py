@@ -35,3 +35,13 @@ class Recorded:
 
     async def aclose(self) -> None:
         return None
+
+
+class Clock:
+    """A clock a test moves by hand (``clock.now += 5``): pacing without waiting."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now

@@ -16,15 +16,7 @@ from runner.providers.managed import ManagedProvider
 from runner.providers.pacing import BETA, PLATEAU, Pacer, RateInfo, read_rate_headers
 from runner.providers.remedies import RemedyBook
 from runner.providers.settings import Limits, RetryPolicy
-from tests.helpers.fakes import NoLimits
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.helpers.fakes import Clock, NoLimits
 
 
 def test_openai_headers_with_durations() -> None:

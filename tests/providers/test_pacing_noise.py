@@ -18,14 +18,7 @@ from runner.providers.pacing import Pacer, RateInfo
 from runner.providers.pool import ProviderPool
 from runner.providers.settings import Connection, RetryPolicy
 from runner.sim.serve import ServerThread
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.helpers.fakes import Clock
 
 
 def test_a_429_with_budget_left_in_its_headers_cuts_nothing_and_one_without_does() -> None:
