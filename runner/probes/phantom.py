@@ -89,12 +89,27 @@ class TraceCall(BaseModel):
     args: dict[str, Any] = Field(validation_alias=AliasChoices("args", "arguments"))
 
 
+class TraceSource(BaseModel):
+    """Where an imported trace came from: the source's own ids, kept so findings can be joined back."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    format: str = Field(min_length=1, description="the reader that imported it, e.g. otel-genai, openinference")
+    file: str | None = Field(default=None, description="the input file, as given on the command line")
+    record: int | None = Field(default=None, ge=0, description="the record's line (JSON lines) or index in the file")
+    trace_id: str | None = None
+    span_id: str | None = None
+    conversation_id: str | None = Field(default=None, description="the unit of inference: one conversation")
+    call_id: str | None = None
+
+
 class Trace(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
     id: str = Field(min_length=1, validation_alias=AliasChoices("id", "name"))
     context: TraceContext
     calls: list[TraceCall] = Field(min_length=1)
-    gold_phantoms: list[str]
+    # None: no gold — an imported production trace is audited and reported, never refused for lacking it.
+    gold_phantoms: list[str] | None = None
+    tools: list[dict[str, Any]] | None = Field(default=None, description="the tools offered, as the source wrote them")
+    source: TraceSource | None = None
     notes: str | None = None
     origin: str | None = None
 
@@ -170,7 +185,7 @@ def load_traces(path: Path) -> tuple[list[Trace], str]:
             raise rec.error(f"a trace must be a mapping, got {type(rec.data).__name__}")
         trace: Trace = validate(Trace, rec.data, rec.source, prefix=rec.prefix)
         fields = {f"{c.tool}.{a}" for c in trace.calls for a in c.args}
-        for i, g in enumerate(trace.gold_phantoms):
+        for i, g in enumerate(trace.gold_phantoms or ()):
             if g not in fields:
                 raise rec.error(f"{g!r} is not an argument of any call in this trace", "gold_phantoms", i,
                                 hint=f"write tool.arg, one of: {', '.join(sorted(fields)) or 'none'}")
@@ -254,7 +269,7 @@ class PhantomProbe(Probe):
     async def run(self, spec: TrialSpec, agent: Agent) -> dict[str, Any]:
         trace, per_condition = self._by_id[spec.case_id]
         user, baseline = per_condition[spec.condition]
-        gold = list(trace.gold_phantoms)
+        gold = None if trace.gold_phantoms is None else list(trace.gold_phantoms)
         text, error, detail = await self._ask(agent, user, spec.seed)
         pred: list[str] | None = None
         if error is None:
@@ -262,7 +277,7 @@ class PhantomProbe(Probe):
                 pred = parse_auditor_reply(text or "")
             except AuditorParseError as exc:
                 error, detail = _ERROR_PARSE, str(exc)
-        gold_set, base_set = set(gold), set(baseline)
+        base_set = set(baseline)
         row: dict[str, Any] = {
             "pred_fields": pred,
             "baseline_fields": baseline,
@@ -270,17 +285,20 @@ class PhantomProbe(Probe):
             "auditor_error": error,
             "auditor_error_detail": detail,
             "auditor_failed": error is not None,
-            "baseline_exact": base_set == gold_set,
-            "baseline_tp": len(base_set & gold_set),
-            "baseline_fp": len(base_set - gold_set),
-            "baseline_fn": len(gold_set - base_set),
+            # Scores against gold are null where a trace has no gold; agreement with the baseline is not.
+            "baseline_exact": None, "baseline_tp": None, "baseline_fp": None, "baseline_fn": None,
             "auditor_exact": None, "disagree": None, "auditor_tp": None, "auditor_fp": None, "auditor_fn": None,
         }
+        if gold is not None:
+            gold_set = set(gold)
+            row.update(baseline_exact=base_set == gold_set, baseline_tp=len(base_set & gold_set),
+                       baseline_fp=len(base_set - gold_set), baseline_fn=len(gold_set - base_set))
         if pred is not None:
             pred_set = set(pred)
-            row.update(auditor_exact=pred_set == gold_set, disagree=pred_set != base_set,
-                       auditor_tp=len(pred_set & gold_set), auditor_fp=len(pred_set - gold_set),
-                       auditor_fn=len(gold_set - pred_set))
+            row["disagree"] = pred_set != base_set
+            if gold is not None:
+                row.update(auditor_exact=pred_set == gold_set, auditor_tp=len(pred_set & gold_set),
+                           auditor_fp=len(pred_set - gold_set), auditor_fn=len(gold_set - pred_set))
         return row
 
     @classmethod

@@ -69,7 +69,7 @@ def learn(probes: Sequence[Probe]) -> None:
                                             answer)
         elif isinstance(probe, PhantomProbe):
             for trace, per_condition in probe._by_id.values():
-                text = json.dumps({"phantom_fields": list(trace.gold_phantoms)})
+                text = json.dumps({"phantom_fields": list(trace.gold_phantoms or ())})
                 for user, _baseline in per_condition.values():
                     learned.setdefault(fingerprint((probe._system, user), ()), _reply(text, ()))
     _ANSWERS.update(learned)
