@@ -1,8 +1,14 @@
-"""Whether a run's grid is finished: every report of an unfinished one says so, with counts, before its tables.
+"""Whether a run's numbers are of the whole grid: every report of one that is not says so, with counts, first.
 
 A budget stop, a crash or Ctrl-C leaves a grid part-written. Its rates are rates of the trials that ran, and
 a verdict on them (the scorecard) would grade prompts the rest of the grid would change, so every renderer
 leads with ``incomplete_lines`` and the scorecard grades no unfinished run.
+
+A model server that died mid-run (a local llama.cpp that crashed, a tunnel that closed) leaves a finished grid
+whose later trials are all error rows that never reached a server. Its tables then hold the trials before the
+crash, and a reader who starts at the first table sees rates of a fraction of the grid with no word of why
+(issue 34: "a crashed server was reported after 180 lines of empty tables"). So the same lines say that
+first, counted from the rows' ``unreachable`` column (``runner.config.cost.usage_by_model``).
 """
 
 from __future__ import annotations
@@ -17,9 +23,38 @@ def incomplete_runs(summary: Summary) -> list[tuple[str, int, int]]:
             if r["trials_total"] and r["trials"] < r["trials_total"]]
 
 
+#: a model's server is called lost when at least this share of its trials never reached it (a blip that a few
+#: retries gave up on stays in the error counts; a dead server takes every trial after it died)
+LOST_SERVER_SHARE = 0.10
+
+
+def lost_servers(summary: Summary) -> list[tuple[str, str, int, int]]:
+    """(run, model, unreachable trials, trials) of every model whose server could not be reached in at least
+    ``LOST_SERVER_SHARE`` of its trials."""
+    models = summary.models
+    if "unreachable" not in models.columns:  # a Summary built by hand, without usage
+        return []
+    return [(r["run"], r["model"], r["unreachable"], r["trials"]) for r in models.iter_rows(named=True)
+            if r["trials"] and r["unreachable"] and r["unreachable"] >= LOST_SERVER_SHARE * r["trials"]]
+
+
 def incomplete_lines(summary: Summary) -> list[str]:
-    """One line per unfinished run: ``incomplete: 417 of 540 trials written …``."""
+    """The lines every report leads with, above its first table: one per model whose server was lost
+    (``server lost: …``), then one per unfinished run (``incomplete: 417 of 540 trials written …``)."""
     many = len(summary.runs) > 1
-    return [f"incomplete: {done:,} of {total:,} trials written" + (f" (run {run})" if many else "")
-            + " — rates cover only the trials that ran, and the scorecard is not graded; rerun the same command "
-              "to finish the grid" for run, done, total in incomplete_runs(summary)]
+    lines = []
+    for run, model, lost, trials in lost_servers(summary):
+        answered = trials - lost
+        where = f" (run {run})" if many else ""
+        if answered:
+            lines.append(f"server lost: model {model}{where} could not reach its server in {lost:,} of {trials:,} "
+                         f"trials — its rates cover the other {answered:,}; restart the server, then run the sweep "
+                         "again with --retry-errors")
+        else:
+            lines.append(f"server unreachable: model {model}{where} reached no server in any of its {trials:,} "
+                         "trials — it has no rates; start the server its base_url names, then run the sweep again "
+                         "with --retry-errors")
+    lines += [f"incomplete: {done:,} of {total:,} trials written" + (f" (run {run})" if many else "")
+              + " — rates cover only the trials that ran, and the scorecard is not graded; rerun the same command "
+                "to finish the grid" for run, done, total in incomplete_runs(summary)]
+    return lines

@@ -24,6 +24,8 @@ from typing import Any
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from runner.core.errors import CONNECTION_FAILED
+
 PER_MILLION = 1_000_000.0
 
 
@@ -78,11 +80,14 @@ def _cost_expr(prices: Mapping[str, ModelPrice]) -> pl.Expr:
 
 def usage_by_model(trials: pl.LazyFrame, prices: Mapping[str, ModelPrice],
                    by: tuple[str, ...] = ("model",)) -> pl.DataFrame:
-    """Per model (or per ``by`` group): trials, errors, tokens, cost (null when unpriced), cost per trial."""
+    """Per model (or per ``by`` group): trials, errors, ``unreachable`` (error rows whose request reached no
+    server), tokens, cost (null when unpriced), cost per trial."""
     return (
         trials.group_by(*by)
         .agg(pl.len().cast(pl.Int64).alias("trials"),
              (pl.col("status") != "ok").sum().cast(pl.Int64).alias("errors"),
+             ((pl.col("status") != "ok") & pl.col("error").str.starts_with(CONNECTION_FAILED).fill_null(False))
+             .sum().cast(pl.Int64).alias("unreachable"),
              pl.col("input_tokens").fill_null(0).sum().cast(pl.Int64).alias("input_tokens"),
              pl.col("output_tokens").fill_null(0).sum().cast(pl.Int64).alias("output_tokens"),
              _cost_expr(prices).sum().alias("cost_usd"))

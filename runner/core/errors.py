@@ -87,6 +87,12 @@ class UserError(TrialgridError):
         return text
 
 
+#: The first words of every error whose request never reached a server (refused, reset, cut off before an
+#: answer), as ``runner.providers.http_base`` writes it: the report counts such rows per model as
+#: ``unreachable`` and says first when a model's server died (``runner.analysis.completeness``).
+CONNECTION_FAILED = "connection failed"
+
+
 class ErrorKind(str, Enum):
     """What kind of failure a ``ProviderError`` (and an error row's ``error_kind``) is; everything above the
     provider (engine retries, rows, reports) reads only the kind."""

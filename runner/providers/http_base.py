@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import orjson
 
+from runner.core.errors import CONNECTION_FAILED
 from runner.core.redact import scrub_bytes
 from runner.core.types import ChatRequest, ChatResponse
 from runner.providers.classify import classify_http
@@ -128,7 +129,7 @@ class HttpProvider:
             if _timed_out(exc):
                 message = f"no answer within the {self.connection.timeout_s:g} s request timeout{self._where}"
             else:
-                message = f"connection failed{self._where}: {_describe(exc)}"
+                message = f"{CONNECTION_FAILED}{self._where}: {_describe(exc)}"
             raise self._error(ErrorKind.TRANSIENT, message, applied) from None
         latency = time.perf_counter() - started
         note_rate_headers(response.headers)  # every answer's rate-limit headers pace the key (pacing.py)

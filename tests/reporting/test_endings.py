@@ -69,3 +69,40 @@ def test_a_run_that_is_all_errors_leads_with_why_and_prints_no_tables(tmp_path: 
     lines = [x for x in result.stderr.splitlines() if not x.startswith("warning:")]
     lead = next(i for i, x in enumerate(lines) if x.startswith("every trial of this run ended as an error row"))
     assert lines[lead + 1].startswith("model broken: all ") and "the user's agent broke" in lines[lead + 1]
+
+
+def test_a_lost_server_is_said_first_and_one_never_reached_too(tmp_path: Path) -> None:
+    """Issue 34: a model whose server died (here: one that resets about half its connections, and one at a port
+    nothing listens on) leads the report with one line each, counted from the rows, above the first table."""
+    import socket
+
+    import polars as pl
+
+    from runner.core.errors import CONNECTION_FAILED
+    from tests.helpers.files import quickstart_dict, write_yaml
+    from tests.helpers.serving import serving
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing answers there
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    data = quickstart_dict()
+    data["probes"] = data["probes"][:1]
+    data["probes"][0]["runs"] = 2
+    with serving(faults={"reset": 0.5}, fault_seed=11) as server:
+        common = {"provider": "openai", "api_key_env": None, "retry": {"max_attempts": 1}}
+        data["models"] = [{"name": "flaky", "model": "typical", "base_url": server.base_url, **common},
+                          {"name": "gone", "model": "typical", "base_url": f"http://127.0.0.1:{closed}/v1", **common}]
+        result = invoke("run", str(write_yaml(tmp_path / "s.yaml", data)), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 3, result.output
+    rows = written_rows(tmp_path / "out")
+    lost = rows.filter(pl.col("error").str.starts_with(CONNECTION_FAILED).fill_null(False))
+    per_model = dict(lost.group_by("model").len().iter_rows())
+    trials = dict(rows.group_by("model").len().iter_rows())
+    assert 0 < per_model["flaky"] < trials["flaky"] and per_model["gone"] == trials["gone"]
+    lines = result.stdout.splitlines()
+    table = next(i for i, line in enumerate(lines) if "leaderboard" in line)
+    lead = lines[:table]
+    assert lead[0] == (f"server lost: model flaky could not reach its server in {per_model['flaky']:,} of "
+                       f"{trials['flaky']:,} trials — its rates cover the other {trials['flaky'] - per_model['flaky']:,}; "
+                       "restart the server, then run the sweep again with --retry-errors")
+    assert lead[1].startswith(f"server unreachable: model gone reached no server in any of its {trials['gone']:,} trials")
