@@ -82,12 +82,15 @@ def usage_by_model(trials: pl.LazyFrame, prices: Mapping[str, ModelPrice],
                    by: tuple[str, ...] = ("model",)) -> pl.DataFrame:
     """Per model (or per ``by`` group): trials, errors, ``unreachable`` (error rows whose request reached no
     server), tokens, cost (null when unpriced), cost per trial."""
+    failed = pl.col("status") != "ok"
+    # a table written by hand or an old importer may lack the error text: then nothing counts as unreachable
+    unreachable = (failed & pl.col("error").str.starts_with(CONNECTION_FAILED).fill_null(False)
+                   if "error" in trials.collect_schema().names() else pl.lit(False))
     return (
         trials.group_by(*by)
         .agg(pl.len().cast(pl.Int64).alias("trials"),
-             (pl.col("status") != "ok").sum().cast(pl.Int64).alias("errors"),
-             ((pl.col("status") != "ok") & pl.col("error").str.starts_with(CONNECTION_FAILED).fill_null(False))
-             .sum().cast(pl.Int64).alias("unreachable"),
+             failed.sum().cast(pl.Int64).alias("errors"),
+             unreachable.sum().cast(pl.Int64).alias("unreachable"),
              pl.col("input_tokens").fill_null(0).sum().cast(pl.Int64).alias("input_tokens"),
              pl.col("output_tokens").fill_null(0).sum().cast(pl.Int64).alias("output_tokens"),
              _cost_expr(prices).sum().alias("cost_usd"))
