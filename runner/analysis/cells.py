@@ -45,6 +45,13 @@ def interval_name(keys: str | list[str] | None) -> str:
     return " / ".join(_INTERVAL_NAMES.get(k, k) for k in items) or "no interval"
 
 
+def with_interval(keys: str | list[str] | None) -> str:
+    """A caption's phrase for the intervals beside a rate: ``with its 95% tilted Korn–Graubard cluster interval``,
+    or, where no cell had a scored trial, ``with no interval — every trial is an error row``."""
+    name = interval_name(keys)
+    return "with no interval — every trial is an error row" if name == "no interval" else f"with its {CONFIDENCE:.0%} {name}"
+
+
 def cell_counts(trials: pl.LazyFrame, probe: str, rates: tuple[str, ...]) -> pl.DataFrame:
     """Per (model, case, condition): ok trials ``n``, ``errors``, and each rate's hits and ``n_<rate>``."""
     ok = pl.col("status") == "ok"

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import polars as pl
 
-from runner.analysis.cells import SUCCESS_RATES, firing_event, interval_name
+from runner.analysis.cells import SUCCESS_RATES, firing_event, interval_name, with_interval
 from runner.analysis.completeness import incomplete_lines
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label
 from runner.analysis.scorecard import ALPHA, scorecard_table
@@ -183,9 +183,9 @@ def _leaderboard_section(summary: Summary, probe: str, kind: str) -> str:
         rows.append(row)
     parts.append(_table(header, rows, left=len(lead)))
     first = board.row(0, named=True)
-    methods = interval_name(conds["interval_method"].drop_nulls().to_list())
-    note = (f'<p class="note">Headline rate <code>{escape(head)}</code> by condition with its {CONFIDENCE:.0%} '
-            f"{escape(methods)} (prompts as clusters). Firing: prompts with at least one "
+    methods = with_interval(conds["interval_method"].drop_nulls().to_list())
+    note = (f'<p class="note">Headline rate <code>{escape(head)}</code> by condition {escape(methods)} '
+            f"(prompts as clusters). Firing: prompts with at least one "
             f"{escape(first['firing_event'])} in {escape(first['firing_scope'])}.")
     if has_test:
         note += (f" A − B: <code>{escape(first['contrast'])}</code> on <code>{escape(first['outcome'])}</code>, "

@@ -29,7 +29,7 @@ import polars as pl
 from rich.console import Console
 from rich.text import Text
 
-from runner.analysis.cells import ProbeAnalysis, firing_event, interval_name
+from runner.analysis.cells import ProbeAnalysis, firing_event, interval_name, with_interval
 from runner.analysis.completeness import incomplete_lines
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label, summarize
 from runner.analysis.scorecard import ALPHA, scorecard_table
@@ -176,7 +176,7 @@ def _leaderboard_grids(summary: Summary, probe: str, kind: str) -> list[Grid]:
     rate_methods = conds["interval_method"].drop_nulls().to_list()
     rates = Grid(f"{probe} · leaderboard · {head}", [name_col] + [Col(c) for c in conditions]
                  + [Col("firing"), Col("errors")],
-                 caption=(f"{head} with its {CONFIDENCE:.0%} {interval_name(rate_methods)} (%); "
+                 caption=(f"{head} {with_interval(rate_methods)} (%); "
                           + _firing_caption(rows[0])))
     cols = [name_col]
     if has_test:
