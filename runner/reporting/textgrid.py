@@ -30,7 +30,7 @@ from typing import Literal
 
 from rich import box
 from rich.cells import cell_len
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.measure import Measurement
 from rich.segment import Segments
 from rich.table import Table
@@ -40,6 +40,9 @@ from runner.core.safety import term_text
 
 #: wide enough for any table a report draws; only used to measure a natural width
 _UNBOUNDED = 100_000
+#: a table's title and caption wrap at its width, but never narrower than this: rich wraps them to the table
+#: itself, which folded "negative · leaderboard · test and cost" into three lines above a two-column table
+PROSE_MIN = 72
 
 
 def fit_width(console: Console) -> int | None:
@@ -124,12 +127,10 @@ def _header(col: Col, cells: Sequence[Text]) -> str:
     return wrap_label(col.header, max(_body_width(cells), 8))
 
 
-def _table(grid: Grid, idx: Sequence[int], title: str, caption: bool = True) -> Table:
-    # titles, captions and headers hold user labels: Text, so rich reads no markup in them, controls escaped
-    table = Table(title=Text(term_text(title)), title_justify="left", header_style="bold",
-                  caption=Text(term_text(grid.caption)) if caption and grid.caption else None,
-                  caption_justify="left", box=box.HEAVY_HEAD if grid.boxed else box.SIMPLE_HEAD,
-                  pad_edge=grid.boxed)
+def _table(grid: Grid, idx: Sequence[int]) -> Table:
+    """The table's body; its title and caption are printed around it by ``_print`` (see ``PROSE_MIN``)."""
+    # headers hold user labels: Text, so rich reads no markup in them, controls escaped
+    table = Table(header_style="bold", box=box.HEAVY_HEAD if grid.boxed else box.SIMPLE_HEAD, pad_edge=grid.boxed)
     for i in idx:
         col = grid.cols[i]
         cells = [r[0][i] for r in grid.rows]
@@ -152,10 +153,25 @@ def _natural(console: Console, table: Table) -> int:
     return Measurement.get(console, console.options.update(max_width=_UNBOUNDED), table).maximum
 
 
-def print_at(console: Console, renderable: Table, width: int) -> None:
+def print_at(console: Console, renderable: RenderableType, width: int) -> None:
     """Render at ``width`` even when it exceeds the console's, uncropped (rich would crop to its width)."""
     options = console.options.update(width=width)
     console.print(Segments(list(console.render(renderable, options))), crop=False)
+
+
+def _print(console: Console, table: Table, title: str, caption: str | None, width: int | None) -> None:
+    """Title, table, caption. Without a fixed width the table keeps its natural width (uncropped, see the module
+    docstring); title and caption (user labels: Text, no markup, controls escaped) wrap at the table's width, at
+    least ``PROSE_MIN`` columns, and never past a fixed width."""
+    natural = _natural(console, table)
+    prose = max(natural, PROSE_MIN) if width is None else min(max(natural, PROSE_MIN), width)
+    print_at(console, Text(term_text(title), style="table.title"), prose)
+    if width is None:
+        print_at(console, table, natural)
+    else:
+        console.print(table)
+    if caption:
+        print_at(console, Text(term_text(caption), style="table.caption"), prose)
 
 
 def _parts(console: Console, grid: Grid, width: int) -> list[list[int]] | None:
@@ -164,14 +180,14 @@ def _parts(console: Console, grid: Grid, width: int) -> list[list[int]] | None:
     parts: list[list[int]] = []
     current: list[int] = []
     for i in rest:
-        if _minimum(console, _table(grid, keys + current + [i], grid.title)) <= width:
+        if _minimum(console, _table(grid, keys + current + [i])) <= width:
             current.append(i)
             continue
         if not current:
             return None  # one column does not fit beside the keys
         parts.append(current)
         current = [i]
-        if _minimum(console, _table(grid, keys + current, grid.title)) > width:
+        if _minimum(console, _table(grid, keys + current)) > width:
             return None
     if current or not parts:
         parts.append(current)
@@ -193,13 +209,9 @@ def _print_stacked(console: Console, grid: Grid) -> None:
 
 def emit(console: Console, grid: Grid, width: int | None) -> None:
     """Print ``grid`` so that every value is whole: see the module docstring."""
-    if width is None:
-        table = _table(grid, range(len(grid.cols)), grid.title)
-        print_at(console, table, _natural(console, table))
-        return
-    full = _table(grid, range(len(grid.cols)), grid.title)
-    if _minimum(console, full) <= width:
-        console.print(full)
+    full = _table(grid, range(len(grid.cols)))
+    if width is None or _minimum(console, full) <= width:
+        _print(console, full, grid.title, grid.caption, width)
         return
     parts = _parts(console, grid, width)
     if parts is None:
@@ -207,7 +219,8 @@ def emit(console: Console, grid: Grid, width: int | None) -> None:
         return
     keys = list(range(min(grid.keys, len(grid.cols))))
     for n, part in enumerate(parts, 1):
-        console.print(_table(grid, keys + part, f"{grid.title} (part {n} of {len(parts)})", caption=n == len(parts)))
+        _print(console, _table(grid, keys + part), f"{grid.title} (part {n} of {len(parts)})",
+               grid.caption if n == len(parts) else None, width)
 
 
 def say(console: Console, text: str | Text, width: int | None, style: str | None = None) -> None:
