@@ -179,7 +179,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 64, 256, 1024])
-    parser.add_argument("--transports", nargs="+", default=["httpx", "sharded", "httpx-aiohttp", "aiohttp"])
+    parser.add_argument("--transports", nargs="+", default=["httpx", "sharded", "httpx-aiohttp", "httpx-transport", "aiohttp"])
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--rpm", type=int, default=None, help="run only the sustained rpm check at this limit")
     parser.add_argument("--rpm-minutes", type=float, default=3.0)

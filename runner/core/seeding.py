@@ -36,6 +36,10 @@ def mix64(seed: int, salt: int) -> int:
     return z ^ (z >> 31)
 
 
+#: 64-bit words of randomness a permutation of n draws, per n (a catalogue's few sizes)
+_WORDS: dict[int, int] = {}
+
+
 def permutation(n: int, seed: int, salt: int) -> list[int]:
     """A Fisher–Yates permutation of ``range(n)`` drawn from (seed, salt).
 
@@ -43,9 +47,11 @@ def permutation(n: int, seed: int, salt: int) -> list[int]:
     least 64 bits more than log2(n!), so every permutation is equally likely up to a
     bias below 2^-64, at one splitmix call per 64 bits instead of one per swap.
     """
-    words = (math.lgamma(n + 1) / math.log(2) + 64) // 64 + 1
+    words = _WORDS.get(n)
+    if words is None:
+        words = _WORDS[n] = int((math.lgamma(n + 1) / math.log(2) + 64) // 64 + 1)
     r = 0
-    for w in range(int(words)):
+    for w in range(words):
         r = (r << 64) | mix64(seed, salt + w)
     order = list(range(n))
     for i in range(n - 1, 0, -1):

@@ -35,6 +35,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 import pyarrow as pa
@@ -103,15 +104,27 @@ def _words(text: str) -> list[str]:
 
 
 class GroundingContext:
-    """The text a model was shown, normalised once, that values are looked up in."""
+    """The text a model was shown, normalised once, that values are looked up in.
 
-    __slots__ = ("_folded", "_numbers", "_text")
+    A context also remembers the verdict of each scalar leaf it has judged (``check_call``):
+    the verdict is a pure function of the leaf, its path, the tool's schema and this context,
+    and the simulated agents and real models send the same few values again and again
+    (issue 32: the checks were a quarter of a simulated trial). ``of_messages`` hands out one
+    context per distinct conversation text, so the memo is shared across a probe's runs.
+    """
+
+    __slots__ = ("_folded", "_memo", "_numbers", "_text")
+
+    #: leaf verdicts a context keeps; past this it judges without remembering (bounded memory)
+    _MEMO_LIMIT = 4096
 
     def __init__(self, texts: Iterable[str]) -> None:
         self._text = normalise("\n".join(texts))
         self._numbers = numbers_in(self._text) | {canonical_number(m.group(0))
                                                   for m in _LOOSE_NUMBER_RE.finditer(self._text)}
         self._folded = _fold(self._text)
+        # (id(spec), path, type, value) -> (spec, verdict); the entry holds the spec, so its id is not reused
+        self._memo: dict[tuple[Any, ...], tuple[ToolSpec | None, Reason | None]] = {}
 
     @classmethod
     def of_values(cls, shown: Any) -> GroundingContext:
@@ -122,8 +135,21 @@ class GroundingContext:
     @classmethod
     def of_messages(cls, messages: Sequence[Message]) -> GroundingContext:
         """From a conversation: system, user and tool-result turns. The assistant's own earlier words ground
-        nothing (it could have invented them there first)."""
-        return cls(m.content for m in messages if m.role in ("system", "user", "tool"))
+        nothing (it could have invented them there first). One (cached) context per distinct text."""
+        return _context_of_texts(tuple(m.content for m in messages if m.role in ("system", "user", "tool")))
+
+    def verdict(self, value: Any, path: str, spec: ToolSpec | None) -> Reason | None:
+        """``check_value`` of one leaf of a call to ``spec``'s tool, remembered for hashable scalars."""
+        if value is None or value.__class__ not in _MEMO_TYPES:
+            return check_value(value, path, self, _param_schema(spec, path))
+        key = (id(spec), path, value.__class__, value)
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is spec:
+            return hit[1]
+        reason = check_value(value, path, self, _param_schema(spec, path))
+        if len(self._memo) < self._MEMO_LIMIT:
+            self._memo[key] = (spec, reason)
+        return reason
 
     def grounds(self, value: Any) -> bool:
         """The containment test: ``value``'s normalised form occurs in this context."""
@@ -142,6 +168,16 @@ class GroundingContext:
             if not _GENERIC_BEFORE_RE.search(self._folded[:m.start()]):
                 return True
         return False
+
+
+#: scalar leaf types whose verdicts a context remembers (hashable, compared by value and type)
+_MEMO_TYPES = frozenset({str, int, float, bool})
+
+
+@lru_cache(maxsize=256)
+def _context_of_texts(texts: tuple[str, ...]) -> GroundingContext:
+    """The context of these texts, built once: a probe asks the same conversation in many runs."""
+    return GroundingContext(texts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +252,7 @@ def check_call(tool: str, arguments: Mapping[str, Any] | None, context: Groundin
     """Every ungrounded leaf of one call's arguments (none for arguments that did not parse: nothing to read)."""
     out: list[Finding] = []
     for path, value in leaves(arguments or {}):
-        reason = check_value(value, path, context, _param_schema(spec, path))
+        reason = context.verdict(value, path, spec)
         if reason is not None:
             out.append(Finding(tool, path, value, reason))
     return out

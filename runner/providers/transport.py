@@ -12,13 +12,20 @@ README's "Performance" section):
   small enough to stay on the fast path;
 - ``httpx-aiohttp``: one ``httpx.AsyncClient`` over ``httpx_aiohttp.AiohttpTransport``
   (aiohttp's pool and parser behind the httpx API);
-- ``aiohttp``: the same transport, driven directly with ``httpx.Request`` objects.
-  ``AsyncClient.send`` spends more CPU per request than the transport itself
+- ``httpx-transport``: the same transport, driven directly with ``httpx.Request``
+  objects. ``AsyncClient.send`` spends more CPU per request than the transport itself
   (URL re-parsing, header merging, the cookie jar, auth and redirect hooks — none
-  of which an API client needs), and on two shared cores that CPU is the limit.
+  of which an API client needs), and on two shared cores that CPU is the limit;
+- ``aiohttp``: one ``aiohttp.ClientSession`` posting the encoded body as is and
+  reading the answer whole with ``read()``; the status, raw headers and bytes become
+  one ``httpx.Response``. No ``httpx.Request``, no byte stream and chunk iterator
+  between aiohttp and the caller, no second copy of the body, no per-request header
+  list (issue 32: the wrapped path was 45% of client CPU, and trialgrid reached
+  0.45–0.58 of a bare aiohttp loop).
 
 ``DEFAULT_TRANSPORT`` is the one the benchmark chose. Every kind is driven through
-the same ``Client`` protocol, so the wire formats never know which one they use.
+the same ``Client`` protocol and answers with an ``httpx.Response``, so the wire
+formats, the retry loop, the classifier and the limiter never know which one they use.
 
 ``timeout_s`` bounds each request as a whole — connecting, the status line and
 headers, and the full body — not only each read: httpx's and aiohttp's timeouts are
@@ -33,12 +40,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
 import httpx
 
-_TRANSPORTS = ("aiohttp", "httpx-aiohttp", "httpx", "sharded")
+_TRANSPORTS = ("aiohttp", "httpx-transport", "httpx-aiohttp", "httpx", "sharded")
 #: chosen by benchmarks/http_throughput.py (see the README's "Performance" section)
 DEFAULT_TRANSPORT = "aiohttp"
 _SHARD_SIZE = 16  # connections per shard: where a single httpx pool still scaled in the benchmark
@@ -103,6 +110,67 @@ class _DirectClient:
         await self._transport.aclose()
 
 
+class _EmptyStream(httpx.AsyncByteStream):
+    """The stream of a response whose body is already read: nothing left to iterate."""
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        return
+        yield b""  # pragma: no cover - makes this an async generator
+
+
+_EMPTY_STREAM = _EmptyStream()
+
+
+class _ReadResponse(httpx.Response):
+    """An ``httpx.Response`` of a body aiohttp already read whole (and decompressed, if the server compressed it).
+
+    ``httpx.Response(content=...)`` would pass the bytes through its byte stream, decoder and
+    chunker once more (~30 µs a response, as much as the rest of the client's own work): here
+    the body is set as read, which is what ``Response.read()`` leaves behind.
+    """
+
+    def __init__(self, status_code: int, headers: Any, body: bytes) -> None:
+        super().__init__(status_code, headers=headers, stream=_EMPTY_STREAM)
+        self._content = body
+
+
+class _AiohttpClient:
+    """aiohttp's own session under the ``Client`` protocol: the body sent as given, the answer read whole.
+
+    The session is opened on the first request (aiohttp binds it to the running loop)
+    with the provider's headers as its defaults, so a request adds only its own (the
+    seed header). No aiohttp timeout is set: ``_WholeRequest`` bounds every request as a
+    whole. Redirects are not followed (a redirected POST is an error here: the 3xx is
+    returned as is), a compressed body is decompressed by aiohttp, and no cookie is kept.
+    aiohttp's errors reach the caller as they are (``aiohttp.ClientError``, ``OSError``,
+    ``TimeoutError``); ``http_base`` classifies them.
+    """
+
+    def __init__(self, *, headers: Mapping[str, str], max_connections: int) -> None:
+        self._headers = dict(headers)
+        self._max_connections = max_connections
+        self._session: Any = None
+
+    def _open(self) -> Any:
+        import aiohttp
+
+        connector = aiohttp.TCPConnector(limit=self._max_connections, keepalive_timeout=30.0)
+        self._session = aiohttp.ClientSession(
+            connector=connector, headers=self._headers, trust_env=False,
+            cookie_jar=aiohttp.DummyCookieJar(), timeout=aiohttp.ClientTimeout(total=None))
+        return self._session
+
+    async def post(self, url: str, *, content: bytes, headers: Mapping[str, str]) -> httpx.Response:
+        session = self._session or self._open()
+        async with session.post(url, data=content, headers=headers or None, allow_redirects=False) as resp:
+            return _ReadResponse(resp.status, resp.raw_headers, await resp.read())
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
 class _WholeRequest:
     """Any ``Client`` with a deadline on each request as a whole (see the module docstring)."""
 
@@ -143,11 +211,13 @@ def _make_client(kind: str, *, timeout_s: float, headers: Mapping[str, str], max
     if kind == "sharded":
         n = max(1, -(-max_connections // _SHARD_SIZE))
         return _ShardedClient([httpx.AsyncClient(limits=_limits(_SHARD_SIZE), **common) for _ in range(n)])
-    if kind in ("aiohttp", "httpx-aiohttp"):
+    if kind == "aiohttp":
+        return _AiohttpClient(headers=headers, max_connections=max_connections)
+    if kind in ("httpx-transport", "httpx-aiohttp"):
         from httpx_aiohttp import AiohttpTransport
 
         transport = AiohttpTransport(limits=_limits(max_connections), trust_env=False)
-        if kind == "aiohttp":
+        if kind == "httpx-transport":
             return _DirectClient(transport, timeout_s=timeout_s, headers=headers)
         return httpx.AsyncClient(transport=transport, **common)
     raise ValueError(f"unknown transport {kind!r}: expected one of {', '.join(_TRANSPORTS)}")

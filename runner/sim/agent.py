@@ -42,6 +42,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from operator import attrgetter
 from statistics import NormalDist
 from typing import Any
 
@@ -182,11 +183,11 @@ class SimProvider:
             return multistep_respond(request)
         if not request.tools and is_judge_request(request):  # the judge probe (judging.py)
             return judge_respond(request)
-        persona, prompt = self._prompt(request)
+        names = tuple(map(_NAME, request.tools))
+        persona, prompt = self._prompt(request, names)
         seed = request.seed if request.seed is not None else 0
         if request.messages and request.messages[-1].role == "tool":
             return after_results(self, persona, prompt, request, seed)
-        names = tuple(t.name for t in request.tools)
         calls, reply = self._decide(persona, prompt, names, seed)
         out_chars = len(reply) + sum(len(c.raw_arguments) + len(c.name) for c in calls)
         return ChatResponse(
@@ -196,11 +197,13 @@ class SimProvider:
             finish_reason="tool_calls" if calls else "stop",
         )
 
-    def _prompt(self, request: ChatRequest) -> tuple[Persona, _Prompt]:
-        """The persona and the cached per-prompt facts (reading, latent shifts) of ``request``."""
+    def _prompt(self, request: ChatRequest, names: tuple[str, ...] | None = None) -> tuple[Persona, _Prompt]:
+        """The persona and the cached per-prompt facts (reading, latent shifts) of ``request`` (``names``: its
+        tools' names, when the caller has them)."""
         persona = persona_for_model(request.model)
         text = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
-        names = tuple(t.name for t in request.tools)
+        if names is None:
+            names = tuple(map(_NAME, request.tools))
         key = (request.model, text, frozenset(names))
         prompt = self._cache.get(key)
         if prompt is None:
@@ -258,6 +261,8 @@ class SimProvider:
             return ToolCall(name=tool, raw_arguments=broken, arguments=None, id=call_id, parse_error=error)
         return ToolCall(name=tool, raw_arguments=raw, arguments=args, id=call_id)
 
+
+_NAME = attrgetter("name")
 
 _JSON_CACHE: dict[tuple[Any, ...], str] = {}
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Usage
@@ -75,8 +76,11 @@ def learn(probes: Sequence[Probe]) -> None:
     _ANSWERS.update(learned)
 
 
+@lru_cache(maxsize=256)
 def is_oracle(model: str) -> bool:
-    """Whether a sim model string names the oracle: its first token naming a persona is ``oracle``."""
+    """Whether a sim model string names the oracle: its first token naming a persona is ``oracle``.
+
+    Cached: asked once per simulated request of a sweep's few model strings (``PERSONAS`` is read-only)."""
     from runner.sim.personas import PERSONAS, _split
 
     return next((t for t in _split(model) if t in PERSONAS or t == ORACLE), None) == ORACLE

@@ -148,3 +148,21 @@ def test_propagation_reads_each_call_against_the_tool_results_before_it_and_not_
                    "all_args_grounded": False}
     assert _grounding(steps[1:], DOMAINS["orders"], request)["all_args_grounded"] is True
     assert _grounding([], DOMAINS["orders"], request)["all_args_grounded"] is None
+
+
+def test_a_contexts_remembered_verdicts_are_those_of_the_rule_per_schema_type_and_path() -> None:
+    """Issue 32: a context remembers leaf verdicts; the memo must key on the tool's schema, the value's type and path."""
+    messages = (Message("system", "You are helpful."), Message("user", "Weather in Porto? Use 1 decimal."))
+    context = GroundingContext.of_messages(messages)
+    assert GroundingContext.of_messages(messages) is context  # one context per distinct conversation text
+    free = _spec("get_weather", units={"type": "string"}, decimals={"type": "integer"}, city={"type": "string"})
+    enum = _spec("get_weather", units={"type": "string", "enum": ["celsius"]}, decimals={"type": "integer"},
+                 city={"type": "string"})
+    for _ in range(2):  # the second round is answered from the memo
+        assert [f.reason for f in check_call("get_weather", {"units": "celsius"}, context, free)] == [Reason.NOT_IN_CONTEXT]
+        assert [f.reason for f in check_call("get_weather", {"units": "celsius"}, context, enum)] == [Reason.ENUM_UNSUPPORTED]
+        assert check_call("get_weather", {"decimals": 1}, context, free) == []
+        assert check_call("get_weather", {"decimals": True}, context, free) == []  # True == 1, but says nothing
+        assert [f.path for f in check_call("get_weather", {"decimals": 1.5}, context, free)] == ["decimals"]
+        assert check_call("get_weather", {"city": "Porto"}, context, free) == []
+        assert [f.path for f in check_call("get_weather", {"city": "Lisbon"}, context, free)] == ["city"]
