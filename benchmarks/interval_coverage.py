@@ -109,7 +109,7 @@ FLOOR_DESIGNS = 400_000
 RATE_METHODS = ("percentile", "bca", "boot-t", "t", "kg", "kg-uncapped", "jeffreys-eff", "wilson-eff", "kg-midp",
                 "kg-tilted", "kg-tilted-df")
 DIFF_METHODS = ("percentile", "bca", "boot-t", "t", "mover-kg", "mover-jeffreys", "mover-wilson", "mover-kg-midp",
-                "mover-kg-tilted", "mover-kg-tilted-df")
+                "mover-kg-tilted", "mover-kg-tilted-df", "paired-t")
 BOOT_METHODS = ("percentile", "bca", "boot-t")
 #: columns added by --re-posterior (a measured candidate, not a shipped method)
 RE_METHODS = ("re-post95", "re-post97", "re-post97+u")
@@ -363,6 +363,7 @@ def diff_intervals(hA, nA, hB, nB, B, seed, n_boot=None):
     la, ua = I.korn_graubard_tilted(rA, vA, NA, kA, LEVEL, df=I.design_df(nA))
     lb, ub = I.korn_graubard_tilted(rB, vB, NB, kB, LEVEL, df=I.design_df(nB))
     out["mover-kg-tilted-df"] = I.mover(rA, la, ua, rB, lb, ub, corr)
+    out["paired-t"] = I.paired_t(hA, nA, hB, nB, LEVEL, arms=(la, ua, lb, ub))[:2]
     return out
 
 
@@ -798,7 +799,7 @@ UNEQ_RATES = (0.15, 0.50, 0.95, 0.99)
 UNEQ_ICC = 0.2
 UNEQ_SIZES = ("loguni", "few")
 UNEQ_METHODS = ("kg-tilted", "kg-tilted-df")
-UNEQ_DIFF_METHODS = ("mover-kg-tilted", "mover-kg-tilted-df")
+UNEQ_DIFF_METHODS = ("mover-kg-tilted", "mover-kg-tilted-df", "paired-t")
 
 
 def unequal_sizes(rng: np.random.Generator, R: int, k: int, scheme: str) -> np.ndarray:
