@@ -67,8 +67,10 @@ sizes (--only floor-diff prints only that table, about 5 minutes on 2 cores).
 least 2,000 designs a cell): the tilted interval with k − 1 df ("kg-tilted", the default before)
 against the Bell–McCaffrey design df ("kg-tilted-df", the default now; stats.intervals.design_df),
 and the same pair for A − B. The "-df" columns are in the main grid too.
-The difference tables also print "paired-t", the paired cluster t of ``stats.paired_difference_ci``
-(issue 29: measured beside MOVER, not the default). --only paired-null prints null A − B cells near
+The difference tables also print two paired intervals (issue 29: measured beside MOVER, not the
+default): "paired-t", the symmetric paired cluster t (``stats.intervals.paired_t``), and
+"paired-shaped", the paired SE with reaches shaped by the arms' intervals
+(``stats.intervals.paired_shaped``, what ``stats.paired_difference_ci`` returns). --only paired-null prints null A − B cells near
 0 and 1 (1/3/97/99%, J-shaped Beta rates with ICC 0.25 shared by both arms through a copula of 0.8
 or 0.95, 10 runs, 12/30/100 prompts), where MOVER is widest; --only paired runs
 benchmarks/paired_coverage.py (the model-comparison design of issue 27, with both intervals).
@@ -115,7 +117,7 @@ FLOOR_DESIGNS = 400_000
 RATE_METHODS = ("percentile", "bca", "boot-t", "t", "kg", "kg-uncapped", "jeffreys-eff", "wilson-eff", "kg-midp",
                 "kg-tilted", "kg-tilted-df")
 DIFF_METHODS = ("percentile", "bca", "boot-t", "t", "mover-kg", "mover-jeffreys", "mover-wilson", "mover-kg-midp",
-                "mover-kg-tilted", "mover-kg-tilted-df", "paired-t")
+                "mover-kg-tilted", "mover-kg-tilted-df", "paired-t", "paired-shaped")
 BOOT_METHODS = ("percentile", "bca", "boot-t")
 #: columns added by --re-posterior (a measured candidate, not a shipped method)
 RE_METHODS = ("re-post95", "re-post97", "re-post97+u")
@@ -370,6 +372,7 @@ def diff_intervals(hA, nA, hB, nB, B, seed, n_boot=None):
     lb, ub = I.korn_graubard_tilted(rB, vB, NB, kB, LEVEL, df=I.design_df(nB))
     out["mover-kg-tilted-df"] = I.mover(rA, la, ua, rB, lb, ub, corr)
     out["paired-t"] = I.paired_t(hA, nA, hB, nB, LEVEL, arms=(la, ua, lb, ub))[:2]
+    out["paired-shaped"] = I.paired_shaped(hA, nA, hB, nB, (la, ua, lb, ub))[:2]
     return out
 
 
@@ -812,7 +815,7 @@ UNEQ_RATES = (0.15, 0.50, 0.95, 0.99)
 UNEQ_ICC = 0.2
 UNEQ_SIZES = ("loguni", "few")
 UNEQ_METHODS = ("kg-tilted", "kg-tilted-df")
-UNEQ_DIFF_METHODS = ("mover-kg-tilted", "mover-kg-tilted-df", "paired-t")
+UNEQ_DIFF_METHODS = ("mover-kg-tilted", "mover-kg-tilted-df", "paired-t", "paired-shaped")
 
 
 def unequal_sizes(rng: np.random.Generator, R: int, k: int, scheme: str) -> np.ndarray:
@@ -864,7 +867,7 @@ PAIRED_NULL_PROMPTS = (12, 30, 100)
 PAIRED_NULL_RATES = (0.01, 0.03, 0.97, 0.99)
 PAIRED_NULL_COPULAS = (0.8, 0.95)
 PAIRED_NULL_RUNS = 10
-PAIRED_NULL_METHODS = ("mover-kg-tilted-df", "paired-t")
+PAIRED_NULL_METHODS = ("mover-kg-tilted-df", "paired-t", "paired-shaped")
 
 
 def run_paired_null(args, RA: int) -> None:
@@ -872,7 +875,7 @@ def run_paired_null(args, RA: int) -> None:
 
     Both arms have the same mean and the same prompts fire in both (Gaussian copula 0.8 or 0.95): the
     case where MOVER of the arms' skewed intervals is widest. Prints MOVER (the default) beside the
-    paired cluster t (``stats.intervals.paired_t``) and the width ratio.
+    two paired intervals (``stats.intervals.paired_t`` and ``paired_shaped``) and their widths over MOVER's.
     """
     print(f"\n== NULL A − B near 0 and 1, Beta prompt rates (ICC 0.25) shared by both arms, {PAIRED_NULL_RUNS} runs, "
           f"{RA} designs a cell ==")
@@ -887,8 +890,8 @@ def run_paired_null(args, RA: int) -> None:
         hB = rng.binomial(PAIRED_NULL_RUNS, rates_from_normals(z2, mu, "beta", 0.25)).astype(np.float64)
         res = score({m: v for m, v in diff_intervals(hA, n, hB, n, 0, 0).items() if m in PAIRED_NULL_METHODS}, 0.0)
         cells_ = "".join(f"{100 * res[m][0]:13.1f} / {100 * res[m][1]:5.2f}" for m in PAIRED_NULL_METHODS)
-        print(f"{k:>4} {100 * mu:>4.0f}% {cop:>5} |{cells_}  {res['paired-t'][1] / res['mover-kg-tilted-df'][1]:.2f}",
-              flush=True)
+        ratios = " ".join(f"{res[m][1] / res['mover-kg-tilted-df'][1]:.2f}" for m in PAIRED_NULL_METHODS[1:])
+        print(f"{k:>4} {100 * mu:>4.0f}% {cop:>5} |{cells_}  {ratios}", flush=True)
 
 
 def main(argv: list[str]) -> int:

@@ -359,3 +359,43 @@ def paired_t(hA: np.ndarray, nA: np.ndarray, hB: np.ndarray, nB: np.ndarray, con
     lo, hi = np.clip(lo, -1.0, 1.0), np.clip(hi, -1.0, 1.0)
     bad = ~np.isfinite(d) | ~np.isfinite(vd) | (k < 2)
     return np.where(bad, np.nan, lo), np.where(bad, np.nan, hi), var, df
+
+
+def paired_shaped(hA: np.ndarray, nA: np.ndarray, hB: np.ndarray, nB: np.ndarray,
+                  arms: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Paired interval of rate A − rate B: the paired standard error, the reaches shaped by the arms' intervals.
+
+    Returns (low, high, variance used). ``arms`` = (lA, uA, lB, uB), the arms' own intervals (the default:
+    tilted Korn–Graubard with the design df). Each arm's reaches in units of its standard error,
+    f_lo = (r − l) / s and f_hi = (u − r) / s with s = √max(v, v₀) (v₀ the arm's binomial variance at
+    (H + ½)/(N + 1)), carry what the arm's interval knows that a symmetric t does not: the skew near 0
+    and 1 and the df. The difference's reaches are those factors, weighted by the arms' shares
+    w = s_A / (s_A + s_B) of the spread, times the paired standard error √max(v_d, v₀A + v₀B) of
+    ``paired_t``:
+
+        low = d − √var · (w_A f_lo,A + w_B f_hi,B),   high = d + √var · (w_A f_hi,A + w_B f_lo,B).
+
+    A reaches down where A is low or B is high, hence A's lower and B's upper factor. With symmetric
+    arms (f = t) this is the paired t; with agreeing arms √var is the pairing's gain, which MOVER of the
+    skewed arms cannot give. Clipped to [l_A − u_B, u_A − l_B] and [−1, 1]; NaN where ``paired_t`` is.
+    """
+    hA, nA, hB, nB = _2d(hA), _2d(nA), _2d(hB), _2d(nB)
+    _, NA, rA, vA, _ = ratio_moments(hA, nA)
+    _, NB, rB, vB, _ = ratio_moments(hB, nB)
+    plo, _, var, _ = paired_t(hA, nA, hB, nB, 0.95)
+    la, ua, lb, ub = arms
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ta = (hA.sum(axis=1) + 0.5) / (NA + 1.0)
+        tb = (hB.sum(axis=1) + 0.5) / (NB + 1.0)
+        sa = np.sqrt(np.maximum(np.nan_to_num(vA), ta * (1.0 - ta) / NA))
+        sb = np.sqrt(np.maximum(np.nan_to_num(vB), tb * (1.0 - tb) / NB))
+        wa = sa / (sa + sb)
+        reach_lo = wa * (rA - la) / sa + (1.0 - wa) * (ub - rB) / sb
+        reach_hi = wa * (ua - rA) / sa + (1.0 - wa) * (rB - lb) / sb
+    d = rA - rB
+    se = np.sqrt(var)
+    lo = np.clip(np.maximum(d - reach_lo * se, la - ub), -1.0, 1.0)
+    hi = np.clip(np.minimum(d + reach_hi * se, ua - lb), -1.0, 1.0)
+    bad = np.isnan(plo)
+    return np.where(bad, np.nan, lo), np.where(bad, np.nan, hi), var
