@@ -10,27 +10,13 @@ under 94%. Seeded, vectorised, 4,000 designs a cell (Monte Carlo SE of a 95% cov
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "interval_coverage.py"
 DESIGNS = 4000
-
-
-@pytest.fixture(scope="module")
-def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_interval_coverage_band", _PATH)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _coverage(ints: dict, truth: float, name: str) -> float:
