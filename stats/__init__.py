@@ -22,6 +22,7 @@ from stats.cluster_intervals import (
     IntervalMethod,
     cluster_rate_ci,
     cluster_rate_ci_many,
+    paired_difference_ci,
 )
 
 # deprecated aliases: attributes, not in __all__ (they warn when called)
@@ -79,6 +80,7 @@ __all__ = [
     "holm",
     "mcnemar_exact",
     "paired_difference",
+    "paired_difference_ci",
     "paired_permutation_test",
     "pass_hat_k",
     "prompts_firing",

@@ -165,6 +165,22 @@ def binom_half_lower(k: int, m: int) -> float:
 
 
 @nb.njit(**_JIT)
+def first_beyond(near: int, far: int, cut: float, good: int, bad: int, draws: int) -> int:
+    """The x nearest ``near`` on the way to ``far`` whose hypergeometric log pmf is at most ``cut``, by bisection.
+
+    Either direction (``far`` above or below ``near``); needs pmf(near) > cut ≥ pmf(far) and a pmf
+    monotone between them (one side of the mode).
+    """
+    while abs(far - near) > 1:
+        mid = (near + far) // 2
+        if log_hypergeom_pmf(float(mid), float(good), float(bad), float(draws)) <= cut:
+            far = mid
+        else:
+            near = mid
+    return far
+
+
+@nb.njit(**_JIT)
 def fisher_two_sided(a: int, row1: int, row2: int, col1: int, rtol: float) -> float:
     """Two-sided Fisher p: Σ P(x) over tables with P(x) ≤ P(a)·(1 + rtol), as scipy's ``fisher_exact``.
 
@@ -184,28 +200,10 @@ def fisher_two_sided(a: int, row1: int, row2: int, col1: int, rtol: float) -> fl
     cut = lp_obs + math.log1p(rtol)
     if lp_mode <= cut:
         return 1.0
-    if a < mode:
-        p = hypergeom_tail(a, good, bad, draws, False)
-        if log_hypergeom_pmf(float(hi), float(good), float(bad), float(draws)) > cut:
-            return min(1.0, p)
-        # smallest x in (mode, hi] with pmf(x) <= cut
-        left, right = mode, hi
-        while right - left > 1:
-            mid = (left + right) // 2
-            if log_hypergeom_pmf(float(mid), float(good), float(bad), float(draws)) <= cut:
-                right = mid
-            else:
-                left = mid
-        return min(1.0, p + hypergeom_tail(right, good, bad, draws, True))
-    p = hypergeom_tail(a, good, bad, draws, True)
-    if log_hypergeom_pmf(float(lo), float(good), float(bad), float(draws)) > cut:
+    upper = a > mode  # the observed tail runs from a away from the mode; the other starts on the far side
+    p = hypergeom_tail(a, good, bad, draws, upper)
+    far = lo if upper else hi
+    if log_hypergeom_pmf(float(far), float(good), float(bad), float(draws)) > cut:
         return min(1.0, p)
-    # largest x in [lo, mode) with pmf(x) <= cut
-    left, right = lo, mode
-    while right - left > 1:
-        mid = (left + right) // 2
-        if log_hypergeom_pmf(float(mid), float(good), float(bad), float(draws)) <= cut:
-            left = mid
-        else:
-            right = mid
-    return min(1.0, p + hypergeom_tail(left, good, bad, draws, False))
+    x = first_beyond(mode, far, cut, good, bad, draws)
+    return min(1.0, p + hypergeom_tail(x, good, bad, draws, not upper))

@@ -314,3 +314,97 @@ def correlation(vA: np.ndarray, vB: np.ndarray, cov: np.ndarray) -> np.ndarray:
         c: np.ndarray = np.where((vA > 0) & (vB > 0), cov / np.sqrt(np.where((vA > 0) & (vB > 0), vA * vB, 1.0)), 0.0)
     out: np.ndarray = np.clip(np.nan_to_num(c, nan=0.0), -1.0, 1.0)
     return out
+
+
+def _binomial_variance(h: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Per design: r̃(1 − r̃)/N at r̃ = (H + ½)/(N + 1), the variance of N independent trials nudged off 0 and 1."""
+    N = n.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = (h.sum(axis=1) + 0.5) / (N + 1.0)
+        out: np.ndarray = t * (1.0 - t) / N
+    return out
+
+
+def paired_variance(hA: np.ndarray, nA: np.ndarray, hB: np.ndarray,
+                    nB: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per design: (d = r_A − r_B, max(v_d, v_0), undefined) for the paired intervals ``paired_t``, ``paired_shaped``.
+
+    v_d = k / (k − 1) · Σ_i (e_Ai / N_A − e_Bi / N_B)² = v_A + v_B − 2 cov is the linearisation variance
+    of the paired difference: it shrinks as the arms agree cluster by cluster, which is the whole gain of
+    the pairing. v_0 = ``_binomial_variance`` of A plus that of B is the variance of two independent
+    binomial samples at the pooled rates: the trials' own noise, which no agreement between the arms can
+    remove; it keeps the interval off the degenerate [0, 0] when no trial hit (or every trial did), and
+    off a zero width when one hit is all there is. ``undefined`` where an arm has no trials or fewer
+    than 2 clusters have trials.
+    """
+    _, _, rA, vA, _ = ratio_moments(hA, nA)
+    _, _, rB, vB, _ = ratio_moments(hB, nB)
+    vd = np.maximum(vA + vB - 2.0 * ratio_covariance(hA, nA, hB, nB), 0.0)
+    k = ((nA + nB) > 0).sum(axis=1)
+    d = rA - rB
+    return d, np.maximum(vd, _binomial_variance(hA, nA) + _binomial_variance(hB, nB)), \
+        ~np.isfinite(d) | ~np.isfinite(vd) | (k < 2)
+
+
+def paired_t(hA: np.ndarray, nA: np.ndarray, hB: np.ndarray, nB: np.ndarray, confidence_level: float, *,
+                      arms: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Paired cluster-t interval of rate A − rate B on the same clusters: (low, high, variance used, df).
+
+    d ± t_df · √max(v_d, v_0), with v_d and v_0 as in ``paired_variance`` (MOVER of the arms' skewed
+    intervals cannot cancel their unequal reaches; v_d can), and df the Bell–McCaffrey df
+    (``design_df``) of the paired weights n_Ai / N_A + n_Bi / N_B, k − 1 when the sizes are equal.
+
+    The interval is clipped to [l_A − u_B, u_A − l_B] of the arms' intervals ``arms`` = (lA, uA, lB, uB)
+    when given (the range of differences both arms allow), and to [−1, 1]. NaN where an arm has no
+    trials or fewer than 2 clusters have trials.
+    """
+    hA, nA, hB, nB = _2d(hA), _2d(nA), _2d(hB), _2d(nB)
+    d, var, bad = paired_variance(hA, nA, hB, nB)
+    NA, NB = nA.sum(axis=1, keepdims=True), nB.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        w = np.where(NA > 0, nA / np.where(NA > 0, NA, 1.0), 0.0) + np.where(NB > 0, nB / np.where(NB > 0, NB, 1.0), 0.0)
+    df = design_df(w)
+    lo, hi = t_interval(d, var, ((nA + nB) > 0).sum(axis=1).astype(np.float64), confidence_level, df=df)
+    if arms is not None:
+        la, ua, lb, ub = arms
+        lo, hi = np.maximum(lo, la - ub), np.minimum(hi, ua - lb)
+    lo, hi = np.clip(lo, -1.0, 1.0), np.clip(hi, -1.0, 1.0)
+    return np.where(bad, np.nan, lo), np.where(bad, np.nan, hi), var, df
+
+
+def paired_shaped(hA: np.ndarray, nA: np.ndarray, hB: np.ndarray, nB: np.ndarray,
+                  arms: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Paired interval of rate A − rate B: the paired standard error, the reaches shaped by the arms' intervals.
+
+    Returns (low, high, variance used). ``arms`` = (lA, uA, lB, uB), the arms' own intervals (the default:
+    tilted Korn–Graubard with the design df). Each arm's reaches in units of its standard error,
+    f_lo = (r − l) / s and f_hi = (u − r) / s with s = √max(v, v₀) (v₀ the arm's binomial variance at
+    (H + ½)/(N + 1)), carry what the arm's interval knows that a symmetric t does not: the skew near 0
+    and 1 and the df. The difference's reaches are those factors, weighted by the arms' shares
+    w = s_A / (s_A + s_B) of the spread, times the paired standard error √max(v_d, v₀A + v₀B)
+    (``paired_variance``):
+
+        low = d − √var · (w_A f_lo,A + w_B f_hi,B),   high = d + √var · (w_A f_hi,A + w_B f_lo,B).
+
+    A reaches down where A is low or B is high, hence A's lower and B's upper factor. With symmetric
+    arms (f = t) this is the paired t; with agreeing arms √var is the pairing's gain, which MOVER of the
+    skewed arms cannot give. Clipped to [l_A − u_B, u_A − l_B] and [−1, 1]; NaN where the paired
+    variance is undefined.
+    """
+    hA, nA, hB, nB = _2d(hA), _2d(nA), _2d(hB), _2d(nB)
+    _, _, rA, vA, _ = ratio_moments(hA, nA)
+    _, _, rB, vB, _ = ratio_moments(hB, nB)
+    d, var, bad = paired_variance(hA, nA, hB, nB)
+    la, ua, lb, ub = arms
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sa = np.sqrt(np.maximum(np.nan_to_num(vA), _binomial_variance(hA, nA)))
+        sb = np.sqrt(np.maximum(np.nan_to_num(vB), _binomial_variance(hB, nB)))
+        wa = sa / (sa + sb)
+        reach_lo = wa * (rA - la) / sa + (1.0 - wa) * (ub - rB) / sb
+        reach_hi = wa * (ua - rA) / sa + (1.0 - wa) * (rB - lb) / sb
+    se = np.sqrt(var)
+    lo = np.clip(np.maximum(d - reach_lo * se, la - ub), -1.0, 1.0)
+    hi = np.clip(np.minimum(d + reach_hi * se, ua - lb), -1.0, 1.0)
+    return np.where(bad, np.nan, lo), np.where(bad, np.nan, hi), var

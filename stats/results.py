@@ -113,7 +113,7 @@ METHODS: tuple[IntervalMethod, ...] = get_args(IntervalMethod)
 DEFAULT_METHOD: IntervalMethod = "korn-graubard-tilted"
 #: the key of the interval a ``ClusterIntervalResult`` holds (``IntervalMethod`` plus the MOVER keys of differences)
 IntervalKey = Literal["korn-graubard-tilted", "mover-korn-graubard-tilted", "korn-graubard", "mover-korn-graubard",
-                      "t", "percentile"]
+                      "t", "percentile", "paired-shaped"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -151,7 +151,8 @@ class ClusterIntervalResult:
         A stable, machine-readable key of the interval: ``"korn-graubard-tilted"``
         (pooled rate, the default), ``"mover-korn-graubard-tilted"`` (difference,
         MOVER of the arms' tilted Korn–Graubard intervals), the equal-tailed
-        ``"korn-graubard"`` / ``"mover-korn-graubard"``, ``"t"`` or ``"percentile"``.
+        ``"korn-graubard"`` / ``"mover-korn-graubard"``, ``"t"``, ``"percentile"``, or
+        ``"paired-shaped"`` (``stats.paired_difference_ci``).
     """
 
     statistic: float

@@ -8,28 +8,13 @@ so a wrong convolution, a lost probability mass or a mis-specified design effect
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
 
 from stats import intervals as I
-
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "interval_coverage.py"
-
-
-@pytest.fixture(scope="module")
-def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_interval_coverage_under_test", _PATH)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _brute_totals(one: np.ndarray, k: int) -> dict[tuple[int, int], float]:
