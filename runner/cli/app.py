@@ -650,6 +650,9 @@ def serve(
                                             help="Batch APIs: share of requests left unprocessed, as expired."),
     echo_key: bool = typer.Option(False, "--echo-key", help="Fault: repeat the request's API key in every answer's "
                                   "text and every error message (a client must never write it)."),
+    keys_of: Path | None = typer.Option(None, "--keys", metavar="SWEEP", help="Answer model `oracle` from this sweep's "
+                                     "case keys (the oracle persona), so a sweep whose HTTP model is `oracle` proves "
+                                     "its cases passable over the wire."),
 ) -> None:
     """Serve the simulated agent over the OpenAI and Anthropic wire formats on loopback, with faults and limits."""
     import ipaddress
@@ -679,6 +682,14 @@ def serve(
                                echo_key=echo_key)
     except ValueError as exc:
         raise fail(UserError(str(exc))) from None
+    if keys_of is not None:
+        from runner.config.sweep import load_sweep
+        from runner.sim.oracle import learn
+
+        try:
+            learn(load_sweep(keys_of, announce=note).probes)
+        except UserError as exc:
+            raise fail(exc) from None
     try:
         serve_forever(options, _print_line)
     except OSError as exc:

@@ -28,8 +28,8 @@ def check(sweep: Path = typer.Argument(..., help="Sweep file (YAML).")) -> None:
         loaded = load_sweep(sweep, announce=note)
         proof = oracle_sweep(loaded)
         for name in proof.skipped:
-            note(f"probe {name!r} is not checked: the oracle answers single-turn negative, misselection and "
-                 "phantom cases")
+            note(f"probe {name!r} is not checked: the oracle answers negative, misselection, phantom and "
+                 "propagation cases (a judge trace has no right answer but the people who labelled it)")
         if not proof.loaded.probes:
             plain(f"{sweep}: nothing to check (no probe the oracle answers)", out)
             return
