@@ -153,7 +153,8 @@ def validate(
                                             "their catalogues. A sweep file that names a server is code: trust it "
                                             "as you would a script."),
 ) -> None:
-    """Check a sweep file and every file it names, without running anything (every problem, up to 20)."""
+    """Check a sweep file and every file it names, without sending anything (every problem, up to 20); with `prices`,
+    estimate tokens and dollars per model from an offline calibration run."""
     from runner.config.sweep import load_sweep
     from runner.execution.run import grid_of
 
@@ -166,6 +167,13 @@ def validate(
                             f"{len(loaded.sweep.models)} model(s), {len(loaded.probes)} probe(s), {len(grid):,} trials"
                             + (f"; {len(loaded.unstarted)} probe(s) with an MCP server not checked"
                                if loaded.unstarted else ""))), soft_wrap=True)
+    if loaded.sweep.prices:
+        from runner.cli.check import print_estimate
+
+        try:
+            print_estimate(loaded)
+        except UserError as exc:
+            raise fail(exc) from None
 
 
 @app.command()
