@@ -258,16 +258,18 @@ def run(
               "Raise `budget` in the sweep and rerun the same command to continue.")
     # once: the report, the verdict and the gate read the object the run's session finished with
     output = result.output or Output.open(target)
+    report = not quiet and not no_report
     if not quiet:
         plain(f"{result.stats.done:,} trials run ({result.skipped:,} already done) in {result.elapsed_s:.1f} s; "
               f"{_count_text(result.counts)}; output: {target}")
-        if not no_report:
-            if _all_errors(output):  # 180 lines of — say nothing: lead with why (the lines below), no tables
-                err.print(Text(one_line("every trial of this run ended as an error row, so there is no report; "
-                                        "why:")), soft_wrap=True)
-            else:
-                print_report(output, out, details=details)
+        if report and _all_errors(output):  # 180 lines of — say nothing: lead with why (the lines below), no tables
+            err.print(Text(one_line("every trial of this run ended as an error row, so there is no report; "
+                                    "why:")), soft_wrap=True)
+            report = False
+    # the errors come before the tables: the numbers below are of the trials that did not fail
     errors_left = _error_verdict(sweep, output, max_error_rate)
+    if report:
+        print_report(output, out, details=details)
     if fail_on:
         _gate(output, fail_on, exit_now=not errors_left and not result.stopped)
     gates += _parse_gates(loaded.sweep.gates, "gate")  # the sweep's own, checked for form when it loaded

@@ -69,3 +69,18 @@ def test_a_run_that_is_all_errors_leads_with_why_and_prints_no_tables(tmp_path: 
     lines = [x for x in result.stderr.splitlines() if not x.startswith("warning:")]
     lead = next(i for i, x in enumerate(lines) if x.startswith("every trial of this run ended as an error row"))
     assert lines[lead + 1].startswith("model broken: all ") and "the user's agent broke" in lines[lead + 1]
+
+
+def test_a_run_with_error_rows_lists_them_before_the_first_table(tmp_path: Path) -> None:
+    from tests.helpers.files import quickstart_dict, write_yaml
+
+    data = quickstart_dict()
+    data["probes"][0]["runs"] = 1
+    data["models"] = [{"name": "sim", "provider": "sim", "model": "typical"},
+                      {"name": "broken", "provider": "callable", "function": "tests.providers.callable_agents:explodes"}]
+    result = invoke("run", str(write_yaml(tmp_path / "s.yaml", data)), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 3, result.output
+    lines = result.output.splitlines()  # as a terminal shows them: stdout and stderr in the order written
+    errors = next(i for i, x in enumerate(lines) if "ended as error rows" in x)
+    first_table = next(i for i, x in enumerate(lines) if "leaderboard" in x)
+    assert errors < first_table, lines[:first_table + 1]
