@@ -11,7 +11,6 @@ cannot answer (``judge``) are not estimated, and the estimate says so.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -30,9 +29,10 @@ class ModelEstimate:
     usd: float | None
 
 
-def estimate(loaded: LoadedSweep, calibration: Output | None, skipped: Sequence[str] = ()) -> list[ModelEstimate]:
+def estimate(loaded: LoadedSweep, calibration: Output | None) -> list[ModelEstimate]:
     """Per model of ``loaded``: the trials, tokens and dollars its grid will take, from ``calibration`` (the oracle's
-    one-run sweep of the same cells); probes named in ``skipped`` count neither trials nor tokens."""
+    one-run sweep of the same cells); a probe with no calibration rows (the oracle cannot answer it) counts neither
+    trials nor tokens."""
     per_probe: dict[str, tuple[int, int, int]] = {}  # probe → (trials, input, output) for one model
     runs = {p.name: p.runs for p in loaded.probes}
     if calibration is not None and calibration.parts:

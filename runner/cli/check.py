@@ -77,7 +77,7 @@ def print_estimate(loaded: LoadedSweep) -> None:
     from runner.analysis.estimate import estimate
 
     with oracle_run(loaded) as (proof, rows):
-        per_model = estimate(loaded, rows, proof.skipped)
+        per_model = estimate(loaded, rows)
     multistep = [p for p in proof.loaded.probes if p.kind == "propagation"]
     plain("cost estimate, from a calibration run (each cell asked once of the oracle, offline): input tokens are "
           "the requests' length at about 4 characters a token; output tokens are the fewest a passing answer takes, "
