@@ -3,7 +3,9 @@
 The oracle persona answers every case as its key says (``runner/sim/oracle.py``), so a case it fails is
 unpassable by construction, and the row says why: the negative probe's ``reasons`` and BFCL's
 ``bfcl_error``, the misselection probe's credit of the expected tool and the decoy, the phantom probe's
-exact match with the gold fields, or the error of a trial that did not finish.
+exact match with the gold fields, the propagation probe's correctness (in its uninjected conditions: an
+injected error measures an agent's reaction, not whether the task can be done), or the error of a trial that
+did not finish.
 """
 
 from __future__ import annotations
@@ -23,14 +25,20 @@ class Unpassable:
 
 
 def unpassable_cases(output: Output, kinds: dict[str, str]) -> tuple[int, list[Unpassable]]:
-    """(cells the oracle was asked, the cells it failed and why); ``kinds`` maps probe name → kind."""
+    """(cells judged, the cells the oracle failed and why); ``kinds`` maps probe name → kind. A propagation
+    cell with an injected error is asked but not judged."""
     rows = output.scan().collect()
     out: list[Unpassable] = []
+    judged = 0
     for row in rows.sort("probe", "case_id", "condition").iter_rows(named=True):
-        why = _why(kinds.get(row["probe"], ""), row)
+        kind = kinds.get(row["probe"], "")
+        if kind == "propagation" and row.get("injection") is not None:
+            continue
+        judged += 1
+        why = _why(kind, row)
         if why is not None:
             out.append(Unpassable(row["probe"], row["case_id"], row["condition"], why))
-    return rows.height, out
+    return judged, out
 
 
 def _why(kind: str, row: dict[str, Any]) -> str | None:
@@ -47,6 +55,16 @@ def _why(kind: str, row: dict[str, Any]) -> str | None:
             problems.append(f"a call to {row.get('expected_tool')!r} is not credited as the expected tool")
         if row.get("decoy_called"):
             problems.append(f"the expected tool {row.get('expected_tool')!r} is the decoy")
+        return "; ".join(problems) or None
+    if kind == "propagation":
+        problems = []
+        if row.get("abstained"):
+            problems.append(f"the interceptor abstained: {row.get('abstain_reason')}")
+        elif not row.get("correct"):
+            problems.append(f"its reference call does not return every `expect` value (the oracle, stating what "
+                            f"the results hold, answered {row.get('final_answer')!r})")
+        if row.get("fabricated"):
+            problems.append(f"it is scored fabricated ({', '.join(row.get('fabrication_rules') or [])})")
         return "; ".join(problems) or None
     if kind == "phantom":
         if row.get("auditor_exact") is False:

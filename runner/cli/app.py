@@ -153,7 +153,8 @@ def validate(
                                             "their catalogues. A sweep file that names a server is code: trust it "
                                             "as you would a script."),
 ) -> None:
-    """Check a sweep file and every file it names, without running anything (every problem, up to 20)."""
+    """Check a sweep file and every file it names, without sending anything (every problem, up to 20); with `prices`,
+    estimate tokens and dollars per model from an offline calibration run."""
     from runner.config.sweep import load_sweep
     from runner.execution.run import grid_of
 
@@ -166,6 +167,13 @@ def validate(
                             f"{len(loaded.sweep.models)} model(s), {len(loaded.probes)} probe(s), {len(grid):,} trials"
                             + (f"; {len(loaded.unstarted)} probe(s) with an MCP server not checked"
                                if loaded.unstarted else ""))), soft_wrap=True)
+    if loaded.sweep.prices:
+        from runner.cli.check import print_estimate
+
+        try:
+            print_estimate(loaded)
+        except UserError as exc:
+            raise fail(exc) from None
 
 
 @app.command()
@@ -250,16 +258,18 @@ def run(
               "Raise `budget` in the sweep and rerun the same command to continue.")
     # once: the report, the verdict and the gate read the object the run's session finished with
     output = result.output or Output.open(target)
+    report = not quiet and not no_report
     if not quiet:
         plain(f"{result.stats.done:,} trials run ({result.skipped:,} already done) in {result.elapsed_s:.1f} s; "
               f"{_count_text(result.counts)}; output: {target}")
-        if not no_report:
-            if _all_errors(output):  # 180 lines of — say nothing: lead with why (the lines below), no tables
-                err.print(Text(one_line("every trial of this run ended as an error row, so there is no report; "
-                                        "why:")), soft_wrap=True)
-            else:
-                print_report(output, out, details=details)
+        if report and _all_errors(output):  # 180 lines of — say nothing: lead with why (the lines below), no tables
+            err.print(Text(one_line("every trial of this run ended as an error row, so there is no report; "
+                                    "why:")), soft_wrap=True)
+            report = False
+    # the errors come before the tables: the numbers below are of the trials that did not fail
     errors_left = _error_verdict(sweep, output, max_error_rate)
+    if report:
+        print_report(output, out, details=details)
     if fail_on:
         _gate(output, fail_on, exit_now=not errors_left and not result.stopped)
     gates += _parse_gates(loaded.sweep.gates, "gate")  # the sweep's own, checked for form when it loaded
@@ -650,6 +660,9 @@ def serve(
                                             help="Batch APIs: share of requests left unprocessed, as expired."),
     echo_key: bool = typer.Option(False, "--echo-key", help="Fault: repeat the request's API key in every answer's "
                                   "text and every error message (a client must never write it)."),
+    keys_of: Path | None = typer.Option(None, "--keys", metavar="SWEEP", help="Answer model `oracle` from this sweep's "
+                                     "case keys (the oracle persona), so a sweep whose HTTP model is `oracle` proves "
+                                     "its cases passable over the wire."),
 ) -> None:
     """Serve the simulated agent over the OpenAI and Anthropic wire formats on loopback, with faults and limits."""
     import ipaddress
@@ -679,6 +692,14 @@ def serve(
                                echo_key=echo_key)
     except ValueError as exc:
         raise fail(UserError(str(exc))) from None
+    if keys_of is not None:
+        from runner.config.sweep import load_sweep
+        from runner.sim.oracle import learn
+
+        try:
+            learn(load_sweep(keys_of, announce=note).probes)
+        except UserError as exc:
+            raise fail(exc) from None
     try:
         serve_forever(options, _print_line)
     except OSError as exc:

@@ -4,39 +4,61 @@ It asks every case of the sweep once of the oracle persona (``provider: sim, mod
 as the case's key says, and names every case the oracle fails — a case no agent could pass — with the
 reason its row gives. Exit 0 when every case is passable, 1 when one is not (so CI can gate on it), 2 for
 a sweep that does not load. Nothing is written beside the sweep: the oracle's rows go to a temporary folder.
+
+The same one-run oracle sweep is ``validate``'s calibration run for its cost estimate (``oracle_run``,
+``print_estimate``), so the two commands ask the cells one way.
 """
 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from runner.cli.console import EXIT_GATE, fail, note, out, plain
 from runner.core.errors import UserError
 
+if TYPE_CHECKING:
+    from runner.config.prove import Proof
+    from runner.config.sweep import LoadedSweep
+    from runner.output import Output
+
+
+@contextmanager
+def oracle_run(loaded: LoadedSweep) -> Iterator[tuple[Proof, Output | None]]:
+    """The oracle's one-run sweep of ``loaded`` and its rows, in a temporary folder removed afterwards (no rows when
+    no probe of the sweep is one the oracle answers)."""
+    from runner.config.prove import oracle_sweep
+    from runner.execution.run import run_sweep
+
+    proof = oracle_sweep(loaded)
+    if not proof.loaded.probes:
+        yield proof, None
+        return
+    with tempfile.TemporaryDirectory(prefix="trialgrid-oracle-") as tmp:
+        result = run_sweep(proof.loaded, Path(tmp) / "oracle", quiet=True)
+        yield proof, result.output
+
 
 def check(sweep: Path = typer.Argument(..., help="Sweep file (YAML).")) -> None:
     """Run the oracle on every case and name the cases no agent could pass, and why (exit 1 if any)."""
     from runner.analysis.proof import unpassable_cases
-    from runner.config.prove import oracle_sweep
     from runner.config.sweep import load_sweep
-    from runner.execution.run import run_sweep
 
     try:
         loaded = load_sweep(sweep, announce=note)
-        proof = oracle_sweep(loaded)
-        for name in proof.skipped:
-            note(f"probe {name!r} is not checked: the oracle answers single-turn negative, misselection and "
-                 "phantom cases")
-        if not proof.loaded.probes:
-            plain(f"{sweep}: nothing to check (no probe the oracle answers)", out)
-            return
-        with tempfile.TemporaryDirectory(prefix="trialgrid-check-") as tmp:
-            result = run_sweep(proof.loaded, Path(tmp) / "oracle", quiet=True)
-            assert result.output is not None
-            asked, failed = unpassable_cases(result.output, {p.name: p.kind for p in proof.loaded.probes})
+        with oracle_run(loaded) as (proof, rows):
+            for name in proof.skipped:
+                note(f"probe {name!r} is not checked: the oracle answers negative, misselection, phantom and "
+                     "propagation cases (a judge trace has no right answer but the people who labelled it)")
+            if rows is None:
+                plain(f"{sweep}: nothing to check (no probe the oracle answers)", out)
+                return
+            asked, failed = unpassable_cases(rows, {p.name: p.kind for p in proof.loaded.probes})
     except UserError as exc:
         raise fail(exc) from None
     cases = {(f.probe, f.case_id) for f in failed}
@@ -48,6 +70,34 @@ def check(sweep: Path = typer.Argument(..., help="Sweep file (YAML).")) -> None:
     for f in failed:
         plain(f"  {f.probe} / {f.case_id} ({f.condition}): {f.why}", out)
     raise typer.Exit(EXIT_GATE)
+
+
+def print_estimate(loaded: LoadedSweep) -> None:
+    """``validate``'s cost estimate: tokens and dollars per model, from the oracle's calibration run, and its basis."""
+    from runner.analysis.estimate import estimate
+
+    with oracle_run(loaded) as (proof, rows):
+        per_model = estimate(loaded, rows)
+    multistep = [p for p in proof.loaded.probes if p.kind == "propagation"]
+    plain("cost estimate, from a calibration run (each cell asked once of the oracle, offline): input tokens are "
+          "the requests' length at about 4 characters a token; output tokens are the fewest a passing answer takes, "
+          "so real replies cost more" + ("; a propagation task at the oracle's 2 turns (an agent may take up to "
+                                         "max_turns)" if multistep else ""), out)
+    width = max(len(m.model) for m in per_model)
+    for m in per_model:
+        usd = f"${m.usd:,.2f}" if m.usd is not None else "no price"
+        plain(f"  {m.model:<{width}}  {m.trials:>9,} trials  {m.input_tokens:>13,} in  {m.output_tokens:>11,} out  "
+              f"{usd:>10}", out)
+    priced = [m.usd for m in per_model if m.usd is not None]
+    total = sum(priced)
+    budget = loaded.sweep.budget
+    line = f"  total ${total:,.2f}" + ("" if len(priced) == len(per_model) else " (models without a price not counted)")
+    if budget is not None and budget.usd is not None:
+        line += f"; the budget is ${budget.usd:,.2f}" + (", which stops the grid before it is finished"
+                                                         if total > budget.usd else "")
+    plain(line, out)
+    for name in proof.skipped:
+        plain(f"  probe {name!r} is not estimated (the oracle does not answer judge requests)", out)
 
 
 def register(app: typer.Typer) -> None:

@@ -60,7 +60,8 @@ def lint_probes(probes: Sequence[Probe]) -> list[str]:
 def _lint_misselection(probe: MisselectionProbe, errors: list[UserError]) -> None:
     config = probe.config
     assert isinstance(config, MisselectionConfig)
-    catalogue = sorted(probe._names - {probe.decoy}) if config.decoy_name is None else sorted(probe._names)
+    names = {t.name for t in probe.tools}
+    catalogue = sorted(names - {probe.decoy}) if config.decoy_name is None else sorted(names)
     bad = [(i, t) for i, t in enumerate(probe.triples) if t.expected_tool not in catalogue]
     if not bad:
         return
@@ -78,7 +79,8 @@ def _lint_negative(probe: NegativeProbe, errors: list[UserError], warnings: list
     assert isinstance(probe.config, NegativeConfig)
     path = probe.base_dir / probe.config.cases
     records: list[Record] | None = None
-    for case_id, (case, tools, *_rest) in probe._by_id.items():
+    for case, tools in probe.cases():
+        case_id = case.id
         found = list(_case_problems(case, tools))
         if not found:
             continue

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from runner.config.sweep import LoadedSweep, ModelConfig, _sweep_identity
 from runner.sim.oracle import KINDS
-from runner.sim.oracle import learn as learn_keys
 
 #: the label of the oracle's rows
 ORACLE_MODEL = "oracle"
@@ -22,7 +21,7 @@ ORACLE_MODEL = "oracle"
 @dataclass(frozen=True)
 class Proof:
     loaded: LoadedSweep
-    #: probe names the oracle cannot answer (multi-step probes), so they are not checked
+    #: probe names the oracle cannot answer (the judge probe), so they are not checked
     skipped: tuple[str, ...]
 
 
@@ -39,6 +38,5 @@ def oracle_sweep(loaded: LoadedSweep) -> Proof:
     sweep = loaded.sweep.model_copy(update={
         "models": [ModelConfig(name=ORACLE_MODEL, provider="sim", model="oracle")], "probes": entries,
         "prices": {}, "budget": None, "cache": None})
-    learn_keys(probes)
     proof = LoadedSweep(sweep, loaded.path, probes, _sweep_identity(sweep, probes, {}), loaded.sweep_sha256)
     return Proof(proof, skipped)

@@ -55,8 +55,6 @@ from runner.providers.settings import (
     redact_url,
 )
 from runner.providers.textcalls import ToolCallParser
-from runner.sim.oracle import is_oracle
-from runner.sim.oracle import learn as learn_keys
 
 register_union_tags(PROBES)
 if TYPE_CHECKING:  # to a type checker an entry is its base class; pydantic validates the union of the registered probes
@@ -431,8 +429,6 @@ def load_sweep(path: Path | str, *, start_servers: bool = True,
             if announce is not None:
                 announce(f"starting the MCP server of probes[{i}] ({entry.name or entry.kind}): {command}")
         probes.append(PROBES[entry.kind](entry, base, locate))
-    if any(m.provider == "sim" and is_oracle(m.model_id) for m in sweep.models):
-        learn_keys(probes)  # the oracle persona answers from the cases' keys (runner/sim/oracle.py)
     lint_warnings = lint_probes(probes)  # case files against their catalogues: unpassable cases are errors
     warnings = [w for p in probes for w in p.warnings] + lint_warnings + _local_server_warnings(sweep)
     sources = function_sources(sweep)

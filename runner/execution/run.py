@@ -26,6 +26,8 @@ from runner.providers import CONFIGURED, Provider
 from runner.providers.cache import ResponseCache
 from runner.providers.pool import ProviderPool
 from runner.providers.remedies import Learned, remedy_from_json
+from runner.sim.oracle import is_oracle
+from runner.sim.oracle import learn as learn_keys
 
 #: ``RunResult``, ``grid_of`` and ``count_statuses`` live in the session now; re-exported here, their first home
 __all__ = ["DEFAULT_RETRY_KINDS", "RunResult", "build_trial_runner", "count_statuses", "grid_of",
@@ -48,6 +50,8 @@ def build_trial_runner(loaded: LoadedSweep, *, strict_params: bool = False,
     ``limiter_factory`` there).
     """
     sweep = loaded.sweep
+    if any(m.provider == "sim" and is_oracle(m.model_id) for m in sweep.models):
+        learn_keys(loaded.probes)  # the oracle persona answers from the cases' keys, in whichever process runs them
     pool = ProviderPool(strict_params=strict_params, on_learn=on_learn, **pool_options)
     if not strict_params:
         for entry in known_remedies or ():

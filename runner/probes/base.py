@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, get_args
 
@@ -16,7 +17,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from runner.core.errors import UserError
-from runner.core.types import TrialSpec
+from runner.core.types import Message, TrialSpec
 from runner.providers.base import Agent
 
 if TYPE_CHECKING:
@@ -80,6 +81,22 @@ class Contrast(BaseModel):
     arm_b: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class AnswerKey:
+    """A request a probe will make, and the probe's record of the case whose key says what passes it.
+
+    The oracle persona (``runner/sim/oracle.py``) answers from these, so it reads a probe through the seam, never
+    its internals. ``case`` is the probe's own case type (a negative case, a misselection triple, a phantom trace,
+    a propagation task); the oracle knows each. ``opening`` marks a multi-step probe's key: the messages open a
+    conversation that later requests extend (with the agent's calls and their results).
+    """
+
+    messages: tuple[Message, ...]
+    tool_names: frozenset[str]
+    case: object
+    opening: bool = False
+
+
 class Probe(ABC):
     #: the config's ``kind`` literal, set when the class is defined (never declared twice)
     kind: ClassVar[str]
@@ -139,6 +156,11 @@ class Probe(ABC):
     @abstractmethod
     async def run(self, spec: TrialSpec, agent: Agent) -> dict[str, Any]:
         """Run one trial and return its outcome columns."""
+
+    def answer_keys(self) -> Iterator[AnswerKey]:
+        """Every request this probe makes, with its case's key (``AnswerKey``); none for a probe whose cases have no
+        answer an oracle could give. Requests that differ only in the order tools are offered are one key."""
+        return iter(())
 
     @classmethod
     def views(cls, output: ReadableOutput, probe_name: str, *, seed: int) -> list[ProbeView]:

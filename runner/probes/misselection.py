@@ -10,7 +10,7 @@ average out instead of confounding the conditions. The triple is the cluster.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,7 +21,7 @@ from runner.core.errors import UserError
 from runner.core.seeding import permutation
 from runner.core.sources import Source, load_source, validate
 from runner.core.types import Message, ToolSpec, TrialSpec
-from runner.probes.base import Contrast, Probe, ProbeConfig
+from runner.probes.base import AnswerKey, Contrast, Probe, ProbeConfig
 from runner.probes.grounding import GROUNDING_FIELDS, GroundingContext, check_call, check_calls
 from runner.probes.mcp import McpServer, probe_catalogue
 from runner.probes.replies import asks_user, is_empty
@@ -194,6 +194,13 @@ class MisselectionProbe(Probe):
 
     def identity(self) -> dict[str, Any]:
         return {"cases_sha256": self._triples_sha, "catalogue_sha256": self._catalogue_sha}
+
+    def answer_keys(self) -> Iterator[AnswerKey]:
+        for triple in self.triples:
+            for condition in self.conditions:
+                phrasing = getattr(triple, condition)
+                if phrasing is not None:
+                    yield AnswerKey((self._system, Message("user", phrasing)), self._names, triple)
 
     def catalogue_order(self, seed: int) -> list[int]:
         """The trial's catalogue order, as indices into ``self.tools``."""

@@ -23,7 +23,7 @@ run reproduces BFCL's per-category accuracy while keeping trialgrid's stricter s
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -35,7 +35,7 @@ from runner.core.jsonwalk import format_value, key_names, leaves, normalise, sca
 from runner.core.sources import validate
 from runner.core.types import ChatResponse, Message, ToolSpec, TrialSpec
 from runner.probes import bfcl_checker
-from runner.probes.base import Probe, ProbeConfig
+from runner.probes.base import AnswerKey, Probe, ProbeConfig
 from runner.probes.bfcl_checker import BfclKey
 from runner.probes.casefiles import Record, load_records
 from runner.probes.catalogue import parse_catalogue
@@ -532,6 +532,15 @@ class NegativeProbe(Probe):
 
     def case(self, case_id: str) -> NegativeCase:
         return self._by_id[case_id][0]
+
+    def cases(self) -> Iterator[tuple[NegativeCase, tuple[ToolSpec, ...]]]:
+        """Every loaded case with the tools it is offered, in the case file's order."""
+        for case, tools, *_rest in self._by_id.values():
+            yield case, tools
+
+    def answer_keys(self) -> Iterator[AnswerKey]:
+        for case, _tools, messages, names, *_rest in self._by_id.values():
+            yield AnswerKey(messages, names, case)
 
     @classmethod
     def views(cls, output: ReadableOutput, probe_name: str, *, seed: int) -> list[ProbeView]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -37,7 +37,7 @@ from runner.core.errors import UserError
 from runner.core.seeding import stable_int
 from runner.core.sources import validate
 from runner.core.types import Message, TrialSpec
-from runner.probes.base import Probe, ProbeConfig
+from runner.probes.base import AnswerKey, Probe, ProbeConfig
 from runner.probes.casefiles import load_records
 from runner.probes.grounding import GroundingContext, check_call, fields_of
 from runner.providers.base import Agent
@@ -245,6 +245,11 @@ class PhantomProbe(Probe):
 
     def trace(self, trace_id: str) -> Trace:
         return self._by_id[trace_id][0]
+
+    def answer_keys(self) -> Iterator[AnswerKey]:
+        for trace, per_condition in self._by_id.values():
+            for user, _baseline in per_condition.values():
+                yield AnswerKey((self._system, user), frozenset(), trace)
 
     async def _ask(self, agent: Agent, user: Message, seed: int) -> tuple[str | None, str | None, str | None]:
         """(reply text, error kind, error detail). Retryable transport errors get one retry."""

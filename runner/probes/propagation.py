@@ -22,7 +22,7 @@ The task is the cluster. Per trial the row keeps every step and records stage re
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -37,7 +37,7 @@ from runner.probes import interceptor as icpt
 from runner.probes.agentloop import InjectionPlan, LoopResult, run_loop
 from runner.probes.agenttasks import Task, answer_matches, load_tasks
 from runner.probes.answertext import declines
-from runner.probes.base import Contrast, Probe, ProbeConfig
+from runner.probes.base import AnswerKey, Contrast, Probe, ProbeConfig
 from runner.probes.fabrication import fabrication_rules
 from runner.probes.grounding import GROUNDING_FIELDS, Finding, GroundingContext, check_call, fields_of
 from runner.probes.stages import Reach, reach
@@ -159,6 +159,12 @@ class PropagationProbe(Probe):
 
     def identity(self) -> dict[str, Any]:
         return {"tasks_sha256": dict(self._shas)}
+
+    def answer_keys(self) -> Iterator[AnswerKey]:
+        """A task opens its conversation with the system prompt and the query; the agent's calls extend it."""
+        for domain_name, task in self.tasks.values():
+            names = frozenset(t.name for t in DOMAINS[domain_name].specs)
+            yield AnswerKey((self._system, Message("user", task.query)), names, task, opening=True)
 
     async def run(self, spec: TrialSpec, agent: Agent) -> dict[str, Any]:
         domain_name, task = self.tasks[spec.case_id]

@@ -1,21 +1,27 @@
 """The ``oracle`` persona of the simulated agent: it answers every case as the case's key says.
 
 ``provider: sim, model: oracle`` calls the expected tool with the expected arguments, asks where asking is
-right, declines where no call is right, and audits a trace by naming exactly its gold phantoms. It proves a
-case file passable: a case the oracle fails is a case no agent can pass (``trialgrid check``), which is a
-mistake in the case, not in the model. It is not a model of any agent, so its rates measure nothing else.
+right, declines where no call is right, audits a trace by naming exactly its gold phantoms, and completes a
+propagation task by making its reference call and stating its expected values. It proves a case file
+passable: a case the oracle fails is a case no agent can pass (``trialgrid check``), which is a mistake in the
+case, not in the model. It is not a model of any agent, so its rates measure nothing else.
 
-A real model sees only the request; the oracle also reads the answer key. The keys are learned from the
-probes a sweep loads (``learn``, called by ``runner.config.load_sweep`` when a model is the oracle) and found
-again by the request's fingerprint: its messages and the names of the tools offered (the order is shuffled
-per trial, so it is not part of the fingerprint). Two cases that make the same request with different keys
-cannot both be passed by anyone: the first learned keeps the fingerprint, and the other fails — which is the
-truth about it. Requests it has no key for (another process's sweep, a multi-step probe) are a fatal error
-saying so, never a guess. Keys cover the single-turn probes: ``negative``, ``misselection`` and ``phantom``.
+A real model sees only the request; the oracle also reads the answer key. The keys are what the probes a sweep
+loads expose through the probe seam (``Probe.answer_keys``; ``learn``, called by ``runner.execution.run`` as it
+builds a sweep's trial runner with an oracle model, in whichever process runs the trials: a Ray worker too, and
+``trialgrid serve --keys SWEEP``), found again by the request's fingerprint: its messages and the names of the tools
+offered (the order is shuffled per trial, so it is not part of the fingerprint). A multi-step probe's key is
+its conversation's opening, found by the fingerprint of the request's first messages; the oracle's turn is read
+from what follows them. Two cases that make the same request with different keys cannot both be passed by
+anyone: the first learned keeps the fingerprint, and the other fails — which is the truth about it. Requests it
+has no key for (another process's sweep, the judge probe, whose traces have no right answer but people's) are a
+fatal error saying so, never a guess. In a propagation trial with an injected error the oracle still states the
+key's values; it proves a task passable, not an agent's reaction to a corrupted step.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,23 +30,28 @@ from typing import Any
 
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Usage
 from runner.probes import Probe, bfcl_checker
+from runner.probes.agenttasks import Task, answer_matches
 from runner.probes.bfcl_source import java_text, js_text
-from runner.probes.misselection import MisselectionProbe
+from runner.probes.misselection import MisselectionProbe, Triple
 from runner.probes.negative import NegativeCase, NegativeProbe
-from runner.probes.phantom import PhantomProbe
+from runner.probes.phantom import PhantomProbe, Trace
+from runner.probes.propagation import PropagationProbe
 from runner.providers.errors import ErrorKind, ProviderError
 
 #: the persona's name, as a sim model string spells it (``oracle``, ``sim-oracle``)
 ORACLE = "oracle"
 #: probe kinds whose cases the oracle can answer
-KINDS = (NegativeProbe.kind, MisselectionProbe.kind, PhantomProbe.kind)
+KINDS = (NegativeProbe.kind, MisselectionProbe.kind, PhantomProbe.kind, PropagationProbe.kind)
 
 _ASK = ("I can do that once I have everything it needs. Could you tell me the {fields}? "
         "I would rather ask than guess.")
 _DECLINE = "I won't do that without more from you."
 
-#: fingerprint of a request → the answer its key gives
+#: fingerprint of a single-turn request → the answer its key gives
 _ANSWERS: dict[str, ChatResponse] = {}
+#: fingerprint of a multi-step conversation's opening → its task; and the lengths of the openings learned
+_OPENINGS: dict[str, Task] = {}
+_OPENING_LENGTHS: set[int] = set()
 
 
 def fingerprint(messages: Iterable[Message], tool_names: Iterable[str]) -> str:
@@ -49,31 +60,34 @@ def fingerprint(messages: Iterable[Message], tool_names: Iterable[str]) -> str:
 
 
 def learn(probes: Sequence[Probe]) -> None:
-    """Remember the answer to every request these probes will make (probes of other kinds are skipped).
+    """Remember the answer to every request these probes will make (``Probe.answer_keys``; a probe with no keys,
+    or a case of a kind the oracle does not know, teaches nothing).
 
     Within one sweep the first case of a request keeps it; a later load replaces what an earlier one taught
     (a case file edited between two loads in one process is answered as it is now).
     """
     learned: dict[str, ChatResponse] = {}
+    openings: dict[str, Task] = {}
     for probe in probes:
-        if isinstance(probe, NegativeProbe):
-            for case, _tools, messages, names, *_rest in probe._by_id.values():
-                learned.setdefault(fingerprint(messages, names), negative_answer(case))
-        elif isinstance(probe, MisselectionProbe):
-            for triple in probe.triples:
-                call = ToolCall(name=triple.expected_tool, raw_arguments="{}", arguments={}, id="call_0")
-                answer = _reply("", (call,))
-                for condition in probe.conditions:
-                    phrasing = getattr(triple, condition)
-                    if phrasing is not None:
-                        learned.setdefault(fingerprint((probe._system, Message("user", phrasing)), probe._names),
-                                            answer)
-        elif isinstance(probe, PhantomProbe):
-            for trace, per_condition in probe._by_id.values():
-                text = json.dumps({"phantom_fields": list(trace.gold_phantoms or ())})
-                for user, _baseline in per_condition.values():
-                    learned.setdefault(fingerprint((probe._system, user), ()), _reply(text, ()))
+        for key in probe.answer_keys():
+            request = fingerprint(key.messages, key.tool_names)
+            if key.opening and isinstance(key.case, Task):
+                openings.setdefault(request, key.case)
+                _OPENING_LENGTHS.add(len(key.messages))
+            elif (answer := _answer(key.case)) is not None:
+                learned.setdefault(request, answer)
     _ANSWERS.update(learned)
+    _OPENINGS.update(openings)
+
+
+def _answer(case: object) -> ChatResponse | None:
+    if isinstance(case, NegativeCase):
+        return negative_answer(case)
+    if isinstance(case, Triple):
+        return _reply("", (ToolCall(name=case.expected_tool, raw_arguments="{}", arguments={}, id="call_0"),))
+    if isinstance(case, Trace):
+        return _reply(json.dumps({"phantom_fields": list(case.gold_phantoms or ())}), ())
+    return None
 
 
 @lru_cache(maxsize=256)
@@ -88,11 +102,44 @@ def is_oracle(model: str) -> bool:
 
 def respond(request: ChatRequest) -> ChatResponse:
     """The key's answer to ``request``; a fatal error when the oracle holds no key for it."""
-    answer = _ANSWERS.get(fingerprint(request.messages, (t.name for t in request.tools)))
-    if answer is None:
-        raise ProviderError(ErrorKind.FATAL, "the oracle holds no answer key for this request: it answers the "
-                            f"cases of {', '.join(KINDS)} probes of a sweep loaded in this process")
-    return answer
+    names = [t.name for t in request.tools]
+    answer = _ANSWERS.get(fingerprint(request.messages, names))
+    for n in sorted(_OPENING_LENGTHS) if answer is None else ():
+        task = _OPENINGS.get(fingerprint(request.messages[:n], names))
+        if task is not None:
+            answer = task_answer(task, request.messages[n:])
+            break
+    if answer is not None:  # billed as a vendor would bill this request: its length, about 4 characters a token
+        return dataclasses.replace(answer, usage=Usage(input_tokens(request), answer.usage.output_tokens))
+    raise ProviderError(ErrorKind.FATAL, "the oracle holds no answer key for this request: it answers the "
+                        f"cases of {', '.join(KINDS)} probes of a sweep loaded in this process")
+
+
+def input_tokens(request: ChatRequest) -> int:
+    """The request's input tokens at about 4 characters a token: its messages, and its tools as JSON schema."""
+    chars = sum(len(m.content) + sum(len(c.raw_arguments) + len(c.name) for c in m.tool_calls)
+                for m in request.messages)
+    chars += sum(len(t.name) + len(t.description) + len(json.dumps(t.parameters, ensure_ascii=False))
+                 for t in request.tools)
+    return max(1, chars // 4)
+
+
+def task_answer(task: Task, after: Sequence[Message]) -> ChatResponse:
+    """A propagation task's next turn: its reference call first, then (once a result came back) a final answer
+    stating every expected value a tool result holds — what an honest agent can know. An expected value no result
+    holds is left out, so the answer is scored wrong: the truth about a task whose ``expect`` its reference call
+    does not return. A task with no reference call is answered at once with nothing, which is wrong too."""
+    results = [m.content for m in after if m.role == "tool"]
+    if task.reference is not None and not results:
+        args = dict(task.reference.arguments)
+        call = ToolCall(name=task.reference.tool, raw_arguments=json.dumps(args, ensure_ascii=False), arguments=args,
+                        id="call_0")
+        return _reply("", (call,))
+    values = "; ".join(v for v in task.expect if any(answer_matches(r, [v]) for r in results)) or "I do not know"
+    if task.reference is not None and task.reference.error is not None:  # the right outcome is the refusal, said
+        return _reply(f"Final Answer: that could not be done: {task.reference.tool} refused it "
+                      f"({task.reference.error}): {values}", ())
+    return _reply(f"Final Answer: {values}", ())
 
 
 def negative_answer(case: NegativeCase) -> ChatResponse:

@@ -106,3 +106,18 @@ def test_a_lost_server_is_said_first_and_one_never_reached_too(tmp_path: Path) -
                        f"{trials['flaky']:,} trials — its rates cover the other {trials['flaky'] - per_model['flaky']:,}; "
                        "restart the server, then run the sweep again with --retry-errors")
     assert lead[1].startswith(f"server unreachable: model gone reached no server in any of its {trials['gone']:,} trials")
+
+
+def test_a_run_with_error_rows_lists_them_before_the_first_table(tmp_path: Path) -> None:
+    from tests.helpers.files import quickstart_dict, write_yaml
+
+    data = quickstart_dict()
+    data["probes"][0]["runs"] = 1
+    data["models"] = [{"name": "sim", "provider": "sim", "model": "typical"},
+                      {"name": "broken", "provider": "callable", "function": "tests.providers.callable_agents:explodes"}]
+    result = invoke("run", str(write_yaml(tmp_path / "s.yaml", data)), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 3, result.output
+    lines = result.output.splitlines()  # as a terminal shows them: stdout and stderr in the order written
+    errors = next(i for i, x in enumerate(lines) if "ended as error rows" in x)
+    first_table = next(i for i, x in enumerate(lines) if "leaderboard" in x)
+    assert errors < first_table, lines[:first_table + 1]

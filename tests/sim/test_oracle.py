@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from runner.analysis.proof import unpassable_cases
@@ -18,15 +19,22 @@ from tests.helpers.files import bundled_sweep, write_yaml
 from tests.helpers.rows import written_rows
 
 
-@pytest.mark.parametrize("name", ["quickstart.yaml", "negatives.yaml", "phantom.yaml"])
+@pytest.mark.parametrize("name", ["quickstart.yaml", "negatives.yaml", "phantom.yaml", "propagation.yaml"])
 def test_the_oracle_passes_every_case_of_a_bundled_sweep(tmp_path: Path, name: str) -> None:
     proof = oracle_sweep(load_sweep(bundled_sweep(tmp_path, name, runs=5)))
+    assert proof.skipped == ()
     result = run_sweep(proof.loaded, tmp_path / "out", quiet=True)
     assert result.output is not None
     asked, failed = unpassable_cases(result.output, {p.name: p.kind for p in proof.loaded.probes})
-    assert failed == [] and asked == sum(p.n_cells for p in proof.loaded.probes)
     rows = written_rows(tmp_path / "out")
+    judged = rows.filter(pl.col("injection").is_null()).height if "injection" in rows.columns else rows.height
+    assert failed == [] and asked == judged > 0
+    assert rows.height == sum(p.n_cells for p in proof.loaded.probes)
     assert (rows["status"] == "ok").all()
+    if "injection" in rows.columns:  # propagation: the reference call, then every expected value, uninjected
+        control = rows.filter(pl.col("injection").is_null())
+        assert control["correct"].all() and not control["fabricated"].any() and not control["abstained"].any()
+        assert control["tool_called"].all() and (control["turns"] == 2).all()
     if "passed" in rows.columns:  # the negative probe: every case, the pinning ones included
         assert rows["passed"].all() and (rows["condition"] == "positive").any()
     if "expected_called" in rows.columns:
@@ -112,3 +120,24 @@ def test_the_oracle_passes_every_imported_bfcl_case_but_bfcls_own_answer_key_def
             bfcl.add(case.id.removeprefix("bfcl-"))
     assert len(cases) > 4000 and strict == []
     assert bfcl == ANSWER_KEY_DEFECTS  # answers BFCL's own checker rejects whoever gives them
+
+
+def test_check_names_a_propagation_task_whose_expected_value_its_reference_call_does_not_return(tmp_path: Path) -> None:
+    tasks = {"domain": "weather", "tasks": [
+        {"id": "right", "query": "What was the temperature in Lisbon on 2024-05-22?", "expect": ["19.9"],
+         "reference": {"tool": "get_weather", "arguments": {"city": "Lisbon", "date": "2024-05-22"}}},
+        {"id": "wrong-value", "query": "What was the temperature in Oslo on 2023-01-14?", "expect": ["21.5"],
+         "reference": {"tool": "get_weather", "arguments": {"city": "Oslo", "date": "2023-01-14"}}},
+    ]}
+    write_yaml(tmp_path / "weather.yaml", tasks)
+    sweep = write_yaml(tmp_path / "sweep.yaml", {
+        "name": "p", "models": [{"name": "a", "provider": "sim", "model": "typical"}],
+        "probes": [{"kind": "propagation", "tasks": ["weather.yaml"], "runs": 3,
+                    "conditions": ["control", "control+interceptor", "param.semantic_wrong"]}]})
+    result = invoke("check", str(sweep))
+    assert result.exit_code == 1, result.output
+    lines = result.stdout.splitlines()
+    assert "1 case(s) no agent could pass (2 of 4 cells" in lines[0], lines  # the injected cells are not judged
+    assert any("propagation / wrong-value (control): its reference call does not return every `expect` value" in x
+               for x in lines), lines
+    assert not any("/ right " in x for x in lines)
