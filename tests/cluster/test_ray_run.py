@@ -15,6 +15,7 @@ from cluster.records import ray_record
 from runner.config.sweep import load_sweep
 from runner.core.manifest import read_manifest
 from runner.execution.run import grid_of, run_sweep
+from runner.output import Output
 from runner.sim.serve import ServeOptions, parse_rule
 from runner.sim.serve.thread import ServerThread
 from tests.cluster.conftest import http_sweep, kill_a_worker_after
@@ -145,3 +146,20 @@ def test_retry_errors_through_ray_repairs_error_rows_as_single_node_does(tmp_pat
     manifest = read_manifest(out)
     assert manifest is not None and manifest.sessions[-1].retry_errors == ["rate_limited", "transient", "timeout"]
     assert manifest.sessions[-1].trials_run == errors
+
+
+def test_the_oracle_passes_every_case_on_ray_workers_too(tmp_path: Path) -> None:
+    """Issue 28: each Ray worker builds its own trial runner from the shipped sweep, and learns the oracle's answer
+    keys there (runner.execution.run), so a sweep proved passable in one process is passable across processes."""
+    from runner.analysis.proof import unpassable_cases
+    from runner.config.prove import oracle_sweep
+    from tests.helpers.files import bundled_sweep
+
+    proof = oracle_sweep(load_sweep(bundled_sweep(tmp_path, "quickstart.yaml", runs=2)))
+    result = run_on_ray(proof.loaded, tmp_path / "ray", workers=2, chunk_size=40, quiet=True)
+    assert result.status == "complete"
+    rows = _trials(tmp_path / "ray")
+    assert rows.height == sum(p.n_cells for p in proof.loaded.probes) and (rows["status"] == "ok").all()
+    asked, failed = unpassable_cases(Output.open(tmp_path / "ray"),
+                                     {p.name: p.kind for p in proof.loaded.probes})
+    assert failed == [] and asked == rows.height
