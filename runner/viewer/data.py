@@ -37,10 +37,11 @@ from runner.output.reader import Output
 if TYPE_CHECKING:
     from runner.analysis.leaderboard import Summary
 
-__all__ = ["FILTER_PREFIX", "NULL_PREFIX", "PAGE_MAX", "Query", "Source", "ViewError", "labels_for"]
+__all__ = ["EXCLUDE_PREFIX", "FILTER_PREFIX", "NOT_NULL_PREFIX", "NULL_PREFIX", "PAGE_MAX", "Query", "Source", "ViewError", "labels_for"]
 
-#: a filter in a URL: ``f.COLUMN=VALUE`` (repeat it for any of several values); ``z.COLUMN=1``: the column is null
-FILTER_PREFIX, NULL_PREFIX = "f.", "z."
+#: a filter in a URL: ``f.COLUMN=VALUE`` (repeat it for any of several values); ``z.COLUMN=1``: the column is null;
+#: ``n.COLUMN=1``: it is not null (a rate's denominator); ``x.COLUMN=VALUE``: it is none of these values
+FILTER_PREFIX, NULL_PREFIX, NOT_NULL_PREFIX, EXCLUDE_PREFIX = "f.", "z.", "n.", "x."
 PAGE_MAX = 500
 #: the columns a trial list shows beside the outcome columns
 LIST_COLUMNS = ("trial_id", "model", "probe", "case_id", "condition", "run", "status", "error_kind", "attempts",
@@ -69,6 +70,8 @@ class Query:
 
     equals: tuple[tuple[str, tuple[str, ...]], ...] = ()
     nulls: tuple[str, ...] = ()
+    not_nulls: tuple[str, ...] = ()
+    excludes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     text: str = ""
     sort: str | None = None
     desc: bool = False
@@ -77,24 +80,31 @@ class Query:
 
     @classmethod
     def parse(cls, params: Mapping[str, Any]) -> Query:
-        """From a multi-valued mapping (aiohttp's ``request.query``): ``f.COL``, ``z.COL``, ``q``, ``sort``,
-        ``desc``, ``offset``, ``limit``."""
+        """From a multi-valued mapping (aiohttp's ``request.query``): ``f.COL``, ``z.COL``, ``n.COL``, ``x.COL``,
+        ``q``, ``sort``, ``desc``, ``offset``, ``limit``."""
         getall = getattr(params, "getall", None)
         equals: dict[str, list[str]] = {}
+        excludes: dict[str, list[str]] = {}
         nulls: list[str] = []
+        not_nulls: list[str] = []
         for key in dict.fromkeys(params):
             values = list(getall(key)) if getall else [params[key]]
             if key.startswith(FILTER_PREFIX):
                 equals.setdefault(key[len(FILTER_PREFIX):], []).extend(values)
+            elif key.startswith(EXCLUDE_PREFIX):
+                excludes.setdefault(key[len(EXCLUDE_PREFIX):], []).extend(values)
             elif key.startswith(NULL_PREFIX):
                 nulls.append(key[len(NULL_PREFIX):])
+            elif key.startswith(NOT_NULL_PREFIX):
+                not_nulls.append(key[len(NOT_NULL_PREFIX):])
         try:
             offset, limit = int(params.get("offset", 0)), int(params.get("limit", 50))
         except ValueError:
             raise ViewError("offset and limit must be whole numbers") from None
         if offset < 0 or not 1 <= limit <= PAGE_MAX:
             raise ViewError(f"offset must be >= 0 and limit between 1 and {PAGE_MAX}")
-        return cls(tuple((k, tuple(v)) for k, v in equals.items()), tuple(nulls), str(params.get("q", "")),
+        return cls(tuple((k, tuple(v)) for k, v in equals.items()), tuple(nulls), tuple(not_nulls),
+                   tuple((k, tuple(v)) for k, v in excludes.items()), str(params.get("q", "")),
                    params.get("sort") or None, params.get("desc") in ("1", "true"), offset, limit)
 
 
@@ -345,7 +355,8 @@ class Source:
         assert snap.frame is not None
         schema = snap.schema
         frame = snap.frame
-        for column, values in query.equals:
+
+        def member(column: str, values: tuple[str, ...]) -> pl.Expr:
             if column not in schema or column in CALL_COLUMNS:
                 raise ViewError(f"no column {column!r} in this output")
             dtype = schema[column]
@@ -353,14 +364,20 @@ class Source:
                 inner = dtype.inner
                 assert inner is not None
                 parsed = [_parse_value(column, inner, v) for v in values]
-                expr = pl.any_horizontal([pl.col(column).list.contains(v) for v in parsed]).fill_null(False)
-            else:
-                expr = pl.col(column).is_in([_parse_value(column, dtype, v) for v in values])
-            frame = frame.filter(expr)
-        for column in query.nulls:
+                return pl.any_horizontal([pl.col(column).list.contains(v) for v in parsed]).fill_null(False)
+            return pl.col(column).is_in([_parse_value(column, dtype, v) for v in values]).fill_null(False)
+
+        for column, values in query.equals:
+            frame = frame.filter(member(column, values))
+        for column, values in query.excludes:
+            frame = frame.filter(~member(column, values))
+        for column in (*query.nulls, *query.not_nulls):
             if column not in schema:
                 raise ViewError(f"no column {column!r} in this output")
+        for column in query.nulls:
             frame = frame.filter(pl.col(column).is_null())
+        for column in query.not_nulls:
+            frame = frame.filter(pl.col(column).is_not_null())
         if query.text:
             frame = frame.filter(_text_match(schema.names(), query.text))
         if query.sort is not None:
@@ -478,37 +495,117 @@ class Source:
         return self._cached(snap, "summary", lambda: summarize([snap.output]))
 
     def rates(self) -> dict[str, Any]:
-        """Every rate of the report's condition tables and leaderboard, with the filter that lists its trials."""
+        """Every number of the report that counts trials, each with the filter that lists them: the leaderboard,
+        the condition tables (hits and their denominator), the contrasts (each arm's hits of its trials), the
+        scorecard and the probes' views (stage reach, field scores). Counts come from the report's analysis
+        (``summarize``, ``scorecard_table``), never recounted here; the filters select exactly those trials
+        (the browser tests click through and compare)."""
+        from runner.analysis.scorecard import scorecard_table
+
         summary = self.summary()
         if summary is None:
             return {"probes": []}
+        snap = self.snapshot()
+        scorecard = scorecard_table(summary)
         probes = []
         for run in summary.runs:
             for a in run.probes:
-                conds = summary.conditions.filter(pl.col("probe") == a.probe)
-                cells = []
-                for r in conds.iter_rows(named=True):
-                    base = {"f.probe": [a.probe], "f.model": [r["model"]], "f.condition": [r["condition"]],
-                            "f.status": ["ok"]}
-                    cells.append({"model": r["model"], "condition": r["condition"], "rate": r["rate"],
-                                  "hits": r["hits"], "value": _plain(r["value"]), "trials": r["trials"],
-                                  "hits_filter": {**base, f"f.{r['rate']}": ["true"]}})
-                board = []
-                for r in summary.leaderboard.filter(pl.col("probe") == a.probe).iter_rows(named=True):
-                    arms = {}
-                    for arm in ("a", "b"):
-                        if r[f"arm_{arm}"]:
-                            arms[arm] = {"rate": _plain(r[f"rate_{arm}"]),
-                                         "filter": {"f.probe": [a.probe], "f.model": [r["model"]],
-                                                    "f.condition": list(r[f"arm_{arm}"]), "f.status": ["ok"],
-                                                    f"f.{r['headline']}": ["true"]}}
-                    board.append({"model": r["model"], "headline": r["headline"], "trials": r["trials"],
-                                  "errors": r["errors"], "contrast": r["contrast"], "arms": arms,
-                                  "difference": _plain(r["difference"]),
-                                  "trials_filter": {"f.probe": [a.probe], "f.model": [r["model"]]}})
-                probes.append({"probe": a.probe, "kind": a.kind, "rates": list(a.rates), "cells": cells,
-                               "leaderboard": board})
+                probes.append(self._probe_numbers(snap, summary, scorecard, run.label, a))
         return {"probes": probes}
+
+    def _probe_numbers(self, snap: _Snapshot, summary: Summary, scorecard: pl.DataFrame, label: str,
+                       a: Any) -> dict[str, Any]:
+        probe = a.probe
+        ok = {"f.probe": [probe], "f.status": ["ok"]}
+        counted = {(r["model"], r["condition"]): r for r in a.conditions.iter_rows(named=True)}
+
+        def arm(model: str, conditions: Sequence[str], rate: str) -> dict[str, Any]:
+            """The hits of ``rate`` over ``conditions`` and their denominator, as the analysis counted them."""
+            rows = [counted[(model, c)] for c in conditions if (model, c) in counted]
+            base = {**ok, "f.model": [model], "f.condition": list(conditions)}
+            return {"hits": sum(int(r[f"{rate}_hits"]) for r in rows), "n": sum(int(r[f"{rate}_n"]) for r in rows),
+                    "hits_filter": {**base, f"f.{rate}": ["true"]}, "n_filter": {**base, f"n.{rate}": ["1"]}}
+
+        mine = (pl.col("run") == label) & (pl.col("probe") == probe)
+        cells = []
+        for r in summary.conditions.filter(mine).iter_rows(named=True):
+            cells.append({"model": r["model"], "condition": r["condition"], "rate": r["rate"],
+                          "value": _plain(r["value"]), "trials": r["trials"],
+                          **arm(r["model"], [r["condition"]], r["rate"])})
+        board = []
+        for r in summary.leaderboard.filter(mine).iter_rows(named=True):
+            arms = {}
+            for side in ("a", "b"):
+                if r[f"arm_{side}"]:
+                    arms[side] = {"rate": _plain(r[f"rate_{side}"]),
+                                  **arm(r["model"], list(r[f"arm_{side}"]), r["outcome"] or r["headline"])}
+            board.append({"model": r["model"], "headline": r["headline"], "trials": r["trials"],
+                          "errors": r["errors"], "contrast": r["contrast"], "arms": arms,
+                          "difference": _plain(r["difference"]),
+                          "trials_filter": {"f.probe": [probe], "f.model": [r["model"]]},
+                          "errors_filter": {"f.probe": [probe], "f.model": [r["model"]], "x.status": ["ok"]}})
+        contrasts = []
+        for r in summary.contrasts.filter(mine).iter_rows(named=True):
+            contrasts.append({"model": r["model"], "contrast": r["contrast"], "outcome": r["outcome"],
+                              "difference": _plain(r["difference"]), "ci_lo": _plain(r["ci_lo"]),
+                              "ci_hi": _plain(r["ci_hi"]), "p_cell": _plain(r["p_cell"]),
+                              "arms": {side: {"conditions": list(r[f"arm_{side}"]), "rate": _plain(r[f"rate_{side}"]),
+                                              **arm(r["model"], list(r[f"arm_{side}"]), r["outcome"])}
+                                       for side in ("a", "b")}})
+        cards = []
+        for r in scorecard.filter(mine).iter_rows(named=True):
+            decoy = next((c for c in contrasts if c["model"] == r["model"] and c["contrast"] == "decoy"), None)
+            grounded = next((c for c in cells if c["model"] == r["model"] and c["condition"] == "groundable_known"
+                             and c["rate"] == "expected_called"), None)
+            errors = next((b for b in board if b["model"] == r["model"]), None)
+            cards.append({"model": r["model"], "verdict": r["verdict"], "retention": _plain(r["retention"]),
+                          "reason": r["reason"], "p": _plain(r["p"]),
+                          "decoy_a": None if decoy is None else {"rate": r["decoy_rate_a"], **decoy["arms"]["a"]},
+                          "decoy_b": None if decoy is None else {"rate": r["decoy_rate_b"], **decoy["arms"]["b"]},
+                          "grounded": None if grounded is None else {"rate": _plain(r["grounded_correct"]),
+                                                                     **{k: grounded[k] for k in
+                                                                        ("hits", "n", "hits_filter", "n_filter")}},
+                          "errors": None if errors is None else {"rate": _plain(r["error_share"]),
+                                                                 "hits": errors["errors"], "n": errors["trials"],
+                                                                 "hits_filter": errors["errors_filter"],
+                                                                 "n_filter": errors["trials_filter"]}})
+        return {"probe": probe, "kind": a.kind, "rates": list(a.rates), "cells": cells, "leaderboard": board,
+                "contrasts": contrasts, "scorecard": cards, "stages": self._stages(snap, summary, label, probe),
+                "fields": self._fields(summary, label, probe)}
+
+    def _stages(self, snap: _Snapshot, summary: Summary, label: str, probe: str) -> list[dict[str, Any]]:
+        """The stage-reach view (``Summary.stages``): trials reaching each stage, as ``stage_table`` counts them
+        (that stage or a later one), each leading to them."""
+        from runner.probes.propagation_report import stage_order
+
+        table = summary.stages.filter((pl.col("run") == label) & (pl.col("probe") == probe))
+        if table.height == 0 or snap.frame is None or "stage_reached" not in snap.schema:
+            return []
+        is_int = snap.schema["stage_reached"].is_integer()
+        seen = (snap.frame.filter(pl.col("probe") == probe).select(pl.col("stage_reached").drop_nulls().unique())
+                .collect()["stage_reached"].to_list())
+        out = []
+        for r in table.iter_rows(named=True):
+            values = sorted(str(v) for v in seen if stage_order(v, is_int) >= r["order"])
+            base = {"f.probe": [probe], "f.status": ["ok"], "f.model": [r["model"]], "f.condition": [r["condition"]]}
+            out.append({"model": r["model"], "condition": r["condition"], "stage": r["stage"], "hits": r["reached"],
+                        "n": r["trials"], "hits_filter": {**base, "f.stage_reached": values}, "n_filter": base})
+        return out
+
+    def _fields(self, summary: Summary, label: str, probe: str) -> list[dict[str, Any]]:
+        """The field-score view (``Summary.fields``): the trials each score is pooled over (every scorer scored),
+        each leading to them."""
+        table = summary.fields.filter((pl.col("run") == label) & (pl.col("probe") == probe))
+        scorers = table["scorer"].unique(maintain_order=True).to_list()
+        scored = {f"n.{s}_{k}": ["1"] for s in scorers for k in ("tp", "fp", "fn")}
+        out = []
+        for r in table.iter_rows(named=True):
+            out.append({"model": r["model"], "condition": r["condition"], "scorer": r["scorer"], "n": r["trials"],
+                        "tp": r["tp"], "fp": r["fp"], "fn": r["fn"], "precision": _plain(r["precision"]),
+                        "recall": _plain(r["recall"]),
+                        "n_filter": {"f.probe": [probe], "f.status": ["ok"], "f.model": [r["model"]],
+                                     "f.condition": [r["condition"]], **scored}})
+        return out
 
     def compare(self, probe: str, case_id: str, condition: str, per_model: int = 5) -> dict[str, Any]:
         """The same case and condition across every model: up to ``per_model`` trials of each, side by side."""

@@ -45,7 +45,7 @@ function here() {
 }
 function listParams(params) {     // the params that select a list (not the page's own position)
   const out = new URLSearchParams();
-  for (const [k, v] of params) if (k.startsWith("f.") || k.startsWith("z.") || ["q", "sort", "desc"].includes(k)) out.append(k, v);
+  for (const [k, v] of params) if (/^[fznx]\./.test(k) || ["q", "sort", "desc"].includes(k)) out.append(k, v);
   return out;
 }
 function filterParams(filter) {   // {"f.model": ["a"], ...} -> URLSearchParams
@@ -79,7 +79,16 @@ function selectRows(run, params) {
     if (v === null || v === undefined) return false;
     return Array.isArray(v) ? v.some(x => values.includes(String(x))) : values.includes(String(v));
   }));
-  for (const [k] of params) if (k.startsWith("z.")) rows = rows.filter(r => r[k.slice(2)] === null || r[k.slice(2)] === undefined);
+  const absent = v => v === null || v === undefined;
+  const excluded = new Map();
+  for (const [k, v] of params) if (k.startsWith("x.")) excluded.set(k.slice(2), [...(excluded.get(k.slice(2)) || []), v]);
+  rows = rows.filter(r => [...excluded].every(([c, values]) => {
+    const v = r[c];
+    if (absent(v)) return true;
+    return !(Array.isArray(v) ? v.some(x => values.includes(String(x))) : values.includes(String(v)));
+  }));
+  for (const [k] of params) if (k.startsWith("z.")) rows = rows.filter(r => absent(r[k.slice(2)]));
+  for (const [k] of params) if (k.startsWith("n.")) rows = rows.filter(r => !absent(r[k.slice(2)]));
   const q = (params.get("q") || "").toLowerCase();
   if (q) rows = rows.filter(r => (r.response_text || "").toLowerCase().includes(q) || r._args.toLowerCase().includes(q));
   const sort = params.get("sort"), sign = params.get("desc") === "1" ? -1 : 1;
@@ -175,10 +184,16 @@ async function listView(run, params) {
   });
   const filters = el("div", { class: "filters" }, el("label", {}, "text", search),
     [...info.columns.common, ...info.columns.outcomes].map(c => filterControl(c, params, apply)));
+  // filters a control above does not show (from a number's link): a rate's denominator, an excluded value
+  const hidden = [...params].filter(([k]) => /^[nx]\./.test(k));
+  const clear = new URLSearchParams([...params].filter(([k]) => !/^[nx]\./.test(k) && k !== "offset"));
+  const also = hidden.length ? el("div", { class: "muted", id: "also" }, "and: ",
+    hidden.map(([k, v]) => k.startsWith("n.") ? `${k.slice(2)} is set` : `${k.slice(2)} is not ${v}`).join(", "), " ",
+    el("a", { href: route(["run", run], clear) }, "(drop these)")) : "";
   const count = el("span", { id: "count" });
   const table = el("table", { class: "trials" });
   const pager = el("div", { class: "pager" });
-  main.replaceChildren(el("h2", {}, "Trials of ", info.label), filters, el("div", {}, count, " trials"), pager, table);
+  main.replaceChildren(el("h2", {}, "Trials of ", info.label), filters, also, el("div", {}, count, " trials"), pager, table);
   const draw = async () => {
     const page = await api(`runs/${run}/trials`, params);
     count.textContent = String(page.total);
@@ -280,25 +295,54 @@ async function trialView(run, trialId, params) {
 }
 
 // -- the numbers behind the report, each leading to its trials ------------------------------------------------
-function pct(v) { return v === null ? "—" : (100 * v).toFixed(1) + "%"; }
+function pct(v) { return v === null || v === undefined ? "—" : (100 * v).toFixed(1) + "%"; }
 async function ratesView(run) {
   const info = await runInfo(run);
   const data = await api(`runs/${run}/rates`);
   setWhere(el("a", { href: route([]) }, "runs"), " / ", el("a", { href: route(["run", run]) }, info.label), " / rates");
   const link = (filter, label, cls) => el("a", { href: route(["run", run], filterParams(filter)), class: cls }, label);
+  // a count of trials: its hits and its denominator, each a link to exactly the trials it counts
+  const count = c => c ? el("span", { class: "count" }, link(c.hits_filter, String(c.hits), "hits"), " of ",
+                              link(c.n_filter, String(c.n), "of")) : "—";
+  const table = (cls, probe, heads, rows) => el("table", { class: cls, "data-probe": probe },
+    el("tr", {}, heads.map(h => el("th", {}, h))), rows);
   const sections = data.probes.map(p => {
-    const board = el("table", { class: "leaderboard", "data-probe": p.probe },
-      el("tr", {}, ["model", "headline", "trials", "errors", "contrast", "arm A", "arm B", "difference"].map(h => el("th", {}, h))),
-      p.leaderboard.map(r => el("tr", {}, el("td", {}, r.model), el("td", {}, r.headline),
-        el("td", {}, link(r.trials_filter, String(r.trials))), el("td", {}, r.errors), el("td", {}, show(r.contrast)),
-        ["a", "b"].map(a => el("td", {}, r.arms[a] ? link(r.arms[a].filter, pct(r.arms[a].rate), "arm") : "—")),
-        el("td", {}, r.difference === null ? "—" : pct(r.difference)))));
-    const cells = el("table", { class: "conditions", "data-probe": p.probe },
-      el("tr", {}, ["model", "condition", "rate", "hits", "of trials", "value"].map(h => el("th", {}, h))),
+    const parts = [el("h2", {}, `${p.probe} (${p.kind})`)];
+    if (p.scorecard.length) parts.push(el("h3", {}, "Scorecard"), table("scorecard", p.probe,
+      ["model", "verdict", "why", "decoy, arm A", "decoy, arm B", "grounded: expected tool", "errors"],
+      p.scorecard.map(r => el("tr", { "data-model": r.model }, el("td", {}, r.model), el("td", {}, r.verdict),
+        el("td", {}, r.reason),
+        ["decoy_a", "decoy_b", "grounded", "errors"].map(k => el("td", { "data-number": k },
+          r[k] ? [pct(r[k].rate), " · ", count(r[k])] : "—"))))));
+    parts.push(el("h3", {}, "Leaderboard"), table("leaderboard", p.probe,
+      ["model", "headline", "trials", "errors", "contrast", "arm A", "arm B", "difference"],
+      p.leaderboard.map(r => el("tr", { "data-model": r.model }, el("td", {}, r.model), el("td", {}, r.headline),
+        el("td", {}, link(r.trials_filter, String(r.trials), "trials")),
+        el("td", {}, link(r.errors_filter, String(r.errors), "errors")), el("td", {}, show(r.contrast)),
+        ["a", "b"].map(a => el("td", { "data-arm": a }, r.arms[a] ? [link(r.arms[a].hits_filter, pct(r.arms[a].rate), "arm"),
+                                                        " · ", count(r.arms[a])] : "—")),
+        el("td", {}, r.difference === null ? "—" : pct(r.difference))))));
+    if (p.contrasts.length) parts.push(el("h3", {}, "Contrasts"), table("contrasts", p.probe,
+      ["model", "contrast", "outcome", "arm A", "arm B", "difference", "interval", "p (cell)"],
+      p.contrasts.map(r => el("tr", { "data-model": r.model, "data-contrast": r.contrast }, el("td", {}, r.model),
+        el("td", {}, r.contrast), el("td", {}, r.outcome),
+        ["a", "b"].map(a => el("td", { "data-arm": a, title: r.arms[a].conditions.join(", ") },
+          pct(r.arms[a].rate), " · ", count(r.arms[a]))),
+        el("td", {}, pct(r.difference)), el("td", {}, `${pct(r.ci_lo)} to ${pct(r.ci_hi)}`), el("td", {}, show(r.p_cell))))));
+    parts.push(el("h3", {}, "Rates by condition: each count leads to its trials"), table("conditions", p.probe,
+      ["model", "condition", "rate", "hits of trials", "value"],
       p.cells.map(c => el("tr", {}, el("td", {}, c.model), el("td", {}, c.condition), el("td", {}, c.rate),
-        el("td", {}, link(c.hits_filter, String(c.hits), "hits")), el("td", {}, c.trials), el("td", {}, pct(c.value)))));
-    return el("section", {}, el("h2", {}, `${p.probe} (${p.kind})`), el("h3", {}, "Leaderboard"), board,
-              el("h3", {}, "Rates by condition: each count leads to its trials"), cells);
+        el("td", {}, count(c)), el("td", {}, pct(c.value))))));
+    if (p.stages.length) parts.push(el("h3", {}, "Stages reached (that stage or a later one)"), table("stages", p.probe,
+      ["model", "condition", "stage", "reached of trials"],
+      p.stages.map(c => el("tr", {}, el("td", {}, c.model), el("td", {}, c.condition), el("td", {}, c.stage),
+        el("td", {}, count(c))))));
+    if (p.fields.length) parts.push(el("h3", {}, "Field scores (pooled over the trials every scorer scored)"),
+      table("fields", p.probe, ["model", "condition", "scorer", "trials", "tp", "fp", "fn", "precision", "recall"],
+        p.fields.map(c => el("tr", {}, el("td", {}, c.model), el("td", {}, c.condition), el("td", {}, c.scorer),
+          el("td", {}, link(c.n_filter, String(c.n), "of")), el("td", {}, c.tp), el("td", {}, c.fp), el("td", {}, c.fn),
+          el("td", {}, pct(c.precision)), el("td", {}, pct(c.recall))))));
+    return el("section", {}, parts);
   });
   main.replaceChildren(...sections);
 }
