@@ -13,6 +13,7 @@ or a value its type cannot hold is a ``ViewError`` (the server answers 400), nev
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -30,6 +31,7 @@ import pyarrow.ipc as ipc
 from polars.datatypes import DataTypeClass
 
 from runner.core.calls import Blobs, RecordedCall, row_calls
+from runner.core.errors import UserError
 from runner.core.schema import CALL_COLUMNS, COMMON_FIELDS
 from runner.output.parts import latest
 from runner.output.reader import Output
@@ -197,6 +199,78 @@ def _stream_batches(path: Path) -> list[pa.RecordBatch]:
     except (StopIteration, pa.ArrowInvalid, OSError, EOFError):
         pass  # the end, a torn tail, or the writer finalized and renamed it since the listing
     return batches
+
+
+_CASE_FILE_MAX = 32 * 2**20  # a case file larger than this is not read for a trial's detail
+
+
+@functools.lru_cache(maxsize=16)
+def _case_file(path: Path, mtime_ns: int) -> tuple[str, Any] | None:
+    """(sha256, parsed data) of a case file (``runner.core.sources``, as the probes read them), once per version."""
+    from runner.core.sources import load_source
+
+    try:
+        source = load_source(path, what="case file")
+    except UserError:
+        return None
+    return source.sha256, source.data
+
+
+def _case_in(path: Path, case_id: str) -> tuple[str, Any] | None:
+    """(the file's sha256, the record whose ``id`` is ``case_id``) in a case file: a list of records, or a
+    mapping holding one (``cases:``, ``triples:``, ``tasks:``...)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    if not path.is_file() or st.st_size > _CASE_FILE_MAX:
+        return None
+    loaded = _case_file(path, st.st_mtime_ns)
+    if loaded is None:
+        return None
+    sha, data = loaded
+    lists = [data] if isinstance(data, list) else [v for v in data.values() if isinstance(v, list)] \
+        if isinstance(data, dict) else []
+    for items in lists:
+        for item in items:
+            if isinstance(item, dict) and str(item.get("id")) == case_id:
+                return sha, item
+    return None
+
+
+def _is_hit(rate: str, value: Any) -> bool:
+    """Whether an outcome column's value is the event its rate counts (a failure, for a success rate)."""
+    from runner.analysis.cells import SUCCESS_RATES
+
+    return value is False if rate in SUCCESS_RATES else value is True
+
+
+def _why(kind: str | None, row: Mapping[str, Any], outcomes: Sequence[str]) -> dict[str, Any]:
+    """The verdict's reasons, from the trial's own outcome columns: each event that fired (a true flag; a false
+    ``passed``) with what it means (the report's definitions, ``runner.reporting.outcomes``), and the evidence
+    the probe recorded beside it (its lists and labels: which forbidden token and where, which argument is
+    ungrounded, which stage was reached, what the action was)."""
+    from runner.reporting.outcomes import definition
+
+    fired: list[dict[str, Any]] = []
+    quiet: list[dict[str, Any]] = []
+    evidence: list[dict[str, Any]] = []
+    for name in outcomes:
+        value = row.get(name)
+        meaning = definition(kind, name) if kind else None
+        if isinstance(value, bool):
+            entry = {"column": name, "value": value, "meaning": meaning}
+            (fired if _is_hit(name, value) else quiet).append(entry)
+        elif isinstance(value, list):
+            if value:
+                evidence.append({"column": name, "value": value, "meaning": meaning})
+        elif value is not None and not isinstance(value, float):
+            evidence.append({"column": name, "value": value, "meaning": meaning})
+    if row.get("status") != "ok":
+        fired.insert(0, {"column": "status", "value": row.get("status"),
+                         "meaning": f"the trial failed ({row.get('error_kind') or 'error'}): it counts in no rate, "
+                                    "only in the errors"})
+    return {"fired": fired, "quiet": quiet, "evidence": evidence}
 
 
 def _repeats(frame: pl.LazyFrame) -> bool:
@@ -461,8 +535,49 @@ class Source:
     def _detail(self, snap: _Snapshot, row: dict[str, Any]) -> dict[str, Any]:
         calls = row_calls(row, self.blobs(snap))
         columns = {k: _plain(v) for k, v in row.items() if k not in CALL_COLUMNS}
-        return {"row": columns, "outcomes": self.outcomes(snap),
+        kind = self._kind(snap, str(row.get("probe")))
+        return {"row": columns, "outcomes": self.outcomes(snap), "kind": kind,
+                "why": _why(kind, columns, self.outcomes(snap)), "cost_usd": self._cost(snap, row),
+                "case": self._case(snap, str(row.get("probe")), str(row.get("case_id"))),
                 "calls": None if calls is None else [_plain(_call_json(c)) for c in calls]}
+
+    def _kind(self, snap: _Snapshot, probe: str) -> str | None:
+        record = snap.output.manifest.probes.get(probe) if snap.output is not None else None
+        return record.kind if record is not None else None
+
+    def _cost(self, snap: _Snapshot, row: dict[str, Any]) -> float | None:
+        """The trial's cost in US dollars at the run's prices (``ModelPrice.cost``, as the report prices a
+        model); None when its model has no price (unknown, not free)."""
+        price = snap.output.prices.get(str(row.get("model"))) if snap.output is not None else None
+        if price is None:
+            return None
+        return price.cost(row.get("input_tokens") or 0, row.get("output_tokens") or 0)
+
+    def _case(self, snap: _Snapshot, probe: str, case_id: str) -> dict[str, Any] | None:
+        """The record of ``case_id`` in the probe's case file, as the sweep named it; ``matches_run``: whether the
+        file's sha256 is still the one the run recorded (false: it was edited since, so this is not exactly what
+        the trials ran)."""
+        if snap.output is None:
+            return None
+        m = snap.output.manifest
+        record = m.probes.get(probe)
+        config = next((p for p in m.sweep.probes or [] if (p.get("name") or p.get("kind")) == probe), None)
+        if record is None or config is None:
+            return None
+        recorded = {k: v for k, v in record.model_dump().items() if k.endswith("_sha256")}
+        shas = {v for v in recorded.values() if isinstance(v, str)} | \
+            {x for v in recorded.values() if isinstance(v, dict) for x in v.values()}
+        files = []
+        for key in ("cases", "traces", "tasks"):
+            value = config.get(key)
+            files += [value] if isinstance(value, str) else [v for v in value or [] if isinstance(v, str)]
+        base = Path(m.sweep_file).parent if m.sweep_file else self.path
+        for name in files:
+            found = _case_in(base / name, case_id)
+            if found is not None:
+                sha, data = found
+                return {"source": str(base / name), "matches_run": sha in shas, "record": _plain(data)}
+        return None
 
     def outcomes(self, snap: _Snapshot) -> list[str]:
         return [c for c in snap.schema.names() if c not in _COMMON and c not in CALL_COLUMNS]

@@ -268,6 +268,24 @@ function fieldTable(row, names, cls) {
   return el("table", { class: cls }, names.filter(n => n in row).map(n =>
     el("tr", {}, el("th", {}, n), el("td", { "data-column": n, class: row[n] === true ? "yes" : undefined }, show(row[n])))));
 }
+function whyView(why) {           // the verdict's reasons: what fired, what it means, the evidence recorded
+  if (!why) return "";
+  const item = e => el("li", { "data-why": e.column }, el("b", {}, e.column), " = ", show(e.value),
+                       e.meaning ? el("span", { class: "muted" }, " — ", e.meaning) : "");
+  return el("div", { class: "why" },
+    el("p", {}, why.fired.length ? "What fired:" : "Nothing fired: every rate of this trial is a non-event."),
+    why.fired.length ? el("ul", { class: "fired" }, why.fired.map(item)) : "",
+    why.evidence.length ? [el("p", {}, "Evidence the probe recorded:"), el("ul", { class: "evidence" }, why.evidence.map(item))] : "",
+    why.quiet.length ? el("details", {}, el("summary", {}, `${why.quiet.length} rates that did not fire`),
+                                        el("ul", { class: "quiet" }, why.quiet.map(item))) : "");
+}
+function caseView(c) {
+  if (!c) return el("p", { class: "muted", id: "case" }, "the case file is not readable from here");
+  return el("div", { id: "case" },
+    el("p", { class: c.matches_run ? "muted" : "err" }, c.source, c.matches_run
+      ? " (its sha256 is the one the run recorded)" : " (edited since the run: its sha256 differs from the run's)"),
+    el("pre", { "data-field": "case" }, JSON.stringify(c.record, null, 2)));
+}
 async function trialView(run, trialId, params) {
   const info = await runInfo(run);
   const data = await api(`runs/${run}/trials/${encodeURIComponent(trialId)}`, params);
@@ -284,9 +302,11 @@ async function trialView(run, trialId, params) {
       around.next ? el("a", { href: step(around.next, around.pos + 1), id: "next" }, "next ›") : el("span", { class: "muted" }, "last"),
       el("a", { href: route(["run", run, "compare"], compare), id: "compare" }, "compare models on this case")),
     el("h2", {}, `${row.model} · ${row.probe} · ${row.case_id} · ${row.condition} · run ${row.run}`),
-    el("h3", {}, "Verdict"), fieldTable(row, data.outcomes, "verdict"),
-    el("h3", {}, "Trial"), fieldTable(row, ["trial_id", "status", "error_kind", "error", "seed", "attempts", "cache_hits",
-      "latency_ms", "input_tokens", "output_tokens", "remedies", "provider", "model_id", "finished_at"], "facts"),
+    el("h3", {}, "Verdict"), whyView(data.why), fieldTable(row, data.outcomes, "verdict"),
+    el("h3", {}, "Trial"), fieldTable({ ...row, cost_usd: data.cost_usd === null ? null : "$" + data.cost_usd.toFixed(6) },
+      ["trial_id", "status", "error_kind", "error", "seed", "attempts", "cache_hits", "latency_ms", "input_tokens",
+       "output_tokens", "cost_usd", "remedies", "provider", "model_id", "finished_at"], "facts"),
+    el("h3", {}, "The case as the run used it"), caseView(data.case),
     el("h3", {}, "Exchange"),
     data.calls === null
       ? el("div", { class: "transcript" }, el("p", { class: "muted" }, "this output records no calls (format 1); the reply:"),
