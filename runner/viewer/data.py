@@ -17,6 +17,7 @@ import functools
 import json
 import math
 import os
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ _COMMON = tuple(f.name for f in COMMON_FIELDS)
 FILTER_COMMON = ("model", "probe", "case_id", "condition", "run", "status", "error_kind", "provider", "model_id")
 _SNIPPET = 240  # characters of a reply a list row carries
 _DISTINCT_MAX = 500
+_COUNTS_KEPT = 256  # counts remembered per snapshot (a few integers each)
 _EXACT = 2**53  # the largest integer a JavaScript number holds exactly  # a column with more values than this is filtered by typing, not by a list
 
 
@@ -130,22 +132,24 @@ def _parse_value(column: str, dtype: pl.DataType | DataTypeClass, text: str) -> 
 
 def _search_text(names: Sequence[str]) -> pl.Expr:
     """The arguments of every tool call a model made in the trial (the row's last response and every recorded
-    call), one text: what the text search reads beside the reply."""
+    call), one text: what the text search reads beside the reply. Nested joins rather than explodes: each list
+    is joined where it lies, with no row copied."""
     text = pl.col("tool_calls").list.eval(pl.element().struct.field("arguments")).list.join("\n").fill_null("")
     if "calls" in names:
-        every = (pl.col("calls").list.eval(pl.element().struct.field("response").struct.field("tool_calls")
-                                           .list.explode(keep_nulls=False, empty_as_null=False)
-                                           .struct.field("arguments").drop_nulls()).list.join("\n"))
+        every = pl.col("calls").list.eval(
+            pl.element().struct.field("response").struct.field("tool_calls")
+            .list.eval(pl.element().struct.field("arguments")).list.join("\n")).list.join("\n")
         text = pl.concat_str([text, every.fill_null("")], separator="\n")
     return text
 
 
 def _text_match(names: Sequence[str], text: str) -> pl.Expr:
     """Rows whose reply, or the arguments of any tool call a model made (every recorded call), hold ``text``
-    (case-insensitive, literally)."""
-    needle = text.lower()
-    found = pl.col("response_text").fill_null("").str.to_lowercase().str.contains(needle, literal=True)
-    return found | _search_text(names).str.to_lowercase().str.contains(needle, literal=True)
+    (case-insensitive, literally: the text escaped into a ``(?i)`` pattern, so no lower-cased copy of every
+    reply is made)."""
+    pattern = "(?i)" + re.escape(text)
+    found = pl.col("response_text").str.contains(pattern).fill_null(False)
+    return found | _search_text(names).str.contains(pattern).fill_null(False)
 
 
 def _plain(value: Any) -> Any:
@@ -362,7 +366,7 @@ class Source:
         snap = self.snapshot()
         if snap.frame is None:
             return
-        self._position(snap, "")
+        self._index(snap)
         self.blobs(snap)
         self.columns()
         self.run_info()
@@ -460,8 +464,10 @@ class Source:
             frame = frame.sort(query.sort, descending=query.desc, nulls_last=True, maintain_order=True)
         return frame
 
-    def page(self, query: Query) -> dict[str, Any]:
-        """One page of the trials ``query`` selects, and how many it selects in all."""
+    def page(self, query: Query, count: bool = True) -> dict[str, Any]:
+        """One page of the trials ``query`` selects, and (``count``) how many it selects in all. The page alone
+        stops reading once it has its rows (a slice of the filtered scan); the count reads every row the filters
+        touch, so the page asks for it apart (``count``) and shows its rows first."""
         snap = self.snapshot()
         if snap.frame is None:
             return {"total": 0, "offset": query.offset, "rows": [], "outcomes": []}
@@ -469,10 +475,29 @@ class Source:
         outcomes = self.outcomes(snap)
         cols = [c for c in LIST_COLUMNS if c in snap.schema] + outcomes
         selected = [pl.col(c).str.slice(0, _SNIPPET) if c == "response_text" else pl.col(c) for c in cols]
-        total, rows = pl.collect_all([frame.select(pl.len()),
-                                      frame.slice(query.offset, query.limit).select(selected)])
-        return {"total": int(total.item()), "offset": query.offset, "outcomes": outcomes,
+        rows = frame.slice(query.offset, query.limit).select(selected).collect()
+        return {"total": self.count(query) if count else None, "offset": query.offset, "outcomes": outcomes,
                 "rows": [_plain(r) for r in rows.iter_rows(named=True)]}
+
+    def count(self, query: Query) -> int:
+        """How many trials ``query``'s filters and text select: counted once per snapshot and selection (paging,
+        sorting and previous / next ask again without reading the output)."""
+        snap = self.snapshot()
+        if snap.frame is None:
+            return 0
+        key = ("count", query.equals, query.nulls, query.not_nulls, query.excludes, query.text)
+        with self._lock:
+            known = snap.cache.get("counts", {}).get(key)
+        if known is not None:
+            return int(known)
+        frame = self._filtered(snap, Query(query.equals, query.nulls, query.not_nulls, query.excludes, query.text))
+        total = int(frame.select(pl.len()).collect().item())
+        with self._lock:
+            counts = snap.cache.setdefault("counts", {})
+            if len(counts) >= _COUNTS_KEPT:
+                counts.pop(next(iter(counts)))
+            counts[key] = total
+        return total
 
     def neighbours(self, query: Query, trial_id: str, pos: int | None) -> dict[str, Any]:
         """The trials before and after ``trial_id`` in the list ``query`` selects (``pos``: where the page saw
@@ -506,30 +531,33 @@ class Source:
         snap = self.snapshot()
         if snap.frame is None:
             return None
-        at = self._position(snap, trial_id)
-        if at is None:
-            return None
-        found = snap.frame.slice(at, 1).collect()
-        return self._detail(snap, found.row(0, named=True))
+        row = self._locate(snap, trial_id)
+        return None if row is None else self._detail(snap, row)
 
-    def _position(self, snap: _Snapshot, trial_id: str) -> int | None:
-        """Where ``trial_id`` is in the snapshot's frame: an index of id hashes (16 bytes a trial, built once per
-        snapshot), so a trial is a one-row slice of the scan rather than a filter over every id."""
+    def _index(self, snap: _Snapshot) -> tuple[np.ndarray, np.ndarray]:
+        """(the sorted hashes of every trial id, each one's row position): 16 bytes a trial, built once per
+        snapshot; the ids themselves are not kept."""
         frame = snap.frame
         assert frame is not None
 
-        def make() -> tuple[pl.Series, np.ndarray, np.ndarray]:
-            ids = frame.select("trial_id").collect()["trial_id"]
-            hashes = ids.hash().to_numpy()
+        def make() -> tuple[np.ndarray, np.ndarray]:
+            hashes = frame.select(pl.col("trial_id").hash()).collect(engine="streaming").to_series().to_numpy()
             order = np.argsort(hashes, kind="stable")
-            return ids, hashes[order], order
+            return hashes[order], order
 
-        ids, hashes, order = self._cached(snap, "index", make)
+        return self._cached(snap, "index", make)
+
+    def _locate(self, snap: _Snapshot, trial_id: str) -> dict[str, Any] | None:
+        """The row of ``trial_id``: a one-row slice of the scan where the index puts it (equal hashes: each
+        candidate read, and the one with this id kept)."""
+        assert snap.frame is not None
+        hashes, order = self._index(snap)
         want = pl.Series([trial_id], dtype=pl.String).hash().to_numpy()[0]
         lo, hi = np.searchsorted(hashes, want, "left"), np.searchsorted(hashes, want, "right")
-        for i in order[lo:hi]:  # equal hashes: the one whose id is this one
-            if ids[int(i)] == trial_id:
-                return int(i)
+        for i in order[lo:hi]:
+            found = snap.frame.slice(int(i), 1).collect()
+            if found.height and found["trial_id"][0] == trial_id:
+                return found.row(0, named=True)
         return None
 
     def _detail(self, snap: _Snapshot, row: dict[str, Any]) -> dict[str, Any]:

@@ -106,7 +106,11 @@ def make_app(sources: Sequence[Source], warm_up: bool = True) -> web.Application
 
     async def trials(request: web.Request) -> web.Response:
         s = source(request)
-        return _json(await in_thread(s.page, Query.parse(request.query)))
+        return _json(await in_thread(s.page, Query.parse(request.query), request.query.get("count") != "0"))
+
+    async def count(request: web.Request) -> web.Response:
+        s = source(request)
+        return _json({"total": await in_thread(s.count, Query.parse(request.query))})
 
     async def trial(request: web.Request) -> web.Response:
         s = source(request)
@@ -144,6 +148,7 @@ def make_app(sources: Sequence[Source], warm_up: bool = True) -> web.Application
     app.router.add_get("/api/runs", runs)
     app.router.add_get("/api/runs/{run}", run)
     app.router.add_get("/api/runs/{run}/trials", trials)
+    app.router.add_get("/api/runs/{run}/count", count)
     app.router.add_get("/api/runs/{run}/trials/{trial}", trial)
     app.router.add_get("/api/runs/{run}/rates", rates)
     app.router.add_get("/api/runs/{run}/compare", compare)

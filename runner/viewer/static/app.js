@@ -112,6 +112,7 @@ function offline(path, params) {
       .sort((a, b) => a.run - b.run).slice(0, 5) })) };
   }
   const list = selectRows(run, params);
+  if (parts.length === 3 && parts[2] === "count") return { total: list.length };
   if (parts.length === 3) {
     const offset = Number(params.get("offset") || 0), limit = Number(params.get("limit") || 50);
     return { total: list.length, offset, outcomes, rows: list.slice(offset, offset + limit).map(snippet) };
@@ -195,8 +196,11 @@ async function listView(run, params) {
   const pager = el("div", { class: "pager" });
   main.replaceChildren(el("h2", {}, "Trials of ", info.label), filters, also, el("div", {}, count, " trials"), pager, table);
   const draw = async () => {
-    const page = await api(`runs/${run}/trials`, params);
-    count.textContent = String(page.total);
+    // the rows first (a slice: the server stops reading once it has them), the count beside them
+    const counting = api(`runs/${run}/count`, params);
+    const asked = new URLSearchParams(params); asked.set("count", "0");
+    const page = await api(`runs/${run}/trials`, asked);
+    if (!count.textContent) count.textContent = "…";
     const columns = ["trial_id", "model", "case_id", "condition", "run", "status", "error_kind", ...page.outcomes, "response_text"];
     const sort = params.get("sort"), desc = params.get("desc") === "1";
     const header = el("tr", {}, columns.map(c => el("th", { class: "sortable", title: "sort by " + c, onclick: () => {
@@ -214,10 +218,12 @@ async function listView(run, params) {
     table.replaceChildren(header, ...rows);
     const limit = Number(params.get("limit") || 50), offset = page.offset;
     const to = off => { const next = new URLSearchParams(params); next.set("offset", String(off)); return route(["run", run], next); };
+    const total = (await counting).total;
+    count.textContent = String(total);
     pager.replaceChildren(
       offset > 0 ? el("a", { href: to(Math.max(0, offset - limit)), id: "prev-page" }, "‹ previous") : "",
-      ` ${page.total ? offset + 1 : 0}–${offset + page.rows.length} `,
-      offset + limit < page.total ? el("a", { href: to(offset + limit), id: "next-page" }, "next ›") : "");
+      ` ${total ? offset + 1 : 0}–${offset + page.rows.length} `,
+      offset + limit < total ? el("a", { href: to(offset + limit), id: "next-page" }, "next ›") : "");
   };
   await draw();
   const runs = await api("runs");
