@@ -32,6 +32,7 @@ import pyarrow.ipc as ipc
 from polars.datatypes import DataTypeClass
 
 from runner.core.calls import Blobs, RecordedCall, row_calls
+from runner.core.constants import SUCCESS_RATES
 from runner.core.errors import UserError
 from runner.core.schema import CALL_COLUMNS, COMMON_FIELDS
 from runner.output.parts import latest
@@ -244,8 +245,6 @@ def _case_in(path: Path, case_id: str) -> tuple[str, Any] | None:
 
 def _is_hit(rate: str, value: Any) -> bool:
     """Whether an outcome column's value is the event its rate counts (a failure, for a success rate)."""
-    from runner.analysis.cells import SUCCESS_RATES
-
     return value is False if rate in SUCCESS_RATES else value is True
 
 
@@ -361,15 +360,16 @@ class Source:
             return snap.cache[name]
 
     def warm(self) -> None:
-        """Compute, once, what the first requests of a page would otherwise wait for: the trial index, the call
-        blobs, the filter columns, the usage, then the report's analysis (the slowest, for the rates page)."""
+        """Compute, once, what the first requests of a page would otherwise wait for: the filter columns and the
+        usage (the list page), the trial index and the call blobs (a trial), then the report's analysis (the
+        slowest, for the rates page)."""
         snap = self.snapshot()
         if snap.frame is None:
             return
+        self.columns()  # the list page waits for these: first
+        self.run_info()
         self._index(snap)
         self.blobs(snap)
-        self.columns()
-        self.run_info()
         self.summary()
 
     # -- runs -------------------------------------------------------------------------------------------------
@@ -416,11 +416,11 @@ class Source:
 
         wanted = [c for c in (*FILTER_COMMON, *outcome_names) if c in schema and kind(schema[c]) != "other"]
         listed = [c for c in wanted if kind(schema[c]) in ("text", "list") or schema[c].is_integer()]
-        exprs = []
-        for c in listed:
+        values: dict[str, list[Any]] = {}
+        for c in listed:  # one column at a time, streaming: the memory of one column's batches, not every column's
             col = pl.col(c).explode() if kind(schema[c]) == "list" else pl.col(c)
-            exprs.append(col.drop_nulls().unique().head(_DISTINCT_MAX + 1).sort().implode().alias(c))
-        values = snap.frame.select(exprs).collect().row(0, named=True) if exprs else {}
+            values[c] = (snap.frame.select(col.drop_nulls().unique().head(_DISTINCT_MAX + 1).sort().alias(c))
+                         .collect(engine="streaming")[c].to_list())
         out: dict[str, list[dict[str, Any]]] = {"common": [], "outcomes": []}
         for c in wanted:
             entry: dict[str, Any] = {"name": c, "kind": kind(schema[c])}
