@@ -166,9 +166,9 @@ function filterControl(column, params, apply) {
   return el("label", {}, column.name, input);
 }
 async function listView(run, params) {
-  const info = await runInfo(run);
-  setWhere(el("a", { href: route([]) }, "runs"), " / ", info.label, " / ",
-           el("a", { href: route(["run", run, "rates"]) }, "rates"));
+  // the rows do not wait for the filter controls (their values take a scan of the output): both are asked at once
+  const asking = runInfo(run);
+  asking.catch(() => {});   // awaited below; this only keeps an early failure from being reported twice
   const apply = (name, value) => {
     const next = new URLSearchParams(params);
     next.delete("f." + name); next.delete("z." + name); next.delete("offset");
@@ -183,8 +183,8 @@ async function listView(run, params) {
     if (search.value) next.set("q", search.value); else next.delete("q");
     location.hash = route(["run", run], next);
   });
-  const filters = el("div", { class: "filters" }, el("label", {}, "text", search),
-    [...info.columns.common, ...info.columns.outcomes].map(c => filterControl(c, params, apply)));
+  const filters = el("div", { class: "filters" }, el("label", {}, "text", search));
+  const heading = el("h2", {}, "Trials");
   // filters a control above does not show (from a number's link): a rate's denominator, an excluded value
   const hidden = [...params].filter(([k]) => /^[nx]\./.test(k));
   const clear = new URLSearchParams([...params].filter(([k]) => !/^[nx]\./.test(k) && k !== "offset"));
@@ -194,7 +194,7 @@ async function listView(run, params) {
   const count = el("span", { id: "count" });
   const table = el("table", { class: "trials" });
   const pager = el("div", { class: "pager" });
-  main.replaceChildren(el("h2", {}, "Trials of ", info.label), filters, also, el("div", {}, count, " trials"), pager, table);
+  main.replaceChildren(heading, filters, also, el("div", {}, count, " trials"), pager, table);
   const draw = async () => {
     // the rows first (a slice: the server stops reading once it has them), the count beside them
     const counting = api(`runs/${run}/count`, params);
@@ -226,6 +226,11 @@ async function listView(run, params) {
       offset + limit < total ? el("a", { href: to(offset + limit), id: "next-page" }, "next ›") : "");
   };
   await draw();
+  const info = await asking;
+  setWhere(el("a", { href: route([]) }, "runs"), " / ", info.label, " / ",
+           el("a", { href: route(["run", run, "rates"]) }, "rates"));
+  heading.textContent = "Trials of " + info.label;
+  filters.append(...[...info.columns.common, ...info.columns.outcomes].map(c => filterControl(c, params, apply)));
   const runs = await api("runs");
   if (runs.runs[run] && runs.runs[run].live) {   // a run still being written: ask again while the view stays
     const view = location.hash;
