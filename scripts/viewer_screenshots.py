@@ -57,6 +57,7 @@ def main() -> None:
                     page.goto(base + route)
                 page.wait_for_selector(selector)
                 page.wait_for_function("document.body.dataset.ready === location.hash")
+                page.evaluate("window.scrollTo(0, 0)")
                 page.screenshot(path=str(args.out / name))
                 print(f"wrote {args.out / name}")
             browser.close()

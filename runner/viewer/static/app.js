@@ -201,7 +201,9 @@ async function listView(run, params) {
     const asked = new URLSearchParams(params); asked.set("count", "0");
     const page = await api(`runs/${run}/trials`, asked);
     if (!count.textContent) count.textContent = "…";
-    const columns = ["trial_id", "model", "case_id", "condition", "run", "status", "error_kind", ...page.outcomes, "response_text"];
+    // the flags as columns; lists and labels (catalogue orders, evidence) are in each trial's detail
+    const flags = page.outcomes.filter(o => page.rows.every(r => r[o] === null || typeof r[o] === "boolean"));
+    const columns = ["trial_id", "model", "case_id", "condition", "run", "status", "error_kind", ...flags, "response_text"];
     const sort = params.get("sort"), desc = params.get("desc") === "1";
     const header = el("tr", {}, columns.map(c => el("th", { class: "sortable", title: "sort by " + c, onclick: () => {
       const next = new URLSearchParams(params);
@@ -359,7 +361,7 @@ async function ratesView(run) {
         el("td", {}, r.contrast), el("td", {}, r.outcome),
         ["a", "b"].map(a => el("td", { "data-arm": a, title: r.arms[a].conditions.join(", ") },
           pct(r.arms[a].rate), " · ", count(r.arms[a]))),
-        el("td", {}, pct(r.difference)), el("td", {}, `${pct(r.ci_lo)} to ${pct(r.ci_hi)}`), el("td", {}, show(r.p_cell))))));
+        el("td", {}, pct(r.difference)), el("td", {}, `${pct(r.ci_lo)} to ${pct(r.ci_hi)}`), el("td", {}, r.p_cell === null ? "—" : Number(r.p_cell).toPrecision(2))))));
     parts.push(el("h3", {}, "Rates by condition: each count leads to its trials"), table("conditions", p.probe,
       ["model", "condition", "rate", "hits of trials", "value"],
       p.cells.map(c => el("tr", {}, el("td", {}, c.model), el("td", {}, c.condition), el("td", {}, c.rate),
