@@ -135,7 +135,18 @@ def make_app(sources: Sequence[Source], warm_up: bool = True) -> web.Application
         q = request.query
         if not all(q.get(k) for k in ("probe", "case_id", "condition")):
             raise ViewError("compare needs probe, case_id and condition")
-        return _json(await in_thread(source(request).compare, q["probe"], q["case_id"], q["condition"]))
+        here = source(request)
+        if len(sources) == 1:
+            return _json(await in_thread(here.compare, q["probe"], q["case_id"], q["condition"]))
+        # several outputs given: the same case and condition in each run, this run's first
+        order = [here] + [s for s in sources if s is not here]
+        models: list[dict[str, Any]] = []
+        outcomes: list[str] = []
+        for s in order:
+            found = await in_thread(s.compare, q["probe"], q["case_id"], q["condition"])
+            outcomes += [o for o in found["outcomes"] if o not in outcomes]
+            models += [{**m, "model": f"{s.label} · {m['model']}", "run": sources.index(s)} for m in found["models"]]
+        return _json({"outcomes": outcomes, "models": models})
 
     first_page = asyncio.Event()
 

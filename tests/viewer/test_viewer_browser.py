@@ -151,3 +151,23 @@ def test_a_trial_says_why_it_fired_the_case_it_ran_and_its_cost(
     cost = (row["input_tokens"] * price["input"] + row["output_tokens"] * price["output"]) / 1e6
     assert tab.text(".facts [data-column=cost_usd]") == f"${cost:.6f}"
     assert tab.errors == []
+
+
+def test_compare_across_two_runs_shows_each_runs_models_side_by_side(
+        tab: Any, serve: Any, quick_out: Path, tmp_path: Path, rows: list[dict[str, Any]]) -> None:
+    import shutil
+
+    other = tmp_path / "again"
+    shutil.copytree(quick_out, other)  # a second run of the same sweep (its own folder, so its own label)
+    with serve([quick_out, other]) as base:
+        case, condition = rows[0]["case_id"], rows[0]["condition"]
+        tab.goto(base + f"#/run/0/compare?probe=misselection&case_id={case}&condition={condition}")
+        shown = tab.page.eval_on_selector_all(".compare > div", "els => els.map(e => e.dataset.model)")
+        models = sorted({r["model"] for r in rows})
+        assert len(shown) == 2 * len(models)
+        assert [s.split(" · ")[1] for s in shown[:len(models)]] == [s.split(" · ")[1] for s in shown[len(models):]]
+        assert sorted(s.split(" · ")[1] for s in shown[:len(models)]) == models
+        # a trial of the second run opens in the second run
+        tab.click(f".compare > div:nth-child({len(models) + 1}) .role a")
+        assert tab.page.url.split("#", 1)[1].startswith("/run/1/trial/")
+    assert tab.errors == []

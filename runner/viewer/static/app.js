@@ -387,8 +387,8 @@ async function compareView(run, params) {
   setWhere(el("a", { href: route([]) }, "runs"), " / ", el("a", { href: route(["run", run]) }, info.label), " / compare");
   const column = m => el("div", { "data-model": m.model }, el("h3", {}, m.model), m.trials.map(t =>
     el("div", { class: "message" },
-      el("div", { class: "role" }, el("a", { href: route(["run", run, "trial", t.trial_id]) }, `run ${t.run}`), " ", t.status),
-      fieldTable(t, data.outcomes.filter(o => t[o] !== null), "verdict"),
+      el("div", { class: "role" }, el("a", { href: route(["run", m.run ?? run, "trial", t.trial_id]) }, `run ${t.run}`), " ", t.status),
+      fieldTable(t, data.outcomes.filter(o => t[o] !== null && t[o] !== undefined), "verdict"),
       el("pre", { "data-field": "reply" }, t.response_text))));
   main.replaceChildren(el("h2", {}, `${params.get("probe")} · ${params.get("case_id")} · ${params.get("condition")}`),
                        el("div", { class: "compare" }, data.models.map(column)));
