@@ -7,7 +7,8 @@ raised to reach the size; built once and kept in ``--cache``), then ``trialgrid 
 its own process and asked, over HTTP, what the page asks: the first page of trials, the run with its filter
 columns, a filtered page (a model, an outcome and a text search), a sorted page, a trial's detail (the first
 one asked, then others) and the rates (the report's analysis, computed once). Prints each latency and the
-server's resident memory (RSS) at the end. Figures, not a test (issue 25's targets: first page ≤ 1 s after
+server's resident memory (RSS) before and after the rates (the report's analysis). The list page asks for its
+rows and its count apart (the rows come first), so each is timed. Figures, not a test (issue 25's targets: first page ≤ 1 s after
 start, a filtered page ≤ 2 s, a detail ≤ 200 ms, RSS bounded whatever the size).
 """
 
@@ -30,6 +31,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs"
 CELLS = 3 * 13 * 3  # models × triples × conditions of the quickstart
+RATES_TIMEOUT = 900.0
 
 
 def build(cache: Path, trials: int) -> Path:
@@ -56,9 +58,9 @@ def build(cache: Path, trials: int) -> Path:
     return out
 
 
-def timed(url: str) -> tuple[float, dict]:
+def timed(url: str, timeout: float = 300) -> tuple[float, dict]:
     started = time.perf_counter()
-    with urllib.request.urlopen(url, timeout=300) as response:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
         body = json.loads(response.read())
     return time.perf_counter() - started, body
 
@@ -72,34 +74,56 @@ def measure(out: Path) -> None:
         assert proc.stderr is not None
         line = proc.stderr.readline()
         listening = time.perf_counter() - started
+        server = psutil.Process(proc.pid)
+        cpu = server.cpu_times()
+        listen_cpu = cpu.user + cpu.system
         base = line.split("trialgrid view: ", 1)[1].split(" ", 1)[0]
         api = base + "api/runs/0"
-        first, page = timed(api + "/trials?offset=0&limit=50")
+        # what the list page asks: the rows (count=0) and the count, side by side
+        first, _ = timed(api + "/trials?offset=0&limit=50&count=0")
         since_start = time.perf_counter() - started
+        first_count, counted = timed(api + "/count")
+        total = counted["total"]
         columns, _ = timed(api)
-        filtered, fpage = timed(api + "/trials?f.model=sim-reckless&f.decoy_called=true&offset=0&limit=50")
-        searched, spage = timed(api + "/trials?f.decoy_called=true&q=quorbis&offset=0&limit=50")
-        sorted_, _ = timed(api + "/trials?sort=latency_ms&desc=1&offset=0&limit=50")
-        deep, _ = timed(api + f"/trials?offset={page['total'] // 2}&limit=50")
+        filt = "f.model=sim-reckless&f.decoy_called=true"
+        filtered, fpage = timed(api + f"/trials?{filt}&offset=0&limit=50&count=0")
+        filtered_count, fcount = timed(api + f"/count?{filt}")
+        search = "f.decoy_called=true&q=quorbis"
+        searched, spage = timed(api + f"/trials?{search}&offset=0&limit=50&count=0")
+        searched_count, scount = timed(api + f"/count?{search}")
+        searched_next, _ = timed(api + f"/trials?{search}&offset=50&limit=50")  # the count is known now
+        sorted_, _ = timed(api + "/trials?sort=latency_ms&desc=1&offset=0&limit=50&count=0")
+        deep, _ = timed(api + f"/trials?offset={total // 2}&limit=50&count=0")
         ids = [r["trial_id"] for r in fpage["rows"][:6]]
-        details = [timed(api + f"/trials/{tid}?f.model=sim-reckless&f.decoy_called=true&pos={i}")[0]
-                   for i, tid in enumerate(ids)]
-        rates_first, _ = timed(api + "/rates")
-        rates_again, _ = timed(api + "/rates")
-        rss = psutil.Process(proc.pid).memory_info().rss / 2**20
-        size = sum(p.stat().st_size for p in (out / "trials").glob("*.arrow")) / 2**20
-        print(f"  {page['total']:,} trials, {size:,.0f} MiB of parts")
-        print(f"  listening after start         {listening * 1000:8.0f} ms")
-        print(f"  first page                    {first * 1000:8.0f} ms  ({since_start * 1000:.0f} ms after start)")
+        details = [timed(api + f"/trials/{tid}?{filt}&pos={i}")[0] for i, tid in enumerate(ids)]
+        rss_before_rates = server.memory_info().rss / 2**20
+        size = sum(p.stat().st_size for p in (out / "trials").glob("*.arrow*")) / 2**20
+        print(f"  {total:,} trials, {size:,.0f} MiB of parts, load average now {os.getloadavg()[0]:.1f}")
+        print(f"  listening after start         {listening * 1000:8.0f} ms  ({listen_cpu:.2f} CPU s: imports, footers)")
+        print(f"  first page (rows)             {first * 1000:8.0f} ms  ({since_start * 1000:.0f} ms after start)")
+        print(f"  count of every trial          {first_count * 1000:8.0f} ms")
         print(f"  run + filter columns          {columns * 1000:8.0f} ms")
-        print(f"  filtered page (model+outcome) {filtered * 1000:8.0f} ms  ({fpage['total']:,} trials)")
-        print(f"  filtered + text search        {searched * 1000:8.0f} ms  ({spage['total']:,} trials)")
+        print(f"  filtered page (model+outcome) {filtered * 1000:8.0f} ms  rows, {filtered_count * 1000:.0f} ms "
+              f"count ({fcount['total']:,} trials)")
+        print(f"  filtered + text search        {searched * 1000:8.0f} ms  rows, {searched_count * 1000:.0f} ms "
+              f"count ({scount['total']:,} trials; {len(spage['rows'])} on the page)")
+        print(f"  its next page, with count     {searched_next * 1000:8.0f} ms")
         print(f"  sorted page (latency desc)    {sorted_ * 1000:8.0f} ms")
         print(f"  page in the middle            {deep * 1000:8.0f} ms")
-        print(f"  trial detail, first           {details[0] * 1000:8.0f} ms  (gathers the output's call blobs once)")
+        print(f"  trial detail, first           {details[0] * 1000:8.0f} ms  (waits for the index and call blobs "
+              "if warm-up has not built them yet)")
         print(f"  trial detail, next ones       {max(details[1:]) * 1000:8.0f} ms  (max of {len(details) - 1})")
-        print(f"  rates, first / again          {rates_first * 1000:8.0f} / {rates_again * 1000:.0f} ms")
-        print(f"  server RSS                    {rss:8.0f} MiB")
+        print(f"  server RSS before the rates   {rss_before_rates:8.0f} MiB", flush=True)
+        try:  # the report's analysis: as slow as `trialgrid report` on this output
+            rates_first, _ = timed(api + "/rates", timeout=RATES_TIMEOUT)
+            rates_again, _ = timed(api + "/rates")
+            print(f"  rates, first / again          {rates_first * 1000:8.0f} / {rates_again * 1000:.0f} ms")
+        except TimeoutError:
+            print(f"  rates                         no answer in {RATES_TIMEOUT:.0f} s (the report's analysis)")
+        rss = server.memory_info().rss / 2**20
+        status = dict(x.split(":", 1) for x in Path(f"/proc/{proc.pid}/status").read_text().splitlines() if ":" in x)
+        peak = int(status.get("VmHWM", "0 kB").split()[0]) / 1024  # the most the server ever held
+        print(f"  server RSS after the rates    {rss:8.0f} MiB, {peak:.0f} MiB at its peak", flush=True)
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -20,6 +20,7 @@ import polars as pl
 
 import stats
 from runner.core.constants import CONFIDENCE, INTERVAL_METHOD, N_RESAMPLES
+from runner.core.constants import SUCCESS_RATES as _SUCCESS_RATES
 from runner.core.errors import UserError
 from runner.output.reader import Output, as_output
 from runner.probes import PROBES, Contrast
@@ -28,7 +29,7 @@ from runner.probes import PROBES, Contrast
 _INTERVAL_NAMES = stats.INTERVAL_NAMES
 
 #: rates where a hit is the good result (a pass/fail probe): there, a prompt fires on a failure
-SUCCESS_RATES = frozenset({"passed"})
+SUCCESS_RATES = _SUCCESS_RATES
 
 
 def firing_event(rate: str) -> str:

@@ -19,3 +19,6 @@ N_RESAMPLES = 4000
 CONFIDENCE = 0.95
 #: the fixed seed of probe views whose intervals do not follow the sweep seed (kappas, hop rates)
 VIEW_SEED = 2026
+#: rates where a hit is the good result (a pass/fail probe): there, a prompt fires on a failure (and the viewer
+#: lists a trial's false value as what fired); ``runner.analysis.cells`` re-exports it
+SUCCESS_RATES: Final = frozenset({"passed"})

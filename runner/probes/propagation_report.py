@@ -160,6 +160,16 @@ def interceptor_effect(rows: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(out)
 
 
+def stage_order(value: Any, is_int: bool) -> int:
+    """The stage a ``stage_reached`` value stands for: the integer, or the first number in a label (0: none)."""
+    if value is None:
+        return 0
+    if is_int:
+        return int(value)
+    digits = re.findall(r"\d+", str(value))
+    return int(digits[0]) if digits else 0
+
+
 def stage_table(trials: pl.LazyFrame, probe: str) -> pl.DataFrame:
     """Trials reaching each stage per model × condition, from a ``stage_reached`` column.
 
@@ -178,12 +188,7 @@ def stage_table(trials: pl.LazyFrame, probe: str) -> pl.DataFrame:
     is_int = schema["stage_reached"].is_integer()
 
     def order_of(v: Any) -> int:
-        if v is None:
-            return 0
-        if is_int:
-            return int(v)
-        digits = re.findall(r"\d+", str(v))
-        return int(digits[0]) if digits else 0
+        return stage_order(v, is_int)
 
     labels: dict[int, str] = {}
     for v in counts["stage_reached"].to_list():

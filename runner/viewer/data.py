@@ -13,9 +13,11 @@ or a value its type cannot hold is a ``ViewError`` (the server answers 400), nev
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +32,8 @@ import pyarrow.ipc as ipc
 from polars.datatypes import DataTypeClass
 
 from runner.core.calls import Blobs, RecordedCall, row_calls
+from runner.core.constants import SUCCESS_RATES
+from runner.core.errors import UserError
 from runner.core.schema import CALL_COLUMNS, COMMON_FIELDS
 from runner.output.parts import latest
 from runner.output.reader import Output
@@ -37,10 +41,11 @@ from runner.output.reader import Output
 if TYPE_CHECKING:
     from runner.analysis.leaderboard import Summary
 
-__all__ = ["FILTER_PREFIX", "NULL_PREFIX", "PAGE_MAX", "Query", "Source", "ViewError", "labels_for"]
+__all__ = ["EXCLUDE_PREFIX", "FILTER_PREFIX", "NOT_NULL_PREFIX", "NULL_PREFIX", "PAGE_MAX", "Query", "Source", "ViewError", "labels_for"]
 
-#: a filter in a URL: ``f.COLUMN=VALUE`` (repeat it for any of several values); ``z.COLUMN=1``: the column is null
-FILTER_PREFIX, NULL_PREFIX = "f.", "z."
+#: a filter in a URL: ``f.COLUMN=VALUE`` (repeat it for any of several values); ``z.COLUMN=1``: the column is null;
+#: ``n.COLUMN=1``: it is not null (a rate's denominator); ``x.COLUMN=VALUE``: it is none of these values
+FILTER_PREFIX, NULL_PREFIX, NOT_NULL_PREFIX, EXCLUDE_PREFIX = "f.", "z.", "n.", "x."
 PAGE_MAX = 500
 #: the columns a trial list shows beside the outcome columns
 LIST_COLUMNS = ("trial_id", "model", "probe", "case_id", "condition", "run", "status", "error_kind", "attempts",
@@ -50,6 +55,7 @@ _COMMON = tuple(f.name for f in COMMON_FIELDS)
 FILTER_COMMON = ("model", "probe", "case_id", "condition", "run", "status", "error_kind", "provider", "model_id")
 _SNIPPET = 240  # characters of a reply a list row carries
 _DISTINCT_MAX = 500
+_COUNTS_KEPT = 256  # counts remembered per snapshot (a few integers each)
 _EXACT = 2**53  # the largest integer a JavaScript number holds exactly  # a column with more values than this is filtered by typing, not by a list
 
 
@@ -69,6 +75,8 @@ class Query:
 
     equals: tuple[tuple[str, tuple[str, ...]], ...] = ()
     nulls: tuple[str, ...] = ()
+    not_nulls: tuple[str, ...] = ()
+    excludes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     text: str = ""
     sort: str | None = None
     desc: bool = False
@@ -77,24 +85,31 @@ class Query:
 
     @classmethod
     def parse(cls, params: Mapping[str, Any]) -> Query:
-        """From a multi-valued mapping (aiohttp's ``request.query``): ``f.COL``, ``z.COL``, ``q``, ``sort``,
-        ``desc``, ``offset``, ``limit``."""
+        """From a multi-valued mapping (aiohttp's ``request.query``): ``f.COL``, ``z.COL``, ``n.COL``, ``x.COL``,
+        ``q``, ``sort``, ``desc``, ``offset``, ``limit``."""
         getall = getattr(params, "getall", None)
         equals: dict[str, list[str]] = {}
+        excludes: dict[str, list[str]] = {}
         nulls: list[str] = []
+        not_nulls: list[str] = []
         for key in dict.fromkeys(params):
             values = list(getall(key)) if getall else [params[key]]
             if key.startswith(FILTER_PREFIX):
                 equals.setdefault(key[len(FILTER_PREFIX):], []).extend(values)
+            elif key.startswith(EXCLUDE_PREFIX):
+                excludes.setdefault(key[len(EXCLUDE_PREFIX):], []).extend(values)
             elif key.startswith(NULL_PREFIX):
                 nulls.append(key[len(NULL_PREFIX):])
+            elif key.startswith(NOT_NULL_PREFIX):
+                not_nulls.append(key[len(NOT_NULL_PREFIX):])
         try:
             offset, limit = int(params.get("offset", 0)), int(params.get("limit", 50))
         except ValueError:
             raise ViewError("offset and limit must be whole numbers") from None
         if offset < 0 or not 1 <= limit <= PAGE_MAX:
             raise ViewError(f"offset must be >= 0 and limit between 1 and {PAGE_MAX}")
-        return cls(tuple((k, tuple(v)) for k, v in equals.items()), tuple(nulls), str(params.get("q", "")),
+        return cls(tuple((k, tuple(v)) for k, v in equals.items()), tuple(nulls), tuple(not_nulls),
+                   tuple((k, tuple(v)) for k, v in excludes.items()), str(params.get("q", "")),
                    params.get("sort") or None, params.get("desc") in ("1", "true"), offset, limit)
 
 
@@ -118,22 +133,24 @@ def _parse_value(column: str, dtype: pl.DataType | DataTypeClass, text: str) -> 
 
 def _search_text(names: Sequence[str]) -> pl.Expr:
     """The arguments of every tool call a model made in the trial (the row's last response and every recorded
-    call), one text: what the text search reads beside the reply."""
+    call), one text: what the text search reads beside the reply. Nested joins rather than explodes: each list
+    is joined where it lies, with no row copied."""
     text = pl.col("tool_calls").list.eval(pl.element().struct.field("arguments")).list.join("\n").fill_null("")
     if "calls" in names:
-        every = (pl.col("calls").list.eval(pl.element().struct.field("response").struct.field("tool_calls")
-                                           .list.explode(keep_nulls=False, empty_as_null=False)
-                                           .struct.field("arguments").drop_nulls()).list.join("\n"))
+        every = pl.col("calls").list.eval(
+            pl.element().struct.field("response").struct.field("tool_calls")
+            .list.eval(pl.element().struct.field("arguments")).list.join("\n")).list.join("\n")
         text = pl.concat_str([text, every.fill_null("")], separator="\n")
     return text
 
 
 def _text_match(names: Sequence[str], text: str) -> pl.Expr:
     """Rows whose reply, or the arguments of any tool call a model made (every recorded call), hold ``text``
-    (case-insensitive, literally)."""
-    needle = text.lower()
-    found = pl.col("response_text").fill_null("").str.to_lowercase().str.contains(needle, literal=True)
-    return found | _search_text(names).str.to_lowercase().str.contains(needle, literal=True)
+    (case-insensitive, literally: the text escaped into a ``(?i)`` pattern, so no lower-cased copy of every
+    reply is made)."""
+    pattern = "(?i)" + re.escape(text)
+    found = pl.col("response_text").str.contains(pattern).fill_null(False)
+    return found | _search_text(names).str.contains(pattern).fill_null(False)
 
 
 def _plain(value: Any) -> Any:
@@ -189,6 +206,76 @@ def _stream_batches(path: Path) -> list[pa.RecordBatch]:
     return batches
 
 
+_CASE_FILE_MAX = 32 * 2**20  # a case file larger than this is not read for a trial's detail
+
+
+@functools.lru_cache(maxsize=16)
+def _case_file(path: Path, mtime_ns: int) -> tuple[str, Any] | None:
+    """(sha256, parsed data) of a case file (``runner.core.sources``, as the probes read them), once per version."""
+    from runner.core.sources import load_source
+
+    try:
+        source = load_source(path, what="case file")
+    except UserError:
+        return None
+    return source.sha256, source.data
+
+
+def _case_in(path: Path, case_id: str) -> tuple[str, Any] | None:
+    """(the file's sha256, the record whose ``id`` is ``case_id``) in a case file: a list of records, or a
+    mapping holding one (``cases:``, ``triples:``, ``tasks:``...)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    if not path.is_file() or st.st_size > _CASE_FILE_MAX:
+        return None
+    loaded = _case_file(path, st.st_mtime_ns)
+    if loaded is None:
+        return None
+    sha, data = loaded
+    lists = [data] if isinstance(data, list) else [v for v in data.values() if isinstance(v, list)] \
+        if isinstance(data, dict) else []
+    for items in lists:
+        for item in items:
+            if isinstance(item, dict) and str(item.get("id")) == case_id:
+                return sha, item
+    return None
+
+
+def _is_hit(rate: str, value: Any) -> bool:
+    """Whether an outcome column's value is the event its rate counts (a failure, for a success rate)."""
+    return value is False if rate in SUCCESS_RATES else value is True
+
+
+def _why(kind: str | None, row: Mapping[str, Any], outcomes: Sequence[str]) -> dict[str, Any]:
+    """The verdict's reasons, from the trial's own outcome columns: each event that fired (a true flag; a false
+    ``passed``) with what it means (the report's definitions, ``runner.reporting.outcomes``), and the evidence
+    the probe recorded beside it (its lists and labels: which forbidden token and where, which argument is
+    ungrounded, which stage was reached, what the action was)."""
+    from runner.reporting.outcomes import definition
+
+    fired: list[dict[str, Any]] = []
+    quiet: list[dict[str, Any]] = []
+    evidence: list[dict[str, Any]] = []
+    for name in outcomes:
+        value = row.get(name)
+        meaning = definition(kind, name) if kind else None
+        if isinstance(value, bool):
+            entry = {"column": name, "value": value, "meaning": meaning}
+            (fired if _is_hit(name, value) else quiet).append(entry)
+        elif isinstance(value, list):
+            if value:
+                evidence.append({"column": name, "value": value, "meaning": meaning})
+        elif value is not None and not isinstance(value, float):
+            evidence.append({"column": name, "value": value, "meaning": meaning})
+    if row.get("status") != "ok":
+        fired.insert(0, {"column": "status", "value": row.get("status"),
+                         "meaning": f"the trial failed ({row.get('error_kind') or 'error'}): it counts in no rate, "
+                                    "only in the errors"})
+    return {"fired": fired, "quiet": quiet, "evidence": evidence}
+
+
 def _repeats(frame: pl.LazyFrame) -> bool:
     """Whether some trial has more than one row (then only its newest counts: ``runner.output.parts.latest``,
     which sorts every row, so it is applied only then), by the key ``latest`` uses."""
@@ -220,6 +307,10 @@ class Source:
         self.label = label
         self._lock = threading.Lock()
         self._snap = self._read(self._key(), output)
+        if self._snap.frame is not None:
+            # one row read before the server listens: the first scan of a large part pays for reading its footer and
+            # batch headers (0.5 s at 1M trials), which the first page would otherwise wait for
+            self._snap.frame.slice(0, 1).collect()
 
     # -- the current snapshot ---------------------------------------------------------------------------------
     def _key(self) -> tuple[Any, ...]:
@@ -273,15 +364,16 @@ class Source:
             return snap.cache[name]
 
     def warm(self) -> None:
-        """Compute, once, what the first requests of a page would otherwise wait for: the trial index, the call
-        blobs, the filter columns, the usage, then the report's analysis (the slowest, for the rates page)."""
+        """Compute, once, what the first requests of a page would otherwise wait for: the filter columns and the
+        usage (the list page), the trial index and the call blobs (a trial), then the report's analysis (the
+        slowest, for the rates page)."""
         snap = self.snapshot()
         if snap.frame is None:
             return
-        self._position(snap, "")
-        self.blobs(snap)
-        self.columns()
+        self.columns()  # the list page waits for these: first
         self.run_info()
+        self._index(snap)
+        self.blobs(snap)
         self.summary()
 
     # -- runs -------------------------------------------------------------------------------------------------
@@ -328,11 +420,11 @@ class Source:
 
         wanted = [c for c in (*FILTER_COMMON, *outcome_names) if c in schema and kind(schema[c]) != "other"]
         listed = [c for c in wanted if kind(schema[c]) in ("text", "list") or schema[c].is_integer()]
-        exprs = []
-        for c in listed:
+        values: dict[str, list[Any]] = {}
+        for c in listed:  # one column at a time, streaming: the memory of one column's batches, not every column's
             col = pl.col(c).explode() if kind(schema[c]) == "list" else pl.col(c)
-            exprs.append(col.drop_nulls().unique().head(_DISTINCT_MAX + 1).sort().implode().alias(c))
-        values = snap.frame.select(exprs).collect().row(0, named=True) if exprs else {}
+            values[c] = (snap.frame.select(col.drop_nulls().unique().head(_DISTINCT_MAX + 1).sort().alias(c))
+                         .collect(engine="streaming")[c].to_list())
         out: dict[str, list[dict[str, Any]]] = {"common": [], "outcomes": []}
         for c in wanted:
             entry: dict[str, Any] = {"name": c, "kind": kind(schema[c])}
@@ -345,7 +437,8 @@ class Source:
         assert snap.frame is not None
         schema = snap.schema
         frame = snap.frame
-        for column, values in query.equals:
+
+        def member(column: str, values: tuple[str, ...]) -> pl.Expr:
             if column not in schema or column in CALL_COLUMNS:
                 raise ViewError(f"no column {column!r} in this output")
             dtype = schema[column]
@@ -353,14 +446,20 @@ class Source:
                 inner = dtype.inner
                 assert inner is not None
                 parsed = [_parse_value(column, inner, v) for v in values]
-                expr = pl.any_horizontal([pl.col(column).list.contains(v) for v in parsed]).fill_null(False)
-            else:
-                expr = pl.col(column).is_in([_parse_value(column, dtype, v) for v in values])
-            frame = frame.filter(expr)
-        for column in query.nulls:
+                return pl.any_horizontal([pl.col(column).list.contains(v) for v in parsed]).fill_null(False)
+            return pl.col(column).is_in([_parse_value(column, dtype, v) for v in values]).fill_null(False)
+
+        for column, values in query.equals:
+            frame = frame.filter(member(column, values))
+        for column, values in query.excludes:
+            frame = frame.filter(~member(column, values))
+        for column in (*query.nulls, *query.not_nulls):
             if column not in schema:
                 raise ViewError(f"no column {column!r} in this output")
+        for column in query.nulls:
             frame = frame.filter(pl.col(column).is_null())
+        for column in query.not_nulls:
+            frame = frame.filter(pl.col(column).is_not_null())
         if query.text:
             frame = frame.filter(_text_match(schema.names(), query.text))
         if query.sort is not None:
@@ -369,8 +468,10 @@ class Source:
             frame = frame.sort(query.sort, descending=query.desc, nulls_last=True, maintain_order=True)
         return frame
 
-    def page(self, query: Query) -> dict[str, Any]:
-        """One page of the trials ``query`` selects, and how many it selects in all."""
+    def page(self, query: Query, count: bool = True) -> dict[str, Any]:
+        """One page of the trials ``query`` selects, and (``count``) how many it selects in all. The page alone
+        stops reading once it has its rows (a slice of the filtered scan); the count reads every row the filters
+        touch, so the page asks for it apart (``count``) and shows its rows first."""
         snap = self.snapshot()
         if snap.frame is None:
             return {"total": 0, "offset": query.offset, "rows": [], "outcomes": []}
@@ -378,10 +479,29 @@ class Source:
         outcomes = self.outcomes(snap)
         cols = [c for c in LIST_COLUMNS if c in snap.schema] + outcomes
         selected = [pl.col(c).str.slice(0, _SNIPPET) if c == "response_text" else pl.col(c) for c in cols]
-        total, rows = pl.collect_all([frame.select(pl.len()),
-                                      frame.slice(query.offset, query.limit).select(selected)])
-        return {"total": int(total.item()), "offset": query.offset, "outcomes": outcomes,
+        rows = frame.slice(query.offset, query.limit).select(selected).collect()
+        return {"total": self.count(query) if count else None, "offset": query.offset, "outcomes": outcomes,
                 "rows": [_plain(r) for r in rows.iter_rows(named=True)]}
+
+    def count(self, query: Query) -> int:
+        """How many trials ``query``'s filters and text select: counted once per snapshot and selection (paging,
+        sorting and previous / next ask again without reading the output)."""
+        snap = self.snapshot()
+        if snap.frame is None:
+            return 0
+        key = ("count", query.equals, query.nulls, query.not_nulls, query.excludes, query.text)
+        with self._lock:
+            known = snap.cache.get("counts", {}).get(key)
+        if known is not None:
+            return int(known)
+        frame = self._filtered(snap, Query(query.equals, query.nulls, query.not_nulls, query.excludes, query.text))
+        total = int(frame.select(pl.len()).collect().item())
+        with self._lock:
+            counts = snap.cache.setdefault("counts", {})
+            if len(counts) >= _COUNTS_KEPT:
+                counts.pop(next(iter(counts)))
+            counts[key] = total
+        return total
 
     def neighbours(self, query: Query, trial_id: str, pos: int | None) -> dict[str, Any]:
         """The trials before and after ``trial_id`` in the list ``query`` selects (``pos``: where the page saw
@@ -415,37 +535,81 @@ class Source:
         snap = self.snapshot()
         if snap.frame is None:
             return None
-        at = self._position(snap, trial_id)
-        if at is None:
-            return None
-        found = snap.frame.slice(at, 1).collect()
-        return self._detail(snap, found.row(0, named=True))
+        row = self._locate(snap, trial_id)
+        return None if row is None else self._detail(snap, row)
 
-    def _position(self, snap: _Snapshot, trial_id: str) -> int | None:
-        """Where ``trial_id`` is in the snapshot's frame: an index of id hashes (16 bytes a trial, built once per
-        snapshot), so a trial is a one-row slice of the scan rather than a filter over every id."""
+    def _index(self, snap: _Snapshot) -> tuple[np.ndarray, np.ndarray]:
+        """(the sorted hashes of every trial id, each one's row position): 16 bytes a trial, built once per
+        snapshot; the ids themselves are not kept."""
         frame = snap.frame
         assert frame is not None
 
-        def make() -> tuple[pl.Series, np.ndarray, np.ndarray]:
-            ids = frame.select("trial_id").collect()["trial_id"]
-            hashes = ids.hash().to_numpy()
+        def make() -> tuple[np.ndarray, np.ndarray]:
+            hashes = frame.select(pl.col("trial_id").hash()).collect(engine="streaming").to_series().to_numpy()
             order = np.argsort(hashes, kind="stable")
-            return ids, hashes[order], order
+            return hashes[order], order
 
-        ids, hashes, order = self._cached(snap, "index", make)
+        return self._cached(snap, "index", make)
+
+    def _locate(self, snap: _Snapshot, trial_id: str) -> dict[str, Any] | None:
+        """The row of ``trial_id``: a one-row slice of the scan where the index puts it (equal hashes: each
+        candidate read, and the one with this id kept)."""
+        assert snap.frame is not None
+        hashes, order = self._index(snap)
         want = pl.Series([trial_id], dtype=pl.String).hash().to_numpy()[0]
         lo, hi = np.searchsorted(hashes, want, "left"), np.searchsorted(hashes, want, "right")
-        for i in order[lo:hi]:  # equal hashes: the one whose id is this one
-            if ids[int(i)] == trial_id:
-                return int(i)
+        for i in order[lo:hi]:
+            found = snap.frame.slice(int(i), 1).collect()
+            if found.height and found["trial_id"][0] == trial_id:
+                return found.row(0, named=True)
         return None
 
     def _detail(self, snap: _Snapshot, row: dict[str, Any]) -> dict[str, Any]:
         calls = row_calls(row, self.blobs(snap))
         columns = {k: _plain(v) for k, v in row.items() if k not in CALL_COLUMNS}
-        return {"row": columns, "outcomes": self.outcomes(snap),
+        kind = self._kind(snap, str(row.get("probe")))
+        return {"row": columns, "outcomes": self.outcomes(snap), "kind": kind,
+                "why": _why(kind, columns, self.outcomes(snap)), "cost_usd": self._cost(snap, row),
+                "case": self._case(snap, str(row.get("probe")), str(row.get("case_id"))),
                 "calls": None if calls is None else [_plain(_call_json(c)) for c in calls]}
+
+    def _kind(self, snap: _Snapshot, probe: str) -> str | None:
+        record = snap.output.manifest.probes.get(probe) if snap.output is not None else None
+        return record.kind if record is not None else None
+
+    def _cost(self, snap: _Snapshot, row: dict[str, Any]) -> float | None:
+        """The trial's cost in US dollars at the run's prices (``ModelPrice.cost``, as the report prices a
+        model); None when its model has no price (unknown, not free)."""
+        price = snap.output.prices.get(str(row.get("model"))) if snap.output is not None else None
+        if price is None:
+            return None
+        return price.cost(row.get("input_tokens") or 0, row.get("output_tokens") or 0)
+
+    def _case(self, snap: _Snapshot, probe: str, case_id: str) -> dict[str, Any] | None:
+        """The record of ``case_id`` in the probe's case file, as the sweep named it; ``matches_run``: whether the
+        file's sha256 is still the one the run recorded (false: it was edited since, so this is not exactly what
+        the trials ran)."""
+        if snap.output is None:
+            return None
+        m = snap.output.manifest
+        record = m.probes.get(probe)
+        config = next((p for p in m.sweep.probes or [] if (p.get("name") or p.get("kind")) == probe), None)
+        if record is None or config is None:
+            return None
+        recorded = {k: v for k, v in record.model_dump().items() if k.endswith("_sha256")}
+        shas = {v for v in recorded.values() if isinstance(v, str)} | \
+            {x for v in recorded.values() if isinstance(v, dict) for x in v.values()}
+        files = []
+        for key in ("cases", "traces", "tasks"):
+            value = config.get(key)
+            files += [value] if isinstance(value, str) else [v for v in value or [] if isinstance(v, str)]
+        base = Path(m.sweep_file).parent if m.sweep_file else self.path
+        for name in files:
+            found = _case_in(base / name, case_id)
+            if found is not None:
+                sha, data = found
+                return {"source": str(base / name), "matches_run": sha in shas, "record": _plain(data)}
+        return None
 
     def outcomes(self, snap: _Snapshot) -> list[str]:
         return [c for c in snap.schema.names() if c not in _COMMON and c not in CALL_COLUMNS]
@@ -478,37 +642,117 @@ class Source:
         return self._cached(snap, "summary", lambda: summarize([snap.output]))
 
     def rates(self) -> dict[str, Any]:
-        """Every rate of the report's condition tables and leaderboard, with the filter that lists its trials."""
+        """Every number of the report that counts trials, each with the filter that lists them: the leaderboard,
+        the condition tables (hits and their denominator), the contrasts (each arm's hits of its trials), the
+        scorecard and the probes' views (stage reach, field scores). Counts come from the report's analysis
+        (``summarize``, ``scorecard_table``), never recounted here; the filters select exactly those trials
+        (the browser tests click through and compare)."""
+        from runner.analysis.scorecard import scorecard_table
+
         summary = self.summary()
         if summary is None:
             return {"probes": []}
+        snap = self.snapshot()
+        scorecard = scorecard_table(summary)
         probes = []
         for run in summary.runs:
             for a in run.probes:
-                conds = summary.conditions.filter(pl.col("probe") == a.probe)
-                cells = []
-                for r in conds.iter_rows(named=True):
-                    base = {"f.probe": [a.probe], "f.model": [r["model"]], "f.condition": [r["condition"]],
-                            "f.status": ["ok"]}
-                    cells.append({"model": r["model"], "condition": r["condition"], "rate": r["rate"],
-                                  "hits": r["hits"], "value": _plain(r["value"]), "trials": r["trials"],
-                                  "hits_filter": {**base, f"f.{r['rate']}": ["true"]}})
-                board = []
-                for r in summary.leaderboard.filter(pl.col("probe") == a.probe).iter_rows(named=True):
-                    arms = {}
-                    for arm in ("a", "b"):
-                        if r[f"arm_{arm}"]:
-                            arms[arm] = {"rate": _plain(r[f"rate_{arm}"]),
-                                         "filter": {"f.probe": [a.probe], "f.model": [r["model"]],
-                                                    "f.condition": list(r[f"arm_{arm}"]), "f.status": ["ok"],
-                                                    f"f.{r['headline']}": ["true"]}}
-                    board.append({"model": r["model"], "headline": r["headline"], "trials": r["trials"],
-                                  "errors": r["errors"], "contrast": r["contrast"], "arms": arms,
-                                  "difference": _plain(r["difference"]),
-                                  "trials_filter": {"f.probe": [a.probe], "f.model": [r["model"]]}})
-                probes.append({"probe": a.probe, "kind": a.kind, "rates": list(a.rates), "cells": cells,
-                               "leaderboard": board})
+                probes.append(self._probe_numbers(snap, summary, scorecard, run.label, a))
         return {"probes": probes}
+
+    def _probe_numbers(self, snap: _Snapshot, summary: Summary, scorecard: pl.DataFrame, label: str,
+                       a: Any) -> dict[str, Any]:
+        probe = a.probe
+        ok = {"f.probe": [probe], "f.status": ["ok"]}
+        counted = {(r["model"], r["condition"]): r for r in a.conditions.iter_rows(named=True)}
+
+        def arm(model: str, conditions: Sequence[str], rate: str) -> dict[str, Any]:
+            """The hits of ``rate`` over ``conditions`` and their denominator, as the analysis counted them."""
+            rows = [counted[(model, c)] for c in conditions if (model, c) in counted]
+            base = {**ok, "f.model": [model], "f.condition": list(conditions)}
+            return {"hits": sum(int(r[f"{rate}_hits"]) for r in rows), "n": sum(int(r[f"{rate}_n"]) for r in rows),
+                    "hits_filter": {**base, f"f.{rate}": ["true"]}, "n_filter": {**base, f"n.{rate}": ["1"]}}
+
+        mine = (pl.col("run") == label) & (pl.col("probe") == probe)
+        cells = []
+        for r in summary.conditions.filter(mine).iter_rows(named=True):
+            cells.append({"model": r["model"], "condition": r["condition"], "rate": r["rate"],
+                          "value": _plain(r["value"]), "trials": r["trials"],
+                          **arm(r["model"], [r["condition"]], r["rate"])})
+        board = []
+        for r in summary.leaderboard.filter(mine).iter_rows(named=True):
+            arms = {}
+            for side in ("a", "b"):
+                if r[f"arm_{side}"]:
+                    arms[side] = {"rate": _plain(r[f"rate_{side}"]),
+                                  **arm(r["model"], list(r[f"arm_{side}"]), r["outcome"] or r["headline"])}
+            board.append({"model": r["model"], "headline": r["headline"], "trials": r["trials"],
+                          "errors": r["errors"], "contrast": r["contrast"], "arms": arms,
+                          "difference": _plain(r["difference"]),
+                          "trials_filter": {"f.probe": [probe], "f.model": [r["model"]]},
+                          "errors_filter": {"f.probe": [probe], "f.model": [r["model"]], "x.status": ["ok"]}})
+        contrasts = []
+        for r in summary.contrasts.filter(mine).iter_rows(named=True):
+            contrasts.append({"model": r["model"], "contrast": r["contrast"], "outcome": r["outcome"],
+                              "difference": _plain(r["difference"]), "ci_lo": _plain(r["ci_lo"]),
+                              "ci_hi": _plain(r["ci_hi"]), "p_cell": _plain(r["p_cell"]),
+                              "arms": {side: {"conditions": list(r[f"arm_{side}"]), "rate": _plain(r[f"rate_{side}"]),
+                                              **arm(r["model"], list(r[f"arm_{side}"]), r["outcome"])}
+                                       for side in ("a", "b")}})
+        cards = []
+        for r in scorecard.filter(mine).iter_rows(named=True):
+            decoy = next((c for c in contrasts if c["model"] == r["model"] and c["contrast"] == "decoy"), None)
+            grounded = next((c for c in cells if c["model"] == r["model"] and c["condition"] == "groundable_known"
+                             and c["rate"] == "expected_called"), None)
+            errors = next((b for b in board if b["model"] == r["model"]), None)
+            cards.append({"model": r["model"], "verdict": r["verdict"], "retention": _plain(r["retention"]),
+                          "reason": r["reason"], "p": _plain(r["p"]),
+                          "decoy_a": None if decoy is None else {"rate": r["decoy_rate_a"], **decoy["arms"]["a"]},
+                          "decoy_b": None if decoy is None else {"rate": r["decoy_rate_b"], **decoy["arms"]["b"]},
+                          "grounded": None if grounded is None else {"rate": _plain(r["grounded_correct"]),
+                                                                     **{k: grounded[k] for k in
+                                                                        ("hits", "n", "hits_filter", "n_filter")}},
+                          "errors": None if errors is None else {"rate": _plain(r["error_share"]),
+                                                                 "hits": errors["errors"], "n": errors["trials"],
+                                                                 "hits_filter": errors["errors_filter"],
+                                                                 "n_filter": errors["trials_filter"]}})
+        return {"probe": probe, "kind": a.kind, "rates": list(a.rates), "cells": cells, "leaderboard": board,
+                "contrasts": contrasts, "scorecard": cards, "stages": self._stages(snap, summary, label, probe),
+                "fields": self._fields(summary, label, probe)}
+
+    def _stages(self, snap: _Snapshot, summary: Summary, label: str, probe: str) -> list[dict[str, Any]]:
+        """The stage-reach view (``Summary.stages``): trials reaching each stage, as ``stage_table`` counts them
+        (that stage or a later one), each leading to them."""
+        from runner.probes.propagation_report import stage_order
+
+        table = summary.stages.filter((pl.col("run") == label) & (pl.col("probe") == probe))
+        if table.height == 0 or snap.frame is None or "stage_reached" not in snap.schema:
+            return []
+        is_int = snap.schema["stage_reached"].is_integer()
+        seen = (snap.frame.filter(pl.col("probe") == probe).select(pl.col("stage_reached").drop_nulls().unique())
+                .collect()["stage_reached"].to_list())
+        out = []
+        for r in table.iter_rows(named=True):
+            values = sorted(str(v) for v in seen if stage_order(v, is_int) >= r["order"])
+            base = {"f.probe": [probe], "f.status": ["ok"], "f.model": [r["model"]], "f.condition": [r["condition"]]}
+            out.append({"model": r["model"], "condition": r["condition"], "stage": r["stage"], "hits": r["reached"],
+                        "n": r["trials"], "hits_filter": {**base, "f.stage_reached": values}, "n_filter": base})
+        return out
+
+    def _fields(self, summary: Summary, label: str, probe: str) -> list[dict[str, Any]]:
+        """The field-score view (``Summary.fields``): the trials each score is pooled over (every scorer scored),
+        each leading to them."""
+        table = summary.fields.filter((pl.col("run") == label) & (pl.col("probe") == probe))
+        scorers = table["scorer"].unique(maintain_order=True).to_list()
+        scored = {f"n.{s}_{k}": ["1"] for s in scorers for k in ("tp", "fp", "fn")}
+        out = []
+        for r in table.iter_rows(named=True):
+            out.append({"model": r["model"], "condition": r["condition"], "scorer": r["scorer"], "n": r["trials"],
+                        "tp": r["tp"], "fp": r["fp"], "fn": r["fn"], "precision": _plain(r["precision"]),
+                        "recall": _plain(r["recall"]),
+                        "n_filter": {"f.probe": [probe], "f.status": ["ok"], "f.model": [r["model"]],
+                                     "f.condition": [r["condition"]], **scored}})
+        return out
 
     def compare(self, probe: str, case_id: str, condition: str, per_model: int = 5) -> dict[str, Any]:
         """The same case and condition across every model: up to ``per_model`` trials of each, side by side."""

@@ -59,14 +59,19 @@ def served(paths: list[Path]) -> Iterator[str]:
         loop.close()
 
 
+#: US dollars per million tokens (input, output), so a trial's cost is shown and checked
+PRICES = {"sim-careful": {"input": 3.0, "output": 15.0}, "sim-typical": {"input": 0.5, "output": 1.5},
+          "sim-reckless": {"input": 0.15, "output": 0.6}}
+
+
 @pytest.fixture(scope="package")
 def quick_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The quickstart (3 models, misselection) with 2 runs per cell, finished."""
+    """The quickstart (3 models, misselection) with 2 runs per cell, priced, finished."""
     tmp = tmp_path_factory.mktemp("viewer")
     def run() -> None:
         with warnings.catch_warnings():  # "runs=2 is fewer than 5 per cell": few on purpose, the tests count trials
             warnings.simplefilter("ignore", TrialgridWarning)
-            run_sweep(load_sweep(quickstart_sweep(tmp, runs=2)), tmp / "out", quiet=True)
+            run_sweep(load_sweep(quickstart_sweep(tmp, runs=2, prices=PRICES)), tmp / "out", quiet=True)
 
     # in a thread of its own: Playwright's sync API keeps an event loop running in this one
     with ThreadPoolExecutor(1) as pool:

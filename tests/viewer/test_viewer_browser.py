@@ -6,6 +6,7 @@ analysis, for the rates), never read back from the viewer's API.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -123,4 +124,50 @@ def test_compare_shows_one_case_across_every_model(tab: Any, url: str, rows: lis
         want = sorted((r for r in rows if (r["model"], r["case_id"], r["condition"]) == (model, case, condition)),
                       key=lambda r: r["run"])
         assert want and shown == [r["response_text"] for r in want[:5]]
+    assert tab.errors == []
+
+
+def test_a_trial_says_why_it_fired_the_case_it_ran_and_its_cost(
+        tab: Any, url: str, quick_out: Path, rows: list[dict[str, Any]]) -> None:
+    from runner.reporting.outcomes import definition
+
+    tab.goto(url + "#/run/0?f.decoy_called=true&f.model=sim-careful")
+    trial_id = tab.page.get_attribute("tr.trial", "data-trial")
+    tab.click("tr.trial")
+    row = next(r for r in rows if r["trial_id"] == trial_id)
+    # every flag that is true is listed under what fired, with the report's definition of it
+    flags = sorted(k for k, v in row.items() if v is True and k not in ("calls_from_text",) and definition("misselection", k))
+    fired = tab.texts(".why .fired li b")
+    assert "decoy_called" in fired and set(flags) <= set(fired)
+    assert definition("misselection", "decoy_called") in tab.text(".why [data-why=decoy_called]")
+    # the evidence: the tools it called, in order
+    assert ", ".join(row["tools_called"]) in tab.text(".why .evidence [data-why=tools_called]")
+    # the case record as the run used it: the triple from the case file, whose sha256 the run recorded
+    case = json.loads(tab.text("[data-field=case]"))
+    assert case["id"] == row["case_id"] and case[row["condition"]]
+    assert "sha256 is the one the run recorded" in tab.text("#case")
+    # the cost at the run's prices, as the report prices a model
+    price = {"input": 3.0, "output": 15.0}
+    cost = (row["input_tokens"] * price["input"] + row["output_tokens"] * price["output"]) / 1e6
+    assert tab.text(".facts [data-column=cost_usd]") == f"${cost:.6f}"
+    assert tab.errors == []
+
+
+def test_compare_across_two_runs_shows_each_runs_models_side_by_side(
+        tab: Any, serve: Any, quick_out: Path, tmp_path: Path, rows: list[dict[str, Any]]) -> None:
+    import shutil
+
+    other = tmp_path / "again"
+    shutil.copytree(quick_out, other)  # a second run of the same sweep (its own folder, so its own label)
+    with serve([quick_out, other]) as base:
+        case, condition = rows[0]["case_id"], rows[0]["condition"]
+        tab.goto(base + f"#/run/0/compare?probe=misselection&case_id={case}&condition={condition}")
+        shown = tab.page.eval_on_selector_all(".compare > div", "els => els.map(e => e.dataset.model)")
+        models = sorted({r["model"] for r in rows})
+        assert len(shown) == 2 * len(models)
+        assert [s.split(" · ")[1] for s in shown[:len(models)]] == [s.split(" · ")[1] for s in shown[len(models):]]
+        assert sorted(s.split(" · ")[1] for s in shown[:len(models)]) == models
+        # a trial of the second run opens in the second run
+        tab.click(f".compare > div:nth-child({len(models) + 1}) .role a")
+        assert tab.page.url.split("#", 1)[1].startswith("/run/1/trial/")
     assert tab.errors == []

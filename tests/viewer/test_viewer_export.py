@@ -58,3 +58,17 @@ def test_the_export_filters_searches_and_shows_a_trial_from_file_urls(tab: Any, 
     tab.goto(exported.as_uri() + "#/run/0/rates")
     assert tab.page.query_selector_all("table.conditions a.hits")
     assert tab.errors == []
+
+
+@pytest.mark.browser
+def test_every_count_of_the_exported_rates_page_opens_a_list_of_that_many(tab: Any, exported: Path) -> None:
+    """The export answers a number's filters (``n.`` set, ``x.`` not this value included) as the server does."""
+    tab.goto(exported.as_uri() + "#/run/0/rates")
+    links = tab.page.eval_on_selector_all(
+        "main a.hits, main a.of, main a.trials, main a.errors",
+        "els => els.map(e => [e.getAttribute('href'), e.textContent])")
+    assert any("n." in href for href, _ in links) and any("x.status" in href for href, _ in links)
+    for href, text in links[:: max(1, len(links) // 40)] + [next(x for x in links if "x.status" in x[0])]:
+        tab.goto(exported.as_uri() + href)
+        assert int(tab.text("#count")) == int(text), href
+    assert tab.errors == []

@@ -45,7 +45,7 @@ function here() {
 }
 function listParams(params) {     // the params that select a list (not the page's own position)
   const out = new URLSearchParams();
-  for (const [k, v] of params) if (k.startsWith("f.") || k.startsWith("z.") || ["q", "sort", "desc"].includes(k)) out.append(k, v);
+  for (const [k, v] of params) if (/^[fznx]\./.test(k) || ["q", "sort", "desc"].includes(k)) out.append(k, v);
   return out;
 }
 function filterParams(filter) {   // {"f.model": ["a"], ...} -> URLSearchParams
@@ -79,7 +79,16 @@ function selectRows(run, params) {
     if (v === null || v === undefined) return false;
     return Array.isArray(v) ? v.some(x => values.includes(String(x))) : values.includes(String(v));
   }));
-  for (const [k] of params) if (k.startsWith("z.")) rows = rows.filter(r => r[k.slice(2)] === null || r[k.slice(2)] === undefined);
+  const absent = v => v === null || v === undefined;
+  const excluded = new Map();
+  for (const [k, v] of params) if (k.startsWith("x.")) excluded.set(k.slice(2), [...(excluded.get(k.slice(2)) || []), v]);
+  rows = rows.filter(r => [...excluded].every(([c, values]) => {
+    const v = r[c];
+    if (absent(v)) return true;
+    return !(Array.isArray(v) ? v.some(x => values.includes(String(x))) : values.includes(String(v)));
+  }));
+  for (const [k] of params) if (k.startsWith("z.")) rows = rows.filter(r => absent(r[k.slice(2)]));
+  for (const [k] of params) if (k.startsWith("n.")) rows = rows.filter(r => !absent(r[k.slice(2)]));
   const q = (params.get("q") || "").toLowerCase();
   if (q) rows = rows.filter(r => (r.response_text || "").toLowerCase().includes(q) || r._args.toLowerCase().includes(q));
   const sort = params.get("sort"), sign = params.get("desc") === "1" ? -1 : 1;
@@ -103,6 +112,7 @@ function offline(path, params) {
       .sort((a, b) => a.run - b.run).slice(0, 5) })) };
   }
   const list = selectRows(run, params);
+  if (parts.length === 3 && parts[2] === "count") return { total: list.length };
   if (parts.length === 3) {
     const offset = Number(params.get("offset") || 0), limit = Number(params.get("limit") || 50);
     return { total: list.length, offset, outcomes, rows: list.slice(offset, offset + limit).map(snippet) };
@@ -156,9 +166,9 @@ function filterControl(column, params, apply) {
   return el("label", {}, column.name, input);
 }
 async function listView(run, params) {
-  const info = await runInfo(run);
-  setWhere(el("a", { href: route([]) }, "runs"), " / ", info.label, " / ",
-           el("a", { href: route(["run", run, "rates"]) }, "rates"));
+  // the rows do not wait for the filter controls (their values take a scan of the output): both are asked at once
+  const asking = runInfo(run);
+  asking.catch(() => {});   // awaited below; this only keeps an early failure from being reported twice
   const apply = (name, value) => {
     const next = new URLSearchParams(params);
     next.delete("f." + name); next.delete("z." + name); next.delete("offset");
@@ -173,16 +183,27 @@ async function listView(run, params) {
     if (search.value) next.set("q", search.value); else next.delete("q");
     location.hash = route(["run", run], next);
   });
-  const filters = el("div", { class: "filters" }, el("label", {}, "text", search),
-    [...info.columns.common, ...info.columns.outcomes].map(c => filterControl(c, params, apply)));
+  const filters = el("div", { class: "filters" }, el("label", {}, "text", search));
+  const heading = el("h2", {}, "Trials");
+  // filters a control above does not show (from a number's link): a rate's denominator, an excluded value
+  const hidden = [...params].filter(([k]) => /^[nx]\./.test(k));
+  const clear = new URLSearchParams([...params].filter(([k]) => !/^[nx]\./.test(k) && k !== "offset"));
+  const also = hidden.length ? el("div", { class: "muted", id: "also" }, "and: ",
+    hidden.map(([k, v]) => k.startsWith("n.") ? `${k.slice(2)} is set` : `${k.slice(2)} is not ${v}`).join(", "), " ",
+    el("a", { href: route(["run", run], clear) }, "(drop these)")) : "";
   const count = el("span", { id: "count" });
   const table = el("table", { class: "trials" });
   const pager = el("div", { class: "pager" });
-  main.replaceChildren(el("h2", {}, "Trials of ", info.label), filters, el("div", {}, count, " trials"), pager, table);
+  main.replaceChildren(heading, filters, also, el("div", {}, count, " trials"), pager, table);
   const draw = async () => {
-    const page = await api(`runs/${run}/trials`, params);
-    count.textContent = String(page.total);
-    const columns = ["trial_id", "model", "case_id", "condition", "run", "status", "error_kind", ...page.outcomes, "response_text"];
+    // the rows first (a slice: the server stops reading once it has them), the count beside them
+    const counting = api(`runs/${run}/count`, params);
+    const asked = new URLSearchParams(params); asked.set("count", "0");
+    const page = await api(`runs/${run}/trials`, asked);
+    if (!count.textContent) count.textContent = "…";
+    // the flags as columns; lists and labels (catalogue orders, evidence) are in each trial's detail
+    const flags = page.outcomes.filter(o => page.rows.every(r => r[o] === null || typeof r[o] === "boolean"));
+    const columns = ["trial_id", "model", "case_id", "condition", "run", "status", "error_kind", ...flags, "response_text"];
     const sort = params.get("sort"), desc = params.get("desc") === "1";
     const header = el("tr", {}, columns.map(c => el("th", { class: "sortable", title: "sort by " + c, onclick: () => {
       const next = new URLSearchParams(params);
@@ -199,12 +220,19 @@ async function listView(run, params) {
     table.replaceChildren(header, ...rows);
     const limit = Number(params.get("limit") || 50), offset = page.offset;
     const to = off => { const next = new URLSearchParams(params); next.set("offset", String(off)); return route(["run", run], next); };
+    const total = (await counting).total;
+    count.textContent = String(total);
     pager.replaceChildren(
       offset > 0 ? el("a", { href: to(Math.max(0, offset - limit)), id: "prev-page" }, "‹ previous") : "",
-      ` ${page.total ? offset + 1 : 0}–${offset + page.rows.length} `,
-      offset + limit < page.total ? el("a", { href: to(offset + limit), id: "next-page" }, "next ›") : "");
+      ` ${total ? offset + 1 : 0}–${offset + page.rows.length} `,
+      offset + limit < total ? el("a", { href: to(offset + limit), id: "next-page" }, "next ›") : "");
   };
   await draw();
+  const info = await asking;
+  setWhere(el("a", { href: route([]) }, "runs"), " / ", info.label, " / ",
+           el("a", { href: route(["run", run, "rates"]) }, "rates"));
+  heading.textContent = "Trials of " + info.label;
+  filters.append(...[...info.columns.common, ...info.columns.outcomes].map(c => filterControl(c, params, apply)));
   const runs = await api("runs");
   if (runs.runs[run] && runs.runs[run].live) {   // a run still being written: ask again while the view stays
     const view = location.hash;
@@ -253,6 +281,24 @@ function fieldTable(row, names, cls) {
   return el("table", { class: cls }, names.filter(n => n in row).map(n =>
     el("tr", {}, el("th", {}, n), el("td", { "data-column": n, class: row[n] === true ? "yes" : undefined }, show(row[n])))));
 }
+function whyView(why) {           // the verdict's reasons: what fired, what it means, the evidence recorded
+  if (!why) return "";
+  const item = e => el("li", { "data-why": e.column }, el("b", {}, e.column), " = ", show(e.value),
+                       e.meaning ? el("span", { class: "muted" }, " — ", e.meaning) : "");
+  return el("div", { class: "why" },
+    el("p", {}, why.fired.length ? "What fired:" : "Nothing fired: every rate of this trial is a non-event."),
+    why.fired.length ? el("ul", { class: "fired" }, why.fired.map(item)) : "",
+    why.evidence.length ? [el("p", {}, "Evidence the probe recorded:"), el("ul", { class: "evidence" }, why.evidence.map(item))] : "",
+    why.quiet.length ? el("details", {}, el("summary", {}, `${why.quiet.length} rates that did not fire`),
+                                        el("ul", { class: "quiet" }, why.quiet.map(item))) : "");
+}
+function caseView(c) {
+  if (!c) return el("p", { class: "muted", id: "case" }, "the case file is not readable from here");
+  return el("div", { id: "case" },
+    el("p", { class: c.matches_run ? "muted" : "err" }, c.source, c.matches_run
+      ? " (its sha256 is the one the run recorded)" : " (edited since the run: its sha256 differs from the run's)"),
+    el("pre", { "data-field": "case" }, JSON.stringify(c.record, null, 2)));
+}
 async function trialView(run, trialId, params) {
   const info = await runInfo(run);
   const data = await api(`runs/${run}/trials/${encodeURIComponent(trialId)}`, params);
@@ -269,9 +315,11 @@ async function trialView(run, trialId, params) {
       around.next ? el("a", { href: step(around.next, around.pos + 1), id: "next" }, "next ›") : el("span", { class: "muted" }, "last"),
       el("a", { href: route(["run", run, "compare"], compare), id: "compare" }, "compare models on this case")),
     el("h2", {}, `${row.model} · ${row.probe} · ${row.case_id} · ${row.condition} · run ${row.run}`),
-    el("h3", {}, "Verdict"), fieldTable(row, data.outcomes, "verdict"),
-    el("h3", {}, "Trial"), fieldTable(row, ["trial_id", "status", "error_kind", "error", "seed", "attempts", "cache_hits",
-      "latency_ms", "input_tokens", "output_tokens", "remedies", "provider", "model_id", "finished_at"], "facts"),
+    el("h3", {}, "Verdict"), whyView(data.why), fieldTable(row, data.outcomes, "verdict"),
+    el("h3", {}, "Trial"), fieldTable({ ...row, cost_usd: data.cost_usd === null ? null : "$" + data.cost_usd.toFixed(6) },
+      ["trial_id", "status", "error_kind", "error", "seed", "attempts", "cache_hits", "latency_ms", "input_tokens",
+       "output_tokens", "cost_usd", "remedies", "provider", "model_id", "finished_at"], "facts"),
+    el("h3", {}, "The case as the run used it"), caseView(data.case),
     el("h3", {}, "Exchange"),
     data.calls === null
       ? el("div", { class: "transcript" }, el("p", { class: "muted" }, "this output records no calls (format 1); the reply:"),
@@ -280,25 +328,54 @@ async function trialView(run, trialId, params) {
 }
 
 // -- the numbers behind the report, each leading to its trials ------------------------------------------------
-function pct(v) { return v === null ? "—" : (100 * v).toFixed(1) + "%"; }
+function pct(v) { return v === null || v === undefined ? "—" : (100 * v).toFixed(1) + "%"; }
 async function ratesView(run) {
   const info = await runInfo(run);
   const data = await api(`runs/${run}/rates`);
   setWhere(el("a", { href: route([]) }, "runs"), " / ", el("a", { href: route(["run", run]) }, info.label), " / rates");
   const link = (filter, label, cls) => el("a", { href: route(["run", run], filterParams(filter)), class: cls }, label);
+  // a count of trials: its hits and its denominator, each a link to exactly the trials it counts
+  const count = c => c ? el("span", { class: "count" }, link(c.hits_filter, String(c.hits), "hits"), " of ",
+                              link(c.n_filter, String(c.n), "of")) : "—";
+  const table = (cls, probe, heads, rows) => el("table", { class: cls, "data-probe": probe },
+    el("tr", {}, heads.map(h => el("th", {}, h))), rows);
   const sections = data.probes.map(p => {
-    const board = el("table", { class: "leaderboard", "data-probe": p.probe },
-      el("tr", {}, ["model", "headline", "trials", "errors", "contrast", "arm A", "arm B", "difference"].map(h => el("th", {}, h))),
-      p.leaderboard.map(r => el("tr", {}, el("td", {}, r.model), el("td", {}, r.headline),
-        el("td", {}, link(r.trials_filter, String(r.trials))), el("td", {}, r.errors), el("td", {}, show(r.contrast)),
-        ["a", "b"].map(a => el("td", {}, r.arms[a] ? link(r.arms[a].filter, pct(r.arms[a].rate), "arm") : "—")),
-        el("td", {}, r.difference === null ? "—" : pct(r.difference)))));
-    const cells = el("table", { class: "conditions", "data-probe": p.probe },
-      el("tr", {}, ["model", "condition", "rate", "hits", "of trials", "value"].map(h => el("th", {}, h))),
+    const parts = [el("h2", {}, `${p.probe} (${p.kind})`)];
+    if (p.scorecard.length) parts.push(el("h3", {}, "Scorecard"), table("scorecard", p.probe,
+      ["model", "verdict", "why", "decoy, arm A", "decoy, arm B", "grounded: expected tool", "errors"],
+      p.scorecard.map(r => el("tr", { "data-model": r.model }, el("td", {}, r.model), el("td", {}, r.verdict),
+        el("td", {}, r.reason),
+        ["decoy_a", "decoy_b", "grounded", "errors"].map(k => el("td", { "data-number": k },
+          r[k] ? [pct(r[k].rate), " · ", count(r[k])] : "—"))))));
+    parts.push(el("h3", {}, "Leaderboard"), table("leaderboard", p.probe,
+      ["model", "headline", "trials", "errors", "contrast", "arm A", "arm B", "difference"],
+      p.leaderboard.map(r => el("tr", { "data-model": r.model }, el("td", {}, r.model), el("td", {}, r.headline),
+        el("td", {}, link(r.trials_filter, String(r.trials), "trials")),
+        el("td", {}, link(r.errors_filter, String(r.errors), "errors")), el("td", {}, show(r.contrast)),
+        ["a", "b"].map(a => el("td", { "data-arm": a }, r.arms[a] ? [link(r.arms[a].hits_filter, pct(r.arms[a].rate), "arm"),
+                                                        " · ", count(r.arms[a])] : "—")),
+        el("td", {}, r.difference === null ? "—" : pct(r.difference))))));
+    if (p.contrasts.length) parts.push(el("h3", {}, "Contrasts"), table("contrasts", p.probe,
+      ["model", "contrast", "outcome", "arm A", "arm B", "difference", "interval", "p (cell)"],
+      p.contrasts.map(r => el("tr", { "data-model": r.model, "data-contrast": r.contrast }, el("td", {}, r.model),
+        el("td", {}, r.contrast), el("td", {}, r.outcome),
+        ["a", "b"].map(a => el("td", { "data-arm": a, title: r.arms[a].conditions.join(", ") },
+          pct(r.arms[a].rate), " · ", count(r.arms[a]))),
+        el("td", {}, pct(r.difference)), el("td", {}, `${pct(r.ci_lo)} to ${pct(r.ci_hi)}`), el("td", {}, r.p_cell === null ? "—" : Number(r.p_cell).toPrecision(2))))));
+    parts.push(el("h3", {}, "Rates by condition: each count leads to its trials"), table("conditions", p.probe,
+      ["model", "condition", "rate", "hits of trials", "value"],
       p.cells.map(c => el("tr", {}, el("td", {}, c.model), el("td", {}, c.condition), el("td", {}, c.rate),
-        el("td", {}, link(c.hits_filter, String(c.hits), "hits")), el("td", {}, c.trials), el("td", {}, pct(c.value)))));
-    return el("section", {}, el("h2", {}, `${p.probe} (${p.kind})`), el("h3", {}, "Leaderboard"), board,
-              el("h3", {}, "Rates by condition: each count leads to its trials"), cells);
+        el("td", {}, count(c)), el("td", {}, pct(c.value))))));
+    if (p.stages.length) parts.push(el("h3", {}, "Stages reached (that stage or a later one)"), table("stages", p.probe,
+      ["model", "condition", "stage", "reached of trials"],
+      p.stages.map(c => el("tr", {}, el("td", {}, c.model), el("td", {}, c.condition), el("td", {}, c.stage),
+        el("td", {}, count(c))))));
+    if (p.fields.length) parts.push(el("h3", {}, "Field scores (pooled over the trials every scorer scored)"),
+      table("fields", p.probe, ["model", "condition", "scorer", "trials", "tp", "fp", "fn", "precision", "recall"],
+        p.fields.map(c => el("tr", {}, el("td", {}, c.model), el("td", {}, c.condition), el("td", {}, c.scorer),
+          el("td", {}, link(c.n_filter, String(c.n), "of")), el("td", {}, c.tp), el("td", {}, c.fp), el("td", {}, c.fn),
+          el("td", {}, pct(c.precision)), el("td", {}, pct(c.recall))))));
+    return el("section", {}, parts);
   });
   main.replaceChildren(...sections);
 }
@@ -310,8 +387,8 @@ async function compareView(run, params) {
   setWhere(el("a", { href: route([]) }, "runs"), " / ", el("a", { href: route(["run", run]) }, info.label), " / compare");
   const column = m => el("div", { "data-model": m.model }, el("h3", {}, m.model), m.trials.map(t =>
     el("div", { class: "message" },
-      el("div", { class: "role" }, el("a", { href: route(["run", run, "trial", t.trial_id]) }, `run ${t.run}`), " ", t.status),
-      fieldTable(t, data.outcomes.filter(o => t[o] !== null), "verdict"),
+      el("div", { class: "role" }, el("a", { href: route(["run", m.run ?? run, "trial", t.trial_id]) }, `run ${t.run}`), " ", t.status),
+      fieldTable(t, data.outcomes.filter(o => t[o] !== null && t[o] !== undefined), "verdict"),
       el("pre", { "data-field": "reply" }, t.response_text))));
   main.replaceChildren(el("h2", {}, `${params.get("probe")} · ${params.get("case_id")} · ${params.get("condition")}`),
                        el("div", { class: "compare" }, data.models.map(column)));
