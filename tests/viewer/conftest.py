@@ -79,9 +79,12 @@ def quick_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp / "out"
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="module")
 def chromium_browser() -> Iterator[Any]:
-    """One headless Chromium for the package's browser tests (the system package's binary)."""
+    """One headless Chromium per test module (the system package's binary). Module scope, not package: this
+    folder has no ``__init__``, so a "package" fixture would live to the session's end, and Playwright's sync API
+    keeps an event loop running in this thread while it lives — every later ``asyncio.run`` in the worker would
+    fail ("cannot be called from a running event loop")."""
     exe = chromium()
     if exe is None:
         missing("headless Chromium is not installed (apt-get install -y chromium)")
