@@ -182,25 +182,27 @@ def main() -> None:
         print(json.dumps(_step(args.step, args.sweep, args.out)))
         return
     steps = [s for s in args.steps.split(",") if s]
-    print(f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs; cache {args.cache}")
+    print(f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs; cache {args.cache}", flush=True)
     sweep, out, build = _fixture(args.cache, args.trials)
-    results: dict[str, dict[str, object]] = {"run": build}
-    if "resume" in steps:
-        results["resume"] = _in_child("run", sweep, out)
-    if "kill" in steps and args.cut:
-        results["cut+resume"] = _cut_and_resume(sweep, out, args.cache / f"scratch-{args.trials}")
-    elif "kill" in steps:
-        results["kill+resume"] = _kill_and_resume(sweep, args.cache / f"scratch-{args.trials}",
-                                                  float(build["wall_s"]))  # type: ignore[arg-type]
-    if "report" in steps:
-        results["report"] = _cli(["report", str(out), "--json", str(args.cache / "report.json"), "-q"])
-    if "load" in steps:
-        results["load"] = _in_child("load", sweep, out)
-    if "diff" in steps:
-        results["diff"] = _cli(["diff", str(out), str(out)])
-    for name, figures in results.items():
-        print(f"{name:12s} " + "  ".join(f"{k} {v}" for k, v in figures.items()))
 
+    def show(name: str, figures: dict[str, object]) -> None:  # as each step ends: a long run shows what it has
+        print(f"{name:12s} " + "  ".join(f"{k} {v}" for k, v in figures.items())
+              + f"  (load {os.getloadavg()[0]:.1f})", flush=True)
+
+    show("run", build)
+    if "resume" in steps:
+        show("resume", _in_child("run", sweep, out))
+    if "kill" in steps and args.cut:
+        show("cut+resume", _cut_and_resume(sweep, out, args.cache / f"scratch-{args.trials}"))
+    elif "kill" in steps:
+        show("kill+resume", _kill_and_resume(sweep, args.cache / f"scratch-{args.trials}",
+                                             float(build["wall_s"])))  # type: ignore[arg-type]
+    if "report" in steps:
+        show("report", _cli(["report", str(out), "--json", str(args.cache / "report.json"), "-q"]))
+    if "load" in steps:
+        show("load", _in_child("load", sweep, out))
+    if "diff" in steps:
+        show("diff", _cli(["diff", str(out), str(out)]))
 
 if __name__ == "__main__":
     main()
