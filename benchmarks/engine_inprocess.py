@@ -1,12 +1,14 @@
 """Throughput of the full in-process path: grid → sim agent → scoring → Arrow.
 
-Usage: python benchmarks/engine_inprocess.py [--trials 200000] [--rss-trials 1000000]
+Usage: python benchmarks/engine_inprocess.py [--trials 200000] [--rss-trials 1000000] [--write-ahead-ab ROUNDS]
 
 Runs the quickstart design (3 sim personas × 13 triples × 3 conditions) with the
 run count scaled to reach ``--trials``, into a temporary directory, and prints
 trials/s. Then, in a fresh subprocess, runs a ``--rss-trials`` grid and prints its
 peak RSS (a subprocess so the first run's memory does not count). Figures drift with
-machine load; compare runs made side by side.
+machine load; compare runs made side by side. ``--write-ahead-ab N`` instead alternates N
+runs with the write-ahead journal (``engine.write_ahead``, the default) and N without, and
+prints the best trials per CPU-second of each and their ratio (the journal's cost).
 
 ``compare_with_ungrounded`` (used by ``benchmarks/hot_path.py``) runs this path and the
 ``ungrounded`` package's own mock loop alternately in one process and returns their
@@ -32,8 +34,10 @@ ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = ROOT / "configs" / "quickstart.yaml"
 
 
-def scaled_sweep(tmp: Path, trials: int) -> Path:
+def scaled_sweep(tmp: Path, trials: int, **engine: object) -> Path:
     sweep = yaml.safe_load(QUICKSTART.read_text())
+    if engine:
+        sweep["engine"] = {**(sweep.get("engine") or {}), **engine}
     cells = 3 * 13 * 3  # models × triples × conditions of the quickstart
     sweep["probes"][0]["runs"] = max(1, math.ceil(trials / cells))
     for probe in sweep["probes"]:
@@ -44,12 +48,12 @@ def scaled_sweep(tmp: Path, trials: int) -> Path:
     return path
 
 
-def run_once(trials: int) -> dict:
+def run_once(trials: int, **engine: object) -> dict:
     from runner.config.sweep import load_sweep
     from runner.execution.run import run_sweep
 
     with tempfile.TemporaryDirectory() as tmp:
-        loaded = load_sweep(scaled_sweep(Path(tmp), trials))
+        loaded = load_sweep(scaled_sweep(Path(tmp), trials, **engine))
         started, cpu_started = time.perf_counter(), time.process_time()
         result = run_sweep(loaded, Path(tmp) / "out", quiet=True)
         elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
@@ -106,10 +110,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=200_000)
     parser.add_argument("--rss-trials", type=int, default=1_000_000)
+    parser.add_argument("--write-ahead-ab", type=int, default=0, metavar="ROUNDS",
+                        help="alternate runs with and without the write-ahead journal")
     parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(run_once(args.child)))
+        return
+    if args.write_ahead_ab:
+        run_once(2_000)  # imports, caches
+        runs: dict[bool, list[dict]] = {True: [], False: []}
+        for _ in range(args.write_ahead_ab):
+            for on in (True, False):
+                runs[on].append(run_once(args.trials, write_ahead=on))
+        best = {on: max(r["trials_per_cpu_s"] for r in rs) for on, rs in runs.items()}
+        for on in (True, False):
+            print(f"  write_ahead {str(on).lower():5s}: " + ", ".join(f"{r['trials_per_cpu_s']:,.0f}" for r in runs[on])
+                  + f" trials/CPU-s (best {best[on]:,.0f})")
+        print(f"  journal on / off, best of each: {best[True] / best[False]:.3f}")
         return
     print("in-process path (grid → sim → misselection scoring → Arrow IPC), quickstart design")
     warm = run_once(2_000)  # imports, caches

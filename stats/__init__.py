@@ -29,7 +29,7 @@ from stats.cluster_intervals import (
 from stats.cluster_intervals import cluster_bootstrap_ci as cluster_bootstrap_ci
 from stats.cluster_intervals import cluster_bootstrap_many as cluster_bootstrap_many
 from stats.comparison import holm, paired_permutation_test
-from stats.consistency import PassHatKResult, pass_hat_k
+from stats.consistency import PassHatKCurve, PassHatKResult, pass_hat_k, pass_hat_k_curve
 from stats.contingency import fisher_exact, mcnemar_exact
 from stats.fields import field_scores
 from stats.firing import prompts_firing
@@ -64,6 +64,7 @@ __all__ = [
     "KappaResult",
     "McNemarResult",
     "PairedDifferenceResult",
+    "PassHatKCurve",
     "PassHatKResult",
     "PermutationTestResult",
     "PowerResult",
@@ -83,6 +84,7 @@ __all__ = [
     "paired_difference_ci",
     "paired_permutation_test",
     "pass_hat_k",
+    "pass_hat_k_curve",
     "prompts_firing",
     "simulate_power",
     "spearman",

@@ -11,7 +11,7 @@ runs (pass^n at each case's own n): for pass/fail probes, the share that pass a 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -36,7 +36,7 @@ def success_label(head: str, success_rates: frozenset[str]) -> str:
 
 def consistency_table(runs: Sequence[RunAnalysis], success_rates: frozenset[str]) -> pl.DataFrame:
     """One row per run × probe × model × condition × k (1 … the most runs any case has there)."""
-    rows: list[dict[str, Any]] = []
+    blocks: list[pl.DataFrame] = []
     for run in runs:
         for a in run.probes:
             head = a.rates[0]
@@ -51,10 +51,13 @@ def consistency_table(runs: Sequence[RunAnalysis], success_rates: frozenset[str]
                 c = hits if good else n - hits
                 case = sub["case_id"].to_numpy()
                 every = float(np.mean(c == n))
-                for k in range(1, int(n.max()) + 1):
-                    res = stats.pass_hat_k(case, c, n, k, confidence_level=CONFIDENCE)
-                    rows.append({"run": run.label, "probe": a.probe, "kind": a.kind, "model": model,
-                                 "condition": condition, "success": success_label(head, success_rates), "k": k,
-                                 "pass_k": res.statistic, "ci_lo": res.confidence_interval.low,
-                                 "ci_hi": res.confidence_interval.high, "cases": res.n_cases, "every_run": every})
-    return pl.DataFrame(rows, schema=CONSISTENCY_SCHEMA)
+                # every k at once: exact C(c, k) / C(n, k) per k grows as (runs a case)² big-number operations
+                curve = stats.pass_hat_k_curve(case, c, n, int(n.max()), confidence_level=CONFIDENCE)
+                size = curve.k.size
+                blocks.append(pl.DataFrame({
+                    "run": [run.label] * size, "probe": [a.probe] * size, "kind": [a.kind] * size,
+                    "model": [model] * size, "condition": [condition] * size,
+                    "success": [success_label(head, success_rates)] * size, "k": curve.k,
+                    "pass_k": curve.statistic, "ci_lo": curve.low, "ci_hi": curve.high, "cases": curve.n_cases,
+                    "every_run": np.full(size, every)}, schema=CONSISTENCY_SCHEMA))
+    return pl.concat(blocks) if blocks else pl.DataFrame(schema=CONSISTENCY_SCHEMA)

@@ -68,7 +68,7 @@ from runner.output.parts import (
     survey_parts,
 )
 from runner.output.reader import Output, spent_in
-from runner.output.sink import RepairNote, TrialSink, repair_parts
+from runner.output.sink import RepairNote, ReplayNote, TrialSink, repair_parts, replay_journals
 from runner.providers.remedies import Learned
 
 __all__ = ["Phase", "RunResult", "Session", "count_statuses", "grid_of"]
@@ -88,7 +88,7 @@ class RunResult:
     stats: EngineStats
     counts: dict[str, int]
     elapsed_s: float
-    repaired: list[RepairNote] = field(default_factory=list)
+    repaired: list[RepairNote | ReplayNote] = field(default_factory=list)
     status: RunStatus = RunStatus.COMPLETE
     stopped: str | None = None  # why scheduling stopped early (a spent budget, a batch refused); rerun to continue
     #: the output as the session left it (manifest and part footers read once, at the finish): the report, the
@@ -155,7 +155,7 @@ class Session:
         self._lock: OutputLock | None = None
         # set by ``open``
         self.manifest: Manifest
-        self.repaired: list[RepairNote] = []
+        self.repaired: list[RepairNote | ReplayNote] = []
         #: the trials already written: sorted grid indexes (``Grid.indexes``), or sorted uint64 keys of their ids
         #: when the grid's cells do not name one index each (``_by_index`` False)
         self.done: np.ndarray = np.empty(0, dtype=np.int64)
@@ -186,7 +186,9 @@ class Session:
             self.manifest = start_manifest(out, loaded, self.total, retry_kinds=self.retry_kinds)
             trials_dir = self.trials_dir
             trials_dir.mkdir(exist_ok=True)
-            self.repaired = repair_parts(trials_dir)
+            self.repaired = [*repair_parts(trials_dir)]
+            # answers a crash left in the journals (runner.output.journal) become rows: done, not re-sent
+            self.repaired += replay_journals(trials_dir, trial_schema(loaded.schema_fields))
             for note in self.repaired:
                 self.say(f"repaired {note}")
             parts = quarantine_parts(trials_dir, loaded.sweep_id, self.say)
@@ -293,7 +295,7 @@ class Session:
         """A writer for this session's rows (use it as a context manager); its rows count as the session's."""
         engine = self.loaded.sweep.engine
         sink = TrialSink(self.out, self.schema, worker=worker, batch_rows=engine.batch_rows,
-                         flush_seconds=engine.flush_seconds)
+                         flush_seconds=engine.flush_seconds, journal=engine.write_ahead)
         self._sinks.append(sink)
         return sink
 

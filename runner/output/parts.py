@@ -228,21 +228,41 @@ def latest(frame: pl.LazyFrame) -> pl.LazyFrame:
             .sort(_ROW).drop(_ROW))
 
 
-def scan_latest(parts: list[Path], unique: bool | None = None) -> pl.LazyFrame:
+def scan_latest(parts: list[Path], unique: bool | None = None,
+                records: Sequence[PartRecord | None] | None = None) -> pl.LazyFrame:
     """A lazy scan of ``parts`` with superseded rows removed (nothing extra to do when no trial repeats).
 
     ``unique`` is what the parts' records say (``recorded_unique``): True, no row is read to decide; False,
-    the newest rows are found without first counting; None, the rows are counted to decide."""
+    the newest rows are found without first counting; None, the rows are counted to decide. With False and the
+    ``records`` (one per part), only trials a superseding part (a ``--retry-errors`` session's) holds can repeat:
+    the others are kept as they are and only those are sorted (``_latest_retried``), not every row."""
     frame = pl.scan_ipc([str(p) for p in parts], glob=False)  # literal paths: OUT may hold [ or *
     key = _key(frame.collect_schema().names())
     if "trial_id" not in key or unique:
         return frame
     if unique is False:
+        if records is not None and len(records) == len(parts) and all(r is not None for r in records):
+            return _latest_retried(parts, records, key)
         return latest(frame)
     counts = frame.select(pl.len().alias("rows"), pl.struct(key).n_unique().alias("ids")).collect()
     if counts["rows"][0] == counts["ids"][0]:
         return frame
     return latest(frame)
+
+
+def _latest_retried(parts: list[Path], records: Sequence[PartRecord | None], key: list[str]) -> pl.LazyFrame:
+    """``latest`` when the records name the parts that may supersede: every part before the first superseding
+    one repeats no trial (its sessions wrote only trials not yet written), so its rows stand unless a later part
+    holds their trial; only those trials' rows and the later parts are sorted. Rows of retried trials come after
+    the others (``latest`` keeps the parts' order)."""
+    first = next(i for i, r in enumerate(records) if r is not None and r.supersedes)
+    older = pl.scan_ipc([str(p) for p in parts[:first]], glob=False) if first else None
+    newer = pl.scan_ipc([str(p) for p in parts[first:]], glob=False)
+    if older is None:
+        return latest(newer)
+    again = newer.select(key).unique()
+    return pl.concat([older.join(again, on=key, how="anti", nulls_equal=True),
+                      latest(pl.concat([older.join(again, on=key, how="semi", nulls_equal=True), newer]))])
 
 
 @dataclass(frozen=True)

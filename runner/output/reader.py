@@ -95,7 +95,7 @@ class Output:
     @cached_property
     def _latest(self) -> pl.LazyFrame:
         # the lazy plan, built once; without a record that proves uniqueness, deciding it reads every trial id
-        return scan_latest(list(self.parts), self.unique)
+        return scan_latest(list(self.parts), self.unique, self.records)
 
     def blobs(self) -> Blobs:
         """The content the rows' recorded calls name by id (``call_blobs``), from *every* row of every part: a

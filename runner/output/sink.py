@@ -43,19 +43,23 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from runner.core.calls import first_in_batch
 from runner.core.errors import UserError
 from runner.core.redact import scrub_batch
 from runner.core.schema import ONCE_PER_BATCH
+from runner.output.journal import JOURNAL_GLOB, Journal, journal_path, read_journal
 
 __all__ = [
     "TRIALS_DIR",
     "RepairNote",
+    "ReplayNote",
     "TrialSink",
     "completed_trial_keys",
     "repair_parts",
+    "replay_journals",
     "salvage_part",
     "to_record_batch",
     "trial_keys",
@@ -132,6 +136,12 @@ class TrialSink:
     The sink keeps a reference to each appended row until it is flushed; do not
     mutate a row after appending it. A sink that is not closed (a crash) leaves its
     open part as a stream, which ``repair_parts`` finalizes on resume.
+
+    ``journal``: write each appended row ahead to ``trials/journal-W.jsonl``
+    (``runner.output.journal``) before buffering it, so a crash loses no appended row
+    (``replay_journals`` writes them on resume); truncated after each batch, removed
+    by ``close``. A run's sinks journal (``Session.sink``); importers and rescore,
+    which can simply start again, do not.
     """
 
     def __init__(
@@ -144,6 +154,7 @@ class TrialSink:
         flush_seconds: float = 2.0,
         part_rows: int = 1_000_000,
         clock: Callable[[], float] = time.monotonic,
+        journal: bool = False,
     ) -> None:
         if not isinstance(schema, pa.Schema):
             raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
@@ -174,6 +185,8 @@ class TrialSink:
         self._finalized: list[Path] = []
         self._closed = False
         self._broken: UserError | None = None
+        self._journaling = journal
+        self._journal: Journal | None = None
 
     @property
     def rows_written(self) -> int:
@@ -198,6 +211,20 @@ class TrialSink:
                 f"row{_row_label(row)} has keys not in the trial schema: {unknown}; "
                 f"schema columns are {self.schema.names}"
             )
+        if self._journaling:
+            if self._broken is not None:
+                raise self._broken
+            try:
+                if self._journal is None:
+                    self._journal = Journal(journal_path(self.trials_dir, self.worker), {
+                        k.decode(): v.decode() for k, v in (self.schema.metadata or {}).items()})
+                self._journal.append(row)
+            except TypeError:  # a value JSON cannot hold: the row goes to the part at once instead
+                self._buffer.append(row)
+                self.flush()
+                return
+            except OSError as exc:
+                raise self._break(exc, 1 << 16) from None
         buffer = self._buffer
         buffer.append(row)
         if len(buffer) >= self._flush_at or self._clock() - self._last_flush >= self._flush_seconds:
@@ -216,6 +243,11 @@ class TrialSink:
             return
         rows, self._buffer = self._buffer, []
         self._write(to_record_batch(rows, self.schema))
+        if self._journal is not None:
+            try:
+                self._journal.clear()  # its rows are in the part now
+            except OSError as exc:
+                raise self._break(exc, 1 << 16) from None
 
     def _write(self, batch: pa.RecordBatch) -> None:
         if self._broken is not None:
@@ -264,11 +296,15 @@ class TrialSink:
             # Even if the last batch failed to convert, the batches already on disk are
             # complete and get finalized.
             self._closed = True
-            if self._writer is not None and self._broken is None:
-                try:
-                    self._finalize_part()
-                except OSError as exc:
-                    raise self._break(exc, 1 << 16) from None
+            try:
+                if self._writer is not None and self._broken is None:
+                    try:
+                        self._finalize_part()
+                    except OSError as exc:
+                        raise self._break(exc, 1 << 16) from None
+            finally:
+                if self._journal is not None:  # kept when a row may not have reached a part
+                    self._journal.close(remove=self._broken is None and not self._buffer)
 
     def _break(self, exc: OSError, needed: int) -> Exception:
         """After a refused write nothing more is written: the open part keeps its complete batches for the
@@ -539,3 +575,90 @@ def _fsync(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayNote:
+    """What ``replay_journals`` did with one journal (which is deleted, or set aside when it cannot be replayed)."""
+
+    journal: Path
+    rows: int  # rows written to a new part
+    already_written: int  # rows a part already held (a kill between a batch and the journal's truncation)
+    torn: bool
+    part: Path | None = None
+    refused: str | None = None  # why nothing was replayed (the journal is then in trials/damaged/)
+
+    def __str__(self) -> str:
+        if self.refused is not None:
+            return f"{self.journal.name}: not replayed ({self.refused}); moved to damaged/"
+        tail = ", dropped a torn last line" if self.torn else ""
+        part = f" into {self.part.name}" if self.part is not None else ""
+        return (f"{self.journal.name}: replayed {self.rows} answered trials{part} "
+                f"({self.already_written} already written){tail}")
+
+
+def replay_journals(trials_dir: Path, schema: pa.Schema) -> list[RepairNote | ReplayNote]:
+    """Write the rows the journals a crash left hold (``runner.output.journal``) into parts; one note each.
+
+    Run after ``repair_parts`` and before the resume set is read, holding the output's lock. A row whose
+    (``trial_id``, ``finished_at``) a part already holds is not written again. The part carries the schema
+    metadata the journal recorded (its sweep id and session), so the rows count as the session that answered
+    them; ``schema`` gives the columns. A journal whose rows do not convert goes to ``trials/damaged/``.
+    """
+    trials_dir = Path(trials_dir)
+    notes: list[RepairNote | ReplayNote] = []
+    journals = sorted(trials_dir.glob(JOURNAL_GLOB)) if trials_dir.is_dir() else []
+    for path in journals:
+        content = read_journal(path)
+        rows, written = content.rows, 0
+        if rows and content.metadata is not None:
+            seen = _written_pairs(trials_dir, {r.get("trial_id") for r in rows})
+            kept = [r for r in rows if (r.get("trial_id"), r.get("finished_at")) not in seen]
+            written, rows = len(rows) - len(kept), kept
+        if not rows or content.metadata is None:
+            path.unlink()
+            notes.append(ReplayNote(path, 0, written, content.torn))
+            continue
+        worker = path.name[len("journal-"):-len(".jsonl")]
+        try:
+            if not rows[0].keys() <= set(schema.names) or not _WORKER_RE.fullmatch(worker):
+                raise TypeError("its rows do not have the trial schema's columns")
+            batch = to_record_batch(rows, schema.with_metadata(content.metadata))
+            with TrialSink(trials_dir.parent, batch.schema, worker=worker) as sink:
+                sink.write_batch(batch)
+        except (TypeError, KeyError, UserError) as exc:
+            damaged = trials_dir / "damaged"
+            damaged.mkdir(exist_ok=True)
+            os.replace(path, damaged / path.name)
+            notes.append(ReplayNote(path, 0, written, content.torn, refused=str(exc).splitlines()[0][:200]))
+            continue
+        path.unlink()
+        notes.append(ReplayNote(path, len(rows), written, content.torn, sink.finalized_parts[-1]))
+    if notes:
+        _fsync(trials_dir)
+    return notes
+
+
+def _written_pairs(trials_dir: Path, ids: set[Any]) -> set[tuple[Any, Any]]:
+    """(trial_id, finished_at) of the finished parts' rows whose id is in ``ids`` (two columns read)."""
+    wanted = pa.array([i for i in ids if isinstance(i, str)], type=pa.string())
+    pairs: set[tuple[Any, Any]] = set()
+    for part in sorted(trials_dir.glob(f"part-*{_FILE_SUFFIX}")):
+        try:
+            with pa.memory_map(str(part)) as source:
+                reader = ipc.open_file(source)
+                names = reader.schema.names
+                if "trial_id" not in names or "finished_at" not in names:
+                    continue
+                for i in range(reader.num_record_batches):
+                    batch = reader.get_batch(i)
+                    ids_column = batch.column("trial_id")
+                    mask = pc.is_in(ids_column, value_set=wanted)
+                    if not pc.any(mask).as_py():
+                        continue
+                    chosen = batch.filter(mask)
+                    finished = chosen.column("finished_at").cast(pa.int64())
+                    pairs.update(zip(chosen.column("trial_id").to_pylist(), finished.to_pylist(), strict=True))
+        except _TORN:
+            continue  # a damaged part: quarantine_parts deals with it; its rows do not count
+    return pairs

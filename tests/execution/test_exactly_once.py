@@ -282,6 +282,49 @@ def test_sigterm_flushes_finalizes_and_resume_equals_an_uninterrupted_run(tmp_pa
             assert joined[column].equals(joined[f"{column}_sim"], check_names=False), column
 
 
+@pytest.mark.slow
+def test_a_kill_9_resends_no_answered_trial(tmp_path: Path) -> None:
+    """Issue 30, item 4: answers in the batch not yet written survive a kill -9 in the journal and are replayed.
+
+    The server's request count is the proof: after the resume it has answered each of the 702 trials once, plus
+    at most the requests in flight at the kill (concurrency 8), whose answers never reached the run. The flush is
+    the default (2 s or 4,096 rows), so without the journal every answer of the last 2 s was sent twice.
+    """
+    server = ServerThread(ServeOptions(host="127.0.0.1", port=0, latency_ms=5)).start()
+    try:
+        assert server.state is not None
+        stats = server.state.stats
+        data = http_sweep(server.base_url, "openai", runs=6)
+        data["engine"] = {"concurrency": 8}
+        sweep = write(tmp_path, data)
+        out = tmp_path / "out"
+        cmd = [sys.executable, "-m", "runner.cli.app", "run", str(sweep), "--out", str(out), "--quiet", "--no-report"]
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and proc.poll() is None and stats.requests < 250:
+            time.sleep(0.01)
+        assert proc.poll() is None, "the run ended before it could be killed"
+        proc.kill()  # SIGKILL: nothing of the run's own gets to run
+        proc.wait(timeout=30)
+        assert list((out / "trials").glob("journal-*.jsonl")), "the kill left no journal"
+        resumed = trialgrid("run", str(sweep), "--out", str(out), "--no-report")
+        assert resumed.returncode == 0, resumed.stderr
+        assert "replayed" in resumed.stderr and "answered trials" in resumed.stderr, resumed.stderr
+        df = check_exactly_once(out, sweep)
+        time.sleep(0.2)  # the killed run's last requests end on the server
+        resent = stats.requests - df.height
+    finally:
+        server.stop()
+    assert 0 <= resent <= 8, f"{resent} trials were sent twice"
+    assert not list((out / "trials").glob("journal-*.jsonl"))
+    expected = reference(tmp_path, sim_sweep(tmp_path, runs=6, name="sim.yaml"))
+    joined = outcomes(df).join(expected, on=CELL, suffix="_sim")
+    assert joined.height == df.height == 702
+    for column in OUTCOMES:
+        if column not in CELL:
+            assert joined[column].equals(joined[f"{column}_sim"], check_names=False), column
+
+
 def test_a_session_a_kill_left_running_is_marked_crashed(tmp_path: Path) -> None:
     sweep = sim_sweep(tmp_path, runs=1)
     out = tmp_path / "out"

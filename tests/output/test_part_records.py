@@ -26,7 +26,7 @@ from runner.core.manifest import MANIFEST, RunStatus, read_manifest
 from runner.execution.grid import Grid
 from runner.execution.run import grid_of, run_sweep
 from runner.output import Output
-from runner.output.parts import SESSION_KEY, SUPERSEDES_KEY, session_token, sorted_unique
+from runner.output.parts import SESSION_KEY, SUPERSEDES_KEY, latest, session_token, sorted_unique
 from tests.helpers import quickstart_sweep
 from tests.helpers.rows import written_rows
 from tests.providers.conftest import outcomes
@@ -122,6 +122,9 @@ def test_a_retry_session_records_what_it_supersedes_and_every_reader_takes_the_n
     assert frame.height == frame["trial_id"].n_unique() == 234
     assert frame.filter(pl.col("status") != "ok").height == 0
     assert outcomes(frame).equals(outcomes(runner.load(built[1]).collect()))
+    # only the retried trials were sorted (parts.py, _latest_retried); the rows are the full sort's, row for row
+    full = latest(pl.scan_ipc([str(p) for p in output.parts], glob=False)).collect()
+    assert frame.sort("trial_id").equals(full.sort("trial_id"))
 
 
 def test_a_resume_after_losing_batches_in_the_middle_equals_an_uninterrupted_run(

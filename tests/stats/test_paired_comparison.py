@@ -169,3 +169,27 @@ def test_plan_simulates_the_paired_test_a_model_comparison_runs() -> None:
     se = np.sqrt(planned.power * (1 - planned.power) / sims)
     assert 0.2 < planned.power < 0.95  # a design where power is neither trivial nor certain
     assert abs(rejected / sims - planned.power) <= 4 * np.sqrt(2) * se, (rejected / sims, planned.power)
+
+
+@pytest.mark.parametrize("exact_runs", [0, 400])  # the cumulative product (big designs) and the exact branch
+def test_pass_hat_k_curve_is_pass_hat_k_at_every_k(exact_runs: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-pass curve against the exact binomial ratio, k by k, on random designs."""
+    import stats as st
+    import stats.consistency
+
+    monkeypatch.setattr(stats.consistency, "_EXACT_RUNS", exact_runs)
+    rng = np.random.default_rng(30)
+    for _ in range(60):
+        cells = int(rng.integers(1, 12))
+        case = rng.integers(0, max(1, cells // 2) + 1, cells)
+        runs = rng.integers(0, 40, cells)
+        succ = rng.binomial(runs, rng.uniform(0, 1, cells))
+        k_max = int(max(1, runs.max()))
+        curve = st.pass_hat_k_curve(case, succ, runs, k_max)
+        for k in range(1, k_max + 1):
+            exact = st.pass_hat_k(case, succ, runs, k)
+            assert curve.n_cases[k - 1] == exact.n_cases
+            for got, want in ((curve.statistic[k - 1], exact.statistic), (curve.low[k - 1], exact.confidence_interval.low),
+                              (curve.high[k - 1], exact.confidence_interval.high),
+                              (curve.standard_error[k - 1], exact.standard_error)):
+                assert (np.isnan(got) and np.isnan(want)) or abs(got - want) <= 1e-12, (k, got, want)
