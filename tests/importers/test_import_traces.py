@@ -117,7 +117,7 @@ def test_bad_records_are_one_line_each_and_only_all_bad_is_fatal(tmp_path: Path)
 
 def test_nesting_bombs_are_refused_in_one_line(tmp_path: Path) -> None:
     deep: Any = "x"
-    for _ in range(500):
+    for _ in range(61):  # orjson reads it and writes it; a sweep would not load it
         deep = {"a": deep}
     span = genai_span(BUNDLED[0], 0)
     for kv in span["attributes"]:
@@ -129,11 +129,23 @@ def test_nesting_bombs_are_refused_in_one_line(tmp_path: Path) -> None:
         kv_bomb = {"kvlistValue": {"values": [{"key": "k", "value": kv_bomb}]}}
     bomb = genai_span(BUNDLED[1], 1)
     bomb["attributes"].append({"key": "deep", "value": kv_bomb})
-    path = _write(tmp_path / "bomb.jsonl", [otlp([span]), otlp([bomb]), otlp([genai_span(BUNDLED[2], 2)])])
+    deeper = genai_span(BUNDLED[3], 3)
+    for kv in deeper["attributes"]:
+        if kv["key"] == "gen_ai.output.messages":
+            kv["value"] = {"stringValue": "[" * 3000 + "]" * 3000}
+    path = _write(tmp_path / "bomb.jsonl", [otlp([span]), otlp([bomb]), otlp([deeper]), otlp([genai_span(BUNDLED[2], 2)])])
     lines: list[str] = []
     summary = import_traces([path], tmp_path / "out", fmt="otlp", say=lines.append)
-    assert summary.imported == 1 and summary.skipped == {"nested too deeply": 2}
-    assert len(lines) == 2 and all("nest" in ln for ln in lines)
+    assert summary.imported == 1 and summary.skipped == {"nested too deeply": 2, "gen_ai.output.messages is not JSON": 1}
+    assert len(lines) == 3 and all("nest" in ln or "depth" in ln for ln in lines), lines
+    load_traces(tmp_path / "out" / "traces.jsonl")  # what was written loads
+
+
+def test_the_depth_limit_is_the_sweep_loaders() -> None:
+    from runner.core import sources
+    from runner.importers.traces import _core
+
+    assert _core.MAX_DEPTH == sources._MAX_DEPTH
 
 
 def test_ids_that_look_like_paths_stay_data(tmp_path: Path) -> None:

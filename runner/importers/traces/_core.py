@@ -13,7 +13,8 @@ messages (``Msg``), the calls a model made (``Call``), the tools offered — and
 Reading is bounded: a file is read record by record (a JSON line; or, for a file that is one
 pretty-printed JSON document, the document — its array's items are then the records), and no
 record over ``max_record_bytes`` is ever held: it is drained and skipped in one line. Parsed values
-nested deeper than ``MAX_DEPTH`` are refused (the baseline walks them recursively). Ids are made
+whose trace would nest deeper than ``MAX_DEPTH`` are refused: a sweep's loader refuses such a file
+whole (``runner.core.sources``), and the baseline walks values recursively. Ids are made
 here and only here: ``<tool>-<16 hex>``, a hash of the source's own ids, so they are stable across
 imports and safe as file names whatever the source holds.
 """
@@ -33,8 +34,9 @@ import orjson
 from runner.core.safety import one_line
 
 MAX_RECORD_BYTES = 32 * 1024 * 1024
-MAX_DEPTH = 64
 MAX_ID_CHARS = 1024
+#: the nesting a sweep's loader accepts in a trace file (``runner.core.sources``; a test keeps the two equal)
+MAX_DEPTH = 64
 _DEDUPE_CAP = 4_000_000  # call ids remembered to import each call once; past this, no more de-duplication
 _PRINTED_PER_REASON = 5
 _DRAIN_CHUNK = 1 << 20
@@ -107,19 +109,20 @@ def args_of(call: Call) -> dict[str, Any]:
     return args
 
 
-def check_depth(value: Any, what: str) -> None:
-    """Refuse a value nested deeper than ``MAX_DEPTH`` (iteratively: a nesting bomb must not recurse here)."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
+def _depth_ok(value: Any, limit: int) -> bool:
+    """Iteratively (a nesting bomb must not recurse here): no container deeper than ``limit``, the root at 1."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         v, d = stack.pop()
         if isinstance(v, dict):
-            if d >= MAX_DEPTH:
-                raise BadRecord("nested too deeply", f"{what} nests deeper than {MAX_DEPTH} levels")
+            if d > limit:
+                return False
             stack.extend((x, d + 1) for x in v.values())
         elif isinstance(v, list):
-            if d >= MAX_DEPTH:
-                raise BadRecord("nested too deeply", f"{what} nests deeper than {MAX_DEPTH} levels")
+            if d > limit:
+                return False
             stack.extend((x, d + 1) for x in v)
+    return True
 
 
 def text_of(value: Any) -> str:
@@ -303,8 +306,6 @@ class Sink:
             if not isinstance(call.name, str) or not call.name:
                 raise BadRecord("call without a tool name")
             args = args_of(call)
-            check_depth(args, f"arguments of {call.name!r}")
-            check_depth(context["tool_results"], "tool results")
             call_id = sid(call.id, "the call id")
         except BadRecord as exc:
             self.bad(where, exc, what=f"call {index}")
@@ -326,12 +327,19 @@ class Sink:
         record = {"id": tid, "context": context, "calls": [{"tool": call.name, "args": args}], "tools": tools,
                   "source": {"format": fmt, "file": where.file, "record": where.record, "trace_id": trace_id,
                              "span_id": span_id, "conversation_id": conversation_id, "call_id": call_id}}
+        deep = BadRecord("nested too deeply", f"the trace would nest deeper than {MAX_DEPTH} levels")
+        try:
+            data = orjson.dumps(record)
+        except orjson.JSONEncodeError as exc:  # orjson's own limit is 254 levels
+            self.bad(where, deep if "ecursion" in str(exc) else BadRecord("not JSON-serialisable", str(exc)[:120]),
+                     what=f"call {index}")
+            return False
+        # no more brackets than levels allowed: cannot nest too deeply (the common case, without a walk)
+        if data.count(b"{") + data.count(b"[") > MAX_DEPTH and not _depth_ok(record, MAX_DEPTH):
+            self.bad(where, deep, what=f"call {index}")
+            return False
         if self.fh is not None:
-            try:
-                self.fh.write(orjson.dumps(record) + b"\n")
-            except TypeError as exc:
-                self.bad(where, BadRecord("not JSON-serialisable", str(exc)[:120]), what=f"call {index}")
-                return False
+            self.fh.write(data + b"\n")
         self.imported += 1
         self.imported_by[fmt] += 1
         return True

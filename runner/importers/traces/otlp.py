@@ -51,6 +51,7 @@ _VALUE_KEYS = {"stringValue": "s", "string_value": "s", "intValue": "i", "int_va
 _DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 _CONTEXTS_KEPT = 4096
 _EMPTY: dict[str, Any] = {"system": "", "user": [], "tool_results": []}
+_TOOLS_KEPT = 256
 
 
 def _get(obj: dict[str, Any], camel: str, snake: str) -> Any:
@@ -62,6 +63,9 @@ def _value(v: Any, depth: int = 0) -> Any:
     """An OTLP ``AnyValue`` as a Python value."""
     if not isinstance(v, dict) or not v:
         return None
+    s = v.get("stringValue")
+    if isinstance(s, str):
+        return s
     if depth > 32:
         raise BadRecord("nested too deeply", "an attribute value nests deeper than 32 levels")
     for key, x in v.items():
@@ -185,6 +189,19 @@ class _Reader:
     def __init__(self, sink: Sink) -> None:
         self.sink = sink
         self.contexts: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._tools: dict[str, list[dict[str, Any]] | None] = {}
+
+    def tools(self, raw: Any) -> list[dict[str, Any]] | None:
+        """``gen_ai.tool.definitions``, read once per distinct string (every span of a service repeats it)."""
+        if not isinstance(raw, str):
+            return tools_of(raw)
+        got = self._tools.get(raw)
+        if got is None and raw not in self._tools:
+            got = tools_of(loads(raw, "gen_ai.tool.definitions"))
+            if len(self._tools) >= _TOOLS_KEPT:
+                self._tools.clear()
+            self._tools[raw] = got
+        return got
 
     def record(self, value: Any, where: Where) -> None:
         if not isinstance(value, dict):
@@ -221,7 +238,7 @@ class _Reader:
             if system:
                 msgs.insert(0, Msg("system", [text_of(system)]))
             out = wire.genai(_json_attr(attrs, "gen_ai.output.messages"))
-            tools = tools_of(_json_attr(attrs, "gen_ai.tool.definitions"))
+            tools = self.tools(attrs.get("gen_ai.tool.definitions"))
         elif any(k.startswith("llm.output_messages.") or k.startswith("llm.input_messages.") for k in attrs):
             fmt = "openinference"
             msgs = wire.openai_chat(_flat_messages(_unflatten(attrs, "llm.input_messages."), nested=True))
