@@ -71,10 +71,35 @@ def _openai_conversations(base_url: str, seen: Seen, tracer: Any = None, http_cl
     client.close()
 
 
-def _anthropic_conversations(url: str, seen: Seen, tracer: Any = None) -> None:
+def _responses_conversations(base_url: str, seen: Seen, http_client: Any = None) -> None:
+    import openai
+
+    client = openai.OpenAI(base_url=base_url, api_key="sk-test", max_retries=0, timeout=10, http_client=http_client)
+    tools = [{"type": "function", "name": "lookup_order", "description": "Look up an order", "parameters": SCHEMA,
+              "strict": False}]
+    for n, task in enumerate(TASKS):
+        items: list[Any] = [{"role": "user", "content": task}]
+        results: list[str] = []
+        for turn in range(3):
+            reply = client.responses.create(model="typical", instructions=SYSTEM, input=items, tools=tools,
+                                            extra_headers={"x-trialgrid-seed": str(300 + n)})
+            calls = [it for it in reply.output if it.type == "function_call"]
+            if not calls:
+                break
+            items += [it.model_dump(exclude_none=True) for it in reply.output]
+            for c in calls:
+                seen.add(c.call_id, c.name, json.loads(c.arguments), task, results)
+                out = _result(n, turn)
+                items.append({"type": "function_call_output", "call_id": c.call_id, "output": out})
+                results.append(out)
+    client.close()
+
+
+def _anthropic_conversations(url: str, seen: Seen, tracer: Any = None, http_client: Any = None) -> None:
     import anthropic
 
-    client = anthropic.Anthropic(base_url=url, api_key="sk-ant-test", max_retries=0, timeout=10)
+    client = anthropic.Anthropic(base_url=url, api_key="sk-ant-test", max_retries=0, timeout=10,
+                                 http_client=http_client)
     for n, task in enumerate(TASKS):
         span = tracer.start_as_current_span("invoke_agent support") if tracer else _nothing()
         with span:
@@ -208,24 +233,32 @@ def test_instrumented_sdk_spans_import_every_call_once(module: str, cls: str, ve
            tools=module != "opentelemetry.instrumentation.openai_v2")  # openai-v2 writes no gen_ai.tool.definitions
 
 
-def test_sdk_wire_pairs_import_every_call_once(tmp_path: Path) -> None:
-    """Chat Completions pairs as a logging proxy stores them: the SDK's own request and response bodies."""
-    pytest.importorskip("openai")
+@pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses", "anthropic"])
+def test_sdk_wire_pairs_import_every_call_once(fmt: str, tmp_path: Path) -> None:
+    """Request/response pairs as a logging proxy stores them: the SDK's own request and response bodies."""
+    pytest.importorskip("anthropic" if fmt == "anthropic" else "openai")
     pairs: list[dict[str, Any]] = []
 
-    def on_response(response: httpx.Response) -> None:
+    def on_response(response: Any) -> None:
         response.read()
         pairs.append({"request": json.loads(response.request.content), "response": response.json()})
 
     seen = Seen()
-    with serving() as server, httpx.Client(event_hooks={"response": [on_response]}) as http:
-        _openai_conversations(server.base_url, seen, http_client=http)
+    # each SDK takes its own client class: openai's is httpx's, anthropic's is httpx2's
+    client_cls = pytest.importorskip("httpx2").Client if fmt == "anthropic" else httpx.Client
+    with serving() as server, client_cls(event_hooks={"response": [on_response]}) as http:
+        if fmt == "openai-chat":
+            _openai_conversations(server.base_url, seen, http_client=http)
+        elif fmt == "openai-responses":
+            _responses_conversations(server.base_url, seen, http_client=http)
+        else:
+            _anthropic_conversations(server.url, seen, http_client=http)
         answered = _answered(server)
     path = tmp_path / "pairs.jsonl"
     path.write_text("".join(json.dumps(p) + "\n" for p in pairs))
     summary = import_traces([path], tmp_path / "out")
-    assert summary.files == {str(path): "openai-chat"}
-    traces = _check(tmp_path / "out", seen, "openai-chat", model_requests=len(pairs), answered=answered, ids=False)
+    assert summary.files == {str(path): fmt}
+    traces = _check(tmp_path / "out", seen, fmt, model_requests=len(pairs), answered=answered, ids=False)
     assert len({t.source.conversation_id for t in traces if t.source}) == len({c["user"] for c in seen.calls.values()})
 
 
