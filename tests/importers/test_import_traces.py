@@ -188,3 +188,45 @@ def test_auto_refuses_an_unknown_format_in_one_line(tmp_path: Path) -> None:
     path = _write(tmp_path / "x.jsonl", [{"hello": 1}])
     with pytest.raises(UserError, match="cannot tell the trace format"):
         import_traces([path], tmp_path / "out")
+
+
+def _tool_span(trace: int, span: int, call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {"traceId": f"{trace:032x}", "spanId": f"{span:016x}", "name": f"execute_tool {name}", "attributes": [
+        {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+        {"key": "gen_ai.tool.name", "value": {"stringValue": name}},
+        {"key": "gen_ai.tool.call.id", "value": {"stringValue": call_id}},
+        {"key": "gen_ai.tool.call.arguments", "value": {"stringValue": json.dumps(args)}}]}
+
+
+def test_execute_tool_spans_add_only_the_calls_no_model_span_holds(tmp_path: Path) -> None:
+    t = BUNDLED[2]  # refund-from-lookup: one call, one earlier result
+    chat = genai_span(t, 0)  # trace 1, call id "<id>-c0"
+    spans = [chat, _tool_span(1, 90, f"{t.id}-c0", t.calls[0].tool, t.calls[0].args),  # the same call: not again
+             _tool_span(1, 91, "extra", "notify", {"order_id": "ORD-7713"}),  # only here: the trace's context
+             _tool_span(7, 92, "alone", "notify", {"order_id": "X"})]  # no model span in its trace: empty context
+    path = tmp_path / "doc.json"
+    path.write_text(json.dumps(otlp(spans), indent=2))  # one pretty-printed document, as MessageToJson writes
+    summary = import_traces([path], tmp_path / "out")
+    assert summary.imported == 3 and summary.notes["calls seen again (imported once)"] == 1
+    by_call = {x.source.call_id: x for x in _imported(tmp_path / "out") if x.source}
+    assert by_call["extra"].context == by_call[f"{t.id}-c0"].context and by_call["extra"].source.span_id == f"{91:016x}"
+    assert by_call["alone"].context.tool_results == [] and by_call["alone"].context.system == ""
+    assert baseline_fields(by_call["extra"], False) == []  # ORD-7713 is in the lookup's result
+
+
+def test_langfuse_api_pages_and_base64_ids(tmp_path: Path) -> None:
+    import base64
+
+    from tests.helpers.trace_formats import langfuse
+
+    page = {"data": [langfuse(t) for t in BUNDLED[:3]] + [{"id": "s", "traceId": "x", "type": "SPAN"}], "meta": {}}
+    path = _write(tmp_path / "page.json", [page])
+    summary = import_traces([path], tmp_path / "out")
+    assert summary.files[str(path)] == "langfuse" and summary.imported == 3
+    assert summary.notes == {"observations of type SPAN": 1}
+    span = genai_span(BUNDLED[0], 0)
+    span["traceId"] = base64.b64encode(bytes.fromhex("ab" * 16)).decode()  # protobuf's JSON mapping writes bytes so
+    span["spanId"] = base64.b64encode(bytes.fromhex("cd" * 8)).decode()
+    import_traces([_write(tmp_path / "b64.jsonl", [otlp([span])])], tmp_path / "o2")
+    [x] = _imported(tmp_path / "o2")
+    assert x.source and (x.source.trace_id, x.source.span_id) == ("ab" * 16, "cd" * 8)
