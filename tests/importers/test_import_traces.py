@@ -184,6 +184,16 @@ def test_a_1gb_single_line_is_skipped_in_bounded_memory(tmp_path: Path) -> None:
     assert grown_mb < 200, grown_mb  # the limit is 32 MiB; the line is never held
 
 
+def test_gzip_files_are_read_through(tmp_path: Path) -> None:
+    import gzip
+
+    _, write = WRITERS["otel-genai"]
+    path = tmp_path / "spans.otlp.jsonl.gz"
+    with gzip.open(path, "wt") as fh:
+        fh.writelines(json.dumps(write(t, n)) + "\n" for n, t in enumerate(BUNDLED))
+    assert import_traces([path], tmp_path / "out").imported == len(BUNDLED)
+
+
 def test_auto_refuses_an_unknown_format_in_one_line(tmp_path: Path) -> None:
     path = _write(tmp_path / "x.jsonl", [{"hello": 1}])
     with pytest.raises(UserError, match="cannot tell the trace format"):

@@ -21,6 +21,7 @@ imports and safe as file names whatever the source holds.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import re
 from collections import Counter
@@ -206,7 +207,7 @@ def tools_of(tools: Any) -> list[dict[str, Any]] | None:
 
 # -- reading ---------------------------------------------------------------------------------------------------------
 
-def _drain(fh: IO[bytes]) -> int:
+def _drain(fh: Any) -> int:
     """Skip to the end of the current line; returns the bytes skipped."""
     n = 0
     while True:
@@ -219,10 +220,10 @@ def _drain(fh: IO[bytes]) -> int:
 def records(path: Path, limit: int = MAX_RECORD_BYTES) -> Iterator[tuple[int, Any]]:
     """``(record number, parsed value or BadRecord)`` for each record of ``path``, holding at most ``limit`` bytes.
 
-    JSON lines (numbered from 1, blank lines skipped); or one JSON document (pretty-printed, e.g. protobuf's
+    JSON lines (numbered from 1, blank lines skipped; ``.gz`` files are read through gzip); or one JSON document (pretty-printed, e.g. protobuf's
     ``MessageToJson``) when the first line is not JSON on its own: an array's items are its records (numbered
     from 0), an object is record 0."""
-    with path.open("rb") as fh:
+    with (gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")) as fh:
         line_no = 0
         while True:
             line = fh.readline(limit + 1)
@@ -247,7 +248,7 @@ def records(path: Path, limit: int = MAX_RECORD_BYTES) -> Iterator[tuple[int, An
             yield line_no, value
 
 
-def _document(fh: IO[bytes], first: bytes, limit: int) -> Iterator[tuple[int, Any]]:
+def _document(fh: Any, first: bytes, limit: int) -> Iterator[tuple[int, Any]]:
     body = first + fh.read(limit + 1 - len(first))
     if len(body) > limit:
         yield 0, BadRecord("record too large", f"one JSON document over {limit:,} bytes: write it as JSON lines "
