@@ -26,6 +26,8 @@ from tests.helpers.serving import serving
 SYSTEM = "You are the support assistant for Kestrel Outdoor."
 TASKS = ["Where is order 55821? The email on it is jamie.ortiz@fernmail.test.", "Please look up order ORD-7713.",
          "Can you check on order 99120 for me?"]
+#: the second user turn of every conversation: its call is made with the first turn's tool result in context
+FOLLOW_UP = "Thanks. Now please look up order 40417 as well."
 SCHEMA = {"type": "object", "properties": {"order_id": {"type": "string"}, "email": {"type": "string"}},
           "required": ["order_id"]}
 TOOLS_OPENAI = [{"type": "function", "function": {"name": "lookup_order", "description": "Look up an order",
@@ -43,9 +45,9 @@ class Seen:
     def __init__(self) -> None:
         self.calls: dict[str, dict[str, Any]] = {}
 
-    def add(self, call_id: str, tool: str, args: dict[str, Any], user: str, results: list[str]) -> None:
+    def add(self, call_id: str, tool: str, args: dict[str, Any], users: list[str], results: list[str]) -> None:
         assert call_id not in self.calls
-        self.calls[call_id] = {"tool": tool, "args": args, "user": user, "results": list(results)}
+        self.calls[call_id] = {"tool": tool, "args": args, "user": list(users), "results": list(results)}
 
 
 def _openai_conversations(base_url: str, seen: Seen, tracer: Any = None, http_client: Any = None) -> None:
@@ -55,19 +57,23 @@ def _openai_conversations(base_url: str, seen: Seen, tracer: Any = None, http_cl
     for n, task in enumerate(TASKS):
         span = tracer.start_as_current_span("invoke_agent support") if tracer else _nothing()
         with span:
-            messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}]
+            messages: list[Any] = [{"role": "system", "content": SYSTEM}]
             results: list[str] = []
-            for turn in range(3):
-                message = client.chat.completions.create(model="typical", messages=messages, tools=TOOLS_OPENAI,
-                                                         seed=100 + n).choices[0].message
-                if not message.tool_calls:
-                    break
-                messages.append(message.model_dump(exclude_none=True))
-                for c in message.tool_calls:
-                    seen.add(c.id, c.function.name, json.loads(c.function.arguments), task, results)
-                    out = _result(n, turn)
-                    messages.append({"role": "tool", "tool_call_id": c.id, "content": out})
-                    results.append(out)
+            users: list[str] = []
+            for ask in (task, FOLLOW_UP):
+                users.append(ask)
+                messages.append({"role": "user", "content": ask})
+                for _ in range(3):
+                    message = client.chat.completions.create(model="typical", messages=messages, tools=TOOLS_OPENAI,
+                                                             seed=100 + n + 10 * len(users)).choices[0].message
+                    messages.append(message.model_dump(exclude_none=True))
+                    if not message.tool_calls:
+                        break
+                    for c in message.tool_calls:
+                        seen.add(c.id, c.function.name, json.loads(c.function.arguments), users, results)
+                        out = _result(n, len(results))
+                        messages.append({"role": "tool", "tool_call_id": c.id, "content": out})
+                        results.append(out)
     client.close()
 
 
@@ -78,20 +84,24 @@ def _responses_conversations(base_url: str, seen: Seen, http_client: Any = None)
     tools = [{"type": "function", "name": "lookup_order", "description": "Look up an order", "parameters": SCHEMA,
               "strict": False}]
     for n, task in enumerate(TASKS):
-        items: list[Any] = [{"role": "user", "content": task}]
+        items: list[Any] = []
         results: list[str] = []
-        for turn in range(3):
-            reply = client.responses.create(model="typical", instructions=SYSTEM, input=items, tools=tools,
-                                            extra_headers={"x-trialgrid-seed": str(300 + n)})
-            calls = [it for it in reply.output if it.type == "function_call"]
-            if not calls:
-                break
-            items += [it.model_dump(exclude_none=True) for it in reply.output]
-            for c in calls:
-                seen.add(c.call_id, c.name, json.loads(c.arguments), task, results)
-                out = _result(n, turn)
-                items.append({"type": "function_call_output", "call_id": c.call_id, "output": out})
-                results.append(out)
+        users: list[str] = []
+        for ask in (task, FOLLOW_UP):
+            users.append(ask)
+            items.append({"role": "user", "content": ask})
+            for _ in range(3):
+                reply = client.responses.create(model="typical", instructions=SYSTEM, input=items, tools=tools,
+                                                extra_headers={"x-trialgrid-seed": str(300 + n + 10 * len(users))})
+                calls = [it for it in reply.output if it.type == "function_call"]
+                items += [it.model_dump(exclude_none=True) for it in reply.output]
+                if not calls:
+                    break
+                for c in calls:
+                    seen.add(c.call_id, c.name, json.loads(c.arguments), users, results)
+                    out = _result(n, len(results))
+                    items.append({"type": "function_call_output", "call_id": c.call_id, "output": out})
+                    results.append(out)
     client.close()
 
 
@@ -103,21 +113,28 @@ def _anthropic_conversations(url: str, seen: Seen, tracer: Any = None, http_clie
     for n, task in enumerate(TASKS):
         span = tracer.start_as_current_span("invoke_agent support") if tracer else _nothing()
         with span:
-            messages: list[Any] = [{"role": "user", "content": task}]
+            messages: list[Any] = []
             results: list[str] = []
-            for turn in range(3):
-                reply = client.messages.create(model="typical", max_tokens=256, system=SYSTEM, messages=messages,
-                                               tools=TOOLS_ANTHROPIC, extra_headers={"x-trialgrid-seed": str(200 + n)})
-                if reply.stop_reason != "tool_use":
-                    break
-                messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]})
-                blocks = []
-                for b in reply.content:
-                    if b.type == "tool_use":
-                        seen.add(b.id, b.name, dict(b.input), task, results)
-                        blocks.append({"type": "tool_result", "tool_use_id": b.id, "content": _result(n, turn)})
-                messages.append({"role": "user", "content": blocks})
-                results += [b["content"] for b in blocks]
+            users: list[str] = []
+            for ask in (task, FOLLOW_UP):
+                users.append(ask)
+                messages.append({"role": "user", "content": ask})
+                for _ in range(3):
+                    reply = client.messages.create(model="typical", max_tokens=256, system=SYSTEM, messages=messages,
+                                                   tools=TOOLS_ANTHROPIC,
+                                                   extra_headers={"x-trialgrid-seed": str(200 + n + 10 * len(users))})
+                    messages.append({"role": "assistant",
+                                     "content": [b.model_dump(exclude_none=True) for b in reply.content]})
+                    if reply.stop_reason != "tool_use":
+                        break
+                    blocks = []
+                    for b in reply.content:
+                        if b.type == "tool_use":
+                            seen.add(b.id, b.name, dict(b.input), users, results)
+                            blocks.append({"type": "tool_result", "tool_use_id": b.id,
+                                           "content": _result(n, len(results) + len(blocks))})
+                    messages.append({"role": "user", "content": blocks})
+                    results += [b["content"] for b in blocks]
     client.close()
 
 
@@ -141,11 +158,12 @@ def _check(out: Path, seen: Seen, fmt: str, *, model_requests: int, answered: in
     assert model_requests == answered  # every request the server answered is a model call that was read
     by_call = {t.source.call_id: t for t in traces if t.source}
     assert len(traces) == len(by_call) == len(seen.calls) >= 3, (len(traces), len(seen.calls))
+    assert any(c["results"] for c in seen.calls.values())  # some calls had earlier tool results in context
     for call_id, want in seen.calls.items():
         t = by_call[call_id]
         assert t.source is not None and t.source.format == fmt
         assert (t.calls[0].tool, t.calls[0].args) == (want["tool"], want["args"])
-        assert t.context.system == SYSTEM and t.context.user == [want["user"]]
+        assert t.context.system == SYSTEM and t.context.user == want["user"]
         assert [r["result"] for r in t.context.tool_results] == [json.loads(r) for r in want["results"]]
         assert all(r["tool"] == "lookup_order" for r in t.context.tool_results)
         if tools:
@@ -259,7 +277,7 @@ def test_sdk_wire_pairs_import_every_call_once(fmt: str, tmp_path: Path) -> None
     summary = import_traces([path], tmp_path / "out")
     assert summary.files == {str(path): fmt}
     traces = _check(tmp_path / "out", seen, fmt, model_requests=len(pairs), answered=answered, ids=False)
-    assert len({t.source.conversation_id for t in traces if t.source}) == len({c["user"] for c in seen.calls.values()})
+    assert len({t.source.conversation_id for t in traces if t.source}) == len({c["user"][0] for c in seen.calls.values()})
 
 
 def test_inspect_eval_log_imports_every_call_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
