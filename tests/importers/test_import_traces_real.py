@@ -327,3 +327,19 @@ def test_inspect_eval_log_imports_every_call_once(tmp_path: Path, monkeypatch: p
         assert t.source and t.source.format == "inspect" and t.source.trace_id == log.eval.run_id
     later = [t for t in traces if t.context.tool_results]
     assert all(r["tool"] == "lookup_order" and isinstance(r["result"], dict) for t in later for r in t.context.tool_results)
+
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.mark.parametrize("vendor", ["openai", "anthropic"])
+def test_flattened_gen_ai_attributes_of_older_instrumentations(vendor: str, tmp_path: Path) -> None:
+    """``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.tool_calls.M.*``, as opentelemetry-instrumentation-openai /
+    -anthropic 0.40.14 wrote them (today's releases write ``gen_ai.input.messages``, and one environment cannot
+    hold both): files made by those releases against ``trialgrid serve`` (``data/make_flat_otel.py`` says how),
+    with what the SDK received beside them."""
+    path = DATA / f"otel_flat_{vendor}.otlp.json"
+    seen = Seen()
+    seen.calls = json.loads((DATA / f"otel_flat_{vendor}.seen.json").read_text())
+    import_traces([path], tmp_path / "out")
+    _check(tmp_path / "out", seen, "otel-genai-flat", model_requests=0, answered=0)
