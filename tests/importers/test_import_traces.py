@@ -61,6 +61,13 @@ def test_the_imported_file_loads_as_a_phantom_trace_file(tmp_path: Path) -> None
     traces, _ = load_traces(tmp_path / "out" / "traces.jsonl")
     assert len(traces) == len(BUNDLED) and all(t.gold_phantoms is None for t in traces)
     ids = [t.id for t in traces]
+    from runner.config.sweep import load_sweep
+
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(json.dumps({"name": "audit", "seed": 0, "output": str(tmp_path / "run"),
+                                 "models": [{"name": "auditor", "provider": "sim", "model": "auditor-balanced"}],
+                                 "probes": [{"kind": "phantom", "traces": "out/traces.jsonl", "runs": 1}]}))
+    load_sweep(sweep)  # the contract: a phantom sweep loads what the import wrote
     import_traces([path], tmp_path / "again")
     assert ids == [t.id for t in _imported(tmp_path / "again")]  # stable across imports
 
