@@ -121,9 +121,14 @@ def import_traces(paths: list[Path], out: Path, *, fmt: str = "auto", force: boo
     say = say or (lambda _line: None)
     if fmt not in FORMATS:
         raise UserError(f"unknown trace format {fmt!r}", hint="one of: " + ", ".join(FORMATS))
+    unique: dict[Path, Path] = {}
     for p in paths:
         if not p.is_file():
             raise UserError("no such trace file", file=p)
+        if p.resolve() in unique:
+            say(f"{p}: given twice; read once")
+        unique.setdefault(p.resolve(), p)
+    paths = list(unique.values())
     check_output_dir(out, what="--out")
     target, summary_path = out / TRACES_FILE, out / SUMMARY_FILE
     if not force and (target.exists() or summary_path.exists()):

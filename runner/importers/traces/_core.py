@@ -15,8 +15,11 @@ pretty-printed JSON document, the document — its array's items are then the re
 record over ``max_record_bytes`` is ever held: it is drained and skipped in one line. Parsed values
 whose trace would nest deeper than ``MAX_DEPTH`` are refused: a sweep's loader refuses such a file
 whole (``runner.core.sources``), and the baseline walks values recursively. Ids are made
-here and only here: ``<tool>-<16 hex>``, a hash of the source's own ids, so they are stable across
-imports and safe as file names whatever the source holds.
+here and only here: ``<tool>-<16 hex>``, a hash of the source's own ids (of the file as given and the record, for
+a source without ids), so they are stable across imports and safe as file names whatever the
+source holds. A call seen again (its model span and its ``execute_tool`` span; two
+instrumentations of one call) is imported once, within the last ``DEDUPE_WINDOW`` calls, so memory
+does not grow with the input; a file given twice is read once.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import re
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +41,9 @@ MAX_RECORD_BYTES = 32 * 1024 * 1024
 MAX_ID_CHARS = 1024
 #: the nesting a sweep's loader accepts in a trace file (``runner.core.sources``; a test keeps the two equal)
 MAX_DEPTH = 64
-_DEDUPE_CAP = 4_000_000  # call ids remembered to import each call once; past this, no more de-duplication
+#: call ids remembered to import each call once (a model span and its execute_tool span, two instrumentations of
+#: one call): the most recent this many, so memory does not grow with the input
+DEDUPE_WINDOW = 200_000
 _PRINTED_PER_REASON = 5
 _DRAIN_CHUNK = 1 << 20
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_]+")
@@ -284,7 +289,7 @@ class Sink:
         self.records = 0
         self.bad_records = 0
         self._seen: set[int] = set()
-        self._ids: set[str] = set()
+        self._order: deque[int] = deque()
 
     def bad(self, where: Where, exc: BadRecord, *, what: str = "") -> None:
         self.skipped[exc.reason] += 1
@@ -316,15 +321,14 @@ class Sink:
             if key in self._seen:
                 self.note("calls seen again (imported once)")
                 return False
-            if len(self._seen) < _DEDUPE_CAP:
-                self._seen.add(key)
+            self._seen.add(key)
+            self._order.append(key)
+            if len(self._order) > DEDUPE_WINDOW:
+                self._seen.discard(self._order.popleft())
         basis = "\x1f".join((fmt, trace_id or "", span_id or "", call_id or "", conversation_id or "",
-                             "" if (trace_id or span_id) else f"{Path(where.file).name}:{where.record}", str(index)))
+                             "" if (trace_id or span_id) else f"{where.file}:{where.record}", str(index)))
+        # 64 bits of hash: a collision among a billion calls has odds of about 1 in 40
         tid = f"{_slug(call.name)}-{hashlib.blake2b(basis.encode(), digest_size=8).hexdigest()}"
-        if tid in self._ids:
-            tid = f"{tid}-{self.imported}"
-        if len(self._ids) < _DEDUPE_CAP:
-            self._ids.add(tid)
         record = {"id": tid, "context": context, "calls": [{"tool": call.name, "args": args}], "tools": tools,
                   "source": {"format": fmt, "file": where.file, "record": where.record, "trace_id": trace_id,
                              "span_id": span_id, "conversation_id": conversation_id, "call_id": call_id}}
