@@ -115,6 +115,12 @@ def test_bad_records_are_one_line_each_and_only_all_bad_is_fatal(tmp_path: Path)
     assert summary["imported"] == 1 and summary["bad_records"] == 5
     assert set(summary["skipped"]) == {"not JSON", "wrong type", "arguments not a JSON object"}
 
+    cut_first = tmp_path / "cut_first.jsonl"  # JSON lines whose first record is cut short: the rest still reads
+    cut_first.write_text(json.dumps(good)[:-40] + "\n" + json.dumps(good) + "\n")
+    lines: list[str] = []
+    assert import_traces([cut_first], tmp_path / "cf", fmt="otlp", say=lines.append).imported == 1
+    assert len(lines) == 1 and "record 1: not JSON" in lines[0]
+
     truncated = tmp_path / "truncated.json"
     truncated.write_text(json.dumps(good, indent=2)[:-100])  # a pretty-printed export cut short
     res = CliRunner().invoke(app, ["import", "traces", str(truncated), "--format", "otlp", "--out", str(tmp_path / "t")])

@@ -225,9 +225,10 @@ def _drain(fh: Any) -> int:
 def records(path: Path, limit: int = MAX_RECORD_BYTES) -> Iterator[tuple[int, Any]]:
     """``(record number, parsed value or BadRecord)`` for each record of ``path``, holding at most ``limit`` bytes.
 
-    JSON lines (numbered from 1, blank lines skipped; ``.gz`` files are read through gzip); or one JSON document (pretty-printed, e.g. protobuf's
-    ``MessageToJson``) when the first line is not JSON on its own: an array's items are its records (numbered
-    from 0), an object is record 0."""
+    JSON lines (numbered from 1, blank lines skipped; ``.gz`` files are read through gzip); or one JSON
+    document (pretty-printed, e.g. protobuf's ``MessageToJson``) when the first line is not JSON on its
+    own but the whole file is: an array's items are its records (numbered from 0), an object is record 0.
+    A first line that is neither (a JSON lines file whose first record is cut short) is one bad record."""
     with (gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")) as fh:
         line_no = 0
         while True:
@@ -246,28 +247,32 @@ def records(path: Path, limit: int = MAX_RECORD_BYTES) -> Iterator[tuple[int, An
                 value = orjson.loads(line)
             except orjson.JSONDecodeError as exc:
                 if line_no == 1 and line.strip()[:1] in (b"{", b"[") and not line.rstrip().endswith((b"}", b"]")):
-                    yield from _document(fh, line, limit)
-                    return
+                    document = _document(fh, line, limit)
+                    if document is not None:
+                        yield from document
+                        return
+                    fh.seek(len(line))  # not one document either: JSON lines whose first record is broken
                 yield line_no, BadRecord("not JSON", str(exc)[:120])
                 continue
             yield line_no, value
 
 
-def _document(fh: Any, first: bytes, limit: int) -> Iterator[tuple[int, Any]]:
+def _document(fh: Any, first: bytes, limit: int) -> list[tuple[int, Any]] | None:
+    """The records of a file that is one JSON document, or None when it is not one."""
     body = first + fh.read(limit + 1 - len(first))
     if len(body) > limit:
-        yield 0, BadRecord("record too large", f"one JSON document over {limit:,} bytes: write it as JSON lines "
-                           "(one record per line), or raise --max-record-mb")
-        return
+        return [(0, BadRecord("record too large", f"one JSON document over {limit:,} bytes: write it as JSON "
+                              "lines (one record per line), or raise --max-record-mb"))]
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        yield 0, BadRecord("not JSON", f"the document: {str(exc)[:120]}")
-        return
-    if isinstance(value, list):
-        yield from enumerate(value)
-    else:
-        yield 0, value
+        second = body[len(first):].split(b"\n", 1)[0]
+        try:
+            orjson.loads(second)
+        except orjson.JSONDecodeError:  # its second line is no record either: one document, broken
+            return [(0, BadRecord("not JSON", f"the document: {str(exc)[:120]}"))]
+        return None
+    return list(enumerate(value)) if isinstance(value, list) else [(0, value)]
 
 
 # -- output ----------------------------------------------------------------------------------------------------------
