@@ -498,6 +498,35 @@ def import_agentprop_cmd(
     out.print(Text(f"wrote {dest}; report it with: trialgrid report {dest}"), soft_wrap=True)
 
 
+@_import_app.command("traces")
+def import_traces_cmd(
+    paths: list[Path] = typer.Argument(..., help="Trace files: OTLP JSON, request/response pairs (JSON lines), "
+                                       "Langfuse observations, inspect_ai .eval logs."),
+    fmt: str = typer.Option("auto", "--format", "-f", help="auto, otlp, openai-chat, openai-responses, anthropic, "
+                            "langfuse or inspect (auto: from each file's first record; the choice is printed)."),
+    dest: Path = typer.Option(..., "--out", "-o", help="Folder for traces.jsonl (one phantom trace per tool call) "
+                              "and import.json (counts, skips by reason)."),
+    max_record_mb: int = typer.Option(32, "--max-record-mb", min=1, max=4096,
+                                      help="Refuse (skip, in one line) any single record larger than this."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an earlier import in --out."),
+) -> None:
+    """Import tool calls from production traces as phantom traces (one per call, with its context and the
+    source's own ids), for a `kind: phantom` sweep with `traces: OUT/traces.jsonl`."""
+    from runner.importers.traces import import_traces
+
+    try:
+        summary = import_traces(paths, dest, fmt=fmt, force=force, limit=max_record_mb * 1024 * 1024,
+                                say=lambda line: out.print(Text(line), soft_wrap=True))
+    except UserError as exc:
+        raise fail(exc) from None
+    skipped = sum(summary.skipped.values())
+    out.print(Text(f"{summary.imported:,} tool calls imported from {summary.records:,} records "
+                   f"({', '.join(f'{k} {v:,}' for k, v in sorted(summary.imported_by.items())) or 'none'}); "
+                   f"{skipped:,} skipped" + (f" ({', '.join(f'{k} {v:,}' for k, v in sorted(summary.skipped.items()))})"
+                                             if skipped else "")), soft_wrap=True)
+    out.print(Text(f"wrote {dest / 'traces.jsonl'} and {dest / 'import.json'}"), soft_wrap=True)
+
+
 @app.command()
 def report(
     out_dirs: list[Path] = typer.Argument(..., help="One or more run output directories."),
