@@ -21,6 +21,7 @@ import typer
 from rich.text import Text
 from typer.core import TyperGroup
 
+from runner.cli.audit import register as _register_audit
 from runner.cli.check import register as _register_check
 from runner.cli.console import (
     EXIT_BUDGET,
@@ -687,6 +688,7 @@ def serve(
 
 
 register_view(app)  # `trialgrid view` (runner/cli/view.py)
+_register_audit(app)  # trialgrid audit, trialgrid sample (runner/cli/audit.py)
 _register_check(app)  # trialgrid check (runner/cli/check.py)
 
 

@@ -205,3 +205,42 @@ def phantom_views(probe_name: str, frame: pl.LazyFrame | pl.DataFrame, *, seed: 
                   listing=True),
         *gold_free,
     ]
+
+
+_GOLD_COLUMNS = (ViewColumn("model", "model"), ViewColumn("condition", "condition"), ViewColumn("scorer", "scorer"),
+                 ViewColumn("units", "fields", Format.COUNT),
+                 ViewColumn("precision", "P", Format.SCORE, lo="precision_lo", hi="precision_hi"),
+                 ViewColumn("recall", "R", Format.SCORE, lo="recall_lo", hi="recall_hi"),
+                 ViewColumn("tp", "tp", Format.COUNT), ViewColumn("fp", "fp", Format.COUNT),
+                 ViewColumn("fn", "fn", Format.COUNT))
+_CALIBRATED_COLUMNS = (ViewColumn("model", "model"), ViewColumn("condition", "condition"),
+                       ViewColumn("scorer", "scorer"), ViewColumn("labelled", "labelled", Format.COUNT),
+                       ViewColumn("p_phantom_if_flagged", "P(phantom | flagged)", Format.RATE),
+                       ViewColumn("p_phantom_if_unflagged", "P(phantom | unflagged)", Format.RATE),
+                       ViewColumn("flag_rate", "flag rate", Format.RATE),
+                       ViewColumn("calibrated_rate", "calibrated phantom rate", Format.RATE))
+
+
+def audit_views(fields: pl.DataFrame, *, seed: int, labels: pl.DataFrame | None = None,
+                name: str = "audit") -> list[ProbeView]:
+    """The views of ``trialgrid audit`` over a field table: precision / recall against gold where any trace has
+    it, the gold-free views, and with ``labels`` the scores against people and the calibrated rates."""
+    from runner.probes.phantom_calibration import calibrate
+    from runner.probes.phantom_report import scores_against
+
+    interval = f"[{CONFIDENCE:.0%} {stats.INTERVAL_NAMES[INTERVAL_METHOD]} over conversations.]"
+    views = []
+    if fields["gold"].is_not_null().any():
+        views.append(ProbeView("gold", f"{name} · against gold (traces that carry gold_phantoms)",
+                               "Field-level precision and recall over (audit, argument) units whose trace has gold. "
+                               + interval, scores_against(fields, "gold", seed), _GOLD_COLUMNS))
+    views += gold_free_views(name, fields, seed=seed)
+    if labels is not None:
+        scores, rates = calibrate(fields, labels, seed)
+        views.append(ProbeView("people", f"{name} · against people (the labelled sample)",
+                               "Precision and recall over the labelled units (a stratified sample: scores on the "
+                               f"sample, not the population). {interval}", scores, _GOLD_COLUMNS))
+        views.append(ProbeView("calibrated", f"{name} · phantom rates calibrated by the labels",
+                               "Σ over verdicts of P(person says phantom | verdict) × the verdict's share of the "
+                               "whole audit.", rates, _CALIBRATED_COLUMNS))
+    return views
