@@ -205,10 +205,14 @@ def _baseline_chunk(file_index: int, path: str, lines: list[tuple[int, bytes]],
         trace = _parse(raw, f"{path}:{number}", summary)
         if trace is None:
             continue
+        try:
+            flagged = baseline_fields(trace, hide_results)
+        except RecursionError:  # arguments or results nested deeper than the rule walks: one line, not a crash
+            summary.skip("not a trace", f"{path}:{number}", "nested too deep to audit")
+            continue
         ids.append((trace.id, number))
         summary.calls += len(trace.calls)
-        summary.fields += cols.add(trace, file_index, number,
-                                   [(NO_AUDITOR, condition, 0, baseline_fields(trace, hide_results), None)])
+        summary.fields += cols.add(trace, file_index, number, [(NO_AUDITOR, condition, 0, flagged, None)])
     return cols.batch(), summary, ids
 
 

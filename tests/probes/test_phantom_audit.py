@@ -139,6 +139,21 @@ def test_bad_lines_are_skipped_by_reason_and_all_bad_is_one_error(tmp_path: Path
     assert not (tmp_path / "b" / A.FIELDS_FILE).exists()
 
 
+def test_a_nesting_bomb_under_the_json_limit_is_audited_or_skipped_never_a_crash(tmp_path: Path) -> None:
+    import sys
+
+    deep: object = "x"
+    for _ in range(sys.getrecursionlimit() - 60):
+        deep = {"k": deep}
+    bomb = _trace("bomb", "conv-z", "hi", {"order_id": deep})
+    try:
+        line = json.dumps(bomb)
+    except RecursionError:
+        pytest.skip("this interpreter cannot even write the bomb")
+    summary = A.audit_files([_write(tmp_path / "t.jsonl", GOLDLESS[:1], [line])], tmp_path / "a", workers=1)
+    assert summary.traces + sum(summary.skipped.values()) == 2 and summary.traces >= 1
+
+
 def test_worker_processes_write_the_same_table(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(A, "_CHUNK_LINES", 3)
     path = _write(tmp_path / "t.jsonl", GOLDLESS + [GOLDLESS[1]])
