@@ -136,6 +136,35 @@ def sample(
           f"`trialgrid audit {directory} --labels {target}`")
 
 
+def run_findings(run: Path, target: Path) -> tuple[int, int]:
+    """``trialgrid report OUT --findings FILE``: the flagged fields of a phantom run, keyed by the source's ids
+    (read from the trace files its sweep names), written as ``write_findings`` does; (findings, events)."""
+    import tempfile
+
+    import polars as pl
+
+    from runner.output import Output
+    from runner.probes import phantom_audit as A
+    from runner.probes.phantom_calibration import write_findings
+
+    output = Output.open(run)
+    manifest = output.manifest
+    traces = [p.get("traces") for p in manifest.sweep.probes or () if p.get("kind") == "phantom"]
+    if not traces or manifest.sweep_file is None:
+        raise UserError("--findings: the run has no phantom probe (or was imported, without its trace files)",
+                        file=run)
+    base = Path(manifest.sweep_file).parent
+    paths = [base / str(t) for t in traces if t]
+    for path in paths:
+        if path.suffix.lower() not in (".jsonl", ".ndjson") or not path.is_file():
+            raise UserError("--findings reads JSON lines trace files (as `trialgrid import traces` writes them)",
+                            file=path, hint="or run `trialgrid audit TRACES --out DIR --run OUT --findings FILE`")
+    with tempfile.TemporaryDirectory(prefix="trialgrid-findings-") as tmp:
+        A.audit_files(paths, Path(tmp), run_rows=_run_rows(run))
+        fields = A.read_fields(Path(tmp))
+    return write_findings(fields.filter(pl.col("model") != A.NO_AUDITOR), target)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``audit`` and ``sample`` to the ``trialgrid`` command."""
     app.command()(audit)

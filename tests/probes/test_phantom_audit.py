@@ -285,7 +285,7 @@ def test_audit_command_is_offline_reports_and_refuses_bad_input_in_one_line(tmp_
     assert "Traceback" not in result.output
 
 
-@pytest.mark.filterwarnings("ignore:t.jsonl: 7 traces")
+@pytest.mark.filterwarnings("ignore:.*7 traces")
 def test_a_gold_less_phantom_sweep_reports_flag_rates_and_agreement(tmp_path: Path) -> None:
     import runner
 
@@ -301,3 +301,23 @@ def test_a_gold_less_phantom_sweep_reports_flag_rates_and_agreement(tmp_path: Pa
     assert row["audits"].item() == 12 and row["conversations"].item() == 3 and row["baseline_flagged"].item() == 4
     assert views["agreement"].table.height == 2
     assert {"auditor_phantom", "baseline_phantom"} <= set(views)
+
+
+@pytest.mark.filterwarnings("ignore:.*7 traces")
+def test_report_findings_of_a_phantom_run_are_keyed_by_the_source_ids(tmp_path: Path) -> None:
+    import runner
+
+    _write(tmp_path / "t.jsonl", GOLDLESS)
+    (tmp_path / "s.yaml").write_text("name: s\nmodels: [{name: a, provider: sim, model: auditor-strict}]\n"
+                                     "probes: [{kind: phantom, traces: t.jsonl, runs: 1}]\n")
+    runner.run_sweep(runner.load_sweep(tmp_path / "s.yaml"), tmp_path / "o", quiet=True)
+    result = cli.invoke(app, ["report", str(tmp_path / "o"), "--findings", str(tmp_path / "f.jsonl")])
+    assert result.exit_code == 0, result.output
+    found = [json.loads(x) for x in (tmp_path / "f.jsonl").read_text().splitlines()]
+    assert found and all(f["model"] == "a" and f["span_id"] == f"S-{f['trace']}" for f in found)
+    # every baseline flag of the run is a finding, in both conditions
+    assert {(f["trace"], f["field"]) for f in found if "baseline" in f["flagged_by"]} >= {
+        ("a2", "refund_order.order_id"), ("b1", "refund_order.email")}
+    assert (tmp_path / "f.otel.jsonl").is_file()
+    assert cli.invoke(app, ["report", str(tmp_path / "o"), str(tmp_path / "o"), "--findings",
+                            str(tmp_path / "g.jsonl")]).exit_code == 2
