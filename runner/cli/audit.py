@@ -86,7 +86,8 @@ def audit(
                  + (f"; skipped {skipped}" if skipped else "") + f" → {out_dir}"
                  + ("" if rows is not None else " (baseline only: nothing left this machine)"))
             directory = out_dir
-        fields = A.read_fields(directory)
+        auditor = bool(A.read_meta(directory).get("auditor"))
+        fields = A.read_fields(directory, A.VIEW_COLUMNS + (A.LISTING_COLUMNS if auditor else ()))
         views = audit_views(fields, seed=seed, labels=read_labels(labels) if labels is not None else None)
         written: dict[str, Path] = {}
         if listings is not None:
@@ -103,7 +104,7 @@ def audit(
                     written[view.key] = path
         print_views(views, listings=written)
         if findings is not None:
-            n, events = write_findings(fields, findings)
+            n, events = write_findings(A.read_fields(directory, flagged_only=True), findings)
             plain(f"wrote {n} finding(s) to {findings}"
                   + (f" and {events} gen_ai.evaluation.result event(s) beside it" if events else ""))
     except UserError as exc:

@@ -348,13 +348,22 @@ def audit_files(paths: Sequence[Path], out: Path, *, hide_results: bool = False,
     return summary
 
 
-def read_fields(directory: Path) -> pl.DataFrame:
-    """The field table an audit wrote into ``directory``."""
+#: the columns the report's views read (the values and source ids only where an auditor ran: its disagreements)
+VIEW_COLUMNS = ("model", "condition", "run", "trace", "conversation", "tool", "field", "baseline", "auditor", "gold")
+LISTING_COLUMNS = ("value", "trace_id", "span_id", "call_id")
+
+
+def read_fields(directory: Path, columns: Sequence[str] | None = None, *, flagged_only: bool = False) -> pl.DataFrame:
+    """The field table an audit wrote into ``directory`` (only ``columns``, only flagged rows, where asked: a
+    million calls' table is read a column at a time)."""
     path = directory / FIELDS_FILE
     if not path.is_file():
         raise UserError(f"not an audit directory: no {FIELDS_FILE} in it", file=directory,
                         hint="write one with `trialgrid audit TRACES… --out DIR`")
-    return pl.read_parquet(path)
+    lazy = pl.scan_parquet(path)
+    if flagged_only:
+        lazy = lazy.filter(pl.col("baseline") | pl.col("auditor").fill_null(False))
+    return (lazy.select(list(columns)) if columns is not None else lazy).collect()
 
 
 def read_meta(directory: Path) -> Mapping[str, Any]:
