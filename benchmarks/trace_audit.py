@@ -3,8 +3,9 @@
 Writes N generated traces in the import contract's shape (one call each, ``gold_phantoms`` null, a
 ``source`` with trace / span / conversation / call ids; conversations of 1–8 calls whose later calls see
 the earlier tool results) and runs ``trialgrid audit`` on them in a fresh process per size, so each size's
-peak RSS is its own; then the report's flag rates over the written table (timed apart). Prints calls/s (generation excluded), calls per CPU-second (driver and workers: less sensitive to a loaded
-machine than wall time), peak RSS of the largest process and output bytes, with the load average.
+peak RSS is its own; then the report's flag rates over the written table (timed apart). Prints calls/s
+(generation excluded), calls per CPU-second (driver and workers: less sensitive to a loaded machine than
+wall time), peak RSS of the largest process and output bytes, with the load average.
 
     python benchmarks/trace_audit.py --sizes 100000 1000000
 """

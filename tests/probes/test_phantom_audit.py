@@ -216,6 +216,12 @@ def test_a_stratified_sample_of_an_auditor_run_reproduces_its_scores_on_the_labe
     assert (tmp_path / "l" / "auditor_phantom.jsonl").is_file() and (tmp_path / "l" / "baseline_phantom.jsonl").is_file()
     fields = A.read_fields(tmp_path / "a")
     assert fields["auditor"].is_not_null().any() and fields["model"].n_unique() == 4
+    # equivalence: the direct baseline path flags what the sweep's baseline flagged, trace by trace
+    A.audit_files([_bundled_jsonl(tmp_path)], tmp_path / "direct", workers=1)
+    direct = A.read_fields(tmp_path / "direct").select("trace", "field", "baseline").sort("trace", "field")
+    swept = (fields.filter(pl.col("condition") == "results_visible").select("trace", "field", "baseline")
+             .unique().sort("trace", "field"))
+    assert swept.equals(direct)
     result = cli.invoke(app, ["sample", str(tmp_path / "a"), "--n", "120", "--seed", "3"])
     assert result.exit_code == 0, result.output
     sheet = tmp_path / "a" / "sample.csv"
