@@ -61,8 +61,7 @@ def audit(
     """Audit traces for phantom arguments with the containment baseline — offline, nothing is sent — and report
     flag rates per tool argument (and agreement with an auditor run, and precision / recall where gold exists)."""
     from runner.probes import phantom_audit as A
-    from runner.probes.phantom_calibration import read_labels, write_findings
-    from runner.probes.phantom_scores import audit_views
+    from runner.probes.phantom_calibration import audit_views, read_labels, write_findings
     from runner.reporting.terminal import print_views
 
     try:

@@ -15,6 +15,8 @@ each scorer's precision and recall against people, and a calibrated phantom rate
 - **The scores** (``calibrate``): precision and recall of each scorer against the labels, over the labelled
   units, clustered by conversation (``phantom_report.scores_against``). The sample is stratified, so these
   are the scores on the sample, not the population: the calibrated rate is the population figure.
+- **The views** (``audit_views``): what `trialgrid audit` prints — gold scores where gold exists, the
+  gold-free views, and with labels the scores against people and the calibrated rates.
 - **Findings** (``findings``): one JSON line per flagged field, keyed by the source's ids, and for
   OpenTelemetry sources a ``gen_ai.evaluation.result`` event (the GenAI semantic conventions' evaluation
   event: ``gen_ai.evaluation.name``, ``.score.value``, ``.score.label``, ``.explanation``) parented to the
@@ -32,11 +34,15 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+import stats
+from runner.core.constants import CONFIDENCE, INTERVAL_METHOD
 from runner.core.errors import UserError
 from runner.core.safety import csv_cell
+from runner.core.views import Format, ProbeView, ViewColumn
 from runner.probes.phantom import Trace
 from runner.probes.phantom_audit import AuditSummary, iter_traces
 from runner.probes.phantom_report import scores_against
+from runner.probes.phantom_scores import gold_free_views
 
 SHEET_COLUMNS = ("sample_id", "label", "tool", "field", "value", "context", "baseline", "auditor", "model",
                  "condition", "run", "trace", "conversation", "stratum", "stratum_size", "trace_id", "span_id",
@@ -257,3 +263,39 @@ def write_findings(fields: pl.DataFrame, path: Path) -> tuple[int, int]:
     if not events:
         otel.unlink()
     return n, events
+
+
+_GOLD_COLUMNS = (ViewColumn("model", "model"), ViewColumn("condition", "condition"), ViewColumn("scorer", "scorer"),
+                 ViewColumn("units", "fields", Format.COUNT),
+                 ViewColumn("precision", "P", Format.SCORE, lo="precision_lo", hi="precision_hi"),
+                 ViewColumn("recall", "R", Format.SCORE, lo="recall_lo", hi="recall_hi"),
+                 ViewColumn("tp", "tp", Format.COUNT), ViewColumn("fp", "fp", Format.COUNT),
+                 ViewColumn("fn", "fn", Format.COUNT))
+_CALIBRATED_COLUMNS = (ViewColumn("model", "model"), ViewColumn("condition", "condition"),
+                       ViewColumn("scorer", "scorer"), ViewColumn("labelled", "labelled", Format.COUNT),
+                       ViewColumn("p_phantom_if_flagged", "P(phantom | flagged)", Format.RATE),
+                       ViewColumn("p_phantom_if_unflagged", "P(phantom | unflagged)", Format.RATE),
+                       ViewColumn("flag_rate", "flag rate", Format.RATE),
+                       ViewColumn("calibrated_rate", "calibrated phantom rate", Format.RATE))
+
+
+def audit_views(fields: pl.DataFrame, *, seed: int, labels: pl.DataFrame | None = None,
+                name: str = "audit") -> list[ProbeView]:
+    """The views of ``trialgrid audit`` over a field table: precision / recall against gold where any trace has
+    it, the gold-free views, and with ``labels`` the scores against people and the calibrated rates."""
+    interval = f"[{CONFIDENCE:.0%} {stats.INTERVAL_NAMES[INTERVAL_METHOD]} over conversations.]"
+    views = []
+    if fields["gold"].is_not_null().any():
+        views.append(ProbeView("gold", f"{name} · against gold (traces that carry gold_phantoms)",
+                               "Field-level precision and recall over (audit, argument) units whose trace has gold. "
+                               + interval, scores_against(fields, "gold", seed), _GOLD_COLUMNS))
+    views += gold_free_views(name, fields, seed=seed)
+    if labels is not None:
+        scores, rates = calibrate(fields, labels, seed)
+        views.append(ProbeView("people", f"{name} · against people (the labelled sample)",
+                               "Precision and recall over the labelled units (a stratified sample: scores on the "
+                               f"sample, not the population). {interval}", scores, _GOLD_COLUMNS))
+        views.append(ProbeView("calibrated", f"{name} · phantom rates calibrated by the labels",
+                               "Σ over verdicts of P(person says phantom | verdict) × the verdict's share of the "
+                               "whole audit.", rates, _CALIBRATED_COLUMNS))
+    return views
