@@ -36,7 +36,8 @@ DIGESTS = {
     # 3541df0f…c316: no action, asked or passed count changed under the new asking rule
     # issue 34: + the grounding columns, `invented` strict, the earlier reading as `invented_forbidden`
     "negatives": "1e33ba8bf5bc956e74740142363e20a0745b64aadb70bd9ada9be7d0b9b403b1",
-    "phantom": "351615f3b15984330928cb88b357d7d9dd1415ac3a1ddabbb015511d7b0c1130",
+    # issue 26: + call_fields / conversation (EARLIER, which drops them, is unchanged: no verdict moved)
+    "phantom": "8fc43be42ab4f4d054de4814d990a1600f29c39397f6de4a9472ad5b55626c65",
     # issue 34: + the grounding columns (EARLIER holds the digest before them)
     "propagation": "aa5e283a49abf41ef38e89092fafed8273e6cc2d71a1e92ab7c9c603c4761883",
 }
@@ -53,6 +54,9 @@ EARLIER = {
     "propagation": "fca510d4cdd9f8add0e464f874b79e65c58b91cbeeb6a94e985ab7876ac5b64a",
 }
 _GROUNDING_COLUMNS = ("ungrounded_args", "ungrounded_values", "all_args_grounded", "expected_grounded")
+#: issue 26 added phantom's ``call_fields`` / ``conversation`` (the units of the gold-free flag rates); dropped with
+#: the grounding columns, the phantom digest is the one from before, so no verdict moved
+_ISSUE26_COLUMNS = ("call_fields", "conversation")
 
 #: issue 24 added the recorded calls (format 2); the digests above are unchanged by them, as they leave these out
 _VOLATILE = {"latency_ms", "finished_at", "sweep_id", "trial_id", "calls", "call_blobs"}
@@ -69,7 +73,7 @@ def outcome_digest(frame: pl.DataFrame) -> str:
 
 def earlier_digest(frame: pl.DataFrame) -> str:
     """The digest of the columns as they were before issue 34 (see ``EARLIER``)."""
-    frame = frame.drop([c for c in _GROUNDING_COLUMNS if c in frame.columns])
+    frame = frame.drop([c for c in _GROUNDING_COLUMNS + _ISSUE26_COLUMNS if c in frame.columns])
     if "invented_forbidden" in frame.columns:
         frame = frame.drop("invented").rename({"invented_forbidden": "invented"})
     return outcome_digest(frame)

@@ -21,6 +21,7 @@ import typer
 from rich.text import Text
 from typer.core import TyperGroup
 
+from runner.cli.audit import register as _register_audit
 from runner.cli.check import register as _register_check
 from runner.cli.console import (
     EXIT_BUDGET,
@@ -544,6 +545,9 @@ def report(
                                                   "<probe>.<view>.jsonl into this directory (--csv writes them "
                                                   "beside the CSV files too). Never written into a run."),
     gate: list[str] = typer.Option([], "--gate", metavar="GATE", help=_GATE_HELP),
+    findings: Path | None = typer.Option(None, "--findings", metavar="FILE", help="A phantom run over imported "
+                                         "traces: write one JSON line per flagged field, keyed by the source's ids "
+                                         "(see docs/audit-traces.md)."),
 ) -> None:
     """Leaderboards and per-model tables for one or many finished (or partial) runs. Reads the runs, never
     writes into them (a read-only or archived output reports the same)."""
@@ -568,6 +572,14 @@ def report(
             if not details or no_details:  # (--details says where each listing went, beside its view)
                 for path in dict.fromkeys(listings.values()):
                     said(f"wrote {path}")
+        if findings is not None:
+            from runner.cli.audit import run_findings
+
+            if len(out_dirs) != 1:
+                raise UserError("--findings takes one run", hint="report each run with its own --findings FILE")
+            n, events = run_findings(out_dirs[0], findings)
+            said(f"wrote {n} finding(s) to {findings}" + (f" and {events} evaluation event(s) beside it"
+                                                         if events else ""))
         if json_file is not None:
             from runner.reporting.summary_json import write_json
 
@@ -737,6 +749,7 @@ def serve(
 
 
 register_view(app)  # `trialgrid view` (runner/cli/view.py)
+_register_audit(app)  # trialgrid audit, trialgrid sample (runner/cli/audit.py)
 _register_check(app)  # trialgrid check (runner/cli/check.py)
 
 

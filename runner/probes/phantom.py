@@ -176,6 +176,22 @@ def baseline_fields(trace: Trace, hide_results: bool) -> list[str]:
     return fields_of(f for call in trace.calls for f in check_call(call.tool, call.args, context))
 
 
+def call_fields(trace: Trace) -> list[str]:
+    """Every ``tool.arg`` of the trace's calls, once each, in order: the units a flag rate counts."""
+    return list(dict.fromkeys(f"{c.tool}.{a}" for c in trace.calls for a in c.args))
+
+
+def conversation_of(trace: Trace) -> str:
+    """The unit of inference: the source's conversation, else its trace id, else the trace itself (prefixed, so
+    the three never collide)."""
+    src = trace.source
+    if src is not None and src.conversation_id:
+        return f"c:{src.conversation_id}"
+    if src is not None and src.trace_id:
+        return f"t:{src.trace_id}"
+    return f"x:{trace.id}"
+
+
 def load_traces(path: Path) -> tuple[list[Trace], str]:
     records, sha = load_records(path, what="phantom trace file", key="traces")
     traces: list[Trace] = []
@@ -216,6 +232,8 @@ class PhantomProbe(Probe):
         pa.field("baseline_tp", pa.int32()),
         pa.field("baseline_fp", pa.int32()),
         pa.field("baseline_fn", pa.int32()),
+        pa.field("call_fields", pa.list_(pa.string())),      # every tool.arg of the calls: the flag rates' units
+        pa.field("conversation", pa.string()),               # the unit of inference (conversation_of)
     )
     rates = ("auditor_failed", "baseline_exact")
     template = TEMPLATE
@@ -293,6 +311,7 @@ class PhantomProbe(Probe):
             # Scores against gold are null where a trace has no gold; agreement with the baseline is not.
             "baseline_exact": None, "baseline_tp": None, "baseline_fp": None, "baseline_fn": None,
             "auditor_exact": None, "disagree": None, "auditor_tp": None, "auditor_fp": None, "auditor_fn": None,
+            "call_fields": call_fields(trace), "conversation": conversation_of(trace),
         }
         if gold is not None:
             gold_set = set(gold)

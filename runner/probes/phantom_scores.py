@@ -31,6 +31,8 @@ from runner.core.views import FIELD_SCHEMA, FIELDS, Format, ProbeView, ViewColum
 _SCORERS = ("auditor", "baseline")
 _COLUMNS = ("model", "condition", "case_id", "run", "pred_fields", "baseline_fields", "gold_fields",
             "auditor_error", "auditor_error_detail")
+#: written since issue 26 (gold optional); a run written before has no flag-rate or agreement views
+_FIELD_UNIT_COLUMNS = ("call_fields", "conversation")
 _LISTING_SCHEMA = pl.Schema({"model": pl.String(), "trace": pl.String(), "condition": pl.String(), "run": pl.Int64(),
                    "auditor_error": pl.String(), "detail": pl.String(), "auditor_only": pl.List(pl.String),
                    "baseline_only": pl.List(pl.String), "auditor": pl.List(pl.String),
@@ -120,7 +122,9 @@ def disagreements(rows: pl.DataFrame) -> list[dict[str, Any]]:
 
 def _phantom_rows(frame: pl.LazyFrame | pl.DataFrame, probe_name: str) -> pl.DataFrame:
     lazy = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
-    return lazy.filter((pl.col("probe") == probe_name) & (pl.col("status") == "ok")).select(_COLUMNS).collect()
+    present = set(lazy.collect_schema().names())
+    cols = list(_COLUMNS) + [c for c in _FIELD_UNIT_COLUMNS if c in present]
+    return lazy.filter((pl.col("probe") == probe_name) & (pl.col("status") == "ok")).select(cols).collect()
 
 
 _FIELD_COLUMNS = (ViewColumn("model", "model"), ViewColumn("condition", "condition"), ViewColumn("scorer", "scorer"),
@@ -137,12 +141,54 @@ _ERROR_COLUMNS = (ViewColumn("model", "model"), ViewColumn("condition", "conditi
 _LISTING_COLUMNS = tuple(ViewColumn(c, c.replace("_", " ")) for c in _LISTING_SCHEMA)
 
 
+_FLAG_COLUMNS = (ViewColumn("model", "model"), ViewColumn("condition", "condition"), ViewColumn("field", "field"),
+                 ViewColumn("audits", "audits", Format.COUNT), ViewColumn("conversations", "conv.", Format.COUNT),
+                 ViewColumn("baseline_rate", "baseline flags", Format.RATE, lo="baseline_lo", hi="baseline_hi"),
+                 ViewColumn("auditor_rate", "auditor flags", Format.RATE, lo="auditor_lo", hi="auditor_hi"))
+_AGREEMENT_COLUMNS = (ViewColumn("model", "model"), ViewColumn("condition", "condition"),
+                      ViewColumn("units", "fields", Format.COUNT), ViewColumn("both", "both", Format.COUNT),
+                      ViewColumn("auditor_only", "auditor only", Format.COUNT),
+                      ViewColumn("baseline_only", "baseline only", Format.COUNT),
+                      ViewColumn("neither", "neither", Format.COUNT),
+                      ViewColumn("kappa", "kappa", Format.SCORE, lo="kappa_lo", hi="kappa_hi"))
+
+
+def gold_free_views(probe_name: str, fields: pl.DataFrame, *, seed: int) -> list[ProbeView]:
+    """The views an audit without gold still has: flag rates per tool argument, agreement, and the two
+    directions of disagreement (``runner.probes.phantom_report``)."""
+    from runner.probes import phantom_report as R
+
+    if fields.height == 0:
+        return []
+    interval = f"[{CONFIDENCE:.0%} {stats.INTERVAL_NAMES[INTERVAL_METHOD]} over conversations.]"
+    views = [ProbeView("flag_rates", f"{probe_name} · how often each scorer calls a tool argument a phantom",
+                       "Share of audited (call, argument) units each scorer flags, per tool argument; needs no "
+                       f"gold. The auditor's share is over the audits it replied to. {interval}",
+                       R.flag_rates(fields, seed), _FLAG_COLUMNS)]
+    if fields["auditor"].is_not_null().any():
+        split = R.disagreement_split(fields)
+        views.append(ProbeView("agreement", f"{probe_name} · auditor–baseline agreement",
+                               "Cohen's kappa over (audit, argument) units where the auditor replied. "
+                               f"[{CONFIDENCE:.0%} cluster bootstrap percentile interval over conversations.]",
+                               R.agreement(fields, seed), _AGREEMENT_COLUMNS))
+        for key, what in ((R.AUDITOR_PHANTOM, "the auditor says phantom, the baseline found the value"),
+                          (R.BASELINE_PHANTOM, "the baseline says phantom, the auditor saw it grounded")):
+            table = split[key]
+            views.append(ProbeView(key, f"{probe_name} · {what}", f"argument(s) where {what}", table,
+                                   tuple(ViewColumn(c, c.replace("_", " ")) for c in table.columns), listing=True))
+    return views
+
+
 def phantom_views(probe_name: str, frame: pl.LazyFrame | pl.DataFrame, *, seed: int) -> list[ProbeView]:
-    """Field precision / recall of auditor and baseline, auditor errors, and the disagreement listing."""
+    """Field precision / recall of auditor and baseline (where gold exists), auditor errors, the disagreement
+    listing, and the views that need no gold (flag rates, agreement, disagreements by direction)."""
+    from runner.probes.phantom_report import fields_from_rows
+
     rows = _phantom_rows(frame, probe_name)
     if rows.height == 0:
         return []
     listing = pl.DataFrame(disagreements(rows), schema=_LISTING_SCHEMA)
+    gold_free = gold_free_views(probe_name, fields_from_rows(rows), seed=seed)
     return [
         ProbeView(FIELDS, f"{probe_name} · field-level scores, auditor vs containment baseline (same trials)",
                   "Field-level scores pooled over (trace, run, field) units, on the trials every scorer scored (an "
@@ -157,4 +203,6 @@ def phantom_views(probe_name: str, frame: pl.LazyFrame | pl.DataFrame, *, seed: 
         ProbeView("disagreements", f"{probe_name} · audits where auditor and baseline differ",
                   "audit(s) where auditor and baseline differ (or the auditor errored)", listing, _LISTING_COLUMNS,
                   listing=True),
+        *gold_free,
     ]
+

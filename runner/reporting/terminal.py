@@ -294,3 +294,12 @@ def _cost_grid(summary: Summary) -> Grid:
                 budgets.append(f"{r['run']}: {fmt_usd(r['cost_usd'])} of a {fmt_usd(r['budget_usd'])} budget")
     grid.caption = "Cost = tokens × the sweep's `prices` (USD per million tokens); — = no price. " + "; ".join(budgets)
     return grid
+
+
+def print_views(views: Sequence[ProbeView], console: Console | None = None,
+                listings: Mapping[str, Path] | None = None) -> None:
+    """Print probe views outside a run's report (``trialgrid audit``): tables, and a listing as one line saying
+    where it was written (``listings``: view key → file)."""
+    console = console or Console()
+    width = fit_width(console)
+    _print_views(views, "", "", console, {("", "", k): p for k, p in (listings or {}).items()}, width)

@@ -151,8 +151,10 @@ def test_html_draws_every_view_escaped(summary: Summary) -> None:
 def test_listings_are_written_only_where_asked_one_file_per_run_probe_and_view(summary: Summary,
                                                                                tmp_path: Path) -> None:
     written = write_listings(summary, tmp_path / "l")
-    [(run, probe, key)] = written  # of the three runs, only phantom has a listing view
-    assert (probe, key) == ("phantom", "disagreements")
+    # of the three runs, only phantom has listing views: its disagreements, and (issue 26) the two directions
+    assert {(p, k) for _, p, k in written} == {("phantom", "disagreements"), ("phantom", "auditor_phantom"),
+                                               ("phantom", "baseline_phantom")}
+    [(run, probe, key)] = [k for k in written if k[2] == "disagreements"]
     assert written[(run, probe, key)] == tmp_path / "l" / f"{run}.phantom.disagreements.jsonl"  # several runs
     lines = written[(run, probe, key)].read_text().splitlines()
     assert len(lines) == views_of(summary, "phantom")["disagreements"].table.height

@@ -1,0 +1,101 @@
+"""Baseline-only audit of gold-less imported traces: calls/s and peak RSS at two sizes (issue 26).
+
+Writes N generated traces in the import contract's shape (one call each, ``gold_phantoms`` null, a
+``source`` with trace / span / conversation / call ids; conversations of 1–8 calls whose later calls see
+the earlier tool results) and runs ``trialgrid audit`` on them in a fresh process per size, so each size's
+peak RSS is its own; then the report's flag rates over the written table (timed apart). Prints calls/s
+(generation excluded), calls per CPU-second (driver and workers: less sensitive to a loaded machine than
+wall time), peak RSS of the largest process and output bytes, with the load average.
+
+    python benchmarks/trace_audit.py --sizes 100000 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_TOOLS = ("get_order", "refund_order", "send_email", "schedule_call")
+
+
+def write_traces(path: Path, n: int, seed: int = 7) -> None:
+    """``n`` gold-less traces, one call each, as JSON lines."""
+    rng = random.Random(seed)
+    with path.open("w", encoding="utf-8") as fh:
+        i = conv = 0
+        while i < n:
+            conv += 1
+            order = f"ORD-{rng.randrange(10**6):06d}"
+            email = f"user{rng.randrange(10**5)}@example.com"
+            user = f"Hi, I need help with order {order}. My email is {email}."
+            results: list[dict[str, object]] = []
+            for turn in range(rng.randint(1, 8)):
+                if i >= n:
+                    break
+                tool = _TOOLS[turn % len(_TOOLS)]
+                args = {"order_id": order if rng.random() < 0.9 else f"ORD-{rng.randrange(10**6):06d}",
+                        "email": email if rng.random() < 0.8 else "someone@example.com",
+                        "amount": round(rng.uniform(5, 200), 2), "note": "customer request"}
+                trace = {"id": f"c{conv}-t{turn}", "context": {"system": "You are the support assistant.",
+                                                               "user": [user], "tool_results": list(results)},
+                         "calls": [{"tool": tool, "args": args}], "gold_phantoms": None,
+                         "source": {"format": "otel-genai", "file": "gen.json", "record": i,
+                                    "trace_id": f"{conv:032x}", "span_id": f"{i:016x}",
+                                    "conversation_id": f"conv-{conv}", "call_id": f"call_{i}"}}
+                fh.write(json.dumps(trace) + "\n")
+                results.append({"tool": tool, "result": {"ok": True, "total": args["amount"]}})
+                i += 1
+
+
+def _child(traces: str, out: str) -> None:
+    from runner.probes.phantom_audit import audit_files
+
+    start = time.perf_counter()
+    summary = audit_files([Path(traces)], Path(out), workers=int(os.environ.get("AUDIT_WORKERS", "2")))
+    elapsed = time.perf_counter() - start
+    from runner.probes.phantom_audit import VIEW_COLUMNS, read_fields
+    from runner.probes.phantom_report import flag_rates
+
+    start = time.perf_counter()
+    flag_rates(read_fields(Path(out), VIEW_COLUMNS), seed=0)
+    report_s = time.perf_counter() - start
+    size = sum(p.stat().st_size for p in Path(out).iterdir())
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    rss = max(me.ru_maxrss, kids.ru_maxrss) / 1024  # the largest single process (the driver or a worker)
+    cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    print(json.dumps({"calls": summary.calls, "fields": summary.fields, "seconds": elapsed, "cpu_s": cpu, "report_s": report_s,
+                      "calls_per_s": summary.calls / elapsed, "peak_rss_mb": rss, "output_bytes": size}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        _child(*a.child)
+        return
+    print(f"load average {os.getloadavg()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in a.sizes:
+            traces = Path(tmp) / f"traces-{n}.jsonl"
+            write_traces(traces, n)
+            out = Path(tmp) / f"audit-{n}"
+            res = subprocess.run([sys.executable, __file__, "--child", str(traces), str(out)], check=True,
+                                 capture_output=True, text=True)
+            fig = json.loads(res.stdout.strip().splitlines()[-1])
+            print(f"{n:>9} calls  input {traces.stat().st_size / 2**20:7.1f} MiB  {fig['calls_per_s']:9.0f} calls/s  "
+                  f"{fig['seconds']:6.1f} s  {fig['calls'] / fig['cpu_s']:7.0f} calls per CPU-s  report {fig['report_s']:5.1f} s  peak RSS {fig['peak_rss_mb']:6.0f} MiB  output "
+                  f"{fig['output_bytes'] / 2**20:6.1f} MiB  ({fig['fields']} fields)  load {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,378 @@
+"""Audit your own traces: the containment baseline over imported (gold-less) phantom traces, at scale, offline.
+
+Why a direct path and not a sweep: a sweep turns every trace into an engine trial (a spec, a seeded Agent,
+a row with its recorded calls and common columns), which is right when each trial asks a model — the
+rate limits, cache, batch APIs and Ray earn their keep there — but the baseline asks nothing: it is one
+pure function of the trace (``phantom.baseline_fields``). At a million calls a day the trial machinery
+would cost far more than the rule it carries, so ``trialgrid audit`` streams the trace files line by line
+(bounded memory: a line is parsed, audited and forgotten), applies the same rule, and writes one row per
+(call, field) to ``DIR/fields.parquet`` in row groups. Nothing leaves the machine on this path. An auditor
+model is a phantom sweep over the same ``traces.jsonl`` (``runner.probes.phantom``), run like any sweep;
+``trialgrid audit … --run OUT`` reads that run's verdicts into the same field table, beside the baseline.
+
+The field table is the one shape every later step reads: the flag rates per tool argument with intervals
+clustered by conversation, the auditor–baseline agreement (kappa) and the disagreements split by direction
+(``phantom_report``), the labelling sheet and the calibration against people, and the findings joined back
+to the source's ids (``phantom_calibration``).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pydantic import ValidationError
+
+from runner.core.errors import UserError
+from runner.core.safety import confined
+from runner.probes.phantom import Trace, baseline_fields, conversation_of
+
+FIELDS_FILE = "fields.parquet"
+META_FILE = "audit.json"
+#: a trace line longer than this is skipped (a hostile 1 GB line never reaches the JSON parser)
+MAX_LINE_BYTES = 16 << 20
+#: the field value as stored for the sheet and the findings, cut to this many characters
+MAX_VALUE_CHARS = 200
+_BATCH_ROWS = 65_536
+#: lines a worker audits at a time
+_CHUNK_LINES = 4_096
+#: the model column of the baseline-only table (no auditor ran)
+NO_AUDITOR = ""
+
+SCHEMA = pa.schema([
+    ("model", pa.string()), ("condition", pa.string()), ("run", pa.int32()),
+    ("trace", pa.string()), ("conversation", pa.string()), ("tool", pa.string()), ("arg", pa.string()),
+    ("field", pa.string()), ("value", pa.string()),
+    ("baseline", pa.bool_()), ("auditor", pa.bool_()), ("gold", pa.bool_()),
+    ("file", pa.int32()), ("line", pa.int64()),
+    ("source_format", pa.string()), ("source_file", pa.string()), ("source_record", pa.int64()),
+    ("trace_id", pa.string()), ("span_id", pa.string()), ("call_id", pa.string()),
+])
+
+
+@dataclass
+class AuditSummary:
+    """What one ``audit_files`` pass read and wrote."""
+
+    calls: int = 0
+    fields: int = 0
+    traces: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    #: the first few skipped records, one readable line each (file, line, what is wrong)
+    notes: list[str] = field(default_factory=list)
+
+    def skip(self, reason: str, where: str, detail: str) -> None:
+        self.skipped[reason] += 1
+        if len(self.notes) < 20:
+            self.notes.append(f"{where}: {detail}")
+
+
+def _value_text(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS - 1] + "…"
+
+
+def trace_fields(trace: Trace) -> list[tuple[str, str, str, str]]:
+    """(tool, arg, ``tool.arg``, value text) of every top-level argument of the trace's calls, once per field."""
+    out: dict[str, tuple[str, str, str, str]] = {}
+    for call in trace.calls:
+        for arg, value in call.args.items():
+            out.setdefault(f"{call.tool}.{arg}", (call.tool, arg, f"{call.tool}.{arg}", _value_text(value)))
+    return list(out.values())
+
+
+class _Columns:
+    """Column lists for one row group of the field table."""
+
+    def __init__(self) -> None:
+        self.cols: dict[str, list[Any]] = {f.name: [] for f in SCHEMA}
+
+    def __len__(self) -> int:
+        return len(self.cols["field"])
+
+    def add(self, trace: Trace, file_index: int, line: int, verdicts: Iterable[tuple[str, str, int, list[str],
+            list[str] | None]]) -> int:
+        """One row per field of ``trace`` per (model, condition, run, baseline, auditor) verdict; rows added."""
+        fields = trace_fields(trace)
+        gold = None if trace.gold_phantoms is None else set(trace.gold_phantoms)
+        src = trace.source
+        conv = conversation_of(trace)
+        n = 0
+        c = self.cols
+        for model, condition, run, base, pred in verdicts:
+            base_set, pred_set = set(base), None if pred is None else set(pred)
+            for tool, arg, name, value in fields:
+                c["model"].append(model)
+                c["condition"].append(condition)
+                c["run"].append(run)
+                c["trace"].append(trace.id)
+                c["conversation"].append(conv)
+                c["tool"].append(tool)
+                c["arg"].append(arg)
+                c["field"].append(name)
+                c["value"].append(value)
+                c["baseline"].append(name in base_set)
+                c["auditor"].append(None if pred_set is None else name in pred_set)
+                c["gold"].append(None if gold is None else name in gold)
+                c["file"].append(file_index)
+                c["line"].append(line)
+                c["source_format"].append(src.format if src else None)
+                c["source_file"].append(src.file if src else None)
+                c["source_record"].append(src.record if src else None)
+                c["trace_id"].append(src.trace_id if src else None)
+                c["span_id"].append(src.span_id if src else None)
+                c["call_id"].append(src.call_id if src else None)
+                n += 1
+        return n
+
+    def batch(self) -> pa.RecordBatch:
+        batch = pa.RecordBatch.from_pydict(self.cols, schema=SCHEMA)
+        self.cols = {f.name: [] for f in SCHEMA}
+        return batch
+
+
+def _raw_lines(path: Path, summary: AuditSummary) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) of each non-blank line no longer than ``MAX_LINE_BYTES``; a longer one is skipped
+    without ever being held whole."""
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise UserError(f"cannot read the trace file: {exc.strerror}", file=path) from None
+    with fh:
+        number = 0
+        while True:
+            raw = fh.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                return
+            number += 1
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                while raw and not raw.endswith(b"\n"):
+                    raw = fh.readline(MAX_LINE_BYTES)
+                summary.skip("line too long", f"{path}:{number}", f"longer than {MAX_LINE_BYTES >> 20} MiB; skipped")
+                continue
+            if raw.strip():
+                yield number, raw
+
+
+def _parse(raw: bytes, where: str, summary: AuditSummary) -> Trace | None:
+    """The trace on one line, or ``None`` with the reason counted."""
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        summary.skip("not JSON", where, f"not valid JSON ({str(exc)[:80]})")
+        return None
+    if not isinstance(data, dict):
+        summary.skip("not a trace", where, f"a trace is an object, got {type(data).__name__}")
+        return None
+    try:
+        return Trace.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        summary.skip("not a trace", where, f"{loc or 'trace'}: {first['msg']}")
+    except RecursionError:
+        summary.skip("not a trace", where, "nested too deep")
+    return None
+
+
+def iter_traces(path: Path, summary: AuditSummary) -> Iterator[tuple[int, Trace]]:
+    """(line number, trace) of each good line of a JSON lines trace file; a bad line is counted and skipped."""
+    for number, raw in _raw_lines(path, summary):
+        trace = _parse(raw, f"{path}:{number}", summary)
+        if trace is not None:
+            yield number, trace
+
+
+def _baseline_chunk(file_index: int, path: str, lines: list[tuple[int, bytes]],
+                    hide_results: bool) -> tuple[pa.RecordBatch, AuditSummary, list[tuple[str, int]]]:
+    """The baseline's rows of one chunk of lines (run in a worker process), what it skipped, and (trace id,
+    line) of each trace it audited, for the duplicate check."""
+    summary = AuditSummary()
+    cols = _Columns()
+    condition = "results_hidden" if hide_results else "results_visible"
+    ids: list[tuple[str, int]] = []
+    for number, raw in lines:
+        trace = _parse(raw, f"{path}:{number}", summary)
+        if trace is None:
+            continue
+        try:
+            flagged = baseline_fields(trace, hide_results)
+        except RecursionError:  # arguments or results nested deeper than the rule walks: one line, not a crash
+            summary.skip("not a trace", f"{path}:{number}", "nested too deep to audit")
+            continue
+        ids.append((trace.id, number))
+        summary.calls += len(trace.calls)
+        summary.fields += cols.add(trace, file_index, number, [(NO_AUDITOR, condition, 0, flagged, None)])
+    return cols.batch(), summary, ids
+
+
+def _chunks(paths: Sequence[Path], summary: AuditSummary, size: int) -> Iterator[tuple[int, str, list[tuple[int, bytes]]]]:
+    for file_index, path in enumerate(paths):
+        chunk: list[tuple[int, bytes]] = []
+        for item in _raw_lines(path, summary):
+            chunk.append(item)
+            if len(chunk) >= size:
+                yield file_index, str(path), chunk
+                chunk = []
+        if chunk:
+            yield file_index, str(path), chunk
+
+
+def _merge(summary: AuditSummary, part: AuditSummary) -> None:
+    summary.calls += part.calls
+    summary.fields += part.fields
+    summary.skipped.update(part.skipped)
+    summary.notes.extend(part.notes[:max(0, 20 - len(summary.notes))])
+
+
+def _baseline_batches(paths: Sequence[Path], summary: AuditSummary, hide_results: bool,
+                      workers: int) -> Iterator[pa.RecordBatch]:
+    """The baseline's row batches over every file, in input order, chunks audited by ``workers`` processes
+    (bounded: at most two chunks per worker in flight); duplicates of an earlier trace id are dropped."""
+    seen: set[str] = set()
+
+    def keep(batch: pa.RecordBatch, part: AuditSummary, ids: list[tuple[str, int]], path: str) -> pa.RecordBatch:
+        dup_lines = []
+        for trace_id, line in ids:
+            if trace_id in seen:
+                dup_lines.append(line)
+                part.skip("duplicate id", f"{path}:{line}", f"duplicate trace id {trace_id!r}; skipped")
+            else:
+                seen.add(trace_id)
+        _merge(summary, part)
+        summary.traces += len(ids) - len(dup_lines)
+        if dup_lines:
+            mask = pc.invert(pc.is_in(batch.column("line"), pa.array(dup_lines, pa.int64())))
+            dropped = batch.filter(mask)
+            summary.fields -= batch.num_rows - dropped.num_rows
+            summary.calls -= len(dup_lines)  # an imported trace holds one call; a hand-written one may hold more
+            return dropped
+        return batch
+
+    chunks = _chunks(paths, summary, _CHUNK_LINES)
+    if workers <= 1:
+        for file_index, path, lines in chunks:
+            yield keep(*_baseline_chunk(file_index, path, lines, hide_results), path)
+        return
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pending: deque[tuple[Future[tuple[pa.RecordBatch, AuditSummary, list[tuple[str, int]]]], str]] = deque()
+        for file_index, path, lines in chunks:
+            pending.append((pool.submit(_baseline_chunk, file_index, path, lines, hide_results), path))
+            if len(pending) >= 2 * workers:
+                future, where = pending.popleft()
+                yield keep(*future.result(), where)
+        while pending:
+            future, where = pending.popleft()
+            yield keep(*future.result(), where)
+
+
+def _verdict_index(rows: pl.DataFrame) -> dict[str, list[tuple[str, str, int, list[str], list[str] | None]]]:
+    """A phantom run's rows by trace id: (model, condition, run, baseline fields, auditor fields or None)."""
+    out: dict[str, list[tuple[str, str, int, list[str], list[str] | None]]] = {}
+    for r in rows.sort("model", "condition", "case_id", "run").iter_rows(named=True):
+        pred = None if r["auditor_error"] is not None else list(r["pred_fields"] or [])
+        out.setdefault(r["case_id"], []).append(
+            (r["model"], r["condition"], int(r["run"]), list(r["baseline_fields"] or []), pred))
+    return out
+
+
+def _with_auditor(paths: Sequence[Path], summary: AuditSummary,
+                  index: dict[str, list[tuple[str, str, int, list[str], list[str] | None]]],
+                  writer: pq.ParquetWriter) -> None:
+    """One row per field per audit of a phantom run (in this process: a run's traces are as many as it asked)."""
+    cols = _Columns()
+    seen: set[str] = set()
+    for file_index, path in enumerate(paths):
+        for line, trace in iter_traces(path, summary):
+            if trace.id in seen:
+                summary.skip("duplicate id", f"{path}:{line}", f"duplicate trace id {trace.id!r}; skipped")
+                continue
+            seen.add(trace.id)
+            verdicts = index.get(trace.id, [])
+            if not verdicts:
+                summary.skip("not in the run", f"{path}:{line}", f"trace {trace.id!r} has no audit in the run")
+                continue
+            summary.traces += 1
+            summary.calls += len(trace.calls)
+            summary.fields += cols.add(trace, file_index, line, verdicts)
+            if len(cols) >= _BATCH_ROWS:
+                writer.write_batch(cols.batch())
+    if len(cols):
+        writer.write_batch(cols.batch())
+
+
+def audit_files(paths: Sequence[Path], out: Path, *, hide_results: bool = False,
+                run_rows: pl.DataFrame | None = None, workers: int = 1) -> AuditSummary:
+    """Audit every trace of ``paths`` (JSON lines) into ``out/fields.parquet``; return what was read.
+
+    Without ``run_rows`` the baseline alone audits each trace, as the auditor would see it under
+    ``results_visible`` (or ``results_hidden`` with ``hide_results``). With ``run_rows`` (a phantom run's
+    ``ok`` rows: model, condition, case_id, run, pred_fields, baseline_fields, auditor_error) each trace gets
+    one row per field per audit of the run, the auditor's verdict beside the baseline's; a trace the run did
+    not audit is counted as skipped. ``workers`` > 1 audits the baseline's chunks of lines in that many
+    processes (the rows come out in input order either way).
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    target = confined(out, FIELDS_FILE)
+    tmp = confined(out, FIELDS_FILE + ".part")
+    summary = AuditSummary()
+    condition = "results_hidden" if hide_results else "results_visible"
+    with pq.ParquetWriter(tmp, SCHEMA, compression="zstd") as writer:
+        if run_rows is None:
+            for batch in _baseline_batches(paths, summary, hide_results, workers):
+                if batch.num_rows:
+                    writer.write_batch(batch)
+        else:
+            _with_auditor(paths, summary, _verdict_index(run_rows), writer)
+    if summary.traces == 0:
+        tmp.unlink(missing_ok=True)
+        reasons = ", ".join(f"{n} {r}" for r, n in summary.skipped.items()) or "the files are empty"
+        raise UserError(f"no trace could be audited ({reasons})", file=paths[0] if len(paths) == 1 else None,
+                        hint=summary.notes[0] if summary.notes else "write one trace per line "
+                        "(`trialgrid import traces` makes them)")
+    tmp.replace(target)
+    meta = {"files": [str(p) for p in paths], "condition": condition, "calls": summary.calls,
+            "traces": summary.traces, "fields": summary.fields, "skipped": dict(summary.skipped),
+            "auditor": run_rows is not None}
+    confined(out, META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    return summary
+
+
+#: the columns the report's views read (the values and source ids only where an auditor ran: its disagreements)
+VIEW_COLUMNS = ("model", "condition", "run", "trace", "conversation", "tool", "field", "baseline", "auditor", "gold")
+LISTING_COLUMNS = ("value", "trace_id", "span_id", "call_id")
+
+
+def read_fields(directory: Path, columns: Sequence[str] | None = None, *, flagged_only: bool = False) -> pl.DataFrame:
+    """The field table an audit wrote into ``directory`` (only ``columns``, only flagged rows, where asked: a
+    million calls' table is read a column at a time)."""
+    path = directory / FIELDS_FILE
+    if not path.is_file():
+        raise UserError(f"not an audit directory: no {FIELDS_FILE} in it", file=directory,
+                        hint="write one with `trialgrid audit TRACES… --out DIR`")
+    lazy = pl.scan_parquet(path)
+    if flagged_only:
+        lazy = lazy.filter(pl.col("baseline") | pl.col("auditor").fill_null(False))
+    return (lazy.select(list(columns)) if columns is not None else lazy).collect()
+
+
+def read_meta(directory: Path) -> Mapping[str, Any]:
+    path = directory / META_FILE
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        raise UserError(f"not an audit directory: {META_FILE} is missing or damaged", file=directory,
+                        hint="write one with `trialgrid audit TRACES… --out DIR`") from None
+    if not isinstance(meta, dict):
+        raise UserError(f"{META_FILE} is not an object", file=path)
+    return meta

@@ -1,0 +1,172 @@
+"""What an audit of traces without gold can say: flag rates per tool argument, agreement, disagreements by direction.
+
+Production traces carry no gold, so precision and recall cannot be computed; what can be is how often each
+scorer — the containment baseline, the auditor model — calls each tool argument a phantom, and how far the
+two agree. All of it is computed on the field table (``phantom_audit.SCHEMA``: one row per (audit, field)),
+which ``trialgrid audit`` writes and a phantom run's rows expand into (``fields_from_rows``), so the audit
+directory and the sweep's report show the same numbers.
+
+- The unit of inference is the conversation (``source.conversation_id``, else the source's trace id, else
+  the trace): calls of one conversation share a context, so their verdicts are not independent. Every
+  interval here is the clustered rate interval the rest of the report uses (``stats.cluster_rate_ci`` with
+  ``INTERVAL_METHOD``, Korn–Graubard tilted), over conversations.
+- Agreement is Cohen's kappa over (audit, field) units where the auditor replied (``stats.cohen_kappa``,
+  cluster bootstrap over conversations).
+- The disagreements are split by direction: the auditor says phantom where the baseline found the value
+  (usually a value the context has but does not support, or a check the baseline cannot make), and the
+  baseline says phantom where the auditor saw it grounded (usually paraphrase or derivation, which
+  containment cannot see).
+- Where gold exists, precision and recall per scorer, as the phantom probe's field scores.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+import stats
+from runner.core.constants import CONFIDENCE, INTERVAL_METHOD
+
+ALL_FIELDS = "(all fields)"
+_KAPPA_RESAMPLES = 2000
+
+
+def fields_from_rows(rows: pl.DataFrame) -> pl.DataFrame:
+    """A phantom run's ``ok`` rows as the field table: one row per (audit, field of the call), without values
+    or source ids (those live in the trace file; ``trialgrid audit --run`` joins them)."""
+    if rows.height == 0 or "call_fields" not in rows.columns:
+        return pl.DataFrame()
+    frame = rows.select(
+        "model", "condition", pl.col("run").cast(pl.Int32), pl.col("case_id").alias("trace"),
+        pl.col("conversation").fill_null(pl.concat_str(pl.lit("x:"), pl.col("case_id"))),
+        pl.col("call_fields").alias("field"), "baseline_fields", "pred_fields", "gold_fields",
+        pl.col("auditor_error").is_null().alias("_replied"),
+    ).explode("field").filter(pl.col("field").is_not_null())
+    return frame.with_columns(
+        pl.col("field").str.split_exact(".", 1).struct.field("field_0").alias("tool"),
+        pl.col("baseline_fields").list.contains(pl.col("field")).fill_null(False).alias("baseline"),
+        pl.when(pl.col("_replied")).then(pl.col("pred_fields").list.contains(pl.col("field")).fill_null(False))
+        .otherwise(None).alias("auditor"),
+        pl.when(pl.col("gold_fields").is_not_null()).then(pl.col("gold_fields").list.contains(pl.col("field")))
+        .otherwise(None).alias("gold"),
+    ).drop("baseline_fields", "pred_fields", "gold_fields", "_replied")
+
+
+def _rate(cluster: np.ndarray, hits: np.ndarray, n: np.ndarray, seed: int) -> tuple[float, float, float]:
+    if n.sum() == 0:
+        return float("nan"), float("nan"), float("nan")
+    res = stats.cluster_rate_ci(cluster, hits, n, confidence_level=CONFIDENCE, seed=seed, method=INTERVAL_METHOD)
+    return res.statistic, res.confidence_interval.low, res.confidence_interval.high
+
+
+FLAG_SCHEMA = pl.Schema({
+    "model": pl.String, "condition": pl.String, "field": pl.String, "audits": pl.Int64, "conversations": pl.Int64,
+    "baseline_flagged": pl.Int64, "baseline_rate": pl.Float64, "baseline_lo": pl.Float64, "baseline_hi": pl.Float64,
+    "auditor_scored": pl.Int64, "auditor_flagged": pl.Int64, "auditor_rate": pl.Float64, "auditor_lo": pl.Float64,
+    "auditor_hi": pl.Float64})
+
+
+def flag_rates(fields: pl.DataFrame, seed: int) -> pl.DataFrame:
+    """Per model × condition × ``tool.arg`` (and over all fields): how often the baseline and the auditor flag
+    it, with intervals clustered by conversation. The auditor's rate is over the audits it replied to."""
+    if fields.height == 0:
+        return pl.DataFrame(schema=FLAG_SCHEMA)
+    per = (fields.with_columns(pl.col("auditor").is_not_null().alias("_scored"))
+           .group_by("model", "condition", "field", "conversation")
+           .agg(pl.len().alias("n"), pl.col("baseline").sum().alias("b"), pl.col("_scored").sum().alias("an"),
+                pl.col("auditor").fill_null(False).sum().alias("a")))
+    every = (per.group_by("model", "condition", "conversation")
+             .agg(pl.col("n").sum(), pl.col("b").sum(), pl.col("an").sum(), pl.col("a").sum())
+             .with_columns(pl.lit(ALL_FIELDS).alias("field")).select(per.columns))
+    out: list[dict[str, Any]] = []
+    for key, sub in pl.concat([per, every]).sort("model", "condition", "field", "conversation").group_by(
+            "model", "condition", "field", maintain_order=True):
+        model, condition, name = key
+        cl = sub["conversation"].to_numpy()
+        n, b, an, a = (sub[c].to_numpy().astype(np.int64) for c in ("n", "b", "an", "a"))
+        br, blo, bhi = _rate(cl, b, n, seed)
+        ar, alo, ahi = _rate(cl, a, an, seed)
+        out.append({"model": model, "condition": condition, "field": name, "audits": int(n.sum()),
+                    "conversations": int((n > 0).sum()), "baseline_flagged": int(b.sum()), "baseline_rate": br,
+                    "baseline_lo": blo, "baseline_hi": bhi, "auditor_scored": int(an.sum()),
+                    "auditor_flagged": int(a.sum()), "auditor_rate": ar, "auditor_lo": alo, "auditor_hi": ahi})
+    table = pl.DataFrame(out, schema=FLAG_SCHEMA)
+    # the all-fields row last in each model × condition
+    return table.sort("model", "condition", pl.col("field") == ALL_FIELDS, "field")
+
+
+AGREEMENT_SCHEMA = pl.Schema({
+    "model": pl.String, "condition": pl.String, "units": pl.Int64, "conversations": pl.Int64, "both": pl.Int64,
+    "auditor_only": pl.Int64, "baseline_only": pl.Int64, "neither": pl.Int64, "observed": pl.Float64,
+    "kappa": pl.Float64, "kappa_lo": pl.Float64, "kappa_hi": pl.Float64})
+
+
+def agreement(fields: pl.DataFrame, seed: int) -> pl.DataFrame:
+    """Auditor–baseline agreement per model × condition: the 2 × 2 counts over (audit, field) units where the
+    auditor replied, and Cohen's kappa with a cluster bootstrap interval over conversations."""
+    if fields.height == 0:
+        return pl.DataFrame(schema=AGREEMENT_SCHEMA)
+    scored = fields.filter(pl.col("auditor").is_not_null()).sort("model", "condition", "conversation", "trace")
+    out: list[dict[str, Any]] = []
+    for (model, condition), sub in scored.group_by("model", "condition", maintain_order=True):
+        a, b = sub["auditor"].to_numpy().astype(bool), sub["baseline"].to_numpy().astype(bool)
+        res = stats.cohen_kappa(a, b, cluster=sub["conversation"].to_numpy(), n_resamples=_KAPPA_RESAMPLES,
+                                confidence_level=CONFIDENCE, seed=seed)
+        out.append({"model": model, "condition": condition, "units": sub.height,
+                    "conversations": sub["conversation"].n_unique(), "both": int((a & b).sum()),
+                    "auditor_only": int((a & ~b).sum()), "baseline_only": int((~a & b).sum()),
+                    "neither": int((~a & ~b).sum()), "observed": res.observed_agreement, "kappa": res.statistic,
+                    "kappa_lo": res.confidence_interval.low, "kappa_hi": res.confidence_interval.high})
+    return pl.DataFrame(out, schema=AGREEMENT_SCHEMA)
+
+
+#: the two directions of a disagreement, as the listing files name them
+AUDITOR_PHANTOM, BASELINE_PHANTOM = "auditor_phantom", "baseline_phantom"
+_KEEP = ("model", "condition", "run", "trace", "conversation", "field", "value", "gold", "trace_id", "span_id",
+         "call_id")
+
+
+def disagreement_split(fields: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """The (audit, field) units where auditor and baseline differ, by direction: ``auditor_phantom`` (the
+    auditor says phantom, the baseline found the value) and ``baseline_phantom`` (the reverse)."""
+    if fields.height == 0:
+        return {AUDITOR_PHANTOM: pl.DataFrame(), BASELINE_PHANTOM: pl.DataFrame()}
+    cols = [c for c in _KEEP if c in fields.columns]
+    scored = fields.filter(pl.col("auditor").is_not_null()).sort("model", "condition", "trace", "run", "field")
+    return {AUDITOR_PHANTOM: scored.filter(pl.col("auditor") & ~pl.col("baseline")).select(cols),
+            BASELINE_PHANTOM: scored.filter(~pl.col("auditor") & pl.col("baseline")).select(cols)}
+
+
+GOLD_SCHEMA = pl.Schema({
+    "model": pl.String, "condition": pl.String, "scorer": pl.String, "units": pl.Int64, "tp": pl.Int64,
+    "fp": pl.Int64, "fn": pl.Int64, "precision": pl.Float64, "precision_lo": pl.Float64,
+    "precision_hi": pl.Float64, "recall": pl.Float64, "recall_lo": pl.Float64, "recall_hi": pl.Float64})
+
+
+def scores_against(fields: pl.DataFrame, truth: str, seed: int, scorers: tuple[str, ...] = ("auditor", "baseline"),
+                   cluster: str = "conversation") -> pl.DataFrame:
+    """Precision and recall of each scorer against the boolean column ``truth`` (gold, or a person's label),
+    pooled over the units where ``truth`` and every scorer that replied are known, clustered by ``cluster``.
+    A scorer with no verdict on those units (no auditor ran) is left out."""
+    if fields.height == 0 or truth not in fields.columns:
+        return pl.DataFrame(schema=GOLD_SCHEMA)
+    known = fields.filter(pl.col(truth).is_not_null())
+    out: list[dict[str, Any]] = []
+    for (model, condition), sub in known.sort("model", "condition", cluster).group_by(
+            "model", "condition", maintain_order=True):
+        present = [s for s in scorers if sub[s].is_not_null().any()]
+        sub = sub.filter(pl.all_horizontal([pl.col(s).is_not_null() for s in present])) if present else sub
+        t = sub[truth].to_numpy().astype(bool)
+        cl = sub[cluster].to_numpy()
+        for s in present:
+            p = sub[s].to_numpy().astype(bool)
+            tp, fp, fn = (p & t).astype(np.int64), (p & ~t).astype(np.int64), (~p & t).astype(np.int64)
+            pr, plo, phi = _rate(cl, tp, tp + fp, seed)
+            rr, rlo, rhi = _rate(cl, tp, tp + fn, seed)
+            out.append({"model": model, "condition": condition, "scorer": s, "units": sub.height,
+                        "tp": int(tp.sum()), "fp": int(fp.sum()), "fn": int(fn.sum()), "precision": pr,
+                        "precision_lo": plo, "precision_hi": phi, "recall": rr, "recall_lo": rlo,
+                        "recall_hi": rhi})
+    return pl.DataFrame(out, schema=GOLD_SCHEMA)
