@@ -132,7 +132,21 @@ _EXACT_RUNS = 400  # runs a case up to which exact binomial ratios cost little (
 @dataclass(frozen=True)
 class PassHatKCurve:
     """pass^k for every k = 1 … ``k_max`` at once (``stats.pass_hat_k_curve``); arrays indexed by k − 1, each
-    entry what ``pass_hat_k`` returns for that k (to float rounding)."""
+    entry what ``pass_hat_k`` returns for that k (to float rounding).
+
+    Attributes
+    ----------
+    k : ndarray of int
+        1 … k_max.
+    statistic : ndarray of float
+        Mean over cases of C(c, k) / C(n, k) at each k (NaN where no case has k runs).
+    low, high : ndarray of float
+        The t interval over cases at each k, clipped to [0, 1].
+    standard_error : ndarray of float
+        Standard error of the mean over cases at each k.
+    n_cases : ndarray of int
+        Cases with at least k runs at each k.
+    """
 
     k: np.ndarray
     statistic: np.ndarray
@@ -144,13 +158,34 @@ class PassHatKCurve:
 
 def pass_hat_k_curve(case: ArrayLike, successes: ArrayLike, runs: ArrayLike, k_max: int, *,
                      confidence_level: float = 0.95) -> PassHatKCurve:
-    """``pass_hat_k`` for k = 1 … ``k_max`` in one pass: C(c, k) / C(n, k) = ∏_{i<k} (c − i) / (n − i).
+    """``pass_hat_k`` for k = 1 … ``k_max`` in one pass.
 
-    Why: a report tabulates every k up to the most runs a case has, which grows with the output; exact binomial
-    coefficients of big integers cost ≈ k_max² big-number operations per case (25 CPU s at 2,600 runs a case).
-    Here the per-case estimates of every k are one cumulative product, O(cases × k_max) floats; each equals the
-    exact ratio to within k_max float roundings (relative error ≲ k_max · 2⁻⁵³). Up to ``_EXACT_RUNS`` runs a case
-    the exact ratios are used (cheap there), so small designs get ``pass_hat_k``'s figures to the last bit.
+    Parameters
+    ----------
+    case : array_like, shape (cells,)
+        Case id of each cell; cells of one case are pooled, as in ``pass_hat_k``.
+    successes, runs : array_like of int, shape (cells,)
+        Successful runs and scored runs of each cell, ``0 <= successes <= runs``.
+    k_max : int
+        The largest k, ``k_max >= 1``.
+    confidence_level : float, default 0.95
+        Two-sided level of each k's interval.
+
+    Returns
+    -------
+    res : PassHatKCurve
+        Arrays indexed by k − 1: ``k``, ``statistic``, ``low``, ``high``, ``standard_error``, ``n_cases`` (cases
+        with at least k runs), each what ``pass_hat_k`` gives at that k.
+
+    Notes
+    -----
+    C(c, k) / C(n, k) = ∏_{i<k} (c − i) / (n − i). A report tabulates k up to the most runs a case has, which grows
+    with the output; exact binomial coefficients of big integers cost ≈ k_max² big-number operations per case
+    (25 CPU s at 2,600 runs a case). Here the per-case estimates of every k are one cumulative product,
+    O(cases × k_max) floats; each equals the exact ratio to within k_max float roundings (relative error
+    ≲ k_max · 2⁻⁵³). Up to ``_EXACT_RUNS`` runs a case the exact ratios are used (cheap there), so small designs
+    get ``pass_hat_k``'s figures to the last bit. The mean, standard error and t interval over cases at each k are
+    ``pass_hat_k``'s.
     """
     if int(k_max) != k_max or k_max < 1:
         raise ValueError(f"k_max must be a positive integer, got {k_max!r}")

@@ -29,13 +29,25 @@ CONSISTENCY_SCHEMA = pl.Schema({
 })
 
 
+#: every k up to this is in the table; past it, powers of two and the largest k. A 1M-trial quickstart has
+#: hundreds of runs a case: every k made the table 77,000 rows, a third of the report's CPU to write as JSON,
+#: for values no one reads between pass^64 and pass^427.
+K_EVERY = 16
+
+
+def kept_ks(k: np.ndarray, top: int) -> np.ndarray:
+    """The mask of the k the table keeps: 1 … ``K_EVERY``, then powers of two, and ``top`` itself."""
+    return (k <= K_EVERY) | ((k & (k - 1)) == 0) | (k == top)
+
+
 def success_label(head: str, success_rates: frozenset[str]) -> str:
     """What one run must do to count as a success for pass^k."""
     return head if head in success_rates else f"no {head}"
 
 
 def consistency_table(runs: Sequence[RunAnalysis], success_rates: frozenset[str]) -> pl.DataFrame:
-    """One row per run × probe × model × condition × k (1 … the most runs any case has there)."""
+    """One row per run × probe × model × condition × k: k = 1 … ``K_EVERY``, then powers of two, and the most
+    runs any case has there (``kept_ks``)."""
     blocks: list[pl.DataFrame] = []
     for run in runs:
         for a in run.probes:
@@ -52,12 +64,15 @@ def consistency_table(runs: Sequence[RunAnalysis], success_rates: frozenset[str]
                 case = sub["case_id"].to_numpy()
                 every = float(np.mean(c == n))
                 # every k at once: exact C(c, k) / C(n, k) per k grows as (runs a case)² big-number operations
-                curve = stats.pass_hat_k_curve(case, c, n, int(n.max()), confidence_level=CONFIDENCE)
-                size = curve.k.size
+                top = int(n.max())
+                curve = stats.pass_hat_k_curve(case, c, n, top, confidence_level=CONFIDENCE)
+                keep = kept_ks(np.asarray(curve.k), top)
+                size = int(keep.sum())
                 blocks.append(pl.DataFrame({
                     "run": [run.label] * size, "probe": [a.probe] * size, "kind": [a.kind] * size,
                     "model": [model] * size, "condition": [condition] * size,
-                    "success": [success_label(head, success_rates)] * size, "k": curve.k,
-                    "pass_k": curve.statistic, "ci_lo": curve.low, "ci_hi": curve.high, "cases": curve.n_cases,
+                    "success": [success_label(head, success_rates)] * size, "k": np.asarray(curve.k)[keep],
+                    "pass_k": np.asarray(curve.statistic)[keep], "ci_lo": np.asarray(curve.low)[keep],
+                    "ci_hi": np.asarray(curve.high)[keep], "cases": np.asarray(curve.n_cases)[keep],
                     "every_run": np.full(size, every)}, schema=CONSISTENCY_SCHEMA))
     return pl.concat(blocks) if blocks else pl.DataFrame(schema=CONSISTENCY_SCHEMA)
