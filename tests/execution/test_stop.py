@@ -119,3 +119,28 @@ def test_time_in_the_key_queue_is_not_the_trials_time_and_no_row_is_internal(tmp
     assert errors.filter(pl.col("attempts") == 0).height == 0, errors.select("error_kind", "error").to_dicts()[:3]
     assert set(errors["error_kind"]) <= {"timeout", "rate_limited"}, errors["error"].to_list()[:3]
     assert result.exit_code == 0 and rows.height == 39, result.output
+
+
+def test_a_budget_stop_cancels_the_trials_in_flight_and_they_run_on_resume(tmp_path: Path) -> None:
+    # half the answers are held 30 s, far past the 3 s deadline: a stop that let the trials in flight finish wrote them
+    # as timeout rows (and waited out their deadlines); a stop that stops cancels them, and they stay unwritten
+    prices = {"input": 1.0, "output": 5.0}
+    with serving(faults={"slow": 0.5}, slow_s=30, fault_seed=3) as server:
+        data = http_sweep(server.base_url, "openai", runs=1, concurrency=16)
+        data["engine"] = {"concurrency": 16, "timeout_s": 3, "flush_seconds": 0.05}
+        data["prices"] = {m["name"]: prices for m in data["models"]}
+        data["budget"] = {"usd": 1e-6}  # the first answer spends it
+        sweep, out = write(tmp_path, data), tmp_path / "out"
+        first = run_sweep(load_sweep(sweep), out, quiet=True)
+        assert first.status == "stopped_budget", first.status
+        rows = _no_internal(out)
+        assert rows.height >= 1 and set(rows["status"]) == {"ok"}, rows.select("error_kind", "error").to_dicts()[:3]
+        assert rows.height < 16  # not the window: the trials in flight were cancelled, not written
+        data["budget"] = {"usd": 100.0}
+        data["engine"]["timeout_s"] = 60
+        server.call(lambda state: setattr(state, "_fault_table", []))  # the incident is over
+        resumed = run_sweep(load_sweep(write(tmp_path, data)), out, quiet=True)
+    assert resumed.status == "complete"
+    df = runner.load(out).collect()
+    assert df.height == df["trial_id"].n_unique() == first.total
+    assert set(df["status"]) == {"ok"}
