@@ -120,5 +120,7 @@ async def run_trials(
     finally:
         for w in workers:
             w.cancel()
+        # let them unwind (no trial of theirs is written) before the caller closes the providers they use
+        await asyncio.gather(*workers, return_exceptions=True)
         report(force=True)
     return stats
