@@ -4,6 +4,7 @@ Usage:
   python benchmarks/herd.py                          # with and without rate-limit headers, single node
   python benchmarks/herd.py --ray                    # the same through Ray with 2 workers
   python benchmarks/herd.py --modes none --runs 1    # one case only
+  python benchmarks/herd.py --faults 0 --random-429 0.08 --rpm 600   # 8% 429s that have nothing to do with rate
 
 Starts ``trialgrid serve --rpm 60 --rpm-mode bucket`` (a token bucket of one
 request, refilled once a second, with short Retry-Afters, as the vendors enforce
@@ -40,11 +41,14 @@ ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = ROOT / "configs" / "quickstart.yaml"
 
 
-def start_server(rpm: int, headers: bool, fault_rate: float, latency_ms: float) -> tuple[subprocess.Popen, str]:
+def start_server(rpm: int, headers: bool, fault_rate: float, latency_ms: float,
+                 random_429: float = 0.0) -> tuple[subprocess.Popen, str]:
     half = f"{fault_rate / 2:g}"
     args = [sys.executable, "-m", "runner", "serve", "--port", "0", "--rpm", str(rpm), "--rpm-mode", "bucket",
             "--fault", f"500={half}", "--fault", f"503={half}", "--latency-ms", str(latency_ms),
             "--rate-headers" if headers else "--no-rate-headers"]
+    if random_429:  # a vendor's overload blips: 429s drawn at random, whatever the rate
+        args += ["--fault", f"429={random_429:g}"]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -75,13 +79,13 @@ def limit_used(log: dict[str, list[Any]], rpm: int, window_s: float = 60.0) -> t
 
 
 def run_case(headers: bool, *, ray: bool, rpm: int, runs: int, fault_rate: float, latency_ms: float,
-             log_out: Path | None = None) -> dict[str, Any]:
+             log_out: Path | None = None, random_429: float = 0.0) -> dict[str, Any]:
     import polars as pl
 
     from runner.config.sweep import load_sweep
     from runner.execution.run import run_sweep
 
-    proc, url = start_server(rpm, headers, fault_rate, latency_ms)
+    proc, url = start_server(rpm, headers, fault_rate, latency_ms, random_429)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "sweep.yaml"
@@ -117,14 +121,17 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--modes", nargs="+", choices=["headers", "none"], default=["headers", "none"])
     parser.add_argument("--ray", action="store_true", help="through Ray with 2 workers instead of single-node")
+    parser.add_argument("--random-429", type=float, default=0.0,
+                        help="share of answers that are a 429 drawn at random (overload noise, not the rate limit)")
     parser.add_argument("--log-dir", type=Path, help="write the server's request log of each case here (JSON)")
     args = parser.parse_args()
-    print(f"server: --rpm {args.rpm} --rpm-mode bucket, {args.faults:.0%} 5xx, {args.latency_ms:g} ms; "
+    print(f"server: --rpm {args.rpm} --rpm-mode bucket, {args.faults:.0%} 5xx, {args.random_429:.0%} random 429s, "
+          f"{args.latency_ms:g} ms; "
           f"sweep: quickstart x{args.runs}, no limits; {'Ray, 2 workers' if args.ray else 'single node'}")
     print(f"{'rate headers':<14}{'trials':>7}{'lost':>6}{'requests':>10}{'429s':>6}{'limit used':>12}{'wall':>9}")
     for mode in args.modes:
         r = run_case(mode == "headers", ray=args.ray, rpm=args.rpm, runs=args.runs, fault_rate=args.faults,
-                     latency_ms=args.latency_ms,
+                     latency_ms=args.latency_ms, random_429=args.random_429,
                      log_out=args.log_dir / f"herd-{mode}-{'ray' if args.ray else 'local'}.json" if args.log_dir else None)
         print(f"{'sent' if r['headers'] else 'none':<14}{r['trials']:>7}{r['lost']:>6}{r['requests']:>10}"
               f"{r['429s']:>6}{r['limit_used']:>11.1%}{r['wall_s']:>8.0f}s", flush=True)

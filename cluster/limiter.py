@@ -250,6 +250,10 @@ class LeasedLimiter:
         elif self._remote_slots:
             self._actor.give_slot.remote()
 
+    def pause_left(self) -> float:
+        """Seconds the key's retry-after pause still holds every request here (0: none)."""
+        return max(0.0, self._paused_until - time.monotonic())
+
     async def pause(self, seconds: float) -> None:
         self.apply_pause(seconds)
         self._actor.pause.remote(seconds)

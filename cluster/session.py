@@ -15,7 +15,9 @@ directory already carries the project to every worker.
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -158,7 +160,13 @@ def ray_session(address: str, *, num_cpus: int | None = None, temp_dir: str | No
         yield
         return
     try:
+        # ray.init installs its core worker's native SIGTERM handler over Python's: SIGTERM then aborted the driver
+        # (exit 134, a crash dump) instead of the clean stop runner.cli.signals makes of it (143). Python's handler,
+        # whatever it was, is put back once Ray is up.
+        handler = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
         ray.init(**init_kwargs(address, num_cpus=num_cpus, temp_dir=temp_dir, ship_code=ship_code))
+        if handler is not None:
+            signal.signal(signal.SIGTERM, handler)
     except ConnectionError as exc:
         raise UserError(f"cannot connect to Ray at {address!r}: {exc}",
                         hint="start a cluster with `ray start --head`, pass its address, "

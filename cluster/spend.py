@@ -1,8 +1,8 @@
 """The budget across a Ray cluster: one spend meter actor, and each worker's gate in front of it.
 
 A single-node run stops starting trials once its ``CostMeter`` (``runner.execution.budget``)
-is spent; the trials in flight finish, so it overshoots by at most one engine window
-(``engine.concurrency`` trials). On Ray the spend happens in many processes, so:
+is spent and cancels the trials in flight (they run on resume); what may be billed past
+the budget is at most one engine window (``engine.concurrency`` trials). On Ray the spend happens in many processes, so:
 
 - ``SpendMeterActor`` (one per run, on the driver's node) holds the run's spend: what
   the output already held when the session started (a resume) plus every worker's
@@ -14,7 +14,8 @@ is spent; the trials in flight finish, so it overshoots by at most one engine wi
   every trial of the run but at most ``engine.concurrency`` ones — the cluster's
   overshoot bound is the single-node one: one engine window of trials.
 
-Once a report comes back "spent", the worker starts nothing more; the driver stops
+Once a report comes back "spent", the worker starts nothing more and its engine cancels the
+trials in flight (unwritten, as single-node); the driver stops
 handing out chunks (``ChunkResult.stopped``) and the session ends ``stopped_budget``.
 Resuming with a raised budget starts a new meter from the output's spend, as single-node.
 """

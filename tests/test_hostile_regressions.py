@@ -700,3 +700,36 @@ def test_plan_with_a_design_past_its_bounds_is_one_line(args: list[str]) -> None
     base.update(dict(zip(args[::2], args[1::2], strict=True)))
     line = invoke_error_line(cli.invoke(app, ["plan", *(x for kv in base.items() for x in kv)]))
     assert any(flag in line for flag in ("--prompts", "--sims", "--sd", "--arm-a", "designs", "draws", "rates")), line
+
+
+def _numeric_options() -> list[tuple[str, str, str]]:
+    """(command, option, a bad value) for every int or float option of every command (typer's own records)."""
+    import typer.main
+
+    group = typer.main.get_command(app)
+    cases = []
+    for name, command in sorted(group.commands.items()):  # type: ignore[attr-defined]
+        for param in command.params:
+            described = getattr(param, "type_descriptor", None)
+            annotation = getattr(described, "annotation", None)
+            if param.param_type_name != "option" or annotation not in (int, float) or param.is_flag:
+                continue
+            option = max(param.opts, key=len)
+            cases.append((name, option, "abc"))
+            low = getattr(param, "min", None)
+            if low is not None:
+                cases.append((name, option, str(low - 1)))
+    assert len(cases) > 20, cases  # the walk found the options (serve alone has a dozen)
+    return cases
+
+
+@pytest.mark.parametrize(("command", "option", "value"), _numeric_options())
+def test_every_numeric_cli_option_refuses_a_bad_value_in_one_line(command: str, option: str, value: str) -> None:
+    """Click's ranges and types printed a usage block ("Usage: … Try … --help"); now the project's one line."""
+    import typer.main
+
+    arguments = [p for p in typer.main.get_command(app).commands[command].params  # type: ignore[attr-defined]
+                 if p.param_type_name == "argument" and p.required]
+    result = cli.invoke(app, [command, *(["x"] * len(arguments)), option, value])
+    line = invoke_error_line(result)
+    assert option in line and "Usage" not in line, line

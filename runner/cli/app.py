@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.text import Text
+from typer._click.exceptions import BadParameter
 from typer.core import TyperGroup
 
 from runner.cli.audit import register as _register_audit
@@ -98,6 +99,9 @@ class _GuardedGroup(TyperGroup):
                 return super().invoke(ctx)
         except TrialgridError as exc:  # bad input, or a run that cannot go on (Ray's workers exhausted)
             raise fail(exc) from None
+        except BadParameter as exc:  # a value out of an option's range, or not a number: one line, not a usage block
+            name = exc.param.opts[0] if exc.param is not None and getattr(exc.param, "opts", None) else "a value"
+            raise fail(UserError(f"{name}: {exc.message}", hint="see --help for what it takes")) from None
         except OSError as exc:
             raise fail(_os_error(exc)) from None
         except KeyboardInterrupt:

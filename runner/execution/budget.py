@@ -4,8 +4,10 @@ Prices and the budget are what the sweep says (``runner.config.cost``); this is 
 a run enforces them. The run's session (``runner.execution.session``) puts one meter in
 front of its sink, whatever the backend, so every row that reaches the output is
 counted once: rows one at a time (local, batch) or record batches (Ray's driver). The
-engine asks ``exhausted`` before it starts a new trial; trials already in flight still
-finish and are written, so a run overshoots by at most one engine window.
+engine asks ``exhausted`` before it starts a new trial and after each row: once spent,
+the trials in flight are cancelled and write no row (a resume runs them), so what the
+output records overshoots by at most the rows written at the same moment; the requests a
+cancelled trial had sent may still be billed (at most one engine window).
 
 Batch mode pays before it sees a row: a batch, once submitted, is answered whatever it
 costs. So its trials are priced *before* they are submitted (``estimate``, from the

@@ -41,6 +41,11 @@ class Deadlines:
         if self._active.get(task) == math.inf:
             self._active[task] = task.get_loop().time() + self.timeout_s
 
+    def left(self, task: asyncio.Task[Any]) -> float:
+        """Seconds until ``task``'s deadline (inf while unarmed, or when it has none)."""
+        deadline = self._active.get(task)
+        return math.inf if deadline is None else deadline - task.get_loop().time()
+
     def stop(self, task: asyncio.Task[Any]) -> None:
         self._active.pop(task, None)
 

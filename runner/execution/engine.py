@@ -55,8 +55,9 @@ async def run_trials(
     lazily; ``per_model`` caps how many trials of one model are in flight. Rows
     arrive in completion order. ``execute`` must not raise for a trial's own failure
     (it returns an error row); an exception escaping it is a bug and stops the run.
-    ``stop`` (e.g. a spent budget) is asked before each new trial starts: once true, no
-    trial is started, the ones in flight finish, and ``stats.stopped`` is set.
+    ``stop`` (e.g. a spent budget) is asked before each new trial starts and after each
+    row is written: once true, no trial is started, the ones in flight are cancelled (they
+    write no row, so a resume runs them, as after Ctrl-C), and ``stats.stopped`` is set.
     """
     stats = EngineStats()
     iterator = iter(specs)
@@ -68,11 +69,21 @@ async def run_trials(
             progress.advance(pending_progress[0], pending_progress[1])
             pending_progress[0] = pending_progress[1] = 0
 
+    workers: list[asyncio.Future[None]] = []
+
+    def halt() -> None:
+        """The stop came true: cancel every trial in flight (they stay unwritten: a resume runs them)."""
+        stats.stopped = True
+        me = asyncio.current_task()
+        for w in workers:
+            if w is not me:
+                w.cancel()
+
     async def worker() -> None:
         since_yield = 0
         for spec in iterator:
             if stop is not None and stop():
-                stats.stopped = True  # the spec just taken stays unwritten: a resume runs it
+                halt()  # the spec just taken stays unwritten: a resume runs it
                 break
             limit = limits.get(spec.model)
             if limit is None:
@@ -89,16 +100,27 @@ async def run_trials(
                 stats.errors += 1
                 pending_progress[1] += 1
             report()
+            if stop is not None and stop():
+                halt()
+                break
             since_yield += 1
             if since_yield >= _YIELD_EVERY:
                 since_yield = 0
                 await asyncio.sleep(0)
 
-    workers = [asyncio.ensure_future(worker()) for _ in range(max(1, concurrency))]
+    workers.extend(asyncio.ensure_future(worker()) for _ in range(max(1, concurrency)))
     try:
-        await asyncio.gather(*workers)
+        # not ``gather``: a worker the stop cancelled is not the run being cancelled; a worker's own exception (a bug)
+        # ends the run at once, the others cancelled below
+        finished, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
+        for w in finished:
+            error = None if w.cancelled() else w.exception()
+            if error is not None:
+                raise error
     finally:
         for w in workers:
             w.cancel()
+        # let them unwind (no trial of theirs is written) before the caller closes the providers they use
+        await asyncio.gather(*workers, return_exceptions=True)
         report(force=True)
     return stats

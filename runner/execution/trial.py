@@ -56,7 +56,7 @@ class TrialRunner:
         deadlines = self._deadlines
         queued = binding.queued
         agent = Agent(binding.provider, binding.model_id, binding.params, spec.seed, binding.tool_call_parser,
-                      partial(deadlines.arm, task) if queued else None)
+                      partial(deadlines.arm, task) if queued else None, partial(deadlines.left, task))
         row: dict[str, Any] = {
             "sweep_id": spec.sweep_id, "trial_id": spec.trial_id, "model": spec.model,
             "provider": binding.provider_name, "model_id": binding.model_id, "probe": spec.probe,

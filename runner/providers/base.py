@@ -53,6 +53,7 @@ class Agent:
         "params",
         "record",
         "remedies",
+        "time_left",
         "tool_call_parser",
         "tool_choice",
         "trial_seed",
@@ -60,8 +61,11 @@ class Agent:
 
     def __init__(self, provider: Provider, model: str, params: Mapping[str, Any],
                  trial_seed: int | None = None, tool_call_parser: str | None = None,
-                 on_send: Callable[[], None] | None = None) -> None:
+                 on_send: Callable[[], None] | None = None,
+                 time_left: Callable[[], float] | None = None) -> None:
         self._provider = provider
+        #: seconds until this trial's deadline (``inflight.SendLog.time_left``)
+        self.time_left = time_left
         #: hears every request this trial sends (``inflight.SendLog.on_send``): its deadline starts at the first
         self.on_send = on_send
         #: read tool calls written in the reply's text (``runner.providers.textcalls``); None: native calls only
@@ -96,7 +100,7 @@ class Agent:
         request = ChatRequest(self.model, tuple(messages), tuple(tools), self.params, seed, tool_choice,
                               self.trial_seed)
         self.calls += 1
-        log = SendLog(on_send=self.on_send)
+        log = SendLog(on_send=self.on_send, time_left=self.time_left)
         token = inflight.CURRENT.set(log)
         try:
             response = await self._provider.complete(request)

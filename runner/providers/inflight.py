@@ -9,11 +9,14 @@ included, and the time they were out.
 
 ``on_send`` hears each request of the call as it goes out: the trial's deadline starts
 at its first send (``runner.execution.deadlines``), not while the trial waits its turn
-in the key's queue.
+in the key's queue. ``time_left`` says how long the trial's deadline still allows: the
+retry loop does not sleep out a server's long retry-after that the deadline would cut
+short, it ends the call ``rate_limited`` (retryable) at once instead.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -28,6 +31,8 @@ class SendLog:
     busy_s: float = 0.0
     since: float | None = None
     on_send: Callable[[], None] | None = None
+    #: seconds until the trial's deadline (inf: no deadline, or not armed yet)
+    time_left: Callable[[], float] | None = None
 
     def elapsed_s(self) -> float:
         return self.busy_s + (time.monotonic() - self.since if self.since is not None else 0.0)
@@ -44,6 +49,14 @@ def sending() -> None:
         log.since = time.monotonic()
         if log.on_send is not None:
             log.on_send()
+
+
+def time_left() -> float:
+    """Seconds the current call's trial may still run (inf when nothing says)."""
+    log = CURRENT.get()
+    if log is None or log.time_left is None:
+        return math.inf
+    return log.time_left()
 
 
 def returned() -> None:

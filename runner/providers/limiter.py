@@ -186,6 +186,10 @@ class LocalLimiter:
         if self._sem is not None:
             self._sem.release()
 
+    def pause_left(self) -> float:
+        """Seconds the key's retry-after pause still holds every request (0: none)."""
+        return max(0.0, self._paused_until - self._clock())
+
     async def pause(self, seconds: float) -> None:
         """Hold every request on this key for ``seconds`` from now (never shortens a pause)."""
         self._paused_until = max(self._paused_until, self._clock() + max(0.0, seconds))

@@ -155,6 +155,15 @@ class ManagedProvider:
             if remedies and not self._wire:
                 params, applied = remedy_params(request.params, remedies)
                 sent = replace(request, params=params)  # every other field as asked (trial_seed keys the cache)
+            paused = limiter.pause_left() if hasattr(limiter, "pause_left") else 0.0
+            if paused and paused >= (left := inflight.time_left()):
+                # the key waits out a server's retry-after that this trial's deadline would cut short: a timeout
+                # row would blame the trial; it is the rate limit, retryable once the pause is over
+                refused = ProviderError(ErrorKind.RATE_LIMITED, f"the key is paused {paused:.0f} s more by the "
+                                        f"server's retry-after, past this trial's deadline {left:.0f} s away; not "
+                                        "waited out: run it again with --retry-errors")
+                refused.attempts = attempts
+                raise refused
             # a re-send has had its turn in the key's queue once: it goes ahead of first sends
             permit = await limiter.acquire(estimate, first=attempts > 0)
             attempts += 1
@@ -199,16 +208,25 @@ class ManagedProvider:
                 error.kind = ErrorKind.TRANSIENT
             if error.kind is ErrorKind.RATE_LIMITED:
                 limited += 1
-                delay = error.retry_after_s if error.retry_after_s is not None else self.backoff_s(limited)
+                retry_after = error.retry_after_s
+                if retry_after is not None:
+                    # the key pauses once, for what the server asked but never longer than one call may wait:
+                    # every trial queued on the key waits it out together, none sends into it
+                    await limiter.pause(min(retry_after, policy.max_wait_s))
+                delay = retry_after if retry_after is not None else self.backoff_s(limited)
                 waited = self._clock() - started
-                if waited + delay <= policy.max_wait_s:
-                    if error.retry_after_s is not None:
-                        await limiter.pause(error.retry_after_s)
+                left = inflight.time_left()
+                if waited + delay <= policy.max_wait_s and delay < left:
                     await self._sleep(delay)
                     continue
-                error.message = (f"{error.message} (still rate limited after {waited:.0f} s and {attempts} attempts: "
-                                 f"retry.max_wait_s is {policy.max_wait_s:g} s; set limits.rpm below the "
-                                 f"account's limit, or raise retry.max_wait_s)")
+                if waited + delay <= policy.max_wait_s:  # a wait the trial's deadline would cut short: say so now
+                    error.message = (f"{error.message} (the server asked to wait {delay:g} s, past this trial's "
+                                     f"deadline {left:.0f} s away; not slept out: run it again with --retry-errors)")
+                else:
+                    error.message = (f"{error.message} (still rate limited after {waited:.0f} s and {attempts} "
+                                     f"attempts, the server asking {delay:g} s more: retry.max_wait_s is "
+                                     f"{policy.max_wait_s:g} s; set limits.rpm below the account's limit, or raise "
+                                     "retry.max_wait_s)")
             elif error.kind.retryable:
                 failures += 1
                 if failures < policy.max_attempts:

@@ -178,7 +178,8 @@ def test_live_models_of_a_batch_session_are_metered(tmp_path: Path) -> None:
     assert result.status == "stopped_budget" and result.stopped is not None and "reached" in result.stopped
     assert 0 < stats["requests"] < half  # the dear live model stopped at the budget
     df = pl.scan_ipc(str(out / "trials" / "*.arrow")).collect()
-    assert df.height == half + stats["requests"]
+    # every live row written was sent; the trials the stop cancelled in flight had sent theirs too, and wrote nothing
+    assert half < df.height <= half + stats["requests"]
 
 
 def _priced(out: Path, price: dict[str, float]) -> float:

@@ -134,6 +134,7 @@ class _Flaky:
         return None
 
 
+@pytest.mark.internal_rows  # a provider raising a plain exception is the case `internal` exists for
 def test_errors_become_rows_never_passes_or_fails(write_sweep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(PROVIDERS, "flaky", (_Flaky, lambda model: None))
     data = quickstart_dict()

@@ -1,0 +1,65 @@
+"""Issues 31 and 33: SIGTERM to a ``--ray local`` driver of a throttled run is a clean stop.
+
+``ray.init`` used to put its core worker's native SIGTERM handler over Python's, so the driver aborted
+(exit 134, a native crash dump) instead of stopping as a single-node run does (143). Here a real
+``trialgrid run --ray local --workers 2`` against ``trialgrid serve`` at 120 requests a minute gets a
+SIGTERM once answers flow: exit 143, no ``internal`` row, no process of its session alive 10 s later.
+(That the rerun equals an uninterrupted run is tests/execution/test_stop.py's, single-node.)
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tests.cluster.conftest import ray_temp
+from tests.helpers import ROOT, serving, written_rows
+from tests.providers.conftest import http_sweep, write
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+def _alive_in_session(sid: int) -> list[str]:
+    found = subprocess.run(["pgrep", "-a", "-s", str(sid)], capture_output=True, text=True).stdout
+    return [line for line in found.splitlines() if line.strip()]
+
+
+def test_sigterm_to_a_ray_driver_exits_143_leaves_no_process_and_the_rerun_is_whole(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    with serving(rpm=120, rpm_mode="bucket") as server, ray_temp(tmp_path_factory, "rs") as temp:
+        data = http_sweep(server.base_url, "openai", runs=1, concurrency=32)
+        data["engine"] = {"concurrency": 32, "flush_seconds": 0.05}
+        sweep, out = write(tmp_path, data), tmp_path / "out"
+        env = dict(os.environ, RAY_TMPDIR=str(temp))
+        proc = subprocess.Popen([sys.executable, "-m", "runner.cli.app", "run", str(sweep), "--out", str(out), "-q",
+                                 "--ray", "local", "--workers", "2"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 150  # Ray's start on a loaded machine, then a few paced answers
+            while time.monotonic() < deadline and proc.poll() is None \
+                    and server.stats()["by_status"].get("200", 0) < 8:
+                time.sleep(0.2)
+            assert proc.poll() is None, proc.communicate()[1][-2000:]
+            proc.send_signal(signal.SIGTERM)
+            returned = proc.wait(timeout=60)
+            stderr = proc.stderr.read() if proc.stderr else ""
+            assert returned == 143, stderr[-2000:]
+            assert "SIGTERM received" not in stderr and "Traceback" not in stderr, stderr[-2000:]
+            time.sleep(10)
+            assert _alive_in_session(proc.pid) == []
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if list((out / "trials").glob("*.arrow")):  # a chunk may not have come back before the stop
+            rows = written_rows(out)
+            assert rows.filter(pl.col("error_kind") == "internal").height == 0
+            assert rows.height < 117
