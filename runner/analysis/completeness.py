@@ -8,7 +8,9 @@ A model server that died mid-run (a local llama.cpp that crashed, a tunnel that 
 whose later trials are all error rows that never reached a server. Its tables then hold the trials before the
 crash, and a reader who starts at the first table sees rates of a fraction of the grid with no word of why
 (issue 34: "a crashed server was reported after 180 lines of empty tables"). So the same lines say that
-first, counted from the rows' ``unreachable`` column (``runner.config.cost.usage_by_model``).
+first, counted from the rows' ``unreachable`` column (``runner.config.cost.usage_by_model``). Likewise a server
+whose tool-call parser dropped what the model wrote (empty replies it billed tokens for: the replies view's
+``server finding`` notes) makes those trials measure the server, not the model: said first too.
 """
 
 from __future__ import annotations
@@ -54,6 +56,10 @@ def incomplete_lines(summary: Summary) -> list[str]:
             lines.append(f"server unreachable: model {model}{where} reached no server in any of its {trials:,} "
                          "trials — it has no rates; start the server its base_url names, then run the sweep again "
                          "with --retry-errors")
+    for analysed in summary.runs:  # the replies view's server findings (runner.analysis.replies.server_findings)
+        for views in analysed.views.values():
+            lines += [note + (f" (run {analysed.label})" if many else "") for view in views if view.key == "replies"
+                      for note in view.notes if note.startswith("server finding:")]
     lines += [f"incomplete: {done:,} of {total:,} trials written" + (f" (run {run})" if many else "")
               + " — rates cover only the trials that ran, and the scorecard is not graded; rerun the same command "
                 "to finish the grid" for run, done, total in incomplete_runs(summary)]

@@ -23,6 +23,7 @@ COLUMNS = (
     ViewColumn("trials", "trials", Format.COUNT),
     ViewColumn("empty_reply", "empty replies", Format.COUNT),
     ViewColumn("empty_rate", "empty", Format.RATE),
+    ViewColumn("empty_with_tokens", "empty, tokens dropped", Format.COUNT),
     ViewColumn("unparsable_calls", "unparsable calls", Format.COUNT),
     ViewColumn("calls_from_text", "calls from text", Format.COUNT),
     ViewColumn("errors", "errors", Format.COUNT),
@@ -45,17 +46,33 @@ def _empty_expr(text: pl.Expr, n_calls: pl.Expr) -> pl.Expr:
     return (n_calls == 0) & (stripped == "")
 
 
-def _flags(frame: pl.LazyFrame, text_col: bool) -> pl.LazyFrame:
-    """Per trial, as columns: ok, empty reply, unparsable calls, calls from text, error kind, timed out with a
-    request sent. Texts the expression cannot decide exactly (``_SAFE_TEXT``) are marked ``unsure``."""
+def _last_output_tokens(names: list[str]) -> pl.Expr:
+    """Output tokens of the trial's last model call (the reply the verdict read): from the recorded calls where the
+    output has them (format 2), else the trial's total (right for single-turn probes)."""
+    if "calls" in names:
+        last = pl.col("calls").list.last().struct.field("response").struct.field("output_tokens")
+        return pl.coalesce(last, pl.col("output_tokens") if "output_tokens" in names else pl.lit(None))
+    return pl.col("output_tokens") if "output_tokens" in names else pl.lit(None, dtype=pl.Int64)
+
+
+def _flags(frame: pl.LazyFrame, text_col: bool, names: list[str]) -> pl.LazyFrame:
+    """Per trial, as columns: ok, empty reply, empty reply the server billed tokens for, unparsable calls, calls
+    from text, error kind, timed out with a request sent. Texts the expression cannot decide exactly
+    (``_SAFE_TEXT``) are marked ``unsure``.
+
+    An empty reply with output tokens is the server's, not the model's: the model wrote something (llama.cpp's
+    ``chatml-function-calling`` answered 6 tokens and no text, 12 of 13 times, issue 34) that the server's
+    tool-call parser consumed and did not return as text or as a call."""
     calls = pl.col("tool_calls")
     n_calls = calls.list.len().fill_null(0)
     text = pl.col("response_text").fill_null("")
     ok = pl.col("status") == "ok"
     kind = pl.when(pl.col("error_kind").fill_null("") == "").then(pl.lit("unknown")).otherwise(pl.col("error_kind"))
+    empty = ok & _empty_expr(text, n_calls)
     return frame.select(
         "model", "condition", ok.alias("ok"),
-        (ok & _empty_expr(text, n_calls)).alias("empty"),
+        empty.alias("empty"),
+        (empty & (_last_output_tokens(names).fill_null(0) > 0)).alias("empty_tokens"),
         (ok & (n_calls == 0) & ~text.str.contains(_SAFE_TEXT)).alias("unsure"),
         pl.when(ok).then(text).otherwise(None).alias("text"),
         pl.when(ok).then(calls.list.eval(pl.element().struct.field("parse_error").is_not_null()).list.sum())
@@ -77,10 +94,11 @@ def _reply_table(frame: pl.LazyFrame, probe: str) -> pl.DataFrame:
     cols = ["model", "condition", "status", "error_kind", "tool_calls", "response_text", "attempts"]
     if any(c not in names for c in cols):
         return pl.DataFrame()
-    flags = _flags(frame.filter(pl.col("probe") == probe), "calls_from_text" in names)
+    flags = _flags(frame.filter(pl.col("probe") == probe), "calls_from_text" in names, names)
     cell = ["model", "condition"]
     table = flags.group_by(cell).agg(
         pl.len().alias("trials"), pl.col("empty").sum().alias("empty_reply"),
+        pl.col("empty_tokens").sum().alias("empty_with_tokens"),
         pl.col("broken").sum().cast(pl.Int64).alias("unparsable_calls"),
         pl.col("from_text").sum().alias("calls_from_text"), (~pl.col("ok")).sum().alias("errors"),
         pl.col("timeout_sent").sum().alias("timeouts_sent")).collect(engine="streaming")
@@ -103,12 +121,14 @@ def _reply_table(frame: pl.LazyFrame, probe: str) -> pl.DataFrame:
     lines = {(m, c): ", ".join(f"{k} {n}" for k, n in sorted(zip(g["kind"].to_list(), g["n"].to_list(), strict=True)))
              for (m, c), g in kinds.group_by(cell)}
     ok = pl.col("trials") - pl.col("errors")
+    # never more than the empty replies (an undecided text the exact rule found not empty)
+    table = table.with_columns(pl.min_horizontal("empty_with_tokens", "empty_reply").alias("empty_with_tokens"))
     table = table.sort(cell).with_columns(
         pl.when(ok > 0).then(pl.col("empty_reply") / ok).otherwise(None).alias("empty_rate"),
         pl.Series("error_kinds", [lines.get((m, c), "") for m, c in table.sort(cell).select(cell).iter_rows()],
                   dtype=pl.String))
     schema = {"model": pl.String, "condition": pl.String, "trials": pl.Int64, "empty_reply": pl.Int64,
-              "empty_rate": pl.Float64, "unparsable_calls": pl.Int64, "calls_from_text": pl.Int64,
+              "empty_rate": pl.Float64, "empty_with_tokens": pl.Int64, "unparsable_calls": pl.Int64, "calls_from_text": pl.Int64,
               "errors": pl.Int64, "error_kinds": pl.String, "timeouts_sent": pl.Int64}
     return table.select([pl.col(name).cast(dtype) for name, dtype in schema.items()])
 
@@ -128,6 +148,18 @@ def _queue_notes(table: pl.DataFrame) -> list[str]:
     return notes
 
 
+def server_findings(table: pl.DataFrame, probe: str) -> list[str]:
+    """One line per model whose empty replies came with output tokens: a finding about its server, not its model."""
+    if table.is_empty() or "empty_with_tokens" not in table.columns:
+        return []
+    per_model = (table.group_by("model").agg(pl.col("empty_with_tokens").sum(), pl.col("empty_reply").sum())
+                 .sort("model"))
+    return [f"server finding: model {model}: {dropped:,} of its {empty:,} empty replies in {probe} came with output "
+            "tokens the server returned as neither text nor a call — its tool-call parser dropped what the model "
+            "wrote, so those trials measure the server, not the model (docs/local-models.md)"
+            for model, dropped, empty in per_model.iter_rows() if dropped]
+
+
 def replies_view(frame: pl.LazyFrame, probe: str) -> list[ProbeView]:
     table = _reply_table(frame, probe)
     if table.is_empty():
@@ -135,6 +167,7 @@ def replies_view(frame: pl.LazyFrame, probe: str) -> list[ProbeView]:
     return [ProbeView(
         KEY, f"{probe} · replies: what the model sent",
         "Per model and condition: empty replies (no tool call, no text once template tokens are removed: never a "
-        "pass, an abstention or a question), calls whose arguments do not parse, trials whose calls were read "
+        "pass, an abstention or a question), of which the server billed output tokens for (its tool-call parser "
+        "dropped what the model wrote: a server finding), calls whose arguments do not parse, trials whose calls were read "
         "from the reply's text (tool_call_parser), and error rows by kind.",
-        table, COLUMNS, tuple(_queue_notes(table)))]
+        table, COLUMNS, tuple(server_findings(table, probe) + _queue_notes(table)))]

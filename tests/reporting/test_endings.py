@@ -121,3 +121,55 @@ def test_a_run_with_error_rows_lists_them_before_the_first_table(tmp_path: Path)
     errors = next(i for i, x in enumerate(lines) if "ended as error rows" in x)
     first_table = next(i for i, x in enumerate(lines) if "leaderboard" in x)
     assert errors < first_table, lines[:first_table + 1]
+
+
+def test_empty_replies_the_server_billed_tokens_for_are_a_server_finding_said_first(tmp_path: Path) -> None:
+    """Issue 34: llama.cpp's chatml-function-calling answered 6 output tokens and no text, no call: the model wrote
+    something its tool-call parser dropped. A loopback server answering like that (every reply empty, 6 tokens)
+    makes the report lead with a server finding, and the replies view count them."""
+    import asyncio
+    import threading
+
+    from aiohttp import web
+
+    from runner.analysis.leaderboard import summarize
+    from runner.output import Output
+    from tests.helpers.files import quickstart_dict, write_yaml
+
+    async def chat(request: web.Request) -> web.Response:
+        body = await request.json()
+        return web.json_response({
+            "id": "x", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": ""}}],
+            "usage": {"prompt_tokens": 40, "completion_tokens": 6, "total_tokens": 46}})
+
+    loop = asyncio.new_event_loop()
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    app_runner = web.AppRunner(app)
+    loop.run_until_complete(app_runner.setup())
+    site = web.TCPSite(app_runner, "127.0.0.1", 0)
+    loop.run_until_complete(site.start())
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        data = quickstart_dict()
+        data["probes"] = data["probes"][:1]
+        data["probes"][0]["runs"] = 1
+        data["models"] = [{"name": "local", "provider": "openai", "model": "m", "api_key_env": None,
+                           "base_url": f"http://127.0.0.1:{port}/v1"}]
+        result = invoke("run", str(write_yaml(tmp_path / "s.yaml", data)), "--out", str(tmp_path / "out"))
+    finally:
+        asyncio.run_coroutine_threadsafe(app_runner.cleanup(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+    assert result.exit_code == 0, result.output
+    trials = written_rows(tmp_path / "out").height
+    lines = result.stdout.splitlines()
+    table = next(i for i, line in enumerate(lines) if "leaderboard" in line)
+    probe = data["probes"][0].get("name", data["probes"][0]["kind"])
+    assert lines[0].startswith(f"server finding: model local: {trials:,} of its {trials:,} empty replies in {probe} "
+                               "came with output tokens") and 0 < table
+    view = next(v for v in summarize([Output.open(tmp_path / "out")]).runs[0].views[probe] if v.key == "replies")
+    assert int(view.table["empty_with_tokens"].sum()) == int(view.table["empty_reply"].sum()) == trials
