@@ -74,6 +74,9 @@ def audit(
             if out_dir is None:
                 raise UserError("--out DIR is needed to audit trace files", hint="e.g. --out audit/")
             for p in paths:
+                if not p.exists():
+                    raise UserError("no such file", file=p,
+                                    hint="give the traces.jsonl that `trialgrid import traces` wrote (or one audit directory)")
                 if not p.is_file():
                     raise UserError("not a trace file", file=p, hint="give JSON lines files (or one audit directory)")
             rows = _run_rows(run) if run is not None else None

@@ -27,12 +27,13 @@ def oracle(frame: pl.LazyFrame, probe: str) -> pl.DataFrame:
     names = frame.collect_schema().names()
     cols = ["model", "condition", "status", "error_kind", "tool_calls", "response_text", "attempts"]
     text_col = "calls_from_text" in names
-    rows = frame.filter(pl.col("probe") == probe).select([*cols, *(["calls_from_text"] if text_col else [])]).collect()
+    extra = [c for c in ("calls_from_text", "calls", "output_tokens") if c in names]
+    rows = frame.filter(pl.col("probe") == probe).select([*cols, *extra]).collect()
     acc: dict[tuple[str, str], dict[str, Any]] = {}
     for r in rows.iter_rows(named=True):
         a = acc.setdefault((r["model"], r["condition"]), {
-            "trials": 0, "empty_reply": 0, "unparsable_calls": 0, "calls_from_text": 0, "errors": 0,
-            "kinds": {}, "timeouts_sent": 0})
+            "trials": 0, "empty_reply": 0, "empty_with_tokens": 0, "unparsable_calls": 0, "calls_from_text": 0,
+            "errors": 0, "kinds": {}, "timeouts_sent": 0})
         a["trials"] += 1
         if r["status"] != "ok":
             a["errors"] += 1
@@ -42,18 +43,22 @@ def oracle(frame: pl.LazyFrame, probe: str) -> pl.DataFrame:
                 a["timeouts_sent"] += 1
             continue
         calls = r["tool_calls"] or []
-        a["empty_reply"] += is_empty(r["response_text"] or "", len(calls))
+        empty = is_empty(r["response_text"] or "", len(calls))
+        a["empty_reply"] += empty
+        recorded = r.get("calls") or []  # the last model call's output tokens: the reply the verdict read
+        last = (recorded[-1]["response"] or {}).get("output_tokens") if recorded else None
+        a["empty_with_tokens"] += empty and ((r.get("output_tokens") if last is None else last) or 0) > 0
         a["unparsable_calls"] += sum(1 for c in calls if c.get("parse_error") is not None)
         if text_col and r["calls_from_text"]:
             a["calls_from_text"] += 1
     out = [{"model": m, "condition": c, "trials": a["trials"], "empty_reply": a["empty_reply"],
             "empty_rate": a["empty_reply"] / ok if (ok := a["trials"] - a["errors"]) else None,
-            "unparsable_calls": a["unparsable_calls"], "calls_from_text": a["calls_from_text"],
+            "empty_with_tokens": a["empty_with_tokens"], "unparsable_calls": a["unparsable_calls"], "calls_from_text": a["calls_from_text"],
             "errors": a["errors"], "error_kinds": ", ".join(f"{k} {n}" for k, n in sorted(a["kinds"].items())),
             "timeouts_sent": a["timeouts_sent"]}
            for (m, c), a in sorted(acc.items())]
     schema = {"model": pl.String, "condition": pl.String, "trials": pl.Int64, "empty_reply": pl.Int64,
-              "empty_rate": pl.Float64, "unparsable_calls": pl.Int64, "calls_from_text": pl.Int64,
+              "empty_rate": pl.Float64, "empty_with_tokens": pl.Int64, "unparsable_calls": pl.Int64, "calls_from_text": pl.Int64,
               "errors": pl.Int64, "error_kinds": pl.String, "timeouts_sent": pl.Int64}
     return pl.DataFrame(out, schema=schema)
 

@@ -50,6 +50,9 @@ def test_sigterm_to_a_ray_driver_exits_143_leaves_no_process_and_the_rerun_is_wh
             proc.send_signal(signal.SIGTERM)
             returned = proc.wait(timeout=60)
             stderr = proc.stderr.read() if proc.stderr else ""
+            for pipe in (proc.stdout, proc.stderr):  # closed here, not by the garbage collector
+                if pipe:
+                    pipe.close()
             assert returned == 143, stderr[-2000:]
             assert "SIGTERM received" not in stderr and "Traceback" not in stderr, stderr[-2000:]
             time.sleep(10)

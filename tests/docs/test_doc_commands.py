@@ -34,6 +34,9 @@ NOT_RUN = (
     (r"--batch\b", "needs a batch server (tests/providers runs it against trialgrid serve)"),
     (r"(benchmarks|scripts)/\w+\.py", "a benchmark or script, minutes of work (test_docs.py runs each with --help)"),
     (r"^trialgrid import\b", "needs outside data (tests/importers runs each importer)"),
+    (r"audit-staging\.yaml", "a paid auditor model over a user's own imported traces"),
+    (r"^trialgrid (audit|sample)\b.*\b(imported|audit)/", "reads what `import traces` made of a user's own traces "
+     "(tests/probes/test_phantom_audit.py runs audit and sample)"),
     (r"configs/local-model\.yaml", "needs a local model server (docs/local-models.md)"),
     (r"negatives-old", "needs an older run of the same sweep"),
     (r"\b(sweep\.yaml|OUT|OLD|NEW|PATH|HEAD|ANCHORS|P)\b|…", "a placeholder, not a file"),

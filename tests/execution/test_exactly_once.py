@@ -306,6 +306,8 @@ def test_a_kill_9_resends_no_answered_trial(tmp_path: Path) -> None:
         assert proc.poll() is None, "the run ended before it could be killed"
         proc.kill()  # SIGKILL: nothing of the run's own gets to run
         proc.wait(timeout=30)
+        if proc.stderr:  # closed here, not by the garbage collector (a ResourceWarning in whichever test runs then)
+            proc.stderr.close()
         assert list((out / "trials").glob("journal-*.jsonl")), "the kill left no journal"
         resumed = trialgrid("run", str(sweep), "--out", str(out), "--no-report")
         assert resumed.returncode == 0, resumed.stderr

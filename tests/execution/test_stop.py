@@ -84,6 +84,9 @@ def test_sigterm_stops_a_throttled_run_at_once_and_the_rerun_equals_an_uninterru
             proc.kill()
             proc.wait()
     stderr = proc.stderr.read() if proc.stderr else ""
+    for pipe in (proc.stdout, proc.stderr):  # closed here, not by the garbage collector (a ResourceWarning later)
+        if pipe:
+            pipe.close()
     assert returned == 143, stderr
     for noise in NOISE:
         assert noise not in stderr, stderr
