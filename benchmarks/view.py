@@ -7,7 +7,9 @@ raised to reach the size; built once and kept in ``--cache``), then ``trialgrid 
 its own process and asked, over HTTP, what the page asks: the first page of trials, the run with its filter
 columns, a filtered page (a model, an outcome and a text search), a sorted page, a trial's detail (the first
 one asked, then others) and the rates (the report's analysis, computed once). Prints each latency and the
-server's resident memory (RSS) before and after the rates (the report's analysis). The list page asks for its
+server's resident memory (RSS) before and after the rates (the report's analysis), the time from the process's
+start to the rates, and then a fresh server asked for the rates first (nothing else): the time to the rates page
+and the peak while it gets there. The list page asks for its
 rows and its count apart (the rows come first), so each is timed. Figures, not a test (issue 25's targets: first page ≤ 1 s after
 start, a filtered page ≤ 2 s, a detail ≤ 200 ms, RSS bounded whatever the size).
 """
@@ -116,14 +118,42 @@ def measure(out: Path) -> None:
         print(f"  server RSS before the rates   {rss_before_rates:8.0f} MiB", flush=True)
         try:  # the report's analysis: as slow as `trialgrid report` on this output
             rates_first, _ = timed(api + "/rates", timeout=RATES_TIMEOUT)
+            ready = time.perf_counter() - started
             rates_again, _ = timed(api + "/rates")
-            print(f"  rates, first / again          {rates_first * 1000:8.0f} / {rates_again * 1000:.0f} ms")
+            print(f"  rates, first / again          {rates_first * 1000:8.0f} / {rates_again * 1000:.0f} ms  "
+                  f"({ready:.1f} s after start; warm-up began the analysis after the first page)")
         except TimeoutError:
             print(f"  rates                         no answer in {RATES_TIMEOUT:.0f} s (the report's analysis)")
         rss = server.memory_info().rss / 2**20
         status = dict(x.split(":", 1) for x in Path(f"/proc/{proc.pid}/status").read_text().splitlines() if ":" in x)
         peak = int(status.get("VmHWM", "0 kB").split()[0]) / 1024  # the most the server ever held
         print(f"  server RSS after the rates    {rss:8.0f} MiB, {peak:.0f} MiB at its peak", flush=True)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def rates_alone(out: Path) -> None:
+    """A fresh server asked for the rates as soon as it listens, and nothing else: the time to the rates page
+    from the process's start, and the server's peak while it gets there (the analysis beside the warm-up)."""
+    env = {**os.environ, "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "runner", "view", str(out), "--port", "0"], stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        assert proc.stderr is not None
+        base = proc.stderr.readline().split("trialgrid view: ", 1)[1].split(" ", 1)[0]
+        try:
+            timed(base + "api/runs/0/rates", timeout=RATES_TIMEOUT)
+            took = f"{time.perf_counter() - started:8.1f} s  after start"
+        except TimeoutError:
+            took = f"no answer in {RATES_TIMEOUT:.0f} s"
+        server = psutil.Process(proc.pid)
+        cpu = server.cpu_times()
+        status = dict(x.split(":", 1) for x in Path(f"/proc/{proc.pid}/status").read_text().splitlines() if ":" in x)
+        peak = int(status.get("VmHWM", "0 kB").split()[0]) / 1024
+        print(f"  rates asked first (fresh server) {took} ({cpu.user + cpu.system:.1f} CPU s), "
+              f"{peak:.0f} MiB peak RSS, load average now {os.getloadavg()[0]:.1f}", flush=True)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -137,7 +167,9 @@ def main() -> None:
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for n in args.trials:
         print(f"{n:,} trials")
-        measure(build(args.cache, n))
+        out = build(args.cache, n)
+        measure(out)
+        rates_alone(out)
 
 
 if __name__ == "__main__":

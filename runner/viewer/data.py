@@ -56,6 +56,9 @@ FILTER_COMMON = ("model", "probe", "case_id", "condition", "run", "status", "err
 _SNIPPET = 240  # characters of a reply a list row carries
 _DISTINCT_MAX = 500
 _COUNTS_KEPT = 256  # counts remembered per snapshot (a few integers each)
+#: rows a text search's count reads at a time: the search decodes every reply and every recorded call's arguments,
+#: which at 1 M trials held ~400 MiB at once (read whole) and ~150 MiB read this many rows at a time, in no more time
+_TEXT_SLICE = 250_000
 _EXACT = 2**53  # the largest integer a JavaScript number holds exactly  # a column with more values than this is filtered by typing, not by a list
 
 
@@ -433,10 +436,12 @@ class Source:
             out["common" if c in _COMMON else "outcomes"].append(entry)
         return out
 
-    def _filtered(self, snap: _Snapshot, query: Query) -> pl.LazyFrame:
+    def _filtered(self, snap: _Snapshot, query: Query, frame: pl.LazyFrame | None = None) -> pl.LazyFrame:
+        """``query`` applied to ``frame`` (by default the snapshot's every trial; a slice of it when counting a
+        text search a slice at a time)."""
         assert snap.frame is not None
         schema = snap.schema
-        frame = snap.frame
+        frame = snap.frame if frame is None else frame
 
         def member(column: str, values: tuple[str, ...]) -> pl.Expr:
             if column not in schema or column in CALL_COLUMNS:
@@ -479,7 +484,16 @@ class Source:
         outcomes = self.outcomes(snap)
         cols = [c for c in LIST_COLUMNS if c in snap.schema] + outcomes
         selected = [pl.col(c).str.slice(0, _SNIPPET) if c == "response_text" else pl.col(c) for c in cols]
-        rows = frame.slice(query.offset, query.limit).select(selected).collect()
+        if query.sort is not None and snap.stream_frame is None:
+            # sorted: the positions of the page's rows found from the filter and sort columns alone, then those
+            # rows read as one-row slices (sorting every column of every trial held 670 MiB at 1 M trials); a
+            # live output is sorted whole (its newest-row-per-trial frame would be computed again for each slice)
+            at = (self._filtered(snap, query, snap.frame.with_row_index("_pos")).slice(query.offset, query.limit)
+                  .select("_pos").collect()["_pos"].to_list())
+            rows = (pl.concat([snap.frame.slice(int(i), 1).select(selected) for i in at]).collect() if at
+                    else frame.clear().select(selected).collect())
+        else:
+            rows = frame.slice(query.offset, query.limit).select(selected).collect()
         return {"total": self.count(query) if count else None, "offset": query.offset, "outcomes": outcomes,
                 "rows": [_plain(r) for r in rows.iter_rows(named=True)]}
 
@@ -494,8 +508,15 @@ class Source:
             known = snap.cache.get("counts", {}).get(key)
         if known is not None:
             return int(known)
-        frame = self._filtered(snap, Query(query.equals, query.nulls, query.not_nulls, query.excludes, query.text))
-        total = int(frame.select(pl.len()).collect().item())
+        selection = Query(query.equals, query.nulls, query.not_nulls, query.excludes, query.text)
+        if query.text and snap.stream_frame is None:
+            # a finished output, a slice of rows at a time (its filters are row by row, so the slices' counts add
+            # up); a live one is not sliced: its newest-row-per-trial frame would be computed again for each slice
+            rows = self._cached(snap, "rows", lambda: int(snap.frame.select(pl.len()).collect().item()))
+            total = sum(int(self._filtered(snap, selection, snap.frame.slice(start, _TEXT_SLICE))
+                            .select(pl.len()).collect().item()) for start in range(0, rows, _TEXT_SLICE))
+        else:
+            total = int(self._filtered(snap, selection).select(pl.len()).collect().item())
         with self._lock:
             counts = snap.cache.setdefault("counts", {})
             if len(counts) >= _COUNTS_KEPT:
