@@ -5,7 +5,9 @@ Writes N generated traces in the import contract's shape (one call each, ``gold_
 the earlier tool results) and runs ``trialgrid audit`` on them in a fresh process per size, so each size's
 peak RSS is its own; then the report's flag rates over the written table (timed apart). Prints calls/s
 (generation excluded), calls per CPU-second (driver and workers: less sensitive to a loaded machine than
-wall time), peak RSS of the largest process and output bytes, with the load average.
+wall time), peak RSS of the largest process (and the driver's before the report) and output bytes, with the load
+average. The report reads per (field, conversation) counts (``read_counts``); ``AUDIT_REPORT=table`` reads
+the whole field table instead, as it did before.
 
     python benchmarks/trace_audit.py --sizes 100000 1000000
 """
@@ -61,18 +63,22 @@ def _child(traces: str, out: str) -> None:
     start = time.perf_counter()
     summary = audit_files([Path(traces)], Path(out), workers=int(os.environ.get("AUDIT_WORKERS", "2")))
     elapsed = time.perf_counter() - start
-    from runner.probes.phantom_audit import VIEW_COLUMNS, read_fields
+    from runner.probes.phantom_audit import VIEW_COLUMNS, read_counts, read_fields
     from runner.probes.phantom_report import flag_rates
 
+    audit_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     start = time.perf_counter()
-    flag_rates(read_fields(Path(out), VIEW_COLUMNS), seed=0)
+    if os.environ.get("AUDIT_REPORT") == "table":  # the whole field table, as before the per-conversation counts
+        flag_rates(read_fields(Path(out), VIEW_COLUMNS), seed=0)
+    else:
+        flag_rates(read_counts(Path(out)), seed=0)
     report_s = time.perf_counter() - start
     size = sum(p.stat().st_size for p in Path(out).iterdir())
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     rss = max(me.ru_maxrss, kids.ru_maxrss) / 1024  # the largest single process (the driver or a worker)
     cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
     print(json.dumps({"calls": summary.calls, "fields": summary.fields, "seconds": elapsed, "cpu_s": cpu, "report_s": report_s,
-                      "calls_per_s": summary.calls / elapsed, "peak_rss_mb": rss, "output_bytes": size}))
+                      "calls_per_s": summary.calls / elapsed, "peak_rss_mb": rss, "audit_rss_mb": audit_rss, "output_bytes": size}))
 
 
 def main() -> None:
@@ -93,7 +99,7 @@ def main() -> None:
                                  capture_output=True, text=True)
             fig = json.loads(res.stdout.strip().splitlines()[-1])
             print(f"{n:>9} calls  input {traces.stat().st_size / 2**20:7.1f} MiB  {fig['calls_per_s']:9.0f} calls/s  "
-                  f"{fig['seconds']:6.1f} s  {fig['calls'] / fig['cpu_s']:7.0f} calls per CPU-s  report {fig['report_s']:5.1f} s  peak RSS {fig['peak_rss_mb']:6.0f} MiB  output "
+                  f"{fig['seconds']:6.1f} s  {fig['calls'] / fig['cpu_s']:7.0f} calls per CPU-s  report {fig['report_s']:5.1f} s  peak RSS {fig['peak_rss_mb']:6.0f} MiB (driver before the report {fig['audit_rss_mb']:5.0f})  output "
                   f"{fig['output_bytes'] / 2**20:6.1f} MiB  ({fig['fields']} fields)  load {os.getloadavg()[0]:.1f}")
 
 
