@@ -355,3 +355,16 @@ def test_the_report_from_per_conversation_counts_matches_the_whole_table(tmp_pat
     assert flag_rates(agg, seed=0).equals(flag_rates(both, seed=0))
     assert agreement(agg, seed=0).equals(agreement(both, seed=0))
     assert scores_against(agg, "gold", seed=0).equals(scores_against(both, "gold", seed=0))
+
+
+def test_a_conversation_shares_one_context_and_its_verdicts_are_those_of_a_fresh_one() -> None:
+    from runner.core.jsonwalk import leaves
+    from runner.probes.grounding import GroundingContext, check_call, fields_of
+
+    traces = [A.Trace.model_validate(t) for t in GOLDLESS]
+    shown = [t.shown(True)["context"] for t in traces]
+    assert GroundingContext.of_values(shown[0]) is GroundingContext.of_values(shown[1])  # a1, a2: one context
+    for trace, ctx in zip(traces, shown, strict=True):
+        fresh = GroundingContext(str(v) for _, v in leaves(ctx) if v is not None)
+        expected = fields_of(f for c in trace.calls for f in check_call(c.tool, c.args, fresh))
+        assert baseline_fields(trace, hide_results=True) == expected
