@@ -5,9 +5,17 @@ Writes N generated traces in the import contract's shape (one call each, ``gold_
 the earlier tool results) and runs ``trialgrid audit`` on them in a fresh process per size, so each size's
 peak RSS is its own; then the report's flag rates over the written table (timed apart). Prints calls/s
 (generation excluded), calls per CPU-second (driver and workers: less sensitive to a loaded machine than
-wall time), peak RSS of the largest process and output bytes, with the load average.
+wall time), peak RSS of the largest process (and the driver's before the report) and output bytes, with the load
+average. The report reads per (field, conversation) counts (``read_counts``); ``AUDIT_REPORT=table`` reads
+the whole field table instead, as it did before.
 
     python benchmarks/trace_audit.py --sizes 100000 1000000
+    python benchmarks/trace_audit.py --report-only --sizes 1000000 10000000
+
+``--report-only`` skips the audit: it writes a field table of N calls directly (the audit's schema, four
+fields per call, conversations of 1–8 calls, a baseline flag per field drawn at random) and times the report
+over it both ways — the whole table (``read_fields``, as before) and the per-conversation counts
+(``read_counts``) — each in a fresh process, so each peak RSS is its own.
 """
 
 from __future__ import annotations
@@ -61,27 +69,105 @@ def _child(traces: str, out: str) -> None:
     start = time.perf_counter()
     summary = audit_files([Path(traces)], Path(out), workers=int(os.environ.get("AUDIT_WORKERS", "2")))
     elapsed = time.perf_counter() - start
-    from runner.probes.phantom_audit import VIEW_COLUMNS, read_fields
+    from runner.probes.phantom_audit import VIEW_COLUMNS, read_counts, read_fields
     from runner.probes.phantom_report import flag_rates
 
+    audit_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     start = time.perf_counter()
-    flag_rates(read_fields(Path(out), VIEW_COLUMNS), seed=0)
+    if os.environ.get("AUDIT_REPORT") == "table":  # the whole field table, as before the per-conversation counts
+        flag_rates(read_fields(Path(out), VIEW_COLUMNS), seed=0)
+    else:
+        flag_rates(read_counts(Path(out)), seed=0)
     report_s = time.perf_counter() - start
     size = sum(p.stat().st_size for p in Path(out).iterdir())
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     rss = max(me.ru_maxrss, kids.ru_maxrss) / 1024  # the largest single process (the driver or a worker)
     cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
     print(json.dumps({"calls": summary.calls, "fields": summary.fields, "seconds": elapsed, "cpu_s": cpu, "report_s": report_s,
-                      "calls_per_s": summary.calls / elapsed, "peak_rss_mb": rss, "output_bytes": size}))
+                      "calls_per_s": summary.calls / elapsed, "peak_rss_mb": rss, "audit_rss_mb": audit_rss, "output_bytes": size}))
+
+
+def write_table(path: Path, n: int, seed: int = 7) -> None:
+    """A field table of ``n`` calls (four fields each) in the audit's schema, written in row groups."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from runner.probes.phantom_audit import SCHEMA
+
+    rng = np.random.default_rng(seed)
+    step = 50_000
+    with pq.ParquetWriter(path, SCHEMA, compression="zstd") as writer:
+        conv = 0
+        for lo in range(0, n, step):
+            k = min(step, n - lo)
+            sizes = rng.integers(1, 9, size=k)  # conversations of 1–8 calls, cut at k calls
+            conv_of_call = (conv + np.repeat(np.arange(k), sizes))[:k]
+            conv = int(conv_of_call[-1]) + 1
+            calls = np.arange(lo, lo + k)
+            rows = 4 * k
+            tool_i = calls % len(_TOOLS)
+            arg = np.tile(np.array(["order_id", "email", "amount", "note"]), k)
+            tool = np.repeat(np.array(_TOOLS)[tool_i], 4)
+            call_s = np.repeat(calls, 4).astype(str)
+            cols = {
+                "model": pa.array([""] * rows), "condition": pa.array(["results_visible"] * rows),
+                "run": pa.array(np.zeros(rows, np.int32)), "trace": pa.array(np.char.add("t", call_s)),
+                "conversation": pa.array(np.char.add("c:conv-", np.repeat(conv_of_call, 4).astype(str))),
+                "tool": pa.array(tool), "arg": pa.array(arg), "field": pa.array(np.char.add(np.char.add(tool, "."), arg)),
+                "value": pa.array(np.char.add("v", call_s)), "baseline": pa.array(rng.random(rows) < 0.15),
+                "auditor": pa.nulls(rows, pa.bool_()), "gold": pa.nulls(rows, pa.bool_()),
+                "file": pa.array(np.zeros(rows, np.int32)), "line": pa.array(np.repeat(calls + 1, 4)),
+                "source_format": pa.array(["otel-genai"] * rows), "source_file": pa.array(["gen.json"] * rows),
+                "source_record": pa.array(np.repeat(calls, 4)), "trace_id": pa.array(np.char.add("T", call_s)),
+                "span_id": pa.array(np.char.add("S", call_s)), "call_id": pa.array(np.char.add("call_", call_s)),
+            }
+            writer.write_batch(pa.RecordBatch.from_pydict(cols, schema=SCHEMA))
+
+
+def _report_child(directory: str, how: str) -> None:
+    from runner.probes.phantom_audit import VIEW_COLUMNS, read_counts, read_fields
+    from runner.probes.phantom_report import flag_rates
+
+    start = time.perf_counter()
+    frame = read_fields(Path(directory), VIEW_COLUMNS) if how == "table" else read_counts(Path(directory))
+    rates = flag_rates(frame, seed=0)
+    elapsed = time.perf_counter() - start
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": elapsed, "peak_rss_mb": rss, "rows": frame.height,
+                      "audits": int(rates["audits"][-1])}))
+
+
+def report_only(sizes: list[int]) -> None:
+    print(f"load average {os.getloadavg()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes:
+            directory = Path(tmp) / f"audit-{n}"
+            directory.mkdir()
+            write_table(directory / "fields.parquet", n)
+            for how in ("table", "counts"):
+                res = subprocess.run([sys.executable, __file__, "--report-child", str(directory), how], check=True,
+                                     capture_output=True, text=True)
+                fig = json.loads(res.stdout.strip().splitlines()[-1])
+                print(f"{n:>10} calls  report from {how:6}  {fig['rows']:>9} rows read  {fig['seconds']:6.1f} s  "
+                      f"peak RSS {fig['peak_rss_mb']:6.0f} MiB  ({fig['audits']} units)  load {os.getloadavg()[0]:.1f}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    ap.add_argument("--report-only", action="store_true", help="time the report alone over a written table")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--report-child", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         _child(*a.child)
+        return
+    if a.report_child:
+        _report_child(*a.report_child)
+        return
+    if a.report_only:
+        report_only(a.sizes)
         return
     print(f"load average {os.getloadavg()}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -93,7 +179,7 @@ def main() -> None:
                                  capture_output=True, text=True)
             fig = json.loads(res.stdout.strip().splitlines()[-1])
             print(f"{n:>9} calls  input {traces.stat().st_size / 2**20:7.1f} MiB  {fig['calls_per_s']:9.0f} calls/s  "
-                  f"{fig['seconds']:6.1f} s  {fig['calls'] / fig['cpu_s']:7.0f} calls per CPU-s  report {fig['report_s']:5.1f} s  peak RSS {fig['peak_rss_mb']:6.0f} MiB  output "
+                  f"{fig['seconds']:6.1f} s  {fig['calls'] / fig['cpu_s']:7.0f} calls per CPU-s  report {fig['report_s']:5.1f} s  peak RSS {fig['peak_rss_mb']:6.0f} MiB (driver before the report {fig['audit_rss_mb']:5.0f})  output "
                   f"{fig['output_bytes'] / 2**20:6.1f} MiB  ({fig['fields']} fields)  load {os.getloadavg()[0]:.1f}")
 
 

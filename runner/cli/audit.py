@@ -89,7 +89,10 @@ def audit(
                  + ("" if rows is not None else " (baseline only: nothing left this machine)"))
             directory = out_dir
         auditor = bool(A.read_meta(directory).get("auditor"))
-        fields = A.read_fields(directory, A.VIEW_COLUMNS + (A.LISTING_COLUMNS if auditor else ()))
+        if auditor or labels is not None:  # the disagreements and the labels' join need the units themselves
+            fields = A.read_fields(directory, A.VIEW_COLUMNS + (A.LISTING_COLUMNS if auditor else ()))
+        else:  # baseline only: the rates from per-conversation counts, memory independent of the calls
+            fields = A.read_counts(directory)
         views = audit_views(fields, seed=seed, labels=read_labels(labels) if labels is not None else None)
         written: dict[str, Path] = {}
         if listings is not None:

@@ -129,8 +129,9 @@ class GroundingContext:
     @classmethod
     def of_values(cls, shown: Any) -> GroundingContext:
         """From a JSON tree (the phantom trace's context): its values only — a key such as ``user`` or ``total``
-        is structure, not something said."""
-        return cls(str(v) for _, v in leaves(shown) if v is not None)
+        is structure, not something said. One (cached) context per distinct text, as ``of_messages``: the calls
+        of one conversation audited without its tool results share it, and its memo."""
+        return _context_of_texts(tuple(str(v) for _, v in leaves(shown) if v is not None))
 
     @classmethod
     def of_messages(cls, messages: Sequence[Message]) -> GroundingContext:

@@ -36,6 +36,7 @@ from pydantic import ValidationError
 from runner.core.errors import UserError
 from runner.core.safety import confined
 from runner.probes.phantom import Trace, baseline_fields, conversation_of
+from runner.probes.phantom_report import COUNT
 
 FIELDS_FILE = "fields.parquet"
 META_FILE = "audit.json"
@@ -364,6 +365,26 @@ def read_fields(directory: Path, columns: Sequence[str] | None = None, *, flagge
     if flagged_only:
         lazy = lazy.filter(pl.col("baseline") | pl.col("auditor").fill_null(False))
     return (lazy.select(list(columns)) if columns is not None else lazy).collect()
+
+
+#: what an aggregated field table keeps of each unit (``read_counts``): the rates' and kappa's inputs
+COUNT_KEYS = ("model", "condition", "conversation", "field", "baseline", "auditor", "gold")
+
+
+def read_counts(directory: Path) -> pl.DataFrame:
+    """The field table an audit wrote, aggregated: one row per (model, condition, conversation, field,
+    verdicts) with the number of units it stands for (``phantom_report.COUNT``). Read with polars' streaming
+    engine, so the memory follows the conversations × fields, never the table: what the flag rates, kappa and
+    gold scores need, with the same numbers as the whole table. The conversation is its rank (an integer): the
+    views need only which units share one."""
+    path = directory / FIELDS_FILE
+    if not path.is_file():
+        raise UserError(f"not an audit directory: no {FIELDS_FILE} in it", file=directory,
+                        hint="write one with `trialgrid audit TRACES… --out DIR`")
+    lazy = pl.scan_parquet(path).group_by(list(COUNT_KEYS)).agg(pl.len().cast(pl.Int64).alias(COUNT))
+    counts = lazy.collect(engine="streaming")
+    # the conversation by its rank in sorted order: the same clusters in the same order, without a string each
+    return counts.with_columns(pl.col("conversation").rank("dense").cast(pl.Int64))
 
 
 def read_meta(directory: Path) -> Mapping[str, Any]:

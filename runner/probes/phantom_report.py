@@ -17,6 +17,10 @@ directory and the sweep's report show the same numbers.
   baseline says phantom where the auditor saw it grounded (usually paraphrase or derivation, which
   containment cannot see).
 - Where gold exists, precision and recall per scorer, as the phantom probe's field scores.
+
+The rates, kappa and gold scores also take the field table aggregated (``COUNT``: how many units share the
+row's model, condition, conversation, field and verdicts; ``phantom_audit.read_counts``), so a million calls'
+audit is reported from per (field, conversation) counts instead of the table itself: the same numbers.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ import stats
 from runner.core.constants import CONFIDENCE, INTERVAL_METHOD
 
 ALL_FIELDS = "(all fields)"
+#: the column of an aggregated field table: the number of (audit, field) units a row stands for
+COUNT = "units_n"
 _KAPPA_RESAMPLES = 2000
 
 
@@ -54,6 +60,13 @@ def fields_from_rows(rows: pl.DataFrame) -> pl.DataFrame:
     ).drop("baseline_fields", "pred_fields", "gold_fields", "_replied")
 
 
+def _units(fields: pl.DataFrame) -> pl.DataFrame:
+    """One row per unit: an aggregated table's rows repeated ``COUNT`` times (a unit table as it is)."""
+    if COUNT not in fields.columns:
+        return fields
+    return fields.with_columns(pl.int_ranges(0, pl.col(COUNT)).alias("_r")).explode("_r").drop("_r", COUNT)
+
+
 def _rate(cluster: np.ndarray, hits: np.ndarray, n: np.ndarray, seed: int) -> tuple[float, float, float]:
     if n.sum() == 0:
         return float("nan"), float("nan"), float("nan")
@@ -73,10 +86,13 @@ def flag_rates(fields: pl.DataFrame, seed: int) -> pl.DataFrame:
     it, with intervals clustered by conversation. The auditor's rate is over the audits it replied to."""
     if fields.height == 0:
         return pl.DataFrame(schema=FLAG_SCHEMA)
-    per = (fields.with_columns(pl.col("auditor").is_not_null().alias("_scored"))
-           .group_by("model", "condition", "field", "conversation")
-           .agg(pl.len().alias("n"), pl.col("baseline").sum().alias("b"), pl.col("_scored").sum().alias("an"),
-                pl.col("auditor").fill_null(False).sum().alias("a")))
+    if COUNT not in fields.columns:
+        fields = fields.with_columns(pl.lit(1, pl.Int64).alias(COUNT))
+    w = pl.col(COUNT)
+    per = (fields.group_by("model", "condition", "field", "conversation")
+           .agg(w.sum().cast(pl.Int64).alias("n"), (w * pl.col("baseline").cast(pl.Int64)).sum().alias("b"),
+                (w * pl.col("auditor").is_not_null().cast(pl.Int64)).sum().alias("an"),
+                (w * pl.col("auditor").fill_null(False).cast(pl.Int64)).sum().alias("a")))
     every = (per.group_by("model", "condition", "conversation")
              .agg(pl.col("n").sum(), pl.col("b").sum(), pl.col("an").sum(), pl.col("a").sum())
              .with_columns(pl.lit(ALL_FIELDS).alias("field")).select(per.columns))
@@ -108,7 +124,8 @@ def agreement(fields: pl.DataFrame, seed: int) -> pl.DataFrame:
     auditor replied, and Cohen's kappa with a cluster bootstrap interval over conversations."""
     if fields.height == 0:
         return pl.DataFrame(schema=AGREEMENT_SCHEMA)
-    scored = fields.filter(pl.col("auditor").is_not_null()).sort("model", "condition", "conversation", "trace")
+    scored = _units(fields.filter(pl.col("auditor").is_not_null()))
+    scored = scored.sort([c for c in ("model", "condition", "conversation", "trace") if c in scored.columns])
     out: list[dict[str, Any]] = []
     for (model, condition), sub in scored.group_by("model", "condition", maintain_order=True):
         a, b = sub["auditor"].to_numpy().astype(bool), sub["baseline"].to_numpy().astype(bool)
@@ -152,7 +169,7 @@ def scores_against(fields: pl.DataFrame, truth: str, seed: int, scorers: tuple[s
     A scorer with no verdict on those units (no auditor ran) is left out."""
     if fields.height == 0 or truth not in fields.columns:
         return pl.DataFrame(schema=GOLD_SCHEMA)
-    known = fields.filter(pl.col(truth).is_not_null())
+    known = _units(fields.filter(pl.col(truth).is_not_null()))
     out: list[dict[str, Any]] = []
     for (model, condition), sub in known.sort("model", "condition", cluster).group_by(
             "model", "condition", maintain_order=True):

@@ -327,3 +327,44 @@ def test_report_findings_of_a_phantom_run_are_keyed_by_the_source_ids(tmp_path: 
     assert (tmp_path / "f.otel.jsonl").is_file()
     assert cli.invoke(app, ["report", str(tmp_path / "o"), str(tmp_path / "o"), "--findings",
                             str(tmp_path / "g.jsonl")]).exit_code == 2
+
+
+def test_the_report_from_per_conversation_counts_matches_the_whole_table(tmp_path: Path) -> None:
+    from runner.probes.phantom_report import COUNT
+
+    rng = np.random.default_rng(3)
+    traces = []
+    for c in range(120):  # conversations of 1–6 calls; some arguments from the context, some not
+        user, results = f"Refund ORD-{c} for u{c}@x.test", []
+        for t in range(int(rng.integers(1, 7))):
+            args = {"order_id": f"ORD-{c if rng.random() < 0.8 else c + 1000}",
+                    "email": f"u{c}@x.test" if rng.random() < 0.7 else "x@y.test", "amount": int(rng.integers(9))}
+            traces.append(_trace(f"{c}-{t}", f"conv-{c}" if c % 9 else None, user, args, list(results),
+                                 tool=("refund_order", "get_order")[t % 2]))
+            results.append({"tool": "get_order", "result": {"amount": args["amount"]}})
+    A.audit_files([_write(tmp_path / "t.jsonl", traces)], tmp_path / "a", workers=1)
+    whole = A.read_fields(tmp_path / "a", A.VIEW_COLUMNS)
+    counts = A.read_counts(tmp_path / "a")
+    assert counts[COUNT].sum() == whole.height and counts.height < whole.height
+    assert flag_rates(counts, seed=0).equals(flag_rates(whole, seed=0))
+    # an auditor and gold beside the baseline (a deterministic pseudo-verdict per unit): kappa and gold scores too
+    h = whole["trace"].hash(1) ^ whole["field"].hash(2)
+    both = whole.with_columns(auditor=pl.when(h % 7 == 0).then(None).otherwise(h % 5 < 2),
+                              gold=pl.when(h % 11 == 0).then(None).otherwise(h % 3 == 0))
+    agg = both.group_by(list(A.COUNT_KEYS)).agg(pl.len().cast(pl.Int64).alias(COUNT))
+    assert flag_rates(agg, seed=0).equals(flag_rates(both, seed=0))
+    assert agreement(agg, seed=0).equals(agreement(both, seed=0))
+    assert scores_against(agg, "gold", seed=0).equals(scores_against(both, "gold", seed=0))
+
+
+def test_a_conversation_shares_one_context_and_its_verdicts_are_those_of_a_fresh_one() -> None:
+    from runner.core.jsonwalk import leaves
+    from runner.probes.grounding import GroundingContext, check_call, fields_of
+
+    traces = [A.Trace.model_validate(t) for t in GOLDLESS]
+    shown = [t.shown(True)["context"] for t in traces]
+    assert GroundingContext.of_values(shown[0]) is GroundingContext.of_values(shown[1])  # a1, a2: one context
+    for trace, ctx in zip(traces, shown, strict=True):
+        fresh = GroundingContext(str(v) for _, v in leaves(ctx) if v is not None)
+        expected = fields_of(f for c in trace.calls for f in check_call(c.tool, c.args, fresh))
+        assert baseline_fields(trace, hide_results=True) == expected
