@@ -34,6 +34,7 @@ import tempfile
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 from runner.core.errors import UserError
 
@@ -91,6 +92,38 @@ def check_regular_file(path: Path, *, what: str) -> int:
         raise UserError(f"{what} is {st.st_size:,} bytes, over the {limit:,}-byte input cap", file=path,
                         hint=f"set {_MAX_INPUT_ENV} to a larger number of megabytes if the file is meant to be this big")
     return st.st_size
+
+
+#: how much of an over-long line is read at a time while skipping it
+_DRAIN_CHUNK = 1 << 20
+
+
+class ReadsLines(Protocol):
+    """A binary file, plain or gzip: what ``bounded_lines`` reads."""
+
+    def readline(self, size: int = -1, /) -> bytes: ...
+
+
+def bounded_lines(fh: ReadsLines, limit: int) -> Iterator[tuple[int, bytes | None, int]]:
+    """``(line number, line, bytes)`` of each line of a binary file, never holding more than ``limit + 1`` bytes of
+    one: a longer line is skipped in chunks and given as ``None`` with its length, so a streaming reader (trace
+    import, trace audit) can count it as one bad record. Blank lines are given too (the caller decides)."""
+    number = 0
+    while True:
+        line = fh.readline(limit + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > limit and not line.endswith(b"\n"):
+            skipped = len(line)
+            while True:
+                chunk = fh.readline(_DRAIN_CHUNK)
+                skipped += len(chunk)
+                if not chunk or chunk.endswith(b"\n"):
+                    break
+            yield number, None, skipped
+            continue
+        yield number, line, len(line)
 
 
 def read_capped(path: Path, *, what: str) -> bytes:

@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from runner.core.errors import UserError
-from runner.core.safety import confined
+from runner.core.safety import bounded_lines, confined
 from runner.probes.phantom import Trace, baseline_fields, conversation_of
 from runner.probes.phantom_report import COUNT
 
@@ -150,18 +150,10 @@ def _raw_lines(path: Path, summary: AuditSummary) -> Iterator[tuple[int, bytes]]
     except OSError as exc:
         raise UserError(f"cannot read the trace file: {exc.strerror}", file=path) from None
     with fh:
-        number = 0
-        while True:
-            raw = fh.readline(MAX_LINE_BYTES + 1)
-            if not raw:
-                return
-            number += 1
-            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                while raw and not raw.endswith(b"\n"):
-                    raw = fh.readline(MAX_LINE_BYTES)
+        for number, raw, _size in bounded_lines(fh, MAX_LINE_BYTES):
+            if raw is None:
                 summary.skip("line too long", f"{path}:{number}", f"longer than {MAX_LINE_BYTES >> 20} MiB; skipped")
-                continue
-            if raw.strip():
+            elif raw.strip():
                 yield number, raw
 
 

@@ -35,7 +35,7 @@ from typing import IO, Any
 
 import orjson
 
-from runner.core.safety import one_line
+from runner.core.safety import bounded_lines, one_line
 
 MAX_RECORD_BYTES = 32 * 1024 * 1024
 MAX_ID_CHARS = 1024
@@ -45,7 +45,6 @@ MAX_DEPTH = 64
 #: one call): the most recent this many, so memory does not grow with the input
 DEDUPE_WINDOW = 200_000
 _PRINTED_PER_REASON = 5
-_DRAIN_CHUNK = 1 << 20
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_]+")
 
 
@@ -212,16 +211,6 @@ def tools_of(tools: Any) -> list[dict[str, Any]] | None:
 
 # -- reading ---------------------------------------------------------------------------------------------------------
 
-def _drain(fh: Any) -> int:
-    """Skip to the end of the current line; returns the bytes skipped."""
-    n = 0
-    while True:
-        chunk = fh.readline(_DRAIN_CHUNK)
-        n += len(chunk)
-        if not chunk or chunk.endswith(b"\n"):
-            return n
-
-
 def records(path: Path, limit: int = MAX_RECORD_BYTES) -> Iterator[tuple[int, Any]]:
     """``(record number, parsed value or BadRecord)`` for each record of ``path``, holding at most ``limit`` bytes.
 
@@ -230,15 +219,9 @@ def records(path: Path, limit: int = MAX_RECORD_BYTES) -> Iterator[tuple[int, An
     own but the whole file is: an array's items are its records (numbered from 0), an object is record 0.
     A first line that is neither (a JSON lines file whose first record is cut short) is one bad record."""
     with (gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")) as fh:
-        line_no = 0
-        while True:
-            line = fh.readline(limit + 1)
-            if not line:
-                return
-            line_no += 1
-            if len(line) > limit and not line.endswith(b"\n"):
-                skipped = len(line) + _drain(fh)
-                yield line_no, BadRecord("record too large", f"{skipped:,} bytes on one line (the limit is "
+        for line_no, line, size in bounded_lines(fh, limit):
+            if line is None:
+                yield line_no, BadRecord("record too large", f"{size:,} bytes on one line (the limit is "
                                          f"{limit:,}; --max-record-mb)")
                 continue
             if not line.strip():
