@@ -247,7 +247,8 @@ def summarize(outputs: Sequence[Output | Path]) -> Summary:
         probes = analyze(output)
         seed = manifest.seed % (2**32)
         views = {a.probe: (tuple(PROBES[a.kind].views(output, a.probe, seed=seed)) if a.kind in PROBES else ())
-                 + tuple(replies_view(trials, a.probe)) for a in probes}
+                 + tuple(replies_view(trials, a.probe, multi_turn=a.kind in PROBES and not PROBES[a.kind].single_turn))
+                 for a in probes}
         runs.append(RunAnalysis(output, label, manifest, trials, probes, prices, views))
         remedies = _remedies_by_model(manifest)
         usage = output.usage(prices)
