@@ -112,6 +112,8 @@ class ServeProcess:
     def close(self) -> None:
         self.proc.terminate()
         self.proc.wait(10)
+        if self.proc.stdout:  # closed here, not by the garbage collector: its ResourceWarning fails whichever
+            self.proc.stdout.close()  # test runs then under filterwarnings("error") (test_serve_sdks)
 
 
 def limit_used(log: dict[str, list[Any]], rpm: int, window_s: float = 60.0) -> float:

@@ -110,6 +110,8 @@ def test_the_command_serves_on_loopback_and_says_where(quick_out: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+        if proc.stderr:  # closed here, not by the garbage collector (a ResourceWarning in a later test)
+            proc.stderr.close()
 
 
 def test_a_missing_output_is_one_error_line(tmp_path: Path) -> None:
