@@ -16,6 +16,7 @@ whose tool-call parser dropped what the model wrote (empty replies it billed tok
 from __future__ import annotations
 
 from runner.analysis.leaderboard import Summary
+from runner.analysis.replies import SERVER_FINDING
 
 
 def incomplete_runs(summary: Summary) -> list[tuple[str, int, int]]:
@@ -42,7 +43,8 @@ def lost_servers(summary: Summary) -> list[tuple[str, str, int, int]]:
 
 def incomplete_lines(summary: Summary) -> list[str]:
     """The lines every report leads with, above its first table: one per model whose server was lost
-    (``server lost: …``), then one per unfinished run (``incomplete: 417 of 540 trials written …``)."""
+    (``server lost: …``), one per server finding of a replies view (``server finding: …``), then one per
+    unfinished run (``incomplete: 417 of 540 trials written …``)."""
     many = len(summary.runs) > 1
     lines = []
     for run, model, lost, trials in lost_servers(summary):
@@ -59,7 +61,7 @@ def incomplete_lines(summary: Summary) -> list[str]:
     for analysed in summary.runs:  # the replies view's server findings (runner.analysis.replies.server_findings)
         for views in analysed.views.values():
             lines += [note + (f" (run {analysed.label})" if many else "") for view in views if view.key == "replies"
-                      for note in view.notes if note.startswith("server finding:")]
+                      for note in view.notes if note.startswith(SERVER_FINDING)]
     lines += [f"incomplete: {done:,} of {total:,} trials written" + (f" (run {run})" if many else "")
               + " — rates cover only the trials that ran, and the scorecard is not graded; rerun the same command "
                 "to finish the grid" for run, done, total in incomplete_runs(summary)]

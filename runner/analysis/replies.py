@@ -150,13 +150,17 @@ def _queue_notes(table: pl.DataFrame) -> list[str]:
     return notes
 
 
+#: how a server finding's line starts, in the view's notes and at the top of every report (analysis.completeness)
+SERVER_FINDING = "server finding:"
+
+
 def server_findings(table: pl.DataFrame, probe: str) -> list[str]:
     """One line per model whose empty replies came with output tokens: a finding about its server, not its model."""
     if table.is_empty() or "empty_with_tokens" not in table.columns:
         return []
     per_model = (table.group_by("model").agg(pl.col("empty_with_tokens").sum(), pl.col("empty_reply").sum())
                  .sort("model"))
-    return [f"server finding: model {model}: {dropped:,} of its {empty:,} empty replies in {probe} came with output "
+    return [f"{SERVER_FINDING} model {model}: {dropped:,} of its {empty:,} empty replies in {probe} came with output "
             "tokens the server returned as neither text nor a call — its tool-call parser dropped what the model "
             "wrote, so those trials measure the server, not the model (docs/local-models.md)"
             for model, dropped, empty in per_model.iter_rows() if dropped]
