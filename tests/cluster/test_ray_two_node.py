@@ -17,6 +17,7 @@ A node that does not come up fails the fixture with the tail of its log.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -24,7 +25,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import polars as pl
@@ -55,13 +56,27 @@ OUTCOMES = ["trial_id", "status", "error_kind", "decoy_called", "expected_called
             "catalogue_order", "tool_calls", "response_text"]
 
 
-def _free_ports(n: int) -> list[int]:
-    """``n`` distinct ports free on loopback now (all held open together, so no two are the same)."""
-    with ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
+# The ports this fixture names are drawn below the kernel's ephemeral range (32768-60999 on Linux) and above
+# Ray's worker ports (10002-19999). A port the kernel hands out for a bind to port 0 comes from the ephemeral
+# range, and every other Ray on the machine (an xdist worker's local cluster) binds dozens that way: CI lost
+# the head's Ray Client port to one of them in the seconds between choosing it and `ray start` binding it.
+PORT_RANGE = range(20000, 32768)
+
+
+def _free_ports(n: int, rng: random.Random | None = None) -> list[int]:
+    """``n`` distinct ports in ``PORT_RANGE`` that are free on loopback now (each bound once to check)."""
+    rng = rng or random.Random()
+    ports: list[int] = []
+    for port in rng.sample(PORT_RANGE, len(PORT_RANGE)):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        ports.append(port)
+        if len(ports) == n:
+            return ports
+    raise RuntimeError(f"fewer than {n} free ports in {PORT_RANGE.start}-{PORT_RANGE.stop - 1} on 127.0.0.1")
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -223,12 +238,26 @@ def _in_sessions(sessions: set[int]) -> list[int]:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with ExitStack() as stack:
         head, node = (stack.enter_context(ray_temp(tmp_path_factory, name)) for name in ("head", "node"))
+        yield stack.enter_context(_started_cluster(head, node))
+
+
+@contextmanager
+def _started_cluster(head: Path, node: Path, attempts: int = 2) -> Iterator[Cluster]:
+    """A started cluster, stopped on exit. A start that lost a port it was given to another process is
+    retried on fresh ports (the ports are checked free, then bound seconds later by `ray start`)."""
+    for attempt in range(1, attempts + 1):
         c = Cluster(head, node, dashboard=dashboard_installed())
         try:
             c.start()
-            yield c
-        finally:
+            break
+        except ClusterStartError as exc:
             c.stop()
+            if attempt == attempts or "Address already in use" not in str(exc):
+                raise
+    try:
+        yield c
+    finally:
+        c.stop()
 
 
 @pytest.fixture
