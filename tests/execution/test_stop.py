@@ -141,7 +141,7 @@ def test_a_budget_stop_cancels_the_trials_in_flight_and_they_run_on_resume(tmp_p
         assert rows.height < 16  # not the window: the trials in flight were cancelled, not written
         data["budget"] = {"usd": 100.0}
         data["engine"]["timeout_s"] = 60
-        server.call(lambda state: setattr(state, "_fault_table", []))  # the incident is over
+        server.set_faults({})  # the incident is over
         resumed = run_sweep(load_sweep(write(tmp_path, data)), out, quiet=True)
     assert resumed.status == "complete"
     df = runner.load(out).collect()
@@ -168,7 +168,7 @@ def test_one_long_retry_after_makes_rate_limited_rows_not_timeouts_and_the_retry
         kinds = rows.filter(pl.col("status") == "error")["error_kind"]
         assert len(kinds) and set(kinds) == {"rate_limited"}, rows["error"].drop_nulls().to_list()[:3]
         assert first.exit_code == 3 and "--retry-errors" in first.output, first.output
-        server.call(lambda state: setattr(state, "_fault_table", []))  # the incident is over
+        server.set_faults({})  # the incident is over
         retried = invoke("run", str(sweep), "--out", str(out), "--no-report", "--retry-errors")
     assert retried.exit_code == 0, retried.output
     assert set(runner.load(out).collect()["status"]) == {"ok"}
