@@ -24,10 +24,12 @@ spent their attempts. A ``Pacer`` learns a send rate instead, and the limiter
   overload blips come one at a time whatever the rate. Such a 429 is evidence of the
   limit when it is part of a burst (``BURST_MIN`` or more 429s, and at least
   ``BURST_SHARE`` of the answers, among the latest ``_BURST_ANSWERS`` answers to
-  requests sent since the last cut, over ``_SAMPLE_S``), or when it was met past the rate the last cut was made from (the
-  pace is probing past a learned limit, so the limit is the likely cause). Anything
-  else is isolated: it cuts nothing and pauses no key, and the call retries it alone
-  (``Permit.noise``; the retry loop reads it). Before this rule, 8% random 429s
+  requests sent since the last cut, over ``_SAMPLE_S``); then it cuts the pace and
+  the call pauses the key. Anything else is isolated: the call retries it alone,
+  pausing no key (``Permit.noise``; the retry loop reads it), and it cuts nothing —
+  unless it was met while the pace was probing past the rate the last cut was made
+  from, where the rate is the likely cause: then it cuts the pace, still without a
+  pause. Before this rule, 8% random 429s
   without headers held the pace at 0.74 of what the server admitted without them:
   every one cut the pace and paused the key for its retry-after.
 - **AIMD** without headers: a 429 cuts the rate to ``BETA`` times the rate that met
@@ -238,9 +240,11 @@ class Pacer:
                 retry_after_s: float | None = None, used_tokens: int | None = None) -> bool:
         """One answer (or failure) of a request sent at ``sent_at`` (the limiter's clock).
 
-        Returns whether it was evidence of the rate limit: a 429 that taught the pace (or was answered to a
-        request sent before a cut that already did). False for an answer, a 429 whose headers say budget is
-        left, and an isolated 429 without headers — those the call retries without pausing the key.
+        Returns whether it was evidence of the rate limit, for which the call pauses the key: a 429 with
+        headers that say the budget is spent, one in a burst, or one answered to a request sent before a cut
+        that already answered its burst. False for an answer, a 429 whose headers say budget is left, and an
+        isolated 429 without headers — those the call retries alone. (An isolated one met while the pace
+        probes past the last failing rate still cuts the pace: there the rate is the likely cause.)
         """
         now = self._clock()
         if info is not None:
@@ -260,9 +264,9 @@ class Pacer:
             self.rate_limited += 1
             # with headers (budget spent), from the herd a cut has answered, or in a burst: the limit
             evidence = info is not None or sent_at < self._last_cut or self._burst()
-            if evidence:
-                self._cut(sent_at, now, retry_after_s)
-            else:
+            if evidence or self._probing():
+                self._cut(sent_at, now, retry_after_s)  # past the last failing rate, the likely cause is the rate
+            if not evidence:
                 self.isolated += 1
         else:
             self._admitted.append(sent_at)
@@ -274,13 +278,15 @@ class Pacer:
         return evidence
 
     def _burst(self) -> bool:
-        """Whether the 429 just recorded is part of a burst, or met past the last failing rate (see the module
-        docstring): evidence of the limit though it carries no headers."""
-        if self.rate is not None and self.ceiling is not None and self.rate > self.ceiling:
-            return True  # probing past a learned limit: the limit is the likely cause
+        """Whether the 429 just recorded is part of a burst (see the module docstring): evidence of the limit
+        though it carries no headers."""
         since = [limited for sent, limited in self._answers if sent >= self._last_cut]
         limited = sum(since)
         return limited >= BURST_MIN and limited >= BURST_SHARE * len(since)
+
+    def _probing(self) -> bool:
+        """Whether the pace is past the rate the last cut was made from (probing past a learned limit)."""
+        return self.rate is not None and self.ceiling is not None and self.rate > self.ceiling
 
     def _headers(self, info: RateInfo, now: float) -> None:
         if info.limit_requests:
