@@ -5,6 +5,8 @@ Usage:
   python benchmarks/herd.py --ray                    # the same through Ray with 2 workers
   python benchmarks/herd.py --modes none --runs 1    # one case only
   python benchmarks/herd.py --faults 0 --random-429 0.08 --rpm 600   # 8% 429s that have nothing to do with rate
+  python benchmarks/herd.py --faults 0 --random-429 0 0.08 --rpm 600 --modes none --burst-rule on off
+                                                     # the burst rule for header-less 429s, on and off, side by side
 
 Starts ``trialgrid serve --rpm 60 --rpm-mode bucket`` (a token bucket of one
 request, refilled once a second, with short Retry-Afters, as the vendors enforce
@@ -20,6 +22,11 @@ own request log and prints, per case:
 - trials lost: rows whose status is not ``ok``;
 - wall time of the run.
 
+With several ``--random-429`` shares, each row also gives its limit used as a ratio
+to the same case's at the first share (0 for "of the no-429 rate"). ``--burst-rule
+off`` makes every 429 without headers evidence of the limit (a cut and a key
+pause), as before the burst rule (``runner.providers.pacing.BURST_MIN``).
+
 Nothing here leaves 127.0.0.1.
 """
 
@@ -32,6 +39,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -79,18 +87,24 @@ def limit_used(log: dict[str, list[Any]], rpm: int, window_s: float = 60.0) -> t
 
 
 def run_case(headers: bool, *, ray: bool, rpm: int, runs: int, fault_rate: float, latency_ms: float,
-             log_out: Path | None = None, random_429: float = 0.0) -> dict[str, Any]:
+             log_out: Path | None = None, random_429: float = 0.0, burst_rule: bool = True) -> dict[str, Any]:
     import polars as pl
 
     from runner.config.sweep import load_sweep
     from runner.execution.run import run_sweep
+    from runner.providers import pacing
+
+    # off: one 429 is a burst (every header-less 429 cuts and pauses). In-process only: Ray workers keep the rule.
+    pacing.BURST_MIN, pacing.BURST_SHARE = (3, 0.2) if burst_rule else (1, 0.0)
 
     proc, url = start_server(rpm, headers, fault_rate, latency_ms, random_429)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "sweep.yaml"
             path.write_text(yaml.safe_dump(sweep_dict(url + "/v1", runs)))
-            loaded = load_sweep(path)
+            with warnings.catch_warnings():  # the sweep's notes (few runs, a local server) are not figures
+                warnings.simplefilter("ignore")
+                loaded = load_sweep(path)
             started = time.monotonic()
             if ray:
                 from cluster.driver import run_on_ray
@@ -121,20 +135,32 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--modes", nargs="+", choices=["headers", "none"], default=["headers", "none"])
     parser.add_argument("--ray", action="store_true", help="through Ray with 2 workers instead of single-node")
-    parser.add_argument("--random-429", type=float, default=0.0,
-                        help="share of answers that are a 429 drawn at random (overload noise, not the rate limit)")
+    parser.add_argument("--random-429", type=float, nargs="+", default=[0.0],
+                        help="share of answers that are a 429 drawn at random (overload noise, not the rate limit); "
+                             "several: each is a case, compared with the first")
+    parser.add_argument("--burst-rule", nargs="+", choices=["on", "off"], default=["on"],
+                        help="the burst rule for 429s without headers (off: every such 429 cuts and pauses)")
     parser.add_argument("--log-dir", type=Path, help="write the server's request log of each case here (JSON)")
     args = parser.parse_args()
-    print(f"server: --rpm {args.rpm} --rpm-mode bucket, {args.faults:.0%} 5xx, {args.random_429:.0%} random 429s, "
+    shares = ", ".join(f"{r:.0%}" for r in args.random_429)
+    print(f"server: --rpm {args.rpm} --rpm-mode bucket, {args.faults:.0%} 5xx, {shares} random 429s, "
           f"{args.latency_ms:g} ms; "
           f"sweep: quickstart x{args.runs}, no limits; {'Ray, 2 workers' if args.ray else 'single node'}")
-    print(f"{'rate headers':<14}{'trials':>7}{'lost':>6}{'requests':>10}{'429s':>6}{'limit used':>12}{'wall':>9}")
+    print(f"{'rate headers':<14}{'burst rule':>11}{'random 429':>11}{'trials':>7}{'lost':>6}{'requests':>10}"
+          f"{'429s':>6}{'limit used':>12}{'ratio':>7}{'wall':>9}")
     for mode in args.modes:
-        r = run_case(mode == "headers", ray=args.ray, rpm=args.rpm, runs=args.runs, fault_rate=args.faults,
-                     latency_ms=args.latency_ms, random_429=args.random_429,
-                     log_out=args.log_dir / f"herd-{mode}-{'ray' if args.ray else 'local'}.json" if args.log_dir else None)
-        print(f"{'sent' if r['headers'] else 'none':<14}{r['trials']:>7}{r['lost']:>6}{r['requests']:>10}"
-              f"{r['429s']:>6}{r['limit_used']:>11.1%}{r['wall_s']:>8.0f}s", flush=True)
+        for rule in args.burst_rule:
+            first: float | None = None
+            for random_429 in args.random_429:
+                name = f"herd-{mode}-{'ray' if args.ray else 'local'}-burst-{rule}-r{random_429:g}.json"
+                r = run_case(mode == "headers", ray=args.ray, rpm=args.rpm, runs=args.runs, fault_rate=args.faults,
+                             latency_ms=args.latency_ms, random_429=random_429, burst_rule=rule == "on",
+                             log_out=args.log_dir / name if args.log_dir else None)
+                first = r["limit_used"] if first is None else first
+                ratio = r["limit_used"] / first if first else float("nan")
+                print(f"{'sent' if r['headers'] else 'none':<14}{rule:>11}{random_429:>11.0%}{r['trials']:>7}"
+                      f"{r['lost']:>6}{r['requests']:>10}{r['429s']:>6}{r['limit_used']:>11.1%}{ratio:>7.2f}"
+                      f"{r['wall_s']:>8.0f}s", flush=True)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ single process uses ``LocalLimiter``.
 - sends spaced by the pace learned from the server (``pacing.Pacer``: its
   rate-limit headers, or AIMD on its 429s) when that is slower than the
   configured ``rpm`` — a configured limit stays an upper bound. ``release``
-  tells the pacer how each request ended.
+  tells the pacer how each request ended, and marks a 429 the pacer judged
+  isolated noise on its permit (``Permit.noise``) for the retry loop.
 
 Waiters queue in FIFO order behind one turnstile, so only the head of the queue
 sleeps on a timer and nobody is starved; a call's re-sends (``first=True``) take
@@ -51,12 +52,16 @@ from runner.providers.turnstile import Turnstile
 class Permit:
     """One admitted request: what it was charged, so ``release`` can reconcile it."""
 
-    __slots__ = ("entry", "released", "sent_at")
+    __slots__ = ("entry", "noise", "released", "sent_at")
 
     def __init__(self, entry: list[float] | None, sent_at: float = 0.0) -> None:
         self.entry = entry  # [send time, tokens charged] in the token log, or None
         self.released = False
         self.sent_at = sent_at  # when it was admitted (the limiter's clock): which pace it was sent at
+        #: set by ``release``: its 429 was isolated noise, not the limit (``pacing``'s burst rule), so the call
+        #: retries it alone without pausing the key. A limiter that cannot tell leaves it False (pause, as for
+        #: any 429).
+        self.noise = False
 
 
 class Limiter(Protocol):
@@ -176,8 +181,9 @@ class LocalLimiter:
             return
         permit.released = True
         if self.pacer is not None and answered:
-            self.pacer.observe(permit.sent_at, info=info, rate_limited=rate_limited, retry_after_s=retry_after_s,
-                               used_tokens=used_tokens)
+            evidence = self.pacer.observe(permit.sent_at, info=info, rate_limited=rate_limited,
+                                          retry_after_s=retry_after_s, used_tokens=used_tokens)
+            permit.noise = rate_limited and not evidence
         entry = permit.entry
         if entry is not None and used_tokens is not None and entry[0] > self._clock() - self._span:
             # reconcile: the estimate becomes what the server counted (still in the window)

@@ -23,6 +23,9 @@ Per call:
    rate-limited: pause the whole key for the retry-after and queue again — the
    limiter then releases the waiting requests at the learned pace — for as long as
    ``max_wait_s`` allows, not counting attempts (a 429 says "slower", not "broken");
+   a 429 without rate-limit headers that the limiter judged isolated (not in a burst,
+   not past a learned limit: ``Permit.noise``) waits out its retry-after (or a
+   jittered backoff) alone, without pausing the key;
    on anything else, raise — the trial becomes an ``error`` row carrying the kind
    and ``attempts``.
 """
@@ -209,7 +212,7 @@ class ManagedProvider:
             if error.kind is ErrorKind.RATE_LIMITED:
                 limited += 1
                 retry_after = error.retry_after_s
-                if retry_after is not None:
+                if retry_after is not None and not permit.noise:
                     # the key pauses once, for what the server asked but never longer than one call may wait:
                     # every trial queued on the key waits it out together, none sends into it
                     await limiter.pause(min(retry_after, policy.max_wait_s))

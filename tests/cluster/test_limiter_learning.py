@@ -36,9 +36,10 @@ def test_a_429_one_worker_meets_paces_every_worker() -> None:
         a = LeasedLimiter(handle, KEY, Limits(), 0, 2)
         b = LeasedLimiter(handle, KEY, Limits(), 1, 2)
         permits = [await a.acquire() for _ in range(3)] + [await b.acquire() for _ in range(3)]
-        for p in permits[1:]:
-            await (a if permits.index(p) < 3 else b).release(p, 10)
-        await a.release(permits[0], None, rate_limited=True, retry_after_s=1.0)  # worker a meets a 429
+        for p in permits[3:]:
+            await b.release(p, 10)
+        for p in permits[:3]:  # worker a meets a burst of 429s (one alone would be a blip: pacing's burst rule)
+            await a.release(p, None, rate_limited=True, retry_after_s=1.0)
         await asyncio.sleep(0.01)  # the observation travels to the actor
         learned = await actor.learned()
         interval = actor._limiter._pace()[0]

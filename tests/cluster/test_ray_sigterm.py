@@ -4,7 +4,9 @@
 (exit 134, a native crash dump) instead of stopping as a single-node run does (143). Here a real
 ``trialgrid run --ray local --workers 2`` against ``trialgrid serve`` at 120 requests a minute gets a
 SIGTERM once answers flow: exit 143, no ``internal`` row, no process of its session alive 10 s later.
-(That the rerun equals an uninterrupted run is tests/execution/test_stop.py's, single-node.)
+Then, the server's limit lifted, a rerun through Ray completes the output: every trial exactly once,
+and the rows' outcomes equal an uninterrupted run's (tests/execution/test_stop.py does the same
+single-node).
 """
 
 from __future__ import annotations
@@ -19,11 +21,32 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import runner
+from runner.config.sweep import load_sweep
+from runner.execution.run import run_sweep
 from tests.cluster.conftest import ray_temp
 from tests.helpers import ROOT, serving, written_rows
-from tests.providers.conftest import http_sweep, write
+from tests.providers.conftest import OUTCOMES, http_sweep, outcomes, write
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+def _run(args: list[str], env: dict[str, str], timeout: float) -> tuple[int, str]:
+    """``trialgrid run ARGS`` in its own session: (exit status, stderr); its session is killed whatever happens."""
+    proc = subprocess.Popen([sys.executable, "-m", "runner.cli.app", "run", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
+        return proc.returncode, stderr
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if proc.poll() is None:
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
 
 
 def _alive_in_session(sid: int) -> list[str]:
@@ -66,3 +89,15 @@ def test_sigterm_to_a_ray_driver_exits_143_leaves_no_process_and_the_rerun_is_wh
             rows = written_rows(out)
             assert rows.filter(pl.col("error_kind") == "internal").height == 0
             assert rows.height < 117
+
+        # the incident is over (the account's limit was raised): the rerun, through Ray again, finishes the output
+        server.call(lambda state: setattr(state.options, "rpm", None))
+        returned, stderr = _run([str(sweep), "--out", str(out), "-q", "--ray", "local", "--workers", "2"], env,
+                                timeout=300)
+        assert returned == 0, stderr[-2000:]
+        df = runner.load(out).collect()
+        assert df.height == df["trial_id"].n_unique() == 117  # every trial exactly once
+        reference = tmp_path / "reference"
+        run_sweep(load_sweep(sweep), reference, quiet=True)
+    expected = outcomes(runner.load(reference).collect())
+    assert outcomes(df).equals(expected), [c for c in OUTCOMES if not outcomes(df)[c].equals(expected[c])]

@@ -66,15 +66,20 @@ def test_a_herd_of_429s_cuts_once_then_the_rate_climbs_back() -> None:
         pacer.observe(clock.now - 0.1, info=None, rate_limited=False)
     assert pacer.rate == pytest.approx(PLATEAU * ceiling, rel=0.01)
     clock.now += 1.5
-    pacer.observe(clock.now - 0.1, info=None, rate_limited=True, retry_after_s=1.0)  # ...and a new 429 cuts again
-    assert pacer.cuts == 2 and pacer.rate < PLATEAU * ceiling
+    # ...one 429 under the rate that failed, among answers, is a blip: it cuts nothing...
+    assert not pacer.observe(clock.now - 0.1, info=None, rate_limited=True, retry_after_s=1.0)
+    assert pacer.cuts == 1 and pacer.isolated == 3  # (the herd's first two were too, before it was a burst)
+    for _ in range(2):  # ...and a burst of them (3 of the 8 answers since the cut) cuts again
+        clock.now += 0.1
+        evidence = pacer.observe(clock.now - 0.1, info=None, rate_limited=True, retry_after_s=1.0)
+    assert evidence and pacer.cuts == 2 and pacer.rate < PLATEAU * ceiling
 
 
 def test_after_a_pause_waiting_requests_go_one_at_a_time_at_the_pace() -> None:
     clock = Clock()
     limiter = LocalLimiter(Limits(), clock=clock)
-    permit = limiter._admit(clock.now, 0)
-    asyncio.run(limiter.release(permit, None, rate_limited=True, retry_after_s=1.0))
+    for permit in [limiter._admit(clock.now, 0) for _ in range(3)]:  # a herd of three 429s: a burst
+        asyncio.run(limiter.release(permit, None, rate_limited=True, retry_after_s=1.0))
     asyncio.run(limiter.pause(1.0))
     interval = limiter._pace()[0]
     assert interval > 0

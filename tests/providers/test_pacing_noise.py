@@ -21,7 +21,7 @@ from runner.sim.serve import ServerThread
 from tests.helpers.fakes import Clock
 
 
-def test_a_429_with_budget_left_in_its_headers_cuts_nothing_and_one_without_does() -> None:
+def test_a_429_with_budget_left_in_its_headers_cuts_nothing_and_a_burst_without_does() -> None:
     clock = Clock()
     pacer = Pacer(clock=clock)
     pacer.observe(99.9, info=RateInfo(600, 412, 1.0), rate_limited=True, retry_after_s=1.0)
@@ -30,7 +30,12 @@ def test_a_429_with_budget_left_in_its_headers_cuts_nothing_and_one_without_does
     pacer.observe(clock.now - 0.1, info=RateInfo(600, 0, 1.0), rate_limited=True, retry_after_s=1.0)  # budget spent
     assert pacer.cuts == 1 and pacer.rate is not None
     clock.now += 5
-    pacer.observe(clock.now - 0.1, info=None, rate_limited=True, retry_after_s=1.0)  # no headers: evidence as before
+    # no headers: one 429 is a blip (it neither cuts nor, in the call, pauses the key)...
+    assert not pacer.observe(clock.now - 0.1, info=None, rate_limited=True, retry_after_s=1.0)
+    assert pacer.cuts == 1 and pacer.isolated == 1
+    for _ in range(2):  # ...a burst of them is the limit
+        clock.now += 0.1
+        pacer.observe(clock.now - 0.1, info=None, rate_limited=True, retry_after_s=1.0)
     assert pacer.cuts == 2
 
 
@@ -59,3 +64,43 @@ def test_random_429s_under_the_servers_limit_neither_cut_the_pace_nor_pause_the_
     pacer = limiter.pacer
     assert pacer is not None and pacer.cuts == 0 and pacer.rate is None
     assert limiter.paused_until == 0.0
+
+
+def test_isolated_429s_without_headers_are_retried_alone_and_a_burst_of_them_still_teaches_the_pace(
+        serve: Callable[..., ServerThread]) -> None:
+    # 5% random 429s with no rate-limit headers at all (seed 2: 11 in the first 160 draws, never 3 or more making a
+    # fifth of the answers so far): each is a blip, retried after its retry-after without pausing the key or
+    # cutting the pace (issue 33: cutting and pausing for each held the rate at 0.74 of the no-429 rate)
+    server = serve(faults={"429": 0.05}, fault_seed=2, fault_retry_after_s=0.05, rate_headers=False)
+    pool = ProviderPool()
+    provider = pool.provider("openai", Connection("openai", base_url=server.base_url), limits=None,
+                             retry=RetryPolicy(max_attempts=2, backoff_base_s=0.01, backoff_max_s=0.05),
+                             max_connections=4)
+    (limiter,) = pool.limiters.values()
+
+    async def go(n: int) -> None:
+        todo = iter(range(n))
+
+        async def worker() -> None:
+            for i in todo:
+                response = await provider.complete(ChatRequest("careful", (Message("user", f"order {i}"),), seed=i))
+                assert response.text or response.tool_calls
+
+        await asyncio.gather(*(worker() for _ in range(4)))
+
+    async def both() -> None:
+        try:
+            await go(120)
+            pacer = limiter.pacer
+            assert pacer is not None
+            met = server.stats()["by_tag"].get("fault:429", 0)
+            assert met >= 5 and pacer.isolated == pacer.rate_limited == met, (met, pacer.snapshot())
+            assert pacer.cuts == 0 and pacer.rate is None and limiter.paused_until == 0.0
+            # the incident changes: now half the answers are 429s — a burst, the limit's signature: it cuts and pauses
+            server.set_faults({"429": 0.5})
+            await go(20)
+            assert pacer.cuts >= 1 and pacer.rate is not None and limiter.paused_until > 0.0, pacer.snapshot()
+        finally:
+            await pool.aclose()
+
+    asyncio.run(both())

@@ -113,3 +113,23 @@ def test_bucket_mode_without_headers_admits_at_the_refill_rate(serve) -> None:  
     assert all(sum(1 for u in admitted if t <= u <= t + 0.25) <= 2 + 20 * 0.25 for t in admitted)
     with pytest.raises(ValueError, match="rpm mode"):
         ServeOptions(rpm=5, rpm_mode="leaky")
+
+
+def test_faults_are_lifted_and_set_again_through_the_public_admin_route(serve) -> None:  # type: ignore[no-untyped-def]
+    server = serve(faults={"429": 1.0}, fault_seed=1)
+    with httpx.Client(base_url=server.url, trust_env=False, timeout=10) as client:
+        assert client.post("/v1/chat/completions", json=BODY).status_code == 429
+        assert client.get("/admin/faults").json() == {"faults": {"429": 1.0}}
+        assert client.put("/admin/faults", json={}).json() == {"faults": {}}  # the incident is over
+        assert client.post("/v1/chat/completions", json=BODY).status_code == 200
+        assert client.put("/admin/faults", json={"500": 1.0}).json() == {"faults": {"500": 1.0}}
+        assert client.post("/v1/chat/completions", json=BODY).status_code == 500
+        for bad, says in (({"bogus": 0.1}, "unknown fault 'bogus'"), ({"500": 2}, "must be a number in [0, 1]"),
+                          ({"500": 0.6, "503": 0.6}, "add up to 1.2"), ([0.1], "must be a JSON object")):
+            answer = client.put("/admin/faults", json=bad)
+            assert answer.status_code == 400 and says in answer.json()["error"], answer.text
+        assert client.get("/admin/faults").json() == {"faults": {"500": 1.0}}  # a refused change changes nothing
+    # the same from the test's own thread, without HTTP
+    assert server.set_faults({}) == {} and server.state.faults == {}
+    with pytest.raises(ValueError, match="unknown fault 'bogus'"):
+        server.set_faults({"bogus": 0.1})

@@ -48,6 +48,6 @@ def test_timeout_s_ends_a_dripping_answer_as_a_transient_request_timeout(
 
     # the printed retry command, once the server answers normally again, finishes the run
     command = next(line for line in first.stderr.splitlines() if "--retry-errors" in line)
-    server.call(lambda state: setattr(state, "_fault_table", []))
+    server.set_faults({})
     again = invoke(*shlex.split(command.split("trialgrid ", 1)[1]), "--no-report")
     assert again.exit_code == 0, again.output

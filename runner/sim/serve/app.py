@@ -4,8 +4,10 @@ Routes: ``POST /v1/chat/completions`` (OpenAI Chat Completions), ``POST /v1/mess
 (Anthropic Messages), ``POST /v1/responses`` (OpenAI Responses), each streamed as
 server-sent events when the body says ``"stream": true`` (``sse.py``); ``GET /v1/models``
 and ``POST /v1/messages/count_tokens`` (``catalog.py``); both vendors' batch and file
-APIs (``batches.py``); ``GET /stats`` (``?log=1`` adds the per-request log) and
-``GET /health``. Every response carries the vendor's request-id header, every error is
+APIs (``batches.py``); ``GET /stats`` (``?log=1`` adds the per-request log),
+``GET /health``, and ``GET`` / ``PUT /admin/faults`` (the fault rates in force, and
+new ones — ``{}`` lifts every fault — so a test can end an incident mid-run:
+``SimServer.set_faults``). Every response carries the vendor's request-id header, every error is
 the vendor's JSON, unknown routes included (``vendor_http.py``).
 
 Each request is answered by the same ``SimProvider.respond`` the in-process ``sim``
@@ -47,7 +49,7 @@ from runner.sim.serve.batches import BatchRoutes
 from runner.sim.serve.catalog import CatalogRoutes
 from runner.sim.serve.codec_table import CODECS
 from runner.sim.serve.codecs import AnthropicCodec, BadRequest, OpenAICodec
-from runner.sim.serve.options import FAULTS, SOLO_FAULTS, ServeOptions
+from runner.sim.serve.options import FAULTS, SOLO_FAULTS, ServeOptions, check_faults
 from runner.sim.serve.responses_codec import ResponsesCodec
 from runner.sim.serve.sse import anthropic_frames, malformed_frame, openai_frames, responses_frames
 from runner.sim.serve.stats import ServerStats, key_id
@@ -73,7 +75,8 @@ class SimServer:
         self.stats = ServerStats(options.log_limit)
         self.latency = options.latency_sampler()
         self._fault_rng = random.Random(options.fault_seed)
-        self._fault_table = [(k, options.faults[k]) for k in FAULTS + SOLO_FAULTS if options.faults.get(k)]
+        self._fault_table: list[tuple[str, float]] = []
+        self.set_faults(options.faults)
         self._windows: dict[str, deque[float]] = {}
         self._buckets: dict[str, tuple[float, float]] = {}  # key → (tokens, when counted)
         self._keys = frozenset(options.keys)
@@ -86,6 +89,8 @@ class SimServer:
         app.router.add_post("/v1/responses", self._responses)
         app.router.add_get("/stats", self._stats)
         app.router.add_get("/health", self._health)
+        app.router.add_get("/admin/faults", self._get_faults)
+        app.router.add_put("/admin/faults", self._put_faults)
         self.batches = BatchRoutes(self)
         self.batches.register(app)
         CatalogRoutes(self).register(app)
@@ -106,6 +111,34 @@ class SimServer:
     async def _stats(self, request: web.Request) -> web.Response:
         return web.Response(body=_dumps(self.stats.snapshot(with_log=request.query.get("log") == "1")),
                             content_type=_JSON)
+
+    @property
+    def faults(self) -> dict[str, float]:
+        """The fault rates in force (kind → rate)."""
+        return dict(self._fault_table)
+
+    def set_faults(self, faults: Mapping[str, float]) -> dict[str, float]:
+        """Replace the fault rates in force (``{}`` lifts every fault); the draws go on from the same seeded stream.
+
+        Raises ``ValueError`` naming the bad kind or rate (see ``options.check_faults``).
+        """
+        rates = check_faults(faults)
+        self._fault_table = [(k, rates[k]) for k in FAULTS + SOLO_FAULTS if rates.get(k)]
+        return self.faults
+
+    async def _get_faults(self, request: web.Request) -> web.Response:
+        return web.Response(body=_dumps({"faults": self.faults}), content_type=_JSON)
+
+    async def _put_faults(self, request: web.Request) -> web.Response:
+        try:
+            body = orjson.loads(await request.read())
+            if not isinstance(body, dict):
+                raise ValueError('the body must be a JSON object of fault kind to rate, as in {"429": 0.05}, '
+                                 "or {} to lift every fault")
+            faults = self.set_faults(body)
+        except ValueError as exc:  # orjson's decode error is a ValueError too
+            return web.Response(status=400, body=_dumps({"error": f"PUT /admin/faults: {exc}"}), content_type=_JSON)
+        return web.Response(body=_dumps({"faults": faults}), content_type=_JSON)
 
     def denied(self, request: web.Request, api: str) -> web.Response | None:
         """A 401 in ``api``'s style when the server checks keys and this request's is not one of them."""

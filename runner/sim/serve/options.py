@@ -82,6 +82,22 @@ def parse_rule(spec: str) -> Rule:
     raise ValueError(f"cannot read rule {spec!r}: expected {forms}")
 
 
+def check_faults(faults: Mapping[str, object]) -> dict[str, float]:
+    """``faults`` (kind → rate) checked: known kinds, rates numbers in [0, 1] that add up to at most 1."""
+    bad = [k for k in faults if k not in FAULTS + SOLO_FAULTS]
+    if bad:
+        raise ValueError(f"unknown fault {bad[0]!r}: expected one of {', '.join(FAULTS + SOLO_FAULTS)}")
+    rates: dict[str, float] = {}
+    for kind, rate in faults.items():
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+            raise ValueError(f"fault {kind!r}: the rate must be a number in [0, 1], as in {{\"{kind}\": 0.05}}, "
+                             f"not {rate!r}")
+        rates[kind] = float(rate)
+    if sum(rates.values()) > 1 + 1e-9:
+        raise ValueError(f"fault rates add up to {sum(rates.values()):g}, more than 1")
+    return rates
+
+
 def parse_fault(spec: str) -> tuple[str, float]:
     kind, _, rate = spec.partition("=")
     if kind not in FAULTS + SOLO_FAULTS:
@@ -140,11 +156,7 @@ class ServeOptions:
     def __post_init__(self) -> None:
         if self.latency_dist not in _LATENCY_DISTS:
             raise ValueError(f"unknown latency distribution {self.latency_dist!r}: expected one of {', '.join(_LATENCY_DISTS)}")
-        bad = [k for k in self.faults if k not in FAULTS + SOLO_FAULTS]
-        if bad:
-            raise ValueError(f"unknown fault {bad[0]!r}: expected one of {', '.join(FAULTS + SOLO_FAULTS)}")
-        if sum(self.faults.values()) > 1 + 1e-9:
-            raise ValueError(f"fault rates add up to {sum(self.faults.values()):g}, more than 1")
+        check_faults(self.faults)
         if self.rpm_mode not in _RPM_MODES:
             raise ValueError(f"unknown rpm mode {self.rpm_mode!r}: expected one of {', '.join(_RPM_MODES)}")
         if self.rpm_burst is not None and self.rpm_burst < 1:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -69,6 +69,12 @@ class ServerThread:
 
     def stats(self, with_log: bool = False) -> dict[str, Any]:
         return self.call(lambda s: s.stats.snapshot(with_log))
+
+    def set_faults(self, faults: Mapping[str, float]) -> dict[str, float]:
+        """Replace the fault rates in force, e.g. ``set_faults({})`` when a test's incident is over (the
+        ``PUT /admin/faults`` of a server in another process); returns them."""
+        rates: dict[str, float] = self.call(lambda s: s.set_faults(faults))
+        return rates
 
     def stop(self) -> None:
         if self._loop is not None and self._thread.is_alive():
