@@ -106,7 +106,7 @@ def _words(text: str) -> list[str]:
 
 class _Bounded(dict[Any, Any]):
     """A dict that forgets everything once it holds ``limit`` entries: a cache of bounded size with no bookkeeping
-    per hit (the audit meets a conversation's texts and values in a burst, then rarely again)."""
+    per hit (the audit meets a conversation's values in a burst, then rarely again)."""
 
     def __init__(self, limit: int) -> None:
         super().__init__()
@@ -150,9 +150,10 @@ class _Leaf:
 
 
 _NOTHING = _Leaf(None, False, None, None, None, False)
-#: leaf readings remembered, by (type, value, path), for values up to this many characters
-_LEAF_MAX_CHARS = 4096
-_leaf_cache = _Bounded(65_536)
+#: leaf readings remembered, by (type, value, path), for values up to this many characters (at most some
+#: 30 MB held: argument values are mostly short, and a long one is read each time)
+_LEAF_MAX_CHARS = 256
+_leaf_cache = _Bounded(32_768)
 
 
 def _read_leaf(value: Any, path: str) -> _Leaf:
@@ -277,28 +278,33 @@ _MEMO_TYPES = frozenset({str, int, float, bool})
 
 
 def _texts_of(value: Any, out: list[str]) -> None:
-    """``str`` of every non-null leaf of a JSON tree, in ``leaves`` order (without building the paths)."""
+    """``str`` of every non-null leaf of a JSON tree, in ``leaves`` order (without building the paths; a JSON
+    container's scalars are read in its loop, not by a call each)."""
     cls = value.__class__
-    if cls is str:
-        out.append(value)
-    elif cls is dict:
-        for sub in value.values():
-            _texts_of(sub, out)
+    if cls is dict:
+        items: Iterable[Any] = value.values()
     elif cls is list:
-        for sub in value:
-            _texts_of(sub, out)
-    elif cls in _JSON_SCALARS:
-        out.append(str(value))
+        items = value
+    elif cls is str:
+        out.append(value)
+        return
     elif value is None:
-        pass
-    elif isinstance(value, Mapping):
-        for sub in value.values():
-            _texts_of(sub, out)
-    elif isinstance(value, (list, tuple)):
-        for sub in value:
-            _texts_of(sub, out)
+        return
+    elif cls not in _JSON_SCALARS and isinstance(value, Mapping):
+        items = value.values()
+    elif cls not in _JSON_SCALARS and isinstance(value, (list, tuple)):
+        items = value
     else:
         out.append(str(value))
+        return
+    for sub in items:
+        sub_cls = sub.__class__
+        if sub_cls is str:
+            out.append(sub)
+        elif sub_cls in _JSON_SCALARS:
+            out.append(str(sub))
+        elif sub is not None:
+            _texts_of(sub, out)
 
 
 _JSON_SCALARS = frozenset({int, float, bool})
@@ -314,32 +320,37 @@ class _Recent:
         self._by_texts: OrderedDict[tuple[str, ...], tuple[GroundingContext, int, int]] = OrderedDict()
         self._by_hash: dict[int, GroundingContext] = {}
         self._chars = 0
+        self._last: tuple[GroundingContext, int] | None = None  # the context added last, and its key
 
     def get(self, texts: tuple[str, ...]) -> GroundingContext:
         hit = self._by_texts.get(texts)
         if hit is not None:
             self._by_texts.move_to_end(texts)
             return hit[0]
+        if self._last is not None:  # first, the next call of the conversation read last (most imports)
+            last, h = self._last
+            n = len(last._texts)
+            if n < len(texts) and texts[:n] == last._texts:
+                for t in texts[n:]:
+                    h = hash((h, t))
+                return self._add(texts, last._extended(texts), h)
         prefixes = []
         h = 0
         for t in texts:
             h = hash((h, t))
             prefixes.append(h)
-        context = None
         for i in range(len(texts) - 1, 0, -1):
             base = self._by_hash.get(prefixes[i - 1])
             if base is not None and base._texts == texts[:i]:
-                context = base._extended(texts)
-                break
-        if context is None:
-            context = GroundingContext(texts)
-        self._add(texts, context, prefixes[-1] if prefixes else 0)
-        return context
+                return self._add(texts, base._extended(texts), h)
+        return self._add(texts, GroundingContext(texts), h)
 
-    def _add(self, texts: tuple[str, ...], context: GroundingContext, key: int) -> None:
+    def _add(self, texts: tuple[str, ...], context: GroundingContext, key: int) -> GroundingContext:
+        """``context``, kept under ``texts`` and under ``key`` (the rolling hash of ``texts``) if it fits."""
         size = sum(map(len, texts)) + len(context._text) + len(context._folded)
         if size > self.max_chars:
-            return
+            return context
+        self._last = (context, key)
         self._by_texts[texts] = (context, key, size)
         self._by_hash[key] = context
         self._chars += size
@@ -348,6 +359,7 @@ class _Recent:
             self._chars -= old_size
             if self._by_hash.get(old_key) is old:
                 del self._by_hash[old_key]
+        return context
 
 
 _recent = _Recent()

@@ -156,8 +156,11 @@ def _texts(shown: Any) -> list[str]:
     return [str(v) for _, v in leaves(shown) if v is not None]
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_incremental_contexts_give_the_from_scratch_verdicts(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("seed", "order"), [(1, "random"), (2, "random"), (3, "round robin")])
+def test_incremental_contexts_give_the_from_scratch_verdicts(seed: int, order: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Random interleaving mixes extending the context just built with extending an older one; round robin
+    (never two calls of one conversation in a row) only ever extends an older one, found by its texts' hash."""
     rng = random.Random(seed)
     monkeypatch.setattr(G, "_recent", G._Recent())  # a fresh cache: what this test builds is what it sees
     extended = 0
@@ -172,14 +175,17 @@ def test_incremental_contexts_give_the_from_scratch_verdicts(seed: int, monkeypa
     conversations = _conversations(rng, 60)
     # the calls of several conversations interleaved, each conversation's in order (as an import writes them)
     queue = [(c, i) for c, calls in enumerate(conversations) for i in range(len(calls))]
-    order: list[tuple[int, int]] = []
+    calls: list[tuple[int, int]] = []
     next_call = [0] * len(conversations)
-    while len(order) < len(queue):
-        c = rng.choice([c for c in range(len(conversations)) if next_call[c] < len(conversations[c])])
-        order.append((c, next_call[c]))
+    turn = 0
+    while len(calls) < len(queue):
+        open_ = [c for c in range(len(conversations)) if next_call[c] < len(conversations[c])]
+        c = rng.choice(open_) if order == "random" else open_[turn % len(open_)]
+        turn += 1
+        calls.append((c, next_call[c]))
         next_call[c] += 1
     verdicts = 0
-    for c, i in order:
+    for c, i in calls:
         shown = conversations[c][i]
         texts = _texts(shown)
         incremental = GroundingContext.of_values(shown)
@@ -195,7 +201,7 @@ def test_incremental_contexts_give_the_from_scratch_verdicts(seed: int, monkeypa
                 assert [(f.path, f.value, f.reason) for f in check_call("t", args, context, spec)] == want, (texts, args)
             assert all(GroundingContext.of_texts(texts).grounds(v) == legacy.grounds(v) for _, v in leaves(args))
             verdicts += len(list(leaves(args)))
-    assert extended > len(order) // 3  # most later calls extended an earlier context rather than reading anew
+    assert extended > len(calls) // 3  # most later calls extended an earlier context rather than reading anew
     assert verdicts > 1000
 
 
