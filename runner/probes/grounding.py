@@ -312,8 +312,9 @@ _JSON_SCALARS = frozenset({int, float, bool})
 
 class _Recent:
     """The contexts built lately, by their texts, and by the rolling hash of their texts, so that a new context
-    whose texts start with a recent one's is that one extended (the longest such). Bounded in contexts and in
-    the characters they hold; the least recently used go first."""
+    whose texts start with a recent one's is that one extended: the context read last when it fits (the next call
+    of the same conversation), else the longest recent one that does. Bounded in contexts and in the characters
+    they hold; the least recently used go first."""
 
     def __init__(self, contexts: int = 256, chars: int = 16_000_000) -> None:
         self.max_contexts, self.max_chars = contexts, chars
