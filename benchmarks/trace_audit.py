@@ -12,6 +12,12 @@ the whole field table instead, as it did before.
     python benchmarks/trace_audit.py --sizes 100000 1000000
     python benchmarks/trace_audit.py --report-only --sizes 1000000 10000000
 
+``--before REV`` runs the audit of each size twice more, side by side with the working tree: once with the
+``runner`` package of git revision REV (``git archive``, put first on ``PYTHONPATH``), once with the working tree,
+alternated ``--rounds`` times, and prints both figures and their ratio (issue 26: the grounding rule's speed):
+
+    python benchmarks/trace_audit.py --sizes 100000 --before main --rounds 2
+
 ``--report-only`` skips the audit: it writes a field table of N calls directly (the audit's schema, four
 fields per call, conversations of 1–8 calls, a baseline flag per field drawn at random) and times the report
 over it both ways — the whole table (``read_fields``, as before) and the per-conversation counts
@@ -153,10 +159,47 @@ def report_only(sizes: list[int]) -> None:
                       f"peak RSS {fig['peak_rss_mb']:6.0f} MiB  ({fig['audits']} units)  load {os.getloadavg()[0]:.1f}")
 
 
+def _audit(traces: Path, out: Path, pythonpath: str | None = None) -> dict[str, float]:
+    """One audit in a fresh process (``_child``), with ``pythonpath`` first on the import path when given."""
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
+    res = subprocess.run([sys.executable, __file__, "--child", str(traces), str(out)], check=True,
+                         capture_output=True, text=True, env=env)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def before(sizes: list[int], rev: str, rounds: int) -> None:
+    """Each size audited with revision ``rev``'s runner and with the working tree's, alternated ``rounds`` times."""
+    repo = Path(__file__).resolve().parent.parent
+    print(f"load average {os.getloadavg()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        old = Path(tmp) / "before"
+        old.mkdir()
+        archive = subprocess.run(["git", "-C", str(repo), "archive", rev, "runner"], check=True, capture_output=True)
+        subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+        for n in sizes:
+            traces = Path(tmp) / f"traces-{n}.jsonl"
+            write_traces(traces, n)
+            for r in range(rounds):
+                figs = {}
+                for side, path in (("before", str(old)), ("after", None)):
+                    out = Path(tmp) / f"audit-{n}-{side}-{r}"
+                    figs[side] = fig = _audit(traces, out, path)
+                    print(f"{n:>9} calls  {side:6} ({rev if path else 'working tree'})  {fig['calls_per_s']:9.0f} calls/s  "
+                          f"{fig['calls'] / fig['cpu_s']:7.0f} calls per CPU-s  {fig['cpu_s'] / fig['calls'] * 1e6:6.1f} µs CPU "
+                          f"per call  peak RSS {fig['peak_rss_mb']:6.0f} MiB  load {os.getloadavg()[0]:.1f}")
+                b, f = figs["before"], figs["after"]
+                print(f"{n:>9} calls  after / before: {b['cpu_s'] / f['cpu_s']:.2f}× calls per CPU-s, "
+                      f"{b['seconds'] / f['seconds']:.2f}× calls/s  (round {r + 1} of {rounds})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--report-only", action="store_true", help="time the report alone over a written table")
+    ap.add_argument("--before", metavar="REV", help="also audit with git revision REV's runner, side by side")
+    ap.add_argument("--rounds", type=int, default=2, help="with --before: before/after pairs per size")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     ap.add_argument("--report-child", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -169,15 +212,16 @@ def main() -> None:
     if a.report_only:
         report_only(a.sizes)
         return
+    if a.before:
+        before(a.sizes, a.before, a.rounds)
+        return
     print(f"load average {os.getloadavg()}")
     with tempfile.TemporaryDirectory() as tmp:
         for n in a.sizes:
             traces = Path(tmp) / f"traces-{n}.jsonl"
             write_traces(traces, n)
             out = Path(tmp) / f"audit-{n}"
-            res = subprocess.run([sys.executable, __file__, "--child", str(traces), str(out)], check=True,
-                                 capture_output=True, text=True)
-            fig = json.loads(res.stdout.strip().splitlines()[-1])
+            fig = _audit(traces, out)
             print(f"{n:>9} calls  input {traces.stat().st_size / 2**20:7.1f} MiB  {fig['calls_per_s']:9.0f} calls/s  "
                   f"{fig['seconds']:6.1f} s  {fig['calls'] / fig['cpu_s']:7.0f} calls per CPU-s  report {fig['report_s']:5.1f} s  peak RSS {fig['peak_rss_mb']:6.0f} MiB (driver before the report {fig['audit_rss_mb']:5.0f})  output "
                   f"{fig['output_bytes'] / 2**20:6.1f} MiB  ({fig['fields']} fields)  load {os.getloadavg()[0]:.1f}")

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 Leaf = tuple[str, Any]  # (path, scalar value)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 _WS_RE = re.compile(r"\s+")
 # a number as people write it: optional sign, thousands separators, decimals
@@ -27,10 +28,13 @@ _NUMBER_RE = re.compile(r"(?<![\w.])[-+]?(?:[1-9]\d{0,2}(?:,\d{3})+|[1-9]\d*|0)(
 
 def leaves(value: Any, path: str = "") -> Iterator[Leaf]:
     """Every scalar inside ``value`` with its path: ``a.b[0].c``. Empty containers yield nothing."""
-    if isinstance(value, Mapping):
+    cls = value.__class__
+    if cls in _SCALARS:  # the common leaves, without the abstract-class checks below (a grounding hot path)
+        yield path, value
+    elif cls is dict or isinstance(value, Mapping):
         for key, sub in value.items():
             yield from leaves(sub, f"{path}.{key}" if path else str(key))
-    elif isinstance(value, (list, tuple)):
+    elif cls is list or isinstance(value, (list, tuple)):
         for i, sub in enumerate(value):
             yield from leaves(sub, f"{path}[{i}]")
     else:
@@ -102,9 +106,15 @@ def contained(value: Any, haystack: str, haystack_numbers: set[str]) -> bool:
         return True
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return text in haystack_numbers
-    if _NUMBER_RE.fullmatch(text):
-        return canonical_number(text) in haystack_numbers
+    number = number_form(text)
+    if number is not None:
+        return number in haystack_numbers
     return text in haystack
+
+
+def number_form(text: str) -> str | None:
+    """The canonical number a normalised text is, when all of it is one number (``"1,064.50"`` → ``"1064.5"``)."""
+    return canonical_number(text) if _NUMBER_RE.fullmatch(text) else None
 
 
 def format_value(value: Any) -> str:

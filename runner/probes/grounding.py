@@ -32,6 +32,7 @@ for ``vendor``) — those need a reader, which is what the phantom probe's audit
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -42,11 +43,11 @@ import pyarrow as pa
 
 from runner.core.jsonwalk import (
     canonical_number,
-    contained,
     format_value,
     key_names,
     leaves,
     normalise,
+    number_form,
     numbers_in,
     scalar_text,
     top_field,
@@ -103,61 +104,162 @@ def _words(text: str) -> list[str]:
     return [w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _WORD_RE.findall(spaced)]
 
 
+class _Bounded(dict[Any, Any]):
+    """A dict that forgets everything once it holds ``limit`` entries: a cache of bounded size with no bookkeeping
+    per hit (the audit meets a conversation's values in a burst, then rarely again)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def put(self, key: Any, value: Any) -> Any:
+        if len(self) >= self.limit:
+            self.clear()
+        self[key] = value
+        return value
+
+
+def _read(texts: Sequence[str]) -> tuple[str, str, frozenset[str]]:
+    """What a context holds of ``texts``: their normalised text, that text folded, and the numbers it writes.
+
+    Reading ``a + b`` gives the reading of ``a`` and the reading of ``b`` joined by one space (the empty ones left
+    out), because nothing the normalisation reads spans a space: case folds character by character, a number or a
+    ``_``/``-`` run holds no space, and a whitespace run collapses to one. So a context extends by new texts without
+    reading the earlier ones again (``tests/probes/test_grounding_incremental.py`` holds the two readings equal)."""
+    text = normalise("\n".join(texts))
+    numbers = numbers_in(text)
+    numbers.update(canonical_number(m.group(0)) for m in _LOOSE_NUMBER_RE.finditer(text))
+    return text, _fold(text), frozenset(numbers)
+
+
+def _joined(a: str, b: str) -> str:
+    return f"{a} {b}" if a and b else a or b
+
+
+@dataclass(frozen=True, slots=True)
+class _Leaf:
+    """What the rule reads of one leaf value at one path, whatever the context: worked out once per distinct
+    (value, path), so that judging it in a context is a few lookups (``GroundingContext._holds``)."""
+
+    text: str | None          # ``scalar_text``: None is nothing to ground (grounded)
+    restates: bool            # the value only restates its parameter's name
+    number: str | None        # the canonical number it must match as a whole number of the context
+    substring: str | None     # the normalised text it must occur as (a value that is not a number)
+    folded: str | None        # or its folded form (not for int / float values)
+    placeholder: bool
+
+
+_NOTHING = _Leaf(None, False, None, None, None, False)
+#: leaf readings remembered, by (type, value, path), for values up to this many characters (at most some
+#: 30 MB held: argument values are mostly short, and a long one is read each time)
+_LEAF_MAX_CHARS = 256
+_leaf_cache = _Bounded(32_768)
+
+
+def _read_leaf(value: Any, path: str) -> _Leaf:
+    text = scalar_text(value)
+    if text is None:
+        return _NOTHING
+    restates = _restates_name(value, path)
+    if isinstance(value, (int, float)):
+        return _Leaf(text, restates, text, None, None, False)
+    number = number_form(text)
+    placeholder = isinstance(value, str) and _PLACEHOLDER_RE.fullmatch(value.strip()) is not None
+    return _Leaf(text, restates, number, text if number is None else None, _fold(text), placeholder)
+
+
+def _leaf(value: Any, path: str) -> _Leaf:
+    """``_read_leaf``, remembered for hashable scalars of bounded size."""
+    cls = value.__class__
+    if cls not in _MEMO_TYPES or (cls is str and len(value) > _LEAF_MAX_CHARS):
+        return _read_leaf(value, path)
+    key = (cls, value, path)
+    hit: _Leaf | None = _leaf_cache.get(key)
+    if hit is None:
+        hit = _leaf_cache.put(key, _read_leaf(value, path))
+    return hit
+
+
 class GroundingContext:
     """The text a model was shown, normalised once, that values are looked up in.
 
     A context also remembers the verdict of each scalar leaf it has judged (``check_call``):
     the verdict is a pure function of the leaf, its path, the tool's schema and this context,
     and the simulated agents and real models send the same few values again and again
-    (issue 32: the checks were a quarter of a simulated trial). ``of_messages`` hands out one
-    context per distinct conversation text, so the memo is shared across a probe's runs.
+    (issue 32: the checks were a quarter of a simulated trial). ``of_messages`` and ``of_values``
+    hand out one context per distinct conversation text, so the memo is shared across a probe's
+    runs; and a context whose texts start with an earlier context's texts (the next call of a
+    conversation: the same system prompt and turns, plus new tool results) is that context
+    extended by the new texts only (issue 26: rebuilding each call's context was a third of an audit).
     """
 
-    __slots__ = ("_folded", "_memo", "_numbers", "_text")
+    __slots__ = ("_folded", "_memo", "_numbers", "_text", "_texts")
 
     #: leaf verdicts a context keeps; past this it judges without remembering (bounded memory)
     _MEMO_LIMIT = 4096
 
     def __init__(self, texts: Iterable[str]) -> None:
-        self._text = normalise("\n".join(texts))
-        self._numbers = numbers_in(self._text) | {canonical_number(m.group(0))
-                                                  for m in _LOOSE_NUMBER_RE.finditer(self._text)}
-        self._folded = _fold(self._text)
+        self._texts = tuple(texts)
+        self._text, self._folded, self._numbers = _read(self._texts)
         # (id(spec), path, type, value) -> (spec, verdict); the entry holds the spec, so its id is not reused
         self._memo: dict[tuple[Any, ...], tuple[ToolSpec | None, Reason | None]] = {}
+
+    def _extended(self, texts: tuple[str, ...]) -> GroundingContext:
+        """The context of ``texts``, which start with this context's texts (the caller checked) and are longer:
+        only the rest is read (``_read``)."""
+        text, folded, numbers = _read(texts[len(self._texts):])
+        out = GroundingContext.__new__(GroundingContext)
+        out._texts = texts
+        out._text, out._folded = _joined(self._text, text), _joined(self._folded, folded)
+        out._numbers = self._numbers | numbers
+        out._memo = {}
+        return out
+
+    @classmethod
+    def of_texts(cls, texts: Iterable[str]) -> GroundingContext:
+        """The context of these texts: the same one for the same texts, and an earlier context extended where
+        the texts start with its texts (``_Recent``)."""
+        return _recent.get(tuple(texts))
 
     @classmethod
     def of_values(cls, shown: Any) -> GroundingContext:
         """From a JSON tree (the phantom trace's context): its values only — a key such as ``user`` or ``total``
         is structure, not something said. One (cached) context per distinct text, as ``of_messages``: the calls
-        of one conversation audited without its tool results share it, and its memo."""
-        return _context_of_texts(tuple(str(v) for _, v in leaves(shown) if v is not None))
+        of one conversation audited without its tool results share it, and its memo; a later call's context,
+        with more tool results, extends an earlier one."""
+        out: list[str] = []
+        _texts_of(shown, out)
+        return _recent.get(tuple(out))
 
     @classmethod
     def of_messages(cls, messages: Sequence[Message]) -> GroundingContext:
         """From a conversation: system, user and tool-result turns. The assistant's own earlier words ground
         nothing (it could have invented them there first). One (cached) context per distinct text."""
-        return _context_of_texts(tuple(m.content for m in messages if m.role in ("system", "user", "tool")))
+        return _recent.get(tuple(m.content for m in messages if m.role in ("system", "user", "tool")))
 
     def verdict(self, value: Any, path: str, spec: ToolSpec | None) -> Reason | None:
         """``check_value`` of one leaf of a call to ``spec``'s tool, remembered for hashable scalars."""
         if value is None or value.__class__ not in _MEMO_TYPES:
-            return check_value(value, path, self, _param_schema(spec, path))
+            return _judge(_read_leaf(value, path), value, path, self, spec)
         key = (id(spec), path, value.__class__, value)
         hit = self._memo.get(key)
         if hit is not None and hit[0] is spec:
             return hit[1]
-        reason = check_value(value, path, self, _param_schema(spec, path))
+        reason = _judge(_leaf(value, path), value, path, self, spec)
         if len(self._memo) < self._MEMO_LIMIT:
             self._memo[key] = (spec, reason)
         return reason
 
+    def _holds(self, leaf: _Leaf) -> bool:
+        """The containment test of one read leaf (``grounds``)."""
+        return ((leaf.number is not None and leaf.number in self._numbers)
+                or (leaf.substring is not None and leaf.substring in self._text)
+                or (leaf.folded is not None and leaf.folded in self._folded))
+
     def grounds(self, value: Any) -> bool:
         """The containment test: ``value``'s normalised form occurs in this context."""
-        if contained(value, self._text, self._numbers):
-            return True
-        text = scalar_text(value)
-        return text is not None and not isinstance(value, (int, float)) and _fold(text) in self._folded
+        leaf = _read_leaf(value, "")
+        return leaf.text is None or self._holds(leaf)
 
     def names_explicitly(self, value: str) -> bool:
         """Some occurrence of ``value`` is not a generic noun phrase: quoted, or after anything but a determiner
@@ -175,10 +277,93 @@ class GroundingContext:
 _MEMO_TYPES = frozenset({str, int, float, bool})
 
 
-@lru_cache(maxsize=256)
-def _context_of_texts(texts: tuple[str, ...]) -> GroundingContext:
-    """The context of these texts, built once: a probe asks the same conversation in many runs."""
-    return GroundingContext(texts)
+def _texts_of(value: Any, out: list[str]) -> None:
+    """``str`` of every non-null leaf of a JSON tree, in ``leaves`` order (without building the paths; a JSON
+    container's scalars are read in its loop, not by a call each)."""
+    cls = value.__class__
+    if cls is dict:
+        items: Iterable[Any] = value.values()
+    elif cls is list:
+        items = value
+    elif cls is str:
+        out.append(value)
+        return
+    elif value is None:
+        return
+    elif cls not in _JSON_SCALARS and isinstance(value, Mapping):
+        items = value.values()
+    elif cls not in _JSON_SCALARS and isinstance(value, (list, tuple)):
+        items = value
+    else:
+        out.append(str(value))
+        return
+    for sub in items:
+        sub_cls = sub.__class__
+        if sub_cls is str:
+            out.append(sub)
+        elif sub_cls in _JSON_SCALARS:
+            out.append(str(sub))
+        elif sub is not None:
+            _texts_of(sub, out)
+
+
+_JSON_SCALARS = frozenset({int, float, bool})
+
+
+class _Recent:
+    """The contexts built lately, by their texts, and by the rolling hash of their texts, so that a new context
+    whose texts start with a recent one's is that one extended: the context read last when it fits (the next call
+    of the same conversation), else the longest recent one that does. Bounded in contexts and in the characters
+    they hold; the least recently used go first."""
+
+    def __init__(self, contexts: int = 256, chars: int = 16_000_000) -> None:
+        self.max_contexts, self.max_chars = contexts, chars
+        self._by_texts: OrderedDict[tuple[str, ...], tuple[GroundingContext, int, int]] = OrderedDict()
+        self._by_hash: dict[int, GroundingContext] = {}
+        self._chars = 0
+        self._last: tuple[GroundingContext, int] | None = None  # the context added last, and its key
+
+    def get(self, texts: tuple[str, ...]) -> GroundingContext:
+        hit = self._by_texts.get(texts)
+        if hit is not None:
+            self._by_texts.move_to_end(texts)
+            return hit[0]
+        if self._last is not None:  # first, the next call of the conversation read last (most imports)
+            last, h = self._last
+            n = len(last._texts)
+            if n < len(texts) and texts[:n] == last._texts:
+                for t in texts[n:]:
+                    h = hash((h, t))
+                return self._add(texts, last._extended(texts), h)
+        prefixes = []
+        h = 0
+        for t in texts:
+            h = hash((h, t))
+            prefixes.append(h)
+        for i in range(len(texts) - 1, 0, -1):
+            base = self._by_hash.get(prefixes[i - 1])
+            if base is not None and base._texts == texts[:i]:
+                return self._add(texts, base._extended(texts), h)
+        return self._add(texts, GroundingContext(texts), h)
+
+    def _add(self, texts: tuple[str, ...], context: GroundingContext, key: int) -> GroundingContext:
+        """``context``, kept under ``texts`` and under ``key`` (the rolling hash of ``texts``) if it fits."""
+        size = sum(map(len, texts)) + len(context._text) + len(context._folded)
+        if size > self.max_chars:
+            return context
+        self._last = (context, key)
+        self._by_texts[texts] = (context, key, size)
+        self._by_hash[key] = context
+        self._chars += size
+        while len(self._by_texts) > self.max_contexts or self._chars > self.max_chars:
+            _, (old, old_key, old_size) = self._by_texts.popitem(last=False)
+            self._chars -= old_size
+            if self._by_hash.get(old_key) is old:
+                del self._by_hash[old_key]
+        return context
+
+
+_recent = _Recent()
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,24 +406,43 @@ def _restates_name(value: Any, path: str) -> bool:
     """The value's words are all words of its parameter's name: the slot restated, not filled."""
     if not isinstance(value, str):
         return False
-    names = key_names(path)
-    if not names:
+    name = _name_words(path)
+    if name is None:
         return False
     said = _words(value)
-    return bool(said) and set(said) <= set(_words(names[-1]))
+    return bool(said) and set(said) <= name
+
+
+@lru_cache(maxsize=4096)
+def _name_words(path: str) -> frozenset[str] | None:
+    """The words of the parameter a leaf at ``path`` fills (its last key), or ``None`` when no key names it."""
+    names = key_names(path)
+    return frozenset(_words(names[-1])) if names else None
 
 
 def check_value(value: Any, path: str, context: GroundingContext, schema: Mapping[str, Any]) -> Reason | None:
     """Why one leaf is ungrounded, or ``None`` when it is grounded (the rule of the module docstring)."""
-    text = scalar_text(value)
-    if text is None:
+    return _judge(_leaf(value, path) if value.__class__ in _MEMO_TYPES else _read_leaf(value, path),
+                  value, path, context, schema)
+
+
+def _judge(leaf: _Leaf, value: Any, path: str, context: GroundingContext,
+           schema: ToolSpec | Mapping[str, Any] | None) -> Reason | None:
+    """``check_value`` of a read leaf; ``schema`` is the parameter's schema, or the tool's spec to find it in
+    (only read when the value is not grounded)."""
+    if leaf.text is None:
         return None
-    if _restates_name(value, path) and not context.names_explicitly(value):
+    if leaf.restates and not context.names_explicitly(value):
         return Reason.RESTATES_PARAMETER
-    if context.grounds(value):
+    if context._holds(leaf):
         return None
-    if isinstance(value, str) and _PLACEHOLDER_RE.fullmatch(value.strip()):
+    if leaf.placeholder:
         return Reason.PLACEHOLDER
+    if schema is None:
+        schema = {}
+    elif not isinstance(schema, Mapping):
+        schema = _param_schema(schema, path)
+    text = leaf.text
     description = schema.get("description")
     if isinstance(description, str) and len(text) >= 4 and _fold(text) in _fold(normalise(description)):
         return Reason.DESCRIPTION_ECHO
@@ -252,20 +456,27 @@ def check_call(tool: str, arguments: Mapping[str, Any] | None, context: Groundin
                spec: ToolSpec | None = None) -> list[Finding]:
     """Every ungrounded leaf of one call's arguments (none for arguments that did not parse: nothing to read)."""
     out: list[Finding] = []
-    for path, value in leaves(arguments or {}):
-        reason = context.verdict(value, path, spec)
+    verdict = context.verdict
+    if not isinstance(arguments, dict):
+        items: Iterable[tuple[str, Any]] = leaves(arguments or {})
+    elif all(v.__class__ in _SCALAR_LEAVES and k.__class__ is str for k, v in arguments.items()):
+        items = arguments.items()  # flat arguments (most calls): their leaves are their items
+    else:
+        items = leaves(arguments)
+    for path, value in items:
+        reason = verdict(value, path, spec)
         if reason is not None:
             out.append(Finding(tool, path, value, reason))
     return out
 
 
+#: leaf types ``leaves`` yields as they are (``check_call``'s flat-arguments path)
+_SCALAR_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def fields_of(findings: Iterable[Finding]) -> list[str]:
     """The ``tool.arg`` of each finding, once each, in order."""
-    out: list[str] = []
-    for f in findings:
-        if f.field not in out:
-            out.append(f.field)
-    return out
+    return list(dict.fromkeys(f.field for f in findings))
 
 
 def check_calls(calls: Sequence[ToolCall], context: GroundingContext,
