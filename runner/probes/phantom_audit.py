@@ -465,9 +465,9 @@ class ClusterCounts:
         triples = np.array(list(self._groups), np.int64)  # by group number
         parts = [(triples >> 42) & ((1 << 21) - 1), (triples >> 21) & ((1 << 21) - 1), triples & ((1 << 21) - 1)]
 
-        def strings(i: int) -> pl.Series:
+        def strings(i: int) -> pl.Series:  # categorical: four bytes a row, where strings were most of the table
             names = list(self._names[i])  # by number
-            return pl.Series([names[j] for j in parts[i]], dtype=pl.String).gather(group)
+            return pl.Series([names[j] for j in parts[i]], dtype=pl.Categorical).gather(group)
 
         def verdicts(code: np.ndarray) -> pl.Series:
             return pl.Series(pa.array(code == 2, mask=code == 0))
