@@ -438,25 +438,32 @@ class ClusterCounts:
             self._merge()
 
     def _merge(self) -> None:
+        """The pending pairs summed by key, then added into the kept ones (new keys inserted in order): the kept
+        arrays are copied once, never sorted again."""
         if not self._pending:
             return
-        keys = np.concatenate([self._keys, *(k for k, _ in self._pending)])
-        counts = np.concatenate([self._counts, *(n for _, n in self._pending)])
+        keys = np.concatenate([k for k, _ in self._pending])
+        counts = np.concatenate([n for _, n in self._pending])
         self._pending, self._pending_rows = [], 0
         order = np.argsort(keys, kind="stable")
         keys, counts = keys[order], counts[order]
         del order
-        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else np.empty(0, np.int64)
-        self._keys = keys[starts]
-        self._counts = np.add.reduceat(counts, starts) if starts.size else counts[:0]
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        keys, counts = keys[starts], np.add.reduceat(counts, starts)
+        at = np.searchsorted(self._keys, keys)
+        old = at < self._keys.size
+        old[old] = self._keys[at[old]] == keys[old]
+        self._counts[at[old]] += counts[old]  # each kept key at most once: the pending keys are distinct
+        new = ~old
+        self._keys = np.insert(self._keys, at[new], keys[new])
+        self._counts = np.insert(self._counts, at[new], counts[new])
 
     def table(self) -> pl.DataFrame:
         """The counts: one row per key (``COUNT_KEYS``) with the units it stands for (``phantom_report.COUNT``)."""
         self._merge()
         keys = self._keys
-        verdict = keys & ((1 << _VERDICT_BITS) - 1)
-        group = (keys >> _VERDICT_BITS) & ((1 << _GROUP_BITS) - 1)
-        conv = keys >> (_GROUP_BITS + _VERDICT_BITS)
+        verdict = (keys & ((1 << _VERDICT_BITS) - 1)).astype(np.int8)
+        group = ((keys >> _VERDICT_BITS) & ((1 << _GROUP_BITS) - 1)).astype(np.int32)
         names = list(self._convs)  # by number: dicts keep their insertion order
         rank = np.empty(len(names), np.int64)  # each conversation's rank in sorted order, from 1
         rank[np.fromiter(sorted(range(len(names)), key=names.__getitem__), np.int64, count=len(names))] = \
@@ -472,8 +479,10 @@ class ClusterCounts:
         def verdicts(code: np.ndarray) -> pl.Series:
             return pl.Series(pa.array(code == 2, mask=code == 0))
 
+        conversation = rank[keys >> (_GROUP_BITS + _VERDICT_BITS)]
+        del rank
         return pl.DataFrame({
-            "model": strings(0), "condition": strings(1), "conversation": rank[conv], "field": strings(2),
+            "model": strings(0), "condition": strings(1), "conversation": conversation, "field": strings(2),
             "baseline": (verdict % 2).astype(bool), "auditor": verdicts((verdict // 2) % 3),
             "gold": verdicts((verdict // 6) % 3), COUNT: self._counts,
         })
