@@ -86,7 +86,12 @@ def _codes(col: pl.Series) -> np.ndarray:
     """A number per distinct value of the column (its categorical code; nulls as the empty string)."""
     if col.dtype != pl.Categorical:
         col = col.cast(pl.String).cast(pl.Categorical)
-    return col.fill_null("").to_physical().to_numpy().astype(np.int64)
+    return col.fill_null("").to_physical().to_numpy().astype(np.int32)
+
+
+def _small(codes: np.ndarray) -> np.ndarray:
+    """``codes`` as int32 where they fit (half the memory of a million calls' keys), else as they are."""
+    return codes.astype(np.int32) if codes.size and int(codes.max()) < 1 << 31 else codes
 
 
 def _per_cluster(group: np.ndarray, conv: np.ndarray, weight: np.ndarray,
@@ -99,9 +104,11 @@ def _per_cluster(group: np.ndarray, conv: np.ndarray, weight: np.ndarray,
     key = key[order]
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     key = key[starts]
-    w = weight[order]
-    sums = [np.add.reduceat(w, starts)] + [np.add.reduceat(np.where(f[order], w, 0), starts) for f in flags]
-    return (key // span, key % span, *sums)
+    w, ordered = weight[order], [f[order] for f in flags]
+    del order
+    sums = [np.add.reduceat(w, starts, dtype=np.int64)]
+    sums += [np.add.reduceat(np.where(f, w, 0), starts, dtype=np.int64) for f in ordered]
+    return ((key // span).astype(np.int32), (key % span).astype(np.int32), *sums)
 
 
 def flag_rates(fields: pl.DataFrame, seed: int) -> pl.DataFrame:
@@ -114,15 +121,16 @@ def flag_rates(fields: pl.DataFrame, seed: int) -> pl.DataFrame:
     strings would give."""
     if fields.height == 0:
         return pl.DataFrame(schema=FLAG_SCHEMA)
-    w = (fields[COUNT].to_numpy() if COUNT in fields.columns else np.ones(fields.height)).astype(np.int64)
+    w = fields[COUNT].to_numpy() if COUNT in fields.columns else np.ones(fields.height, np.int32)
+    w = _small(w.astype(np.int64))
     auditor = fields["auditor"]
     flags = (fields["baseline"].fill_null(False).to_numpy().astype(bool), auditor.is_not_null().to_numpy(),
              auditor.fill_null(False).to_numpy().astype(bool))
     conv_col = fields["conversation"]
-    conv = (conv_col if conv_col.dtype.is_integer() else conv_col.rank("dense")).to_numpy().astype(np.int64)
+    conv = _small((conv_col if conv_col.dtype.is_integer() else conv_col.rank("dense")).to_numpy().astype(np.int64))
     model, condition, name = (_codes(fields[c]) for c in ("model", "condition", "field"))
-    pair = model * (int(condition.max()) + 1) + condition
-    triple = pair * (int(name.max()) + 1) + name
+    pair = _small(model.astype(np.int64) * (int(condition.max()) + 1) + condition)
+    triple = _small(pair.astype(np.int64) * (int(name.max()) + 1) + name)
     del model, condition, name
     out: list[dict[str, Any]] = []
     for codes, every in ((triple, False), (pair, True)):
@@ -141,6 +149,7 @@ def flag_rates(fields: pl.DataFrame, seed: int) -> pl.DataFrame:
                         "baseline_rate": br, "baseline_lo": blo, "baseline_hi": bhi,
                         "auditor_scored": int(an[s].sum()), "auditor_flagged": int(a[s].sum()),
                         "auditor_rate": ar, "auditor_lo": alo, "auditor_hi": ahi})
+        del g, cl, n, b, an, a  # before the next pass makes its own
     table = pl.DataFrame(out, schema=FLAG_SCHEMA)
     # the all-fields row last in each model × condition
     return table.sort("model", "condition", pl.col("field") == ALL_FIELDS, "field")
