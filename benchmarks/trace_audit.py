@@ -6,11 +6,11 @@ the earlier tool results) and runs ``trialgrid audit`` on them in a fresh proces
 peak RSS is its own; then the report's flag rates over the written table (timed apart). Prints calls/s
 (generation excluded), calls per CPU-second (driver and workers: less sensitive to a loaded machine than
 wall time), peak RSS of the largest process (and the driver's before the report) and output bytes, with the load
-average. The report reads per (field, conversation) counts (``read_counts``); ``AUDIT_REPORT=table`` reads
-the whole field table instead, as it did before.
+average. The report reads the counts the audit summed while auditing (``counts.parquet``, ``read_counts``);
+``AUDIT_REPORT=table`` reads the whole field table instead, as it did first.
 
     python benchmarks/trace_audit.py --sizes 100000 1000000
-    python benchmarks/trace_audit.py --report-only --sizes 1000000 10000000
+    python benchmarks/trace_audit.py --report-only --sizes 100000 1000000
 
 ``--before REV`` runs the audit of each size twice more, side by side with the working tree: once with the
 ``runner`` package of git revision REV (``git archive``, put first on ``PYTHONPATH``), once with the working tree,
@@ -19,14 +19,18 @@ alternated ``--rounds`` times, and prints both figures and their ratio (issue 26
     python benchmarks/trace_audit.py --sizes 100000 --before main --rounds 2
 
 ``--report-only`` skips the audit: it writes a field table of N calls directly (the audit's schema, four
-fields per call, conversations of 1–8 calls, a baseline flag per field drawn at random) and times the report
-over it both ways — the whole table (``read_fields``, as before) and the per-conversation counts
-(``read_counts``) — each in a fresh process, so each peak RSS is its own.
+fields per call, conversations of 1–8 calls, a baseline flag per field drawn at random) and times the report's
+flag rates over it three ways, each in a fresh process, so each peak RSS is its own: the whole table
+(``read_fields``, as first), polars' streaming group_by of the table to the counts (as ``read_counts`` did
+before the audit summed them), and ``ClusterCounts`` summing the table's row groups (what the audit does as it
+writes them; ``read_counts`` of a directory without ``counts.parquet``). The three give the same rates
+(checked: the figures line says so).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -131,17 +135,33 @@ def write_table(path: Path, n: int, seed: int = 7) -> None:
             writer.write_batch(pa.RecordBatch.from_pydict(cols, schema=SCHEMA))
 
 
+def _group_by_counts(directory: Path) -> object:
+    """The counts as ``read_counts`` made them before the audit summed them: polars' streaming group_by."""
+    import polars as pl
+
+    from runner.probes.phantom_audit import COUNT_KEYS, FIELDS_FILE
+    from runner.probes.phantom_report import COUNT
+
+    lazy = pl.scan_parquet(directory / FIELDS_FILE).group_by(list(COUNT_KEYS)).agg(pl.len().cast(pl.Int64).alias(COUNT))
+    return lazy.collect(engine="streaming").with_columns(pl.col("conversation").rank("dense").cast(pl.Int64))
+
+
+_HOWS = ("table", "group_by", "counts")
+
+
 def _report_child(directory: str, how: str) -> None:
     from runner.probes.phantom_audit import VIEW_COLUMNS, read_counts, read_fields
     from runner.probes.phantom_report import flag_rates
 
     start = time.perf_counter()
-    frame = read_fields(Path(directory), VIEW_COLUMNS) if how == "table" else read_counts(Path(directory))
-    rates = flag_rates(frame, seed=0)
+    frame = {"table": lambda d: read_fields(d, VIEW_COLUMNS), "group_by": _group_by_counts,
+             "counts": read_counts}[how](Path(directory))
+    rates = flag_rates(frame, seed=0)  # type: ignore[arg-type]
     elapsed = time.perf_counter() - start
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": elapsed, "peak_rss_mb": rss, "rows": frame.height,
-                      "audits": int(rates["audits"][-1])}))
+    digest = hashlib.sha256(rates.write_json().encode()).hexdigest()[:12]
+    print(json.dumps({"seconds": elapsed, "peak_rss_mb": rss, "rows": frame.height,  # type: ignore[attr-defined]
+                      "audits": int(rates["audits"][-1]), "digest": digest}))
 
 
 def report_only(sizes: list[int]) -> None:
@@ -151,12 +171,15 @@ def report_only(sizes: list[int]) -> None:
             directory = Path(tmp) / f"audit-{n}"
             directory.mkdir()
             write_table(directory / "fields.parquet", n)
-            for how in ("table", "counts"):
+            digests = set()
+            for how in _HOWS:
                 res = subprocess.run([sys.executable, __file__, "--report-child", str(directory), how], check=True,
                                      capture_output=True, text=True)
                 fig = json.loads(res.stdout.strip().splitlines()[-1])
-                print(f"{n:>10} calls  report from {how:6}  {fig['rows']:>9} rows read  {fig['seconds']:6.1f} s  "
+                digests.add(fig["digest"])
+                print(f"{n:>10} calls  report from {how:8}  {fig['rows']:>9} rows read  {fig['seconds']:6.1f} s  "
                       f"peak RSS {fig['peak_rss_mb']:6.0f} MiB  ({fig['audits']} units)  load {os.getloadavg()[0]:.1f}")
+            print(f"{n:>10} calls  flag rates {'identical' if len(digests) == 1 else 'DIFFER'} from all three")
 
 
 def _audit(traces: Path, out: Path, pythonpath: str | None = None) -> dict[str, float]:

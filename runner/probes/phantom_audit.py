@@ -21,12 +21,13 @@ from __future__ import annotations
 import json
 import multiprocessing
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -39,6 +40,8 @@ from runner.probes.phantom import Trace, baseline_fields, conversation_of
 from runner.probes.phantom_report import COUNT
 
 FIELDS_FILE = "fields.parquet"
+#: the field table aggregated per (model, condition, conversation, field, verdicts), summed while auditing
+COUNTS_FILE = "counts.parquet"
 META_FILE = "audit.json"
 #: a trace line longer than this is skipped (a hostile 1 GB line never reaches the JSON parser)
 MAX_LINE_BYTES = 16 << 20
@@ -281,7 +284,7 @@ def _verdict_index(rows: pl.DataFrame) -> dict[str, list[tuple[str, str, int, li
 
 def _with_auditor(paths: Sequence[Path], summary: AuditSummary,
                   index: dict[str, list[tuple[str, str, int, list[str], list[str] | None]]],
-                  writer: pq.ParquetWriter) -> None:
+                  write: Callable[[pa.RecordBatch], None]) -> None:
     """One row per field per audit of a phantom run (in this process: a run's traces are as many as it asked)."""
     cols = _Columns()
     seen: set[str] = set()
@@ -299,9 +302,9 @@ def _with_auditor(paths: Sequence[Path], summary: AuditSummary,
             summary.calls += len(trace.calls)
             summary.fields += cols.add(trace, file_index, line, verdicts)
             if len(cols) >= _BATCH_ROWS:
-                writer.write_batch(cols.batch())
+                write(cols.batch())
     if len(cols):
-        writer.write_batch(cols.batch())
+        write(cols.batch())
 
 
 def audit_files(paths: Sequence[Path], out: Path, *, hide_results: bool = False,
@@ -320,19 +323,28 @@ def audit_files(paths: Sequence[Path], out: Path, *, hide_results: bool = False,
     tmp = confined(out, FIELDS_FILE + ".part")
     summary = AuditSummary()
     condition = "results_hidden" if hide_results else "results_visible"
+    counts = ClusterCounts()
     with pq.ParquetWriter(tmp, SCHEMA, compression="zstd") as writer:
+
+        def write(batch: pa.RecordBatch) -> None:
+            if batch.num_rows:
+                writer.write_batch(batch)
+                counts.add(batch)
+
         if run_rows is None:
             for batch in _baseline_batches(paths, summary, hide_results, workers):
-                if batch.num_rows:
-                    writer.write_batch(batch)
+                write(batch)
         else:
-            _with_auditor(paths, summary, _verdict_index(run_rows), writer)
+            _with_auditor(paths, summary, _verdict_index(run_rows), write)
     if summary.traces == 0:
         tmp.unlink(missing_ok=True)
         reasons = ", ".join(f"{n} {r}" for r, n in summary.skipped.items()) or "the files are empty"
         raise UserError(f"no trace could be audited ({reasons})", file=paths[0] if len(paths) == 1 else None,
                         hint=summary.notes[0] if summary.notes else "write one trace per line "
                         "(`trialgrid import traces` makes them)")
+    counts_tmp = confined(out, COUNTS_FILE + ".part")
+    counts.table().write_parquet(counts_tmp, compression="zstd")
+    counts_tmp.replace(confined(out, COUNTS_FILE))
     tmp.replace(target)
     meta = {"files": [str(p) for p in paths], "condition": condition, "calls": summary.calls,
             "traces": summary.traces, "fields": summary.fields, "skipped": dict(summary.skipped),
@@ -361,22 +373,137 @@ def read_fields(directory: Path, columns: Sequence[str] | None = None, *, flagge
 
 #: what an aggregated field table keeps of each unit (``read_counts``): the rates' and kappa's inputs
 COUNT_KEYS = ("model", "condition", "conversation", "field", "baseline", "auditor", "gold")
+#: the bits of a packed key (``ClusterCounts``): verdicts, then the (model, condition, field), then the conversation
+_VERDICT_BITS, _GROUP_BITS, _CONV_BITS = 5, 24, 34
+#: (key, count) pairs kept unmerged at most (or as many as the merged ones, if more)
+_MERGE_ROWS = 1 << 20
+
+
+class ClusterCounts:
+    """The field table summed per (model, condition, conversation, field, verdicts) as its batches go by.
+
+    Why here and not a group_by over the written table: at a million calls that table has four million rows and
+    three million such keys, and polars' hash aggregation over their strings peaked at 1.6 GiB. Here each batch
+    is reduced to its keys at once — the strings of model, condition and field to a small group number, the
+    conversation to a number in the order first seen, the three verdicts to one of 18 codes, all packed into one
+    int64 — and the (key, count) pairs are kept sorted in numpy, merged with the new ones whenever these reach
+    the kept ones' size. Memory follows the distinct keys (two int64 each, plus each conversation's string once),
+    never the units. ``table`` gives what ``read_counts`` returns: the conversation as its rank in sorted order,
+    as the views need only which units share one."""
+
+    def __init__(self) -> None:
+        self._names: tuple[dict[str, int], dict[str, int], dict[str, int]] = ({}, {}, {})  # model, condition, field
+        self._groups: dict[int, int] = {}  # packed (model, condition, field) numbers → group number
+        self._convs: dict[str, int] = {}
+        self._keys = np.empty(0, np.int64)
+        self._counts = np.empty(0, np.int64)
+        self._pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self._pending_rows = 0
+
+    @staticmethod
+    def _codes(column: pa.Array | pa.ChunkedArray, ids: dict[Any, int]) -> np.ndarray:
+        """Each value's number in ``ids`` (new values numbered as they come), through the batch's dictionary."""
+        enc = pc.dictionary_encode(column.fill_null(""))
+        if isinstance(enc, pa.ChunkedArray):
+            enc = enc.combine_chunks()
+        local = np.fromiter((ids.setdefault(v, len(ids)) for v in enc.dictionary.to_pylist()), np.int64,
+                            count=len(enc.dictionary))
+        return local[enc.indices.to_numpy(zero_copy_only=False)]
+
+    @staticmethod
+    def _verdict(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """0 for null, 1 for False, 2 for True."""
+        code = pc.if_else(pc.is_null(column), 0, pc.if_else(column.fill_null(False), 2, 1))
+        return np.asarray(pc.cast(code, pa.int64()).to_numpy(zero_copy_only=False))
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        """Count one batch of the field table (``SCHEMA``'s columns; only ``COUNT_KEYS`` are read)."""
+        m, c, f = (self._codes(batch.column(k), ids) for k, ids in zip(("model", "condition", "field"), self._names,
+                                                                         strict=True))
+        triple, at = np.unique((m << 42) | (c << 21) | f, return_inverse=True)
+        group = np.fromiter((self._groups.setdefault(int(t), len(self._groups)) for t in triple), np.int64,
+                            count=triple.size)[at.reshape(-1)]
+        conv = self._codes(batch.column("conversation"), self._convs)
+        if max(len(ids) for ids in self._names) >= 1 << 21 or len(self._groups) >= 1 << _GROUP_BITS \
+                or len(self._convs) >= 1 << _CONV_BITS:
+            raise UserError(f"too many distinct fields ({len(self._names[2])}) or conversations ({len(self._convs)}) "
+                            "to count in one audit", hint="audit the traces in parts")
+        verdict = (self._verdict(batch.column("baseline")) // 2 + 2 * self._verdict(batch.column("auditor"))
+                   + 6 * self._verdict(batch.column("gold")))
+        keys = (conv << (_GROUP_BITS + _VERDICT_BITS)) | (group << _VERDICT_BITS) | verdict
+        uniq, n = np.unique(keys, return_counts=True)
+        self._pending.append((uniq, n.astype(np.int64)))
+        self._pending_rows += uniq.size
+        if self._pending_rows >= max(self._keys.size, _MERGE_ROWS):
+            self._merge()
+
+    def _merge(self) -> None:
+        """The pending pairs summed by key, then added into the kept ones (new keys inserted in order): the kept
+        arrays are copied once, never sorted again."""
+        if not self._pending:
+            return
+        keys = np.concatenate([k for k, _ in self._pending])
+        counts = np.concatenate([n for _, n in self._pending])
+        self._pending, self._pending_rows = [], 0
+        order = np.argsort(keys, kind="stable")
+        keys, counts = keys[order], counts[order]
+        del order
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        keys, counts = keys[starts], np.add.reduceat(counts, starts)
+        at = np.searchsorted(self._keys, keys)
+        old = at < self._keys.size
+        old[old] = self._keys[at[old]] == keys[old]
+        self._counts[at[old]] += counts[old]  # each kept key at most once: the pending keys are distinct
+        new = ~old
+        self._keys = np.insert(self._keys, at[new], keys[new])
+        self._counts = np.insert(self._counts, at[new], counts[new])
+
+    def table(self) -> pl.DataFrame:
+        """The counts: one row per key (``COUNT_KEYS``) with the units it stands for (``phantom_report.COUNT``)."""
+        self._merge()
+        keys = self._keys
+        verdict = (keys & ((1 << _VERDICT_BITS) - 1)).astype(np.int8)
+        group = ((keys >> _VERDICT_BITS) & ((1 << _GROUP_BITS) - 1)).astype(np.int32)
+        names = list(self._convs)  # by number: dicts keep their insertion order
+        rank = np.empty(len(names), np.int64)  # each conversation's rank in sorted order, from 1
+        rank[np.fromiter(sorted(range(len(names)), key=names.__getitem__), np.int64, count=len(names))] = \
+            np.arange(1, len(names) + 1)
+        del names
+        triples = np.array(list(self._groups), np.int64)  # by group number
+        parts = [(triples >> 42) & ((1 << 21) - 1), (triples >> 21) & ((1 << 21) - 1), triples & ((1 << 21) - 1)]
+
+        def strings(i: int) -> pl.Series:  # categorical: four bytes a row, where strings were most of the table
+            names = list(self._names[i])  # by number
+            return pl.Series([names[j] for j in parts[i]], dtype=pl.Categorical).gather(group)
+
+        def verdicts(code: np.ndarray) -> pl.Series:
+            return pl.Series(pa.array(code == 2, mask=code == 0))
+
+        conversation = rank[keys >> (_GROUP_BITS + _VERDICT_BITS)]
+        del rank
+        return pl.DataFrame({
+            "model": strings(0), "condition": strings(1), "conversation": conversation, "field": strings(2),
+            "baseline": (verdict % 2).astype(bool), "auditor": verdicts((verdict // 2) % 3),
+            "gold": verdicts((verdict // 6) % 3), COUNT: self._counts,
+        })
 
 
 def read_counts(directory: Path) -> pl.DataFrame:
     """The field table an audit wrote, aggregated: one row per (model, condition, conversation, field,
-    verdicts) with the number of units it stands for (``phantom_report.COUNT``). Read with polars' streaming
-    engine, so the memory follows the conversations × fields, never the table: what the flag rates, kappa and
-    gold scores need, with the same numbers as the whole table. The conversation is its rank (an integer): the
-    views need only which units share one."""
+    verdicts) with the number of units it stands for (``phantom_report.COUNT``), as the audit summed them
+    (``COUNTS_FILE``; for a directory written without it, summed now from the table, a row group at a time).
+    What the flag rates, kappa and gold scores need, with the same numbers as the whole table, in memory that
+    follows the conversations × fields, never the units."""
     path = directory / FIELDS_FILE
     if not path.is_file():
         raise UserError(f"not an audit directory: no {FIELDS_FILE} in it", file=directory,
                         hint="write one with `trialgrid audit TRACES… --out DIR`")
-    lazy = pl.scan_parquet(path).group_by(list(COUNT_KEYS)).agg(pl.len().cast(pl.Int64).alias(COUNT))
-    counts = lazy.collect(engine="streaming")
-    # the conversation by its rank in sorted order: the same clusters in the same order, without a string each
-    return counts.with_columns(pl.col("conversation").rank("dense").cast(pl.Int64))
+    if (directory / COUNTS_FILE).is_file():
+        return pl.read_parquet(directory / COUNTS_FILE)
+    counts = ClusterCounts()
+    for batch in pq.ParquetFile(path).iter_batches(_BATCH_ROWS, columns=list(COUNT_KEYS)):
+        counts.add(batch)
+    return counts.table()
 
 
 def read_meta(directory: Path) -> Mapping[str, Any]:

@@ -223,7 +223,11 @@ def findings(fields: pl.DataFrame) -> Iterator[dict[str, Any]]:
 
 
 def evaluation_event(finding: dict[str, Any]) -> dict[str, Any] | None:
-    """A finding as a ``gen_ai.evaluation.result`` event (OTLP JSON log record shape), for an OTel source."""
+    """A finding as a ``gen_ai.evaluation.result`` event (OTLP JSON log record shape), for an OTel source.
+
+    The event and its attributes as ``model/gen-ai/events.yaml`` of github.com/open-telemetry/semantic-conventions
+    (c1212d96) defines them: ``gen_ai.evaluation.name`` required, ``score.value`` a double, parented to the span
+    being evaluated; pinned by ``tests/importers/test_otel_semconv_names.py``."""
     if finding.get("source_format") not in OTEL_FORMATS or not finding.get("trace_id"):
         return None
     attrs = {"gen_ai.evaluation.name": "trialgrid.phantom_field",

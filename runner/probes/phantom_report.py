@@ -25,6 +25,7 @@ audit is reported from per (field, conversation) counts instead of the table its
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -81,33 +82,74 @@ FLAG_SCHEMA = pl.Schema({
     "auditor_hi": pl.Float64})
 
 
+def _codes(col: pl.Series) -> np.ndarray:
+    """A number per distinct value of the column (its categorical code; nulls as the empty string)."""
+    if col.dtype != pl.Categorical:
+        col = col.cast(pl.String).cast(pl.Categorical)
+    return col.fill_null("").to_physical().to_numpy().astype(np.int32)
+
+
+def _small(codes: np.ndarray) -> np.ndarray:
+    """``codes`` as int32 where they fit (half the memory of a million calls' keys), else as they are."""
+    return codes.astype(np.int32) if codes.size and int(codes.max()) < 1 << 31 else codes
+
+
+def _per_cluster(group: np.ndarray, conv: np.ndarray, weight: np.ndarray,
+                 flags: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    """Per distinct (group, conversation), sorted by both: the group, the conversation, the summed weight, and
+    for each boolean column the weight summed where it holds."""
+    span = int(conv.max()) + 1
+    key = group.astype(np.int64) * span + conv
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    key = key[starts]
+    w, ordered = weight[order], [f[order] for f in flags]
+    del order
+    sums = [np.add.reduceat(w, starts, dtype=np.int64)]
+    sums += [np.add.reduceat(np.where(f, w, 0), starts, dtype=np.int64) for f in ordered]
+    return ((key // span).astype(np.int32), (key % span).astype(np.int32), *sums)
+
+
 def flag_rates(fields: pl.DataFrame, seed: int) -> pl.DataFrame:
     """Per model × condition × ``tool.arg`` (and over all fields): how often the baseline and the auditor flag
-    it, with intervals clustered by conversation. The auditor's rate is over the audits it replied to."""
+    it, with intervals clustered by conversation. The auditor's rate is over the audits it replied to.
+
+    Summed per (field, conversation) in numpy, on integer codes of the keys: a million calls' counts hold three
+    million rows, and polars' group_by over their strings was most of the report's memory (1.3 GiB at 1M calls).
+    The conversation's number is its rank in sorted order, so each interval sees its clusters in the order the
+    strings would give."""
     if fields.height == 0:
         return pl.DataFrame(schema=FLAG_SCHEMA)
-    if COUNT not in fields.columns:
-        fields = fields.with_columns(pl.lit(1, pl.Int64).alias(COUNT))
-    w = pl.col(COUNT)
-    per = (fields.group_by("model", "condition", "field", "conversation")
-           .agg(w.sum().cast(pl.Int64).alias("n"), (w * pl.col("baseline").cast(pl.Int64)).sum().alias("b"),
-                (w * pl.col("auditor").is_not_null().cast(pl.Int64)).sum().alias("an"),
-                (w * pl.col("auditor").fill_null(False).cast(pl.Int64)).sum().alias("a")))
-    every = (per.group_by("model", "condition", "conversation")
-             .agg(pl.col("n").sum(), pl.col("b").sum(), pl.col("an").sum(), pl.col("a").sum())
-             .with_columns(pl.lit(ALL_FIELDS).alias("field")).select(per.columns))
+    w = fields[COUNT].to_numpy() if COUNT in fields.columns else np.ones(fields.height, np.int32)
+    w = _small(w.astype(np.int64))
+    auditor = fields["auditor"]
+    flags = (fields["baseline"].fill_null(False).to_numpy().astype(bool), auditor.is_not_null().to_numpy(),
+             auditor.fill_null(False).to_numpy().astype(bool))
+    conv_col = fields["conversation"]
+    conv = _small((conv_col if conv_col.dtype.is_integer() else conv_col.rank("dense")).to_numpy().astype(np.int64))
+    model, condition, name = (_codes(fields[c]) for c in ("model", "condition", "field"))
+    pair = _small(model.astype(np.int64) * (int(condition.max()) + 1) + condition)
+    triple = _small(pair.astype(np.int64) * (int(name.max()) + 1) + name)
+    del model, condition, name
     out: list[dict[str, Any]] = []
-    for key, sub in pl.concat([per, every]).sort("model", "condition", "field", "conversation").group_by(
-            "model", "condition", "field", maintain_order=True):
-        model, condition, name = key
-        cl = sub["conversation"].to_numpy()
-        n, b, an, a = (sub[c].to_numpy().astype(np.int64) for c in ("n", "b", "an", "a"))
-        br, blo, bhi = _rate(cl, b, n, seed)
-        ar, alo, ahi = _rate(cl, a, an, seed)
-        out.append({"model": model, "condition": condition, "field": name, "audits": int(n.sum()),
-                    "conversations": int((n > 0).sum()), "baseline_flagged": int(b.sum()), "baseline_rate": br,
-                    "baseline_lo": blo, "baseline_hi": bhi, "auditor_scored": int(an.sum()),
-                    "auditor_flagged": int(a.sum()), "auditor_rate": ar, "auditor_lo": alo, "auditor_hi": ahi})
+    for codes, every in ((triple, False), (pair, True)):
+        g, cl, n, b, an, a = _per_cluster(codes, conv, w, flags)
+        # each group's names from its first row
+        first = {int(k): int(np.argmax(codes == k)) for k in np.unique(g)}
+        labels = {k: tuple(fields[c][i] for c in ("model", "condition", "field")) for k, i in first.items()}
+        bounds = np.flatnonzero(np.r_[True, g[1:] != g[:-1], True])
+        for lo, hi in pairwise(bounds):
+            m, c, f = labels[int(g[lo])]
+            s = slice(int(lo), int(hi))
+            br, blo, bhi = _rate(cl[s], b[s], n[s], seed)
+            ar, alo, ahi = _rate(cl[s], a[s], an[s], seed)
+            out.append({"model": m, "condition": c, "field": ALL_FIELDS if every else f, "audits": int(n[s].sum()),
+                        "conversations": int((n[s] > 0).sum()), "baseline_flagged": int(b[s].sum()),
+                        "baseline_rate": br, "baseline_lo": blo, "baseline_hi": bhi,
+                        "auditor_scored": int(an[s].sum()), "auditor_flagged": int(a[s].sum()),
+                        "auditor_rate": ar, "auditor_lo": alo, "auditor_hi": ahi})
+        del g, cl, n, b, an, a  # before the next pass makes its own
     table = pl.DataFrame(out, schema=FLAG_SCHEMA)
     # the all-fields row last in each model × condition
     return table.sort("model", "condition", pl.col("field") == ALL_FIELDS, "field")

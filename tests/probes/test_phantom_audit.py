@@ -346,6 +346,9 @@ def test_the_report_from_per_conversation_counts_matches_the_whole_table(tmp_pat
     whole = A.read_fields(tmp_path / "a", A.VIEW_COLUMNS)
     counts = A.read_counts(tmp_path / "a")
     assert counts[COUNT].sum() == whole.height and counts.height < whole.height
+    assert (tmp_path / "a" / A.COUNTS_FILE).is_file()  # summed while auditing; without it, summed from the table
+    (tmp_path / "a" / A.COUNTS_FILE).unlink()
+    assert A.read_counts(tmp_path / "a").equals(counts)
     assert flag_rates(counts, seed=0).equals(flag_rates(whole, seed=0))
     # an auditor and gold beside the baseline (a deterministic pseudo-verdict per unit): kappa and gold scores too
     h = whole["trace"].hash(1) ^ whole["field"].hash(2)
@@ -355,6 +358,34 @@ def test_the_report_from_per_conversation_counts_matches_the_whole_table(tmp_pat
     assert flag_rates(agg, seed=0).equals(flag_rates(both, seed=0))
     assert agreement(agg, seed=0).equals(agreement(both, seed=0))
     assert scores_against(agg, "gold", seed=0).equals(scores_against(both, "gold", seed=0))
+
+
+def test_counts_summed_while_auditing_are_a_group_by_of_the_table(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ClusterCounts`` fed in small batches, merged often, against polars' group_by of the whole table."""
+    from runner.probes.phantom_report import COUNT
+
+    rng = np.random.default_rng(5)
+    n = 5_000
+    convs = rng.integers(0, 400, n)  # conversations spread over every batch, in no order
+    table = pl.DataFrame({
+        "model": rng.choice(["", "m1", "m2"], n), "condition": rng.choice(["results_visible", "results_hidden"], n),
+        "conversation": [f"c:{c}" if c % 7 else f"t:{c:032x}" for c in convs],
+        "field": rng.choice([f"tool{t}.arg{a}" for t in range(5) for a in range(3)] + ["odd\x1f.näme"], n),
+        "baseline": rng.random(n) < 0.3,
+        "auditor": pl.Series(rng.random(n) < 0.5).set(pl.Series(rng.random(n) < 0.2), None),
+        "gold": pl.Series(rng.random(n) < 0.4).set(pl.Series(rng.random(n) < 0.6), None),
+    })
+    monkeypatch.setattr(A, "_MERGE_ROWS", 97)
+    counts = A.ClusterCounts()
+    for lo in range(0, n, 333):
+        counts.add(table.slice(lo, 333).to_arrow().to_batches()[0])
+    got = counts.table()
+    want = table.group_by(list(A.COUNT_KEYS)).agg(pl.len().cast(pl.Int64).alias(COUNT)).with_columns(
+        pl.col("conversation").rank("dense").cast(pl.Int64))
+    key = list(A.COUNT_KEYS)
+    assert got.sort(key, nulls_last=True).equals(want.sort(key, nulls_last=True))
+    assert got[COUNT].sum() == n
 
 
 def test_a_conversation_shares_one_context_and_its_verdicts_are_those_of_a_fresh_one() -> None:

@@ -149,6 +149,8 @@ def genai(messages: Any) -> list[Msg]:
             elif kind == "tool_call":
                 calls.append(Call(p.get("id"), p.get("name") or "", p.get("arguments")))
             elif kind == "tool_call_response":
+                # ``response`` is the schema's name (docs/gen-ai/gen-ai-input-messages.json, ToolCallResponsePart);
+                # ``result`` is what the registry's own example of gen_ai.input.messages writes (registry.yaml)
                 out.append(Msg("tool", result_of=p.get("id"), result_name=p.get("name"),
                                result=p.get("response", p.get("result"))))
         if role == "assistant":

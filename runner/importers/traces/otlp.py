@@ -22,6 +22,11 @@ the convention its attributes follow, and the one it followed is the trace's ``s
   context of the latest model span of its trace (empty, and counted, when there is none).
 
 The conversation is ``gen_ai.conversation.id`` or ``session.id`` where the span has one, else its trace.
+
+The ``gen_ai.*`` names are those of the semantic conventions (github.com/open-telemetry/semantic-conventions at
+c1212d96, ``model/gen-ai/registry.yaml`` and ``events.yaml``; the message parts from
+``docs/gen-ai/gen-ai-input-messages.json``), pinned by ``tests/importers/test_otel_semconv_names.py``; the
+flattened ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` are not in them (traceloop's own).
 """
 
 from __future__ import annotations
