@@ -112,21 +112,22 @@ def _reply_table(frame: pl.LazyFrame, probe: str, multi_turn: bool = False,
         pl.col("empty_tokens").sum().alias("empty_with_tokens"),
         pl.col("broken").sum().cast(pl.Int64).alias("unparsable_calls"),
         pl.col("from_text").sum().alias("calls_from_text"), (~pl.col("ok")).sum().alias("errors"),
-        pl.col("timeout_sent").sum().alias("timeouts_sent")), cell)
-    unsure = summed(parts, lambda w: flags(w).filter(pl.col("unsure")).group_by([*cell, "text"])
-                    .agg(pl.len().alias("n")), [*cell, "text"])
-    if unsure.height:  # exact emptiness of the texts Python's re reads differently, once per distinct text
+        pl.col("timeout_sent").sum().alias("timeouts_sent"),
+        # undecided texts, and those of them the expression called empty: a second pass only when there are any
+        pl.col("unsure").sum().alias("unsure"), (pl.col("unsure") & pl.col("empty")).sum().alias("was")), cell)
+    if int(table["unsure"].sum()):  # exact emptiness of the texts Python's re reads differently, once per text
+        unsure = summed(parts, lambda w: flags(w).filter(pl.col("unsure")).group_by([*cell, "text"])
+                        .agg(pl.len().alias("n")), [*cell, "text"])
         texts = unsure["text"].unique()
         verdict = pl.DataFrame({"text": texts, "exact": [is_empty(t, 0) for t in texts.to_list()]},
                                schema={"text": pl.String, "exact": pl.Boolean})
         fixed = (unsure.join(verdict, on="text", how="left", nulls_equal=True)
                  .group_by(cell).agg(pl.col("n").filter(pl.col("exact")).sum().alias("exact_empty")))
-        was = summed(parts, lambda w: flags(w).filter(pl.col("unsure") & pl.col("empty")).group_by(cell)
-                     .agg(pl.len().alias("was")), cell)
-        table = (table.join(fixed, on=cell, how="left").join(was, on=cell, how="left")
-                 .with_columns((pl.col("empty_reply") - pl.col("was").fill_null(0)
+        table = (table.join(fixed, on=cell, how="left")
+                 .with_columns((pl.col("empty_reply") - pl.col("was")
                                 + pl.col("exact_empty").fill_null(0)).alias("empty_reply"))
-                 .drop("exact_empty", "was"))
+                 .drop("exact_empty"))
+    table = table.drop("unsure", "was")
     kinds = summed(parts, lambda w: flags(w).filter(~pl.col("ok")).group_by([*cell, "kind"])
                    .agg(pl.len().alias("n")), [*cell, "kind"])
     lines = {(m, c): ", ".join(f"{k} {n}" for k, n in sorted(zip(g["kind"].to_list(), g["n"].to_list(), strict=True)))
