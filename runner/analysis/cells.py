@@ -11,6 +11,7 @@ column an imported file lacks, is not a miss).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import numpy as np
 import polars as pl
 
 import stats
+from runner.analysis.windows import summed, windows_of
 from runner.core.constants import CONFIDENCE, INTERVAL_METHOD, N_RESAMPLES
 from runner.core.constants import SUCCESS_RATES as _SUCCESS_RATES
 from runner.core.errors import UserError
@@ -53,19 +55,23 @@ def with_interval(keys: str | list[str] | None) -> str:
     return "with no interval — every trial is an error row" if name == "no interval" else f"with its {CONFIDENCE:.0%} {name}"
 
 
-def cell_counts(trials: pl.LazyFrame, probe: str, rates: tuple[str, ...]) -> pl.DataFrame:
-    """Per (model, case, condition): ok trials ``n``, ``errors``, and each rate's hits and ``n_<rate>``."""
+def cell_counts(trials: pl.LazyFrame, probe: str, rates: tuple[str, ...],
+                windows: Sequence[pl.LazyFrame] | None = None) -> pl.DataFrame:
+    """Per (model, case, condition): ok trials ``n``, ``errors``, and each rate's hits and ``n_<rate>``.
+
+    ``windows``: ``trials`` as row windows (``runner.analysis.windows``), summed one at a time."""
     ok = pl.col("status") == "ok"
-    return (
-        trials.filter(pl.col("probe") == probe)
-        .group_by("model", "case_id", "condition")
-        .agg([ok.sum().cast(pl.Int64).alias("n"), (~ok).sum().cast(pl.Int64).alias("errors")]
-             # when/then rather than filter inside the aggregation: same sums, ~4x faster on 10 M rows
-             + [pl.when(ok).then(pl.col(r)).cast(pl.Int64).sum().alias(r) for r in rates]
-             + [(ok & pl.col(r).is_not_null()).sum().cast(pl.Int64).alias(f"n_{r}") for r in rates])
-        .sort("model", "case_id", "condition")
-        .collect(engine="streaming")  # per-cell sums: memory follows cells, not trials
-    )
+    cell = ["model", "case_id", "condition"]
+
+    def query(frame: pl.LazyFrame) -> pl.LazyFrame:
+        return (frame.filter(pl.col("probe") == probe).group_by(cell)
+                .agg([ok.sum().cast(pl.Int64).alias("n"), (~ok).sum().cast(pl.Int64).alias("errors")]
+                     # when/then rather than filter inside the aggregation: same sums, ~4x faster on 10 M rows
+                     + [pl.when(ok).then(pl.col(r)).cast(pl.Int64).sum().alias(r) for r in rates]
+                     + [(ok & pl.col(r).is_not_null()).sum().cast(pl.Int64).alias(f"n_{r}") for r in rates]))
+
+    # per-cell sums: memory follows cells (and one window of rows), not trials
+    return summed([trials] if windows is None else windows, query, cell).sort(cell)
 
 
 @dataclass(frozen=True)
@@ -187,6 +193,7 @@ def analyze(output: Output | Path) -> list[ProbeAnalysis]:
     # an output written by an earlier version lacks the outcome columns added since: it is reported on the
     # ones it has (and the contrasts over them), never refused for what it could not have recorded
     present = set(trials.collect_schema().names())
+    windows = windows_of(output, trials)
     results = []
     for probe_name, info in manifest.probes.items():
         probe_cls = PROBES.get(info.kind)
@@ -200,7 +207,7 @@ def analyze(output: Output | Path) -> list[ProbeAnalysis]:
             raise UserError(f"{out}: probe {probe_name!r} has kind {info.kind!r}, unknown to this trialgrid version")
         rates = tuple(r for r in rates if r in present)
         declared = tuple(c for c in declared if c.outcome in present)
-        cells = cell_counts(trials, probe_name, rates)
+        cells = cell_counts(trials, probe_name, rates, windows)
         if cells.height == 0:
             continue
         # a probe-specific rate no trial of this run could fill (bfcl_passed without BFCL cases, a reply rate an

@@ -45,6 +45,7 @@ import stats
 from runner.analysis.cells import cell_counts
 from runner.analysis.compare import PairedContrast, paired_contrast
 from runner.analysis.leaderboard import SUCCESS_RATES
+from runner.analysis.windows import windows_of
 from runner.core.constants import CONFIDENCE
 from runner.core.errors import UserError
 from runner.core.manifest import Manifest
@@ -273,9 +274,10 @@ def _probe_rates(manifest: Manifest) -> dict[str, tuple[str, str]]:
 def _cells(output: Output) -> dict[tuple[str, str, str, str], tuple[str, str, int, int]]:
     """(probe, model, case, condition) → (kind, event, events, scored trials) of one run."""
     trials = output.scan()
+    windows = windows_of(output, trials)  # one window of rows at a time (runner.analysis.windows)
     result = {}
     for probe, (kind, head) in _probe_rates(output.manifest).items():
-        counts = cell_counts(trials, probe, (head,))
+        counts = cell_counts(trials, probe, (head,), windows)
         for r in counts.iter_rows(named=True):
             n, hits = r[f"n_{head}"], r[head]
             success = head in SUCCESS_RATES

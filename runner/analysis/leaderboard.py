@@ -26,6 +26,8 @@ from runner.analysis.cells import SUCCESS_RATES, ProbeAnalysis, analyze, firing_
 from runner.analysis.compare import COMPARISON_SCHEMA, model_comparisons
 from runner.analysis.consistency import CONSISTENCY_SCHEMA, consistency_table
 from runner.analysis.replies import replies_view
+from runner.analysis.windows import usage as windowed_usage
+from runner.analysis.windows import windows_of
 from runner.config.cost import ModelPrice
 from runner.core.errors import UserError
 from runner.core.manifest import Manifest
@@ -243,15 +245,17 @@ def summarize(outputs: Sequence[Output | Path]) -> Summary:
     stages: list[pl.DataFrame] = []
     for output, out, manifest, label in zip(opened, outs, manifests, labels, strict=True):
         trials = output.scan()
+        windows = windows_of(output, trials)  # per-cell sums one window of rows at a time (analysis.windows)
         prices = output.prices
         probes = analyze(output)
         seed = manifest.seed % (2**32)
         views = {a.probe: (tuple(PROBES[a.kind].views(output, a.probe, seed=seed)) if a.kind in PROBES else ())
-                 + tuple(replies_view(trials, a.probe, multi_turn=a.kind in PROBES and not PROBES[a.kind].single_turn))
+                 + tuple(replies_view(trials, a.probe, multi_turn=a.kind in PROBES and not PROBES[a.kind].single_turn,
+                                      windows=windows))
                  for a in probes}
         runs.append(RunAnalysis(output, label, manifest, trials, probes, prices, views))
         remedies = _remedies_by_model(manifest)
-        usage = output.usage(prices)
+        usage = windowed_usage(output, prices, windows)
         model_frames.append(_with(_model_rows(usage, manifest, remedies), run=label))
         total = usage["cost_usd"]
         run_rows.append({
@@ -268,7 +272,7 @@ def summarize(outputs: Sequence[Output | Path]) -> Summary:
             "imported_from": manifest.imported.source if manifest.imported else None,
         })
         for a in probes:
-            probe_usage = output.usage(prices, frame=trials.filter(pl.col("probe") == a.probe))
+            probe_usage = windowed_usage(output, prices, windows, a.probe)
             board.extend(_leaderboard_rows(label, a, probe_usage, remedies))
             conds.append(_with(_long_conditions(a), run=label, probe=a.probe, kind=a.kind))
             if a.contrasts.height:

@@ -11,8 +11,11 @@ reaches every renderer — terminal, JSON, CSV, HTML — like any other probe vi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
+from runner.analysis.windows import summed
 from runner.core.views import Format, ProbeView, ViewColumn
 from runner.probes.replies import TOKEN_PATTERN, is_empty
 
@@ -85,41 +88,48 @@ def _flags(frame: pl.LazyFrame, text_col: bool, names: list[str]) -> pl.LazyFram
     )
 
 
-def _reply_table(frame: pl.LazyFrame, probe: str, multi_turn: bool = False) -> pl.DataFrame:
+def _reply_table(frame: pl.LazyFrame, probe: str, multi_turn: bool = False,
+                 windows: Sequence[pl.LazyFrame] | None = None) -> pl.DataFrame:
     """Per (model, condition): trials, empty replies, unparsable calls, calls read from text, errors by kind.
 
     Per-cell aggregates of per-trial expressions, collected from the lazy scan: no Python loop over trials (it
     took 7.4 of ≈ 10 CPU s of a 1M-trial report). Only distinct texts the expression cannot decide exactly go
-    through ``is_empty`` in Python."""
+    through ``is_empty`` in Python. ``windows``: ``frame`` as row windows (``runner.analysis.windows``), each
+    summed on its own, so the reply columns' pages are held one window at a time."""
     names = frame.collect_schema().names()
     cols = ["model", "condition", "status", "error_kind", "tool_calls", "response_text", "attempts"]
     if any(c not in names for c in cols):
         return pl.DataFrame()
-    flags = _flags(frame.filter(pl.col("probe") == probe), "calls_from_text" in names,
-                   names if multi_turn else [n for n in names if n != "calls"])
+    parts = [frame] if windows is None else windows
+    text_col, read = "calls_from_text" in names, names if multi_turn else [n for n in names if n != "calls"]
+
+    def flags(window: pl.LazyFrame) -> pl.LazyFrame:
+        return _flags(window.filter(pl.col("probe") == probe), text_col, read)
+
     cell = ["model", "condition"]
-    table = flags.group_by(cell).agg(
+    table = summed(parts, lambda w: flags(w).group_by(cell).agg(
         pl.len().alias("trials"), pl.col("empty").sum().alias("empty_reply"),
         pl.col("empty_tokens").sum().alias("empty_with_tokens"),
         pl.col("broken").sum().cast(pl.Int64).alias("unparsable_calls"),
         pl.col("from_text").sum().alias("calls_from_text"), (~pl.col("ok")).sum().alias("errors"),
-        pl.col("timeout_sent").sum().alias("timeouts_sent")).collect(engine="streaming")
-    unsure = flags.filter(pl.col("unsure")).group_by([*cell, "text"]).agg(pl.len().alias("n")).collect(
-        engine="streaming")
-    if unsure.height:  # exact emptiness of the texts Python's re reads differently, once per distinct text
+        pl.col("timeout_sent").sum().alias("timeouts_sent"),
+        # undecided texts, and those of them the expression called empty: a second pass only when there are any
+        pl.col("unsure").sum().alias("unsure"), (pl.col("unsure") & pl.col("empty")).sum().alias("was")), cell)
+    if int(table["unsure"].sum()):  # exact emptiness of the texts Python's re reads differently, once per text
+        unsure = summed(parts, lambda w: flags(w).filter(pl.col("unsure")).group_by([*cell, "text"])
+                        .agg(pl.len().alias("n")), [*cell, "text"])
         texts = unsure["text"].unique()
         verdict = pl.DataFrame({"text": texts, "exact": [is_empty(t, 0) for t in texts.to_list()]},
                                schema={"text": pl.String, "exact": pl.Boolean})
         fixed = (unsure.join(verdict, on="text", how="left", nulls_equal=True)
                  .group_by(cell).agg(pl.col("n").filter(pl.col("exact")).sum().alias("exact_empty")))
-        was = flags.filter(pl.col("unsure") & pl.col("empty")).group_by(cell).agg(pl.len().alias("was")).collect(
-            engine="streaming")
-        table = (table.join(fixed, on=cell, how="left").join(was, on=cell, how="left")
-                 .with_columns((pl.col("empty_reply") - pl.col("was").fill_null(0)
+        table = (table.join(fixed, on=cell, how="left")
+                 .with_columns((pl.col("empty_reply") - pl.col("was")
                                 + pl.col("exact_empty").fill_null(0)).alias("empty_reply"))
-                 .drop("exact_empty", "was"))
-    kinds = (flags.filter(~pl.col("ok")).group_by([*cell, "kind"]).agg(pl.len().alias("n"))
-             .collect(engine="streaming"))
+                 .drop("exact_empty"))
+    table = table.drop("unsure", "was")
+    kinds = summed(parts, lambda w: flags(w).filter(~pl.col("ok")).group_by([*cell, "kind"])
+                   .agg(pl.len().alias("n")), [*cell, "kind"])
     lines = {(m, c): ", ".join(f"{k} {n}" for k, n in sorted(zip(g["kind"].to_list(), g["n"].to_list(), strict=True)))
              for (m, c), g in kinds.group_by(cell)}
     ok = pl.col("trials") - pl.col("errors")
@@ -166,10 +176,12 @@ def server_findings(table: pl.DataFrame, probe: str) -> list[str]:
             for model, dropped, empty in per_model.iter_rows() if dropped]
 
 
-def replies_view(frame: pl.LazyFrame, probe: str, *, multi_turn: bool = False) -> list[ProbeView]:
+def replies_view(frame: pl.LazyFrame, probe: str, *, multi_turn: bool = False,
+                 windows: Sequence[pl.LazyFrame] | None = None) -> list[ProbeView]:
     """The replies view of one probe; ``multi_turn``: its trials hold several model calls (then the last call's
-    tokens, not the trial's, say whether an empty final reply was billed)."""
-    table = _reply_table(frame, probe, multi_turn)
+    tokens, not the trial's, say whether an empty final reply was billed); ``windows``: ``frame`` as row windows
+    (``runner.analysis.windows.windows_of``)."""
+    table = _reply_table(frame, probe, multi_turn, windows)
     if table.is_empty():
         return []
     return [ProbeView(

@@ -94,3 +94,6 @@ def test_the_view_equals_the_row_loop_on_replies_that_split_the_regex_engines() 
     expected = oracle(frame, "p")
     assert expected["empty_reply"].sum() > 0 and expected["errors"].sum() > 0
     assert _reply_table(frame, "p").equals(expected)
+    # summed window by window (runner.analysis.windows), every count the same: windows of 5 rows split every cell
+    windows = [frame.slice(start, 5) for start in range(0, len(rows), 5)]
+    assert _reply_table(frame, "p", windows=windows).equals(expected)
