@@ -211,7 +211,7 @@ def readable_parts(out: Path) -> list[Path]:
     return good
 
 
-def _key(names: list[str]) -> list[str]:
+def trial_key(names: list[str]) -> list[str]:
     """What identifies a trial's rows: its id, with the cell it determines in a run (probe, model, case,
     condition, run) — so an import whose source reuses an id across cells (AgentProp's session ids) never has
     distinct rows collapsed."""
@@ -224,7 +224,7 @@ def latest(frame: pl.LazyFrame) -> pl.LazyFrame:
     order = [c for c in ("finished_at",) if c in names]
     return (frame.with_row_index(_ROW)
             .sort([*order, _ROW], nulls_last=False)
-            .unique(subset=_key(names), keep="last", maintain_order=False)
+            .unique(subset=trial_key(names), keep="last", maintain_order=False)
             .sort(_ROW).drop(_ROW))
 
 
@@ -237,7 +237,7 @@ def scan_latest(parts: list[Path], unique: bool | None = None,
     ``records`` (one per part), only trials a superseding part (a ``--retry-errors`` session's) holds can repeat:
     the others are kept as they are and only those are sorted (``_latest_retried``), not every row."""
     frame = pl.scan_ipc([str(p) for p in parts], glob=False)  # literal paths: OUT may hold [ or *
-    key = _key(frame.collect_schema().names())
+    key = trial_key(frame.collect_schema().names())
     if "trial_id" not in key or unique:
         return frame
     if unique is False:

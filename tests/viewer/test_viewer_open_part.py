@@ -1,0 +1,73 @@
+"""A live run's open part, read by the viewer without a browser: each re-read converts only the batches written
+since, a retried trial's newer row in the open part supersedes its row in a closed part, and the frame equals
+one read from scratch at every step."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pyarrow.ipc as ipc
+
+from runner.output import Output
+from runner.output.sink import TrialSink
+from runner.viewer.data import Source
+
+
+def _live(quick_out: Path, tmp_path: Path) -> tuple[Path, list[dict], object]:
+    live = tmp_path / "live"
+    live.mkdir()
+    manifest = json.loads((quick_out / "manifest.json").read_text())
+    manifest["status"] = "running"
+    (live / "manifest.json").write_text(json.dumps(manifest))
+    source = Output.open(quick_out)
+    schema = ipc.open_file(str(source.parts[0])).schema
+    return live, source.scan().head(12).collect().to_dicts(), schema
+
+
+def _ids(source: Source) -> list[str]:
+    snap = source.snapshot()
+    assert snap.frame is not None
+    return sorted(snap.frame.select("trial_id").collect()["trial_id"].to_list())
+
+
+def test_the_open_part_is_read_incrementally_and_equals_a_read_from_scratch(quick_out: Path, tmp_path: Path) -> None:
+    live, rows, schema = _live(quick_out, tmp_path)
+    sink = TrialSink(live, schema, worker="w0", batch_rows=2, part_rows=6, flush_seconds=0.0)
+    try:
+        for row in rows[:8]:
+            sink.append(row)  # a closed part of 6 rows, and an open part holding the next batch
+        source = Source(live, "live", Output.open(live))
+        assert _ids(source) == sorted(r["trial_id"] for r in rows[:8])
+        [opened] = source._open.values()
+        read_before = opened.batches
+        for row in rows[8:10]:
+            sink.append(row)  # one more batch in the same open part
+        assert _ids(source) == sorted(r["trial_id"] for r in rows[:10])
+        assert list(source._open.values()) == [opened] and opened.batches > read_before  # the same reader, read on
+        fresh = Source(live, "again", Output.open(live))  # the same output read from scratch
+        assert _ids(fresh) == _ids(source)
+        assert fresh.snapshot().frame.collect().equals(source.snapshot().frame.collect())  # type: ignore[union-attr]
+    finally:
+        sink.close()
+
+
+def test_a_retried_trial_in_the_open_part_supersedes_its_closed_row(quick_out: Path, tmp_path: Path) -> None:
+    live, rows, schema = _live(quick_out, tmp_path)
+    sink = TrialSink(live, schema, worker="w0", batch_rows=2, part_rows=4, flush_seconds=0.0)
+    try:
+        for row in rows[:4]:
+            sink.append(row)  # one closed part
+        retried = dict(rows[0], response_text="the newer answer")
+        sink.append(retried)
+        sink.append(rows[4])  # an open part: the retry of trial 0 beside a new trial
+        source = Source(live, "live", Output.open(live))
+        snap = source.snapshot()
+        assert snap.frame is not None
+        frame = snap.frame.collect()
+        assert frame.height == 5 == frame["trial_id"].n_unique()
+        newest = frame.filter(pl.col("trial_id") == rows[0]["trial_id"])["response_text"].to_list()
+        assert newest == ["the newer answer"]
+    finally:
+        sink.close()
