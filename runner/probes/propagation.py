@@ -190,7 +190,7 @@ def _grounding(steps: list[Step], domain: Domain, request_texts: list[str]) -> d
             parsed += 1
             injected = s.injected.split(":", 1)[0] if s.injected else None
             tool = domain.tools.get(s.tool or "")
-            findings += [f for f in check_call(s.tool or "", s.args, GroundingContext(texts), tool.spec if tool else None)
+            findings += [f for f in check_call(s.tool or "", s.args, GroundingContext.of_texts(texts), tool.spec if tool else None)
                          if top_field(f.path) != injected]
     return {"ungrounded_args": fields_of(findings), "ungrounded_values": [f.describe() for f in findings],
             "all_args_grounded": None if parsed == 0 else not findings}
