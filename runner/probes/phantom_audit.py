@@ -36,6 +36,7 @@ from pydantic import ValidationError
 
 from runner.core.errors import UserError
 from runner.core.safety import bounded_lines, confined
+from runner.core.skips import Skips
 from runner.probes.phantom import Trace, baseline_fields, conversation_of
 from runner.probes.phantom_report import COUNT
 
@@ -71,14 +72,19 @@ class AuditSummary:
     calls: int = 0
     fields: int = 0
     traces: int = 0
-    skipped: Counter[str] = field(default_factory=Counter)
-    #: the first few skipped records, one readable line each (file, line, what is wrong)
-    notes: list[str] = field(default_factory=list)
+    #: skipped lines by reason, and the first few, one readable line each (file, line, what is wrong)
+    skips: Skips = field(default_factory=Skips)
+
+    @property
+    def skipped(self) -> Counter[str]:
+        return self.skips.by_reason
+
+    @property
+    def notes(self) -> list[str]:
+        return self.skips.lines
 
     def skip(self, reason: str, where: str, detail: str) -> None:
-        self.skipped[reason] += 1
-        if len(self.notes) < 20:
-            self.notes.append(f"{where}: {detail}")
+        self.skips.skip(reason, f"{where}: {detail}")
 
 
 def _value_text(value: Any) -> str:
@@ -227,8 +233,7 @@ def _chunks(paths: Sequence[Path], summary: AuditSummary, size: int) -> Iterator
 def _merge(summary: AuditSummary, part: AuditSummary) -> None:
     summary.calls += part.calls
     summary.fields += part.fields
-    summary.skipped.update(part.skipped)
-    summary.notes.extend(part.notes[:max(0, 20 - len(summary.notes))])
+    summary.skips.merge(part.skips)
 
 
 def _baseline_batches(paths: Sequence[Path], summary: AuditSummary, hide_results: bool,

@@ -36,6 +36,7 @@ from typing import IO, Any
 import orjson
 
 from runner.core.safety import bounded_lines, one_line
+from runner.core.skips import Skips
 
 MAX_RECORD_BYTES = 32 * 1024 * 1024
 MAX_ID_CHARS = 1024
@@ -272,20 +273,23 @@ class Sink:
         self.say = say or (lambda _line: None)
         self.imported = 0
         self.imported_by: Counter[str] = Counter()
-        self.skipped: Counter[str] = Counter()
+        say_one = self.say
+        self.skips = Skips(say=lambda line: say_one(one_line(line)), per_reason=_PRINTED_PER_REASON,
+                           more="skipped more records for {reason!r}; the count is in import.json")
         self.notes: Counter[str] = Counter()
         self.records = 0
         self.bad_records = 0
         self._seen: set[int] = set()
         self._order: deque[int] = deque()
 
+    @property
+    def skipped(self) -> Counter[str]:
+        """Skipped records by reason."""
+        return self.skips.by_reason
+
     def bad(self, where: Where, exc: BadRecord, *, what: str = "") -> None:
-        self.skipped[exc.reason] += 1
-        if self.skipped[exc.reason] <= _PRINTED_PER_REASON:
-            place = f"{where.file}: record {where.record}" + (f", {what}" if what else "")
-            self.say(one_line(f"skipped {place}: {exc}"[:400]))
-        elif self.skipped[exc.reason] == _PRINTED_PER_REASON + 1:
-            self.say(one_line(f"skipped more records for {exc.reason!r}; the count is in import.json"))
+        place = f"{where.file}: record {where.record}" + (f", {what}" if what else "")
+        self.skips.skip(exc.reason, lambda: f"skipped {place}: {exc}"[:400])
 
     def note(self, what: str, n: int = 1) -> None:
         """Something read that holds no tool call (a span of another kind, a model call that called nothing)."""
