@@ -107,6 +107,7 @@ class _Prompt:
         "p_ask",
         "p_wide_back",
         "p_wide_front",
+        "plans",
         "reading",
         "shift_ask",
         "shift_wide",
@@ -116,6 +117,8 @@ class _Prompt:
     def __init__(self, persona: Persona, model: str, text: str, reading: Reading, input_chars: int) -> None:
         self.text = text
         self.reading = reading
+        #: id(schema) → (schema, its argument plan): what ``_fill_arguments`` decides without the seed
+        self.plans: dict[int, tuple[Mapping[str, Any], tuple[tuple[Any, ...], ...]]] = {}
         digest = hashlib.blake2b(f"{model}\x1f{text}".encode(), digest_size=16).digest()
         u1 = (int.from_bytes(digest[:8], "little") >> 11) * (1.0 / (1 << 53))
         u2 = (int.from_bytes(digest[8:], "little") >> 11) * (1.0 / (1 << 53))
@@ -294,26 +297,55 @@ def _ask_missing_text(missing: list[str]) -> str:
     return f"I can do that, but I need the {wanted} first. Could you send it?"
 
 
+# the steps of an argument plan (``_plan``): one per schema field that may get a value
+_STATED, _PAD, _REQUIRED = 0, 1, 2
+
+
 def _fill_arguments(persona: Persona, prompt: _Prompt, schema: Mapping[str, Any], seed: int, salt: int,
                    missing: list[str] | None = None) -> dict[str, Any]:
     """Fill a tool's arguments from the request text; invent what is missing at the persona's rate.
 
     Required values the user must supply (``_MUST_COME_FROM_USER_RE``) that the text
     lacks are appended to ``missing`` whether invented or left out, so the caller can
-    decide to ask instead.
+    decide to ask instead. What does not depend on the seed (which value the text
+    gives each field) is worked out once per prompt and schema (``_plan``); a trial
+    only draws its seeded choices.
     """
+    hit = prompt.plans.get(id(schema))
+    if hit is None or hit[0] is not schema:
+        hit = prompt.plans[id(schema)] = (schema, _plan(persona, prompt, schema))
+    args: dict[str, Any] = {}
+    for step, field, i, value, must_ask in hit[1]:
+        if step == _STATED:
+            args[field] = value
+        elif step == _PAD:
+            if uniform(seed, salt + _S_PAD + i) < persona.pad:
+                args[field] = _pad_value(field, value, seed, salt + _S_PAD + i)
+        else:  # a required value the text does not give
+            if must_ask and missing is not None:
+                missing.append(field)
+            if uniform(seed, salt + i) < persona.invent:
+                args[field] = _invent(field, value, seed, salt + i)
+    return args
+
+
+def _plan(persona: Persona, prompt: _Prompt, schema: Mapping[str, Any]) -> tuple[tuple[Any, ...], ...]:
+    """The seed-free part of ``_fill_arguments`` for one schema: per field, in order, ``(step, field, index,
+    value, must_ask)``. ``_STATED``: the value the text gives. ``_PAD``: an optional field padded at the
+    persona's rate (value: its spec). ``_REQUIRED``: a required field the text does not fill, invented at the
+    persona's rate (value: its JSON type; ``must_ask``: the user must supply it)."""
     props: Mapping[str, Any] = schema.get("properties", {}) or {}
     required = set(schema.get("required", []) or [])
     entity = prompt.reading.entity
     found = prompt.found
-    args: dict[str, Any] = {}
+    steps: list[tuple[Any, ...]] = []
     for i, (field, spec) in enumerate(props.items()):
         if field not in required:
             stated = _stated_optional(field, prompt)
             if stated is not None:
-                args[field] = stated
-            elif persona.pad and uniform(seed, salt + _S_PAD + i) < persona.pad:
-                args[field] = _pad_value(field, spec, seed, salt + _S_PAD + i)
+                steps.append((_STATED, field, i, stated, False))
+            elif persona.pad:
+                steps.append((_PAD, field, i, spec, False))
             continue
         kind = spec.get("type", "string") if isinstance(spec, dict) else "string"
         value: Any = None
@@ -349,14 +381,12 @@ def _fill_arguments(persona: Persona, prompt: _Prompt, schema: Mapping[str, Any]
             value = found["quoted"][0]
         elif entity.state in ("known", "unfamiliar") and _PLACE_FIELD_RE.search(lname):
             value = entity.surface
-        if value is None:
-            if missing is not None and _MUST_COME_FROM_USER_RE.search(lname) and not _ENTITY_FIELD_RE.search(lname):
-                missing.append(field)
-            if uniform(seed, salt + i) >= persona.invent:
-                continue  # leave it out rather than guess
-            value = _invent(field, kind, seed, salt + i)
-        args[field] = value
-    return args
+        if value is not None:
+            steps.append((_STATED, field, i, value, False))
+        else:
+            must_ask = bool(_MUST_COME_FROM_USER_RE.search(lname)) and not _ENTITY_FIELD_RE.search(lname)
+            steps.append((_REQUIRED, field, i, kind, must_ask))
+    return tuple(steps)
 
 
 def _stated_optional(field: str, prompt: _Prompt) -> Any:
