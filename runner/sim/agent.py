@@ -109,6 +109,7 @@ class _Prompt:
         "p_wide_front",
         "plans",
         "reading",
+        "replies",
         "shift_ask",
         "shift_wide",
         "text",
@@ -119,6 +120,8 @@ class _Prompt:
         self.reading = reading
         #: id(schema) → (schema, its argument plan): what ``_fill_arguments`` decides without the seed
         self.plans: dict[int, tuple[Mapping[str, Any], tuple[tuple[Any, ...], ...]]] = {}
+        #: reply text → the words-only response to this prompt with that text
+        self.replies: dict[str, ChatResponse] = {}
         digest = hashlib.blake2b(f"{model}\x1f{text}".encode(), digest_size=16).digest()
         u1 = (int.from_bytes(digest[:8], "little") >> 11) * (1.0 / (1 << 53))
         u2 = (int.from_bytes(digest[8:], "little") >> 11) * (1.0 / (1 << 53))
@@ -192,19 +195,25 @@ class SimProvider:
         if request.messages and request.messages[-1].role == "tool":
             return after_results(self, persona, prompt, request, seed)
         calls, reply = self._decide(persona, prompt, names, seed)
+        if not calls:  # words only: the same reply object for every trial that gives it (responses are frozen)
+            hit = prompt.replies.get(reply)
+            if hit is None:
+                hit = prompt.replies[reply] = ChatResponse(
+                    text=reply, usage=Usage(prompt.input_tokens, max(1, len(reply) // 4)), finish_reason="stop")
+            return hit
         out_chars = len(reply) + sum(len(c.raw_arguments) + len(c.name) for c in calls)
-        return ChatResponse(
-            text=reply,
-            tool_calls=tuple(calls),
-            usage=Usage(prompt.input_tokens, max(1, out_chars // 4)),
-            finish_reason="tool_calls" if calls else "stop",
-        )
+        return ChatResponse(text=reply, tool_calls=tuple(calls), usage=_usage(prompt.input_tokens, max(1, out_chars // 4)),
+                            finish_reason="tool_calls")
 
     def _prompt(self, request: ChatRequest, names: tuple[str, ...] | None = None) -> tuple[Persona, _Prompt]:
         """The persona and the cached per-prompt facts (reading, latent shifts) of ``request`` (``names``: its
         tools' names, when the caller has them)."""
         persona = persona_for_model(request.model)
-        text = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+        text = ""
+        for m in reversed(request.messages):  # the last user message
+            if m.role == "user":
+                text = m.content
+                break
         if names is None:
             names = tuple(map(_NAME, request.tools))
         key = (request.model, text, frozenset(names))
@@ -266,6 +275,19 @@ class SimProvider:
 
 
 _NAME = attrgetter("name")
+
+_USAGES: dict[tuple[int, int], Usage] = {}
+
+
+def _usage(input_tokens: int, output_tokens: int) -> Usage:
+    """``Usage(input_tokens, output_tokens)``, one shared object per pair (they are frozen; counts recur)."""
+    key = (input_tokens, output_tokens)
+    usage = _USAGES.get(key)
+    if usage is None:
+        if len(_USAGES) >= 100_000:
+            _USAGES.clear()
+        usage = _USAGES[key] = Usage(input_tokens, output_tokens)
+    return usage
 
 _JSON_CACHE: dict[tuple[Any, ...], str] = {}
 
