@@ -1,6 +1,7 @@
 """The hot path's guard against drift: in-process and HTTP per-trial cost against bare loops, in one run.
 
 Usage: python benchmarks/hot_path.py [--quick] [--trials 468000] [--seconds 8] [--concurrency 64 256 1024]
+                                    [--baseline DIR]
 
 Two ratios, each measured side by side in this one run so machine load falls on both sides:
 
@@ -15,6 +16,10 @@ Two ratios, each measured side by side in this one run so machine load falls on 
    concurrency. Goal: ≥ 0.7 of the bare loop at 256 in flight (``--concurrency 64 256 1024``
    prints one comparison per level; the goal is judged at 256).
 
+``--baseline DIR`` (a source tree of an earlier trialgrid, e.g. ``git archive COMMIT | tar -x -C DIR``)
+adds a before/after line: the marginal µs of CPU per in-process trial of that tree and of this one,
+each in its own fresh process (``PYTHONPATH``), alternated ``--rounds`` times, best of each.
+
 Prints both ratios, µs of CPU per trial on each side, and exits 1 when either is below its goal
 (2 when ``ungrounded`` is not installed). A benchmark, not a CI test: the figures depend on
 the machine; quote them with the load average. ``--quick`` is a smoke-sized run (23,400
@@ -25,7 +30,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engine_inprocess import compare_with_ungrounded
+from engine_inprocess import compare_with_ungrounded, run_once
 from http_throughput import load, start_server, sweep_dict, transport_rate
 
 INPROCESS_GOAL = 2.5
@@ -143,6 +150,28 @@ def http_comparison(concurrency: int, seconds: float, latency_ms: float, rounds:
             "bodies": len(bodies)}
 
 
+def marginal_child(trials: int) -> dict:
+    """In this process: warm up, then the marginal CPU per trial between a run of ``trials`` and one of a quarter."""
+    run_once(2_000)
+    small, big = run_once(max(1, trials // 4)), run_once(trials)
+    return {"marginal_cpu_us": 1e6 * (big["cpu_s"] - small["cpu_s"]) / max(1, big["trials"] - small["trials"]),
+            "trials_per_cpu_s": big["trials_per_cpu_s"], "trials": big["trials"]}
+
+
+def before_after(baseline: Path, trials: int, rounds: int) -> tuple[dict, dict]:
+    """The marginal CPU per trial of the tree at ``baseline`` and of this one, fresh processes, alternated."""
+    here = Path(__file__).resolve().parent.parent
+    runs: dict[str, list[dict]] = {"before": [], "after": []}
+    for _ in range(rounds):
+        for side, tree in (("before", baseline), ("after", here)):
+            env = {**os.environ, "PYTHONPATH": str(tree)}
+            out = subprocess.run([sys.executable, __file__, "--child-marginal", str(trials)], env=env,
+                                 capture_output=True, text=True, check=True)
+            runs[side].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    best = {side: min(rs, key=lambda r: r["marginal_cpu_us"]) for side, rs in runs.items()}
+    return best["before"], best["after"]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smoke-sized run: 23,400 trials, 3 s per HTTP side")
@@ -153,7 +182,15 @@ def main() -> int:
                         help="requests in flight over HTTP, one comparison each (the goal is judged at 256)")
     parser.add_argument("--latency-ms", type=float, default=50.0, help="the server's simulated latency")
     parser.add_argument("--skip-http", action="store_true", help="the in-process ratio only")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="a source tree of an earlier trialgrid: print its µs CPU/trial beside this tree's")
+    parser.add_argument("--child-marginal", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child_marginal:
+        import runner
+
+        print(json.dumps({**marginal_child(args.child_marginal), "tree": str(Path(runner.__file__).parent.parent)}))
+        return 0
     trials = args.trials or (23_400 if args.quick else 468_000)
     seconds = args.seconds or (3.0 if args.quick else 8.0)
 
@@ -175,6 +212,14 @@ def main() -> int:
           f"{u['trials_per_s']:,.0f}/s wall), {u['trials']:,} trials of its mock loop")
     print(f"  ratio {c['cpu_ratio']:.2f}× per CPU-second ({c['wall_ratio']:.2f}× wall); goal ≥ {INPROCESS_GOAL}× "
           f"{'ok' if c['cpu_ratio'] >= INPROCESS_GOAL else 'BELOW'}")
+    if args.baseline is not None:
+        before, after = before_after(args.baseline.resolve(), trials, args.rounds)
+        print(f"before/after, marginal µs CPU per in-process trial (fresh process each, best of {args.rounds}, "
+              f"alternated; load average {_load_average()}):")
+        for side, r in (("before", before), ("after", after)):
+            print(f"  {side:<6} {r['marginal_cpu_us']:6.1f} µs  ({r['trials_per_cpu_s']:,.0f} trials/CPU-s over "
+                  f"{r['trials']:,} trials)  {r['tree']}")
+        print(f"  after / before {after['marginal_cpu_us'] / before['marginal_cpu_us']:.2f}")
     if not args.skip_http:
         # the goal is set at c=256; other concurrencies are printed beside it (checked only when 256 is not asked)
         goal_at = [c for c in args.concurrency if c == 256] or args.concurrency

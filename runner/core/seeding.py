@@ -11,11 +11,12 @@ import hashlib
 import math
 
 _MASK = (1 << 64) - 1
-_SEP = "\x1f"
+#: between the parts ``stable_hash`` hashes
+SEP = "\x1f"
 
 
 def stable_hash(*parts: object, digest_size: int = 8, person: bytes = b"") -> bytes:
-    return hashlib.blake2b(_SEP.join(map(str, parts)).encode(), digest_size=digest_size, person=person).digest()
+    return hashlib.blake2b(SEP.join(map(str, parts)).encode(), digest_size=digest_size, person=person).digest()
 
 
 def stable_int(*parts: object, person: bytes = b"") -> int:

@@ -15,15 +15,17 @@ the specs of the indexes left. Rebuilding and hashing every spec already done co
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import islice
+from typing import Any
 
 import numpy as np
 import polars as pl
 
-from runner.core.seeding import stable_hash, stable_int
+from runner.core.seeding import SEP, stable_hash, stable_int
 from runner.core.types import TrialSpec
 from runner.probes import Probe
 
@@ -141,16 +143,31 @@ class Grid:
                 if case_id != current_case:
                     units.clear()
                     current_case = case_id
+                # ``trial_id`` and ``trial_seed`` hash the cell's parts then the run: the cell's part is hashed
+                # once per model here, and each trial only copies that state and adds its run (same digests)
+                cell = [(model, *_prefix_hashers(sweep_id, seed, model, name, case_id, condition)) for model in models]
                 for run in range(probe.runs):
-                    for model in models:
+                    tail = str(run).encode()
+                    for model, id_state, seed_state in cell:
                         unit = units.get((run, model))
                         if unit is None:
                             unit = units[(run, model)] = unit_seed(seed, model, name, case_id, run)
+                        h = id_state.copy()
+                        h.update(tail)
+                        s = seed_state.copy()
+                        s.update(tail)
                         yield TrialSpec(
-                            sweep_id, trial_id(sweep_id, model, name, case_id, condition, run),
-                            model, name, case_id, condition, run,
-                            trial_seed(seed, model, name, case_id, condition, run), unit,
+                            sweep_id, h.hexdigest(), model, name, case_id, condition, run,
+                            int.from_bytes(s.digest(), "little") >> 1, unit,
                         )
+
+
+def _prefix_hashers(sweep_id: str, sweep_seed: int, model: str, probe: str, case_id: str,
+                    condition: str) -> tuple[Any, Any]:
+    """``trial_id``'s and ``trial_seed``'s hash states after every part but the run (``stable_hash``'s layout)."""
+    cell = SEP.join((model, probe, case_id, condition)) + SEP
+    return (hashlib.blake2b(f"{sweep_id}{SEP}{cell}".encode(), digest_size=8, person=b"trial"),
+            hashlib.blake2b(f"{sweep_seed}{SEP}{cell}".encode(), digest_size=8, person=b"seed"))
 
 
 def skip_done(specs: Iterable[TrialSpec], done: np.ndarray, chunk: int = 4096) -> Iterator[TrialSpec]:

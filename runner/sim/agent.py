@@ -107,7 +107,9 @@ class _Prompt:
         "p_ask",
         "p_wide_back",
         "p_wide_front",
+        "plans",
         "reading",
+        "replies",
         "shift_ask",
         "shift_wide",
         "text",
@@ -116,6 +118,10 @@ class _Prompt:
     def __init__(self, persona: Persona, model: str, text: str, reading: Reading, input_chars: int) -> None:
         self.text = text
         self.reading = reading
+        #: id(schema) → (schema, its argument plan): what ``_fill_arguments`` decides without the seed
+        self.plans: dict[int, tuple[Mapping[str, Any], tuple[tuple[Any, ...], ...]]] = {}
+        #: reply text → the words-only response to this prompt with that text
+        self.replies: dict[str, ChatResponse] = {}
         digest = hashlib.blake2b(f"{model}\x1f{text}".encode(), digest_size=16).digest()
         u1 = (int.from_bytes(digest[:8], "little") >> 11) * (1.0 / (1 << 53))
         u2 = (int.from_bytes(digest[8:], "little") >> 11) * (1.0 / (1 << 53))
@@ -189,19 +195,25 @@ class SimProvider:
         if request.messages and request.messages[-1].role == "tool":
             return after_results(self, persona, prompt, request, seed)
         calls, reply = self._decide(persona, prompt, names, seed)
+        if not calls:  # words only: the same reply object for every trial that gives it (responses are frozen)
+            hit = prompt.replies.get(reply)
+            if hit is None:
+                hit = prompt.replies[reply] = ChatResponse(
+                    text=reply, usage=Usage(prompt.input_tokens, max(1, len(reply) // 4)), finish_reason="stop")
+            return hit
         out_chars = len(reply) + sum(len(c.raw_arguments) + len(c.name) for c in calls)
-        return ChatResponse(
-            text=reply,
-            tool_calls=tuple(calls),
-            usage=Usage(prompt.input_tokens, max(1, out_chars // 4)),
-            finish_reason="tool_calls" if calls else "stop",
-        )
+        return ChatResponse(text=reply, tool_calls=tuple(calls), usage=_usage(prompt.input_tokens, max(1, out_chars // 4)),
+                            finish_reason="tool_calls")
 
     def _prompt(self, request: ChatRequest, names: tuple[str, ...] | None = None) -> tuple[Persona, _Prompt]:
         """The persona and the cached per-prompt facts (reading, latent shifts) of ``request`` (``names``: its
         tools' names, when the caller has them)."""
         persona = persona_for_model(request.model)
-        text = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+        text = ""
+        for m in reversed(request.messages):  # the last user message
+            if m.role == "user":
+                text = m.content
+                break
         if names is None:
             names = tuple(map(_NAME, request.tools))
         key = (request.model, text, frozenset(names))
@@ -264,6 +276,19 @@ class SimProvider:
 
 _NAME = attrgetter("name")
 
+_USAGES: dict[tuple[int, int], Usage] = {}
+
+
+def _usage(input_tokens: int, output_tokens: int) -> Usage:
+    """``Usage(input_tokens, output_tokens)``, one shared object per pair (they are frozen; counts recur)."""
+    key = (input_tokens, output_tokens)
+    usage = _USAGES.get(key)
+    if usage is None:
+        if len(_USAGES) >= 100_000:
+            _USAGES.clear()
+        usage = _USAGES[key] = Usage(input_tokens, output_tokens)
+    return usage
+
 _JSON_CACHE: dict[tuple[Any, ...], str] = {}
 
 
@@ -294,26 +319,55 @@ def _ask_missing_text(missing: list[str]) -> str:
     return f"I can do that, but I need the {wanted} first. Could you send it?"
 
 
+# the steps of an argument plan (``_plan``): one per schema field that may get a value
+_STATED, _PAD, _REQUIRED = 0, 1, 2
+
+
 def _fill_arguments(persona: Persona, prompt: _Prompt, schema: Mapping[str, Any], seed: int, salt: int,
                    missing: list[str] | None = None) -> dict[str, Any]:
     """Fill a tool's arguments from the request text; invent what is missing at the persona's rate.
 
     Required values the user must supply (``_MUST_COME_FROM_USER_RE``) that the text
     lacks are appended to ``missing`` whether invented or left out, so the caller can
-    decide to ask instead.
+    decide to ask instead. What does not depend on the seed (which value the text
+    gives each field) is worked out once per prompt and schema (``_plan``); a trial
+    only draws its seeded choices.
     """
+    hit = prompt.plans.get(id(schema))
+    if hit is None or hit[0] is not schema:
+        hit = prompt.plans[id(schema)] = (schema, _plan(persona, prompt, schema))
+    args: dict[str, Any] = {}
+    for step, field, i, value, must_ask in hit[1]:
+        if step == _STATED:
+            args[field] = value
+        elif step == _PAD:
+            if uniform(seed, salt + _S_PAD + i) < persona.pad:
+                args[field] = _pad_value(field, value, seed, salt + _S_PAD + i)
+        else:  # a required value the text does not give
+            if must_ask and missing is not None:
+                missing.append(field)
+            if uniform(seed, salt + i) < persona.invent:
+                args[field] = _invent(field, value, seed, salt + i)
+    return args
+
+
+def _plan(persona: Persona, prompt: _Prompt, schema: Mapping[str, Any]) -> tuple[tuple[Any, ...], ...]:
+    """The seed-free part of ``_fill_arguments`` for one schema: per field, in order, ``(step, field, index,
+    value, must_ask)``. ``_STATED``: the value the text gives. ``_PAD``: an optional field padded at the
+    persona's rate (value: its spec). ``_REQUIRED``: a required field the text does not fill, invented at the
+    persona's rate (value: its JSON type; ``must_ask``: the user must supply it)."""
     props: Mapping[str, Any] = schema.get("properties", {}) or {}
     required = set(schema.get("required", []) or [])
     entity = prompt.reading.entity
     found = prompt.found
-    args: dict[str, Any] = {}
+    steps: list[tuple[Any, ...]] = []
     for i, (field, spec) in enumerate(props.items()):
         if field not in required:
             stated = _stated_optional(field, prompt)
             if stated is not None:
-                args[field] = stated
-            elif persona.pad and uniform(seed, salt + _S_PAD + i) < persona.pad:
-                args[field] = _pad_value(field, spec, seed, salt + _S_PAD + i)
+                steps.append((_STATED, field, i, stated, False))
+            elif persona.pad:
+                steps.append((_PAD, field, i, spec, False))
             continue
         kind = spec.get("type", "string") if isinstance(spec, dict) else "string"
         value: Any = None
@@ -349,14 +403,12 @@ def _fill_arguments(persona: Persona, prompt: _Prompt, schema: Mapping[str, Any]
             value = found["quoted"][0]
         elif entity.state in ("known", "unfamiliar") and _PLACE_FIELD_RE.search(lname):
             value = entity.surface
-        if value is None:
-            if missing is not None and _MUST_COME_FROM_USER_RE.search(lname) and not _ENTITY_FIELD_RE.search(lname):
-                missing.append(field)
-            if uniform(seed, salt + i) >= persona.invent:
-                continue  # leave it out rather than guess
-            value = _invent(field, kind, seed, salt + i)
-        args[field] = value
-    return args
+        if value is not None:
+            steps.append((_STATED, field, i, value, False))
+        else:
+            must_ask = bool(_MUST_COME_FROM_USER_RE.search(lname)) and not _ENTITY_FIELD_RE.search(lname)
+            steps.append((_REQUIRED, field, i, kind, must_ask))
+    return tuple(steps)
 
 
 def _stated_optional(field: str, prompt: _Prompt) -> Any:
