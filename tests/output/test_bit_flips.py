@@ -13,6 +13,8 @@ import shutil
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.ipc as ipc
 import pytest
 
 import runner
@@ -20,6 +22,7 @@ from runner.config.sweep import load_sweep
 from runner.core.errors import UserError
 from runner.execution.run import run_sweep
 from runner.output import Output
+from runner.output.checksums import CHECKSUMS_KEY, verify_part
 from tests.helpers import quickstart_sweep
 from tests.helpers.rows import written_rows
 from tests.providers.conftest import outcomes
@@ -111,3 +114,20 @@ def test_a_rerun_after_a_flip_sets_the_part_aside_and_equals_an_undamaged_run(
     rows = written_rows(out)
     assert rows.height == rows["trial_id"].n_unique() == 234
     assert outcomes(runner.load(out).collect()).equals(outcomes(runner.load(reference).collect()))
+
+
+def test_a_part_written_before_checksums_reads_unverified(built: tuple[Path, Path], tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(built[1], out)
+    part = sorted((out / "trials").glob("*.arrow"))[0]
+    table = ipc.open_file(str(part)).read_all()
+    old = table.schema.with_metadata({k: v for k, v in (table.schema.metadata or {}).items() if k != CHECKSUMS_KEY})
+    with pa.OSFile(str(part), "wb") as sink, ipc.new_file(sink, old) as writer:  # as trialgrid wrote parts before
+        for batch in table.cast(old).to_batches(max_chunksize=16):
+            writer.write_batch(batch)
+    assert verify_part(ipc.open_file(str(part))).checked is False
+    assert read_back(out).equals(read_back(built[1]))
+    with pa.OSFile(str(part), "wb") as sink, ipc.new_file(sink, table.schema) as writer:  # the key, no checksums
+        writer.write_table(table)
+    seen = read_back(out)
+    assert isinstance(seen, UserError) and "has lost its checksum" in str(seen)
