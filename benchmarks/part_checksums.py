@@ -5,8 +5,8 @@ Side by side in one run, alternating so the machine's load drifts over both alik
 - **sink**: rows/s of ``TrialSink`` append..close (the sink benchmark's rows and schema) writing checksummed
   parts, against the same sink writing plain parts (the writer swapped for ``ipc.new_file``, as before);
 - **read** (``--out OUT``, repeatable): ``trialgrid report OUT --json FILE -q`` in a fresh process, and
-  ``Output.open(OUT)`` (manifest, footers, and the verification of every batch) in this one, each with the
-  verification on and with it switched off (``runner.output.parts.verify_part`` replaced by a no-op);
+  ``Output.open(OUT)`` (manifest, footers, and the verification of every batch) in this one, in CPU seconds
+  (the wall time swings with the shared cores), each with the verification on and with it switched off (``runner.output.parts.verify_part`` replaced by a no-op);
 - **flips** (``--flips N`` with ``--out``): N seeded single-bit flips over a copy of the first OUT's parts, each
   read back through ``Output.open(...).scan()``: detected (one ``UserError`` line naming the part), harmless (the
   rows equal the originals), or silent / other (a changed value or another exception: both failures).
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -91,17 +92,19 @@ def sink_figures(rows: list[dict[str, Any]], batch_rows: int, repeats: int) -> t
 
 
 def _report(out: Path, code: str) -> float:
+    """CPU seconds (user + system) of one report in a fresh process: wall time swings with the shared cores."""
     with tempfile.TemporaryDirectory() as tmp:
-        start = time.perf_counter()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run([sys.executable, "-c", code, "report", str(out), "--json", str(Path(tmp) / "r.json"), "-q"],
                        check=True, stdout=subprocess.DEVNULL, env={**os.environ, "COLUMNS": "100"})
-        return time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
 def _open(out: Path) -> float:
-    start = time.perf_counter()
+    start = time.process_time()
     Output.open(out)
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 def read_figures(out: Path, repeats: int) -> dict[str, float]:
@@ -172,9 +175,9 @@ def main() -> None:
         size = sum(p.stat().st_size for p in (out / "trials").glob("*.arrow"))
         f = read_figures(out, args.repeats)
         print(f"{out} ({size / (1 << 20):.1f} MiB of parts):")
-        print(f"  trialgrid report --json: verified {f['report on']:.2f} s, unverified {f['report off']:.2f} s, "
+        print(f"  trialgrid report --json, CPU: verified {f['report on']:.2f} s, unverified {f['report off']:.2f} s, "
               f"ratio {f['report on'] / f['report off']:.3f}")
-        print(f"  Output.open:             verified {f['open on']:.3f} s, unverified {f['open off']:.3f} s")
+        print(f"  Output.open, CPU:             verified {f['open on']:.3f} s, unverified {f['open off']:.3f} s")
     if args.flips and args.out:
         tally = run_flips(args.out[0], args.flips, args.seed)
         print(f"{args.flips} bit flips (seed {args.seed}) in {args.out[0]}: " + ", ".join(f"{v} {k}" for k, v in tally.items()))
