@@ -7,7 +7,8 @@ PostgreSQL's data checksums are the model: the writer stores a checksum beside e
 What is checked is what a reader decodes, not the bytes on disk: a batch's checksum is the CRC-32 of its
 canonical IPC encoding (``RecordBatch.serialize()``), computed by the writer before the write and by the reader
 after decoding. So a flip the decoder ignores (padding, the schema copy at the file's start that file readers
-skip) is harmless by construction, and any flip that changes a value, a null or a row count changes the
+skip) reads back the same values (``tests/output/test_bit_flips.py`` checks that through polars, the readers'
+scan), and any flip that changes a value, a null or a row count changes the
 encoding. Each batch's custom metadata (in its own IPC message) holds ``index crc schema-crc``: its place in the
 part (so a footer pointing twice at one batch is caught), its CRC, and the CRC of the part's schema as written
 (a flip in a column's name or type, or in the sweep id, changes the schema the reader decodes). A last,
@@ -17,8 +18,10 @@ an old part.
 
 Parts written before checksums (no ``trialgrid.checksums`` key, no batch metadata) read as before, unverified.
 
-Cost: CRC-32 (``zlib``, the standard library) runs at about 0.8 GB/s here, and the canonical encoding is one copy
-of the batch; ``benchmarks/part_checksums.py`` measures both against the sink and a report.
+Cost (``python benchmarks/part_checksums.py --rows 100000 --out OUT``, 2 shared cores at load 11–12): a sink
+writing checksums keeps 0.973 of the rows/s of one that does not; a report's CPU is 1.004 of the unverified one on the quickstart
+output (2.4 MiB of parts) and 1.044 on a 100k-trial output (103 MiB), where verifying every batch costs
+``Output.open`` 0.11 CPU s. CRC-32 (``zlib``) ran at about 0.8 GB/s here, 3.4 times BLAKE2b.
 """
 
 from __future__ import annotations
