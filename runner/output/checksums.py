@@ -13,10 +13,11 @@ encoding. Each batch's custom metadata (in its own IPC message) holds ``index cr
 part (so a footer pointing twice at one batch is caught), its CRC, and the CRC of the part's schema as written
 (a flip in a column's name or type, or in the sweep id, changes the schema the reader decodes). A last,
 empty *seal* batch records the batch and row counts, so a footer that lost a batch is caught too. The schema
-metadata carries ``trialgrid.checksums`` (the scheme) so a part that lost every checksum is refused, not read as
-an old part.
+metadata carries ``trialgrid.checksums`` (the scheme), so a part whose footer lost every batch is refused.
 
-Parts written before checksums (no ``trialgrid.checksums`` key, no batch metadata) read as before, unverified.
+A part none of whose batches carries a checksum reads as before, unverified: one written before checksums, or
+rewritten by a tool that copied a part's schema. A single flip cannot strip them all (the seal carries one too),
+and a part where some batches carry one and others not is refused.
 
 Cost (``python benchmarks/part_checksums.py --rows 100000 --out OUT``, 2 shared cores at load 11–12): a sink
 writing checksums keeps 0.973 of the rows/s of one that does not; a report's CPU is 1.004 of the unverified one on the quickstart
@@ -115,7 +116,7 @@ def verify_part(reader: ipc.RecordBatchFileReader) -> Verdict:
     claims = (reader.schema.metadata or {}).get(CHECKSUMS_KEY) is not None
     written_schema = schema_crc(reader.schema)
     good: list[int] = []
-    rows = 0
+    rows = bare = 0
     first_problem: str | None = None
     seal: list[int] | None = None
     any_metadata = False
@@ -135,8 +136,10 @@ def verify_part(reader: ipc.RecordBatchFileReader) -> Verdict:
             continue
         fields = _fields(raw, _BATCH_KEY)
         if fields is None:
-            if claims or raw:
+            if raw:
                 first_problem = first_problem or f"batch {i + 1} of {n} has lost its checksum"
+            else:
+                bare += 1
             continue
         index, crc, schema = fields
         try:
@@ -152,8 +155,12 @@ def verify_part(reader: ipc.RecordBatchFileReader) -> Verdict:
             continue
         good.append(i)
         rows += batch.num_rows
-    if not claims and not any_metadata:
+    if not any_metadata and (n or not claims):
+        # no batch carries a checksum: a part written before checksums, or rewritten by a tool that copied the
+        # schema (a single flip cannot strip every batch's metadata, the seal's included)
         return Verdict(False, None, tuple(range(n)))
+    if bare and first_problem is None:
+        first_problem = f"{bare} of its {n} batches have lost their checksums"
     if first_problem is None:
         if seal is None:
             first_problem = "its seal is missing (the part lost batches at its end)"
