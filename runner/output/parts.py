@@ -9,8 +9,9 @@ which applies it once per command), so they agree on three rules:
   counted. Readers refuse it in one line; a resume (holding the output's lock) moves
   it to ``trials/foreign/``.
 * **Readable parts only.** A finished part that no longer reads (cut short, a bad
-  copy) is refused by readers in one line; a resume keeps every complete record batch
-  in a new part, moves the original to ``trials/damaged/`` and re-runs the rest.
+  copy) or whose checksums fail (``runner.output.checksums``: a flipped bit) is refused
+  by readers in one line; a resume keeps every complete record batch whose checksum
+  holds in a new part, moves the original to ``trials/damaged/`` and re-runs the rest.
 * **The newest row wins.** ``--retry-errors`` writes a trial again; the row with the
   latest ``finished_at`` (then the later part, then the later row) supersedes older
   rows of the same trial id, for every reader.
@@ -44,6 +45,7 @@ import pyarrow.ipc as ipc
 
 from runner.core.errors import UserError, warn
 from runner.core.manifest import Manifest, SessionRecord, read_manifest
+from runner.output.checksums import verify_part
 from runner.output.sink import TRIALS_DIR, completed_trial_keys, salvage_part, trial_keys
 
 __all__ = [
@@ -141,12 +143,20 @@ def _part_order(path: Path) -> tuple[int, str]:
 
 
 def _footer(path: Path) -> pa.Schema | str:
-    """The part's schema (its metadata holds the sweep id and the writer's record), or why it does not read."""
+    """The part's schema (its metadata holds the sweep id and the writer's record), or why it does not count:
+    it does not read, or a batch, its schema or its seal fails its checksum (``runner.output.checksums``; a part
+    written before checksums is not checked)."""
     try:
-        return ipc.open_file(str(path)).schema
+        with pa.memory_map(str(path)) as source:
+            reader = ipc.open_file(source)
+            verdict = verify_part(reader)
+            schema = reader.schema
     except (pa.ArrowInvalid, OSError) as exc:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return f"does not read as an Arrow file ({text[:120]})"
+    if verdict.problem is not None:
+        return f"{verdict.problem}: its bytes changed after it was written"
+    return schema
 
 
 @dataclass(frozen=True)
@@ -193,8 +203,8 @@ def refuse_issues(trials_dir: Path, issues: list[PartIssue]) -> None:
         if first.problem == "foreign":
             hint = "move it out of trials/ (or rerun the sweep on this output: resume moves it to trials/foreign/)"
         else:
-            hint = ("rerun the sweep on this output (`trialgrid run SWEEP --out OUT`): it keeps the part's complete "
-                    "batches, moves the rest to trials/damaged/ and re-runs the missing trials")
+            hint = ("rerun the sweep on this output (`trialgrid run SWEEP --out OUT`): it keeps the part's complete, "
+                    "verified batches, moves the original to trials/damaged/ and re-runs the missing trials")
         raise UserError(f"{first.problem} trial part {trials_dir / first.path.name}: {first.detail}{more}", hint=hint)
 
 

@@ -50,6 +50,7 @@ from runner.core.calls import first_in_batch
 from runner.core.errors import UserError
 from runner.core.redact import scrub_batch
 from runner.core.schema import ONCE_PER_BATCH
+from runner.output.checksums import ChecksummedWriter, batch_verdict, is_seal, with_scheme
 from runner.output.journal import JOURNAL_GLOB, Journal, journal_path, read_journal
 
 __all__ = [
@@ -181,7 +182,7 @@ class TrialSink:
         self._next_seq = _next_free_seq(self.trials_dir, worker)
         self._stream_path: Path | None = None
         self._file: pa.NativeFile | None = None
-        self._writer: ipc.RecordBatchStreamWriter | None = None
+        self._writer: ChecksummedWriter | None = None
         self._finalized: list[Path] = []
         self._closed = False
         self._broken: UserError | None = None
@@ -356,8 +357,9 @@ class TrialSink:
             break
         self._stream_path = stream_path
         self._file = pa.OSFile(fd, mode="wb")
-        # an IPC *file* under the stream's name: its body reads as a stream if the footer never comes
-        self._writer = ipc.new_file(self._file, self.schema)
+        # an IPC *file* under the stream's name: its body reads as a stream if the footer never comes; each batch
+        # carries its checksum (runner.output.checksums)
+        self._writer = ChecksummedWriter(self._file, with_scheme(self.schema))
         self._part_written = 0
 
     def _finalize_part(self) -> None:
@@ -519,14 +521,16 @@ def salvage_part(source_path: Path, final: Path) -> tuple[int, int, bool]:
 
     The source may be an unfinished part (an IPC file without its footer), a finished
     part cut short, or a plain IPC stream (what older versions wrote while running):
-    its body is read as a stream until the first incomplete batch. Batch by batch from
-    a plain file, so memory stays at one batch. Returns (batches, rows, torn tail
-    dropped); with zero complete batches nothing is written.
+    its body is read as a stream until the first incomplete batch. A batch whose checksum
+    fails (``runner.output.checksums``) is left out, so its trials run again; the copy is
+    written with fresh checksums. Batch by batch from a plain file, so memory stays at one
+    batch. Returns (batches, rows, torn tail dropped); with zero complete batches nothing
+    is written.
     """
     tmp = final.with_name(final.name + ".tmp")
     batches = rows = 0
     torn = False
-    writer: ipc.RecordBatchFileWriter | None = None
+    writer: ChecksummedWriter | None = None
     sink: pa.NativeFile | None = None
     try:
         with pa.OSFile(str(source_path), "rb") as source:
@@ -536,18 +540,22 @@ def salvage_part(source_path: Path, final: Path) -> tuple[int, int, bool]:
                 reader = ipc.open_stream(source)
             except _TORN:
                 return 0, 0, source_path.stat().st_size > 0
+            index = -1
             while True:
+                index += 1
                 try:
-                    batch = reader.read_next_batch()
+                    batch, metadata = reader.read_next_batch_with_custom_metadata()
                     batch.validate()
                 except StopIteration:
                     break
                 except _TORN:
                     torn = True
                     break
+                if is_seal(metadata) or batch_verdict(batch, metadata, index, reader.schema) is False:
+                    continue  # the seal is written anew; a batch whose checksum fails is set aside: its trials rerun
                 if writer is None:
                     sink = pa.OSFile(str(tmp), "wb")
-                    writer = ipc.new_file(sink, reader.schema)
+                    writer = ChecksummedWriter(sink, with_scheme(reader.schema))
                 writer.write_batch(batch)
                 batches += 1
                 rows += batch.num_rows

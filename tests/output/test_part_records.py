@@ -26,6 +26,7 @@ from runner.core.manifest import MANIFEST, RunStatus, read_manifest
 from runner.execution.grid import Grid
 from runner.execution.run import grid_of, run_sweep
 from runner.output import Output
+from runner.output.checksums import CHECKSUMS_KEY
 from runner.output.parts import SESSION_KEY, SUPERSEDES_KEY, latest, session_token, sorted_unique
 from tests.helpers import quickstart_sweep
 from tests.helpers.rows import written_rows
@@ -51,7 +52,9 @@ def rewrite(part: Path, dest: Path, *, metadata: dict[bytes, bytes] | None = Non
     """``part`` rewritten to ``dest``: its schema metadata replaced, its batches cut, or its rows replaced."""
     original = ipc.open_file(str(part)).read_all()
     table = original if table is None else table
-    schema = table.schema.with_metadata(metadata if metadata is not None else original.schema.metadata)
+    kept = metadata if metadata is not None else original.schema.metadata
+    # written by another tool: without the checksums a sink's parts carry (runner.output.checksums)
+    schema = table.schema.with_metadata({k: v for k, v in (kept or {}).items() if k != CHECKSUMS_KEY})
     batches = table.cast(schema).to_batches(max_chunksize=16)
     with pa.OSFile(str(dest), "wb") as sink, ipc.new_file(sink, schema) as writer:
         for batch in batches[keep] if keep is not None else batches:
