@@ -116,7 +116,11 @@ def design_df(n: np.ndarray) -> np.ndarray:
     return out
 
 
-def design_variance_factor(n: np.ndarray) -> np.ndarray:
+#: the variance factor applies where the design df is at most this share of k − 1 (``design_variance_factor``)
+UNEQUAL_DF_SHARE = 0.5
+
+
+def design_variance_factor(n: np.ndarray, *, gate: float | None = UNEQUAL_DF_SHARE) -> np.ndarray:
     """Bell–McCaffrey bias factor of the linearisation variance: Var(r) / E[v] under ``design_df``'s working model.
 
     With residuals e = M y of independent cluster rates with a common variance σ², the pooled rate has
@@ -128,6 +132,12 @@ def design_variance_factor(n: np.ndarray) -> np.ndarray:
     the df is unchanged by the scaling. Used for the arms of the A − B interval (where the df alone
     leaves the difference under 94%: docs/statistics-coverage.md); never below 1 (never narrower than
     the published rule); 1 where fewer than 2 clusters have trials.
+
+    ``gate``: the factor applies only where ``design_df`` ≤ gate · (k − 1), i.e. where the sizes are
+    unequal enough that the design rests on fewer than about half its clusters (log-uniform 1–100 sizes,
+    a few prompts holding most trials); elsewhere it is 1. Error rows thinning some prompts (the
+    coverage grid's ``uneq`` cells, df ≈ 0.8–1 · (k − 1)) leave the interval as it was: there the factor
+    is 1.0–1.15 and only pushed cells over 97.5%. ``gate=None`` gives the factor everywhere.
     """
     n = _2d(n)
     N = n.sum(axis=1, keepdims=True)
@@ -138,7 +148,10 @@ def design_variance_factor(n: np.ndarray) -> np.ndarray:
         ev = k / np.maximum(k - 1.0, 1.0) * (w * w * (1.0 - 2.0 * w + s2[:, None])).sum(axis=1)
         c = np.where((k > 1) & (ev > 0), s2 / np.where(ev > 0, ev, 1.0), 1.0)
     # equal sizes give exactly 1 up to rounding: snap it, so equal designs keep the published interval bit for bit
-    out: np.ndarray = np.where(np.abs(c - 1.0) <= 1e-9, 1.0, np.maximum(c, 1.0))
+    c = np.where(np.abs(c - 1.0) <= 1e-9, 1.0, np.maximum(c, 1.0))
+    if gate is not None:
+        c = np.where(design_df(n) <= gate * (k - 1.0), c, 1.0)
+    out: np.ndarray = c
     return out
 
 

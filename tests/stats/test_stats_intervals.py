@@ -445,12 +445,16 @@ def test_design_variance_factor_matches_enumeration_and_is_1_for_equal_sizes():
         if k > 2 and rng.random() < 0.3:
             n[0] = 0.0  # a cluster without trials is left out
             n[1:3] = np.maximum(n[1:3], 1)
-        got = I.design_variance_factor(n)[0]
+        got = I.design_variance_factor(n, gate=None)[0]
         assert got == pytest.approx(max(_factor_by_enumeration(n), 1.0), rel=1e-10)
         assert got == pytest.approx(_factor_by_enumeration(n, p=0.8), rel=1e-10)  # free of p: a common variance
+        gated = I.design_variance_factor(n)[0]  # the default: only where the df is at most ½ (k − 1)
+        assert gated == (got if _df_reference(None, n) <= 0.5 * ((n > 0).sum() - 1) else 1.0)
     assert np.array_equal(I.design_variance_factor(np.full((3, 9), 7.0)), np.ones(3))
     assert I.design_variance_factor(np.array([5.0, 0.0, 0.0]))[0] == 1.0  # one cluster: nothing to correct
     few = np.array([200.0] + [5.0] * 7)
+    mild = np.array([20.0, 18, 15, 12, 9, 20])  # error rows thinning some prompts: df 4.2 of 5, factor 1.04
+    assert I.design_variance_factor(mild, gate=None)[0] > 1.0 and I.design_variance_factor(mild)[0] == 1.0
     assert 20 < I.design_variance_factor(few)[0] < 30  # one of 8 prompts holding 85% of the trials: about 27
 
 
