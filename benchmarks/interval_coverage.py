@@ -117,7 +117,7 @@ FLOOR_DESIGNS = 400_000
 RATE_METHODS = ("percentile", "bca", "boot-t", "t", "kg", "kg-uncapped", "jeffreys-eff", "wilson-eff", "kg-midp",
                 "kg-tilted", "kg-tilted-df")
 DIFF_METHODS = ("percentile", "bca", "boot-t", "t", "mover-kg", "mover-jeffreys", "mover-wilson", "mover-kg-midp",
-                "mover-kg-tilted", "mover-kg-tilted-df", "paired-t", "paired-shaped")
+                "mover-kg-tilted", "mover-kg-tilted-df", "mover-kg-tilted-bm", "paired-t", "paired-shaped")
 BOOT_METHODS = ("percentile", "bca", "boot-t")
 #: columns added by --re-posterior (a measured candidate, not a shipped method)
 RE_METHODS = ("re-post95", "re-post97", "re-post97+u")
@@ -371,6 +371,11 @@ def diff_intervals(hA, nA, hB, nB, B, seed, n_boot=None):
     la, ua = I.korn_graubard_tilted(rA, vA, NA, kA, LEVEL, df=I.design_df(nA))
     lb, ub = I.korn_graubard_tilted(rB, vB, NB, kB, LEVEL, df=I.design_df(nB))
     out["mover-kg-tilted-df"] = I.mover(rA, la, ua, rB, lb, ub, corr)
+    # the default since issue 29's second pass: the arms' variances also carry the Bell–McCaffrey factor
+    cA, cB = I.design_variance_factor(nA), I.design_variance_factor(nB)
+    la2, ua2 = I.korn_graubard_tilted(rA, vA * cA, NA, kA, LEVEL, df=I.design_df(nA))
+    lb2, ub2 = I.korn_graubard_tilted(rB, vB * cB, NB, kB, LEVEL, df=I.design_df(nB))
+    out["mover-kg-tilted-bm"] = I.mover(rA, la2, ua2, rB, lb2, ub2, corr)
     out["paired-t"] = I.paired_t(hA, nA, hB, nB, LEVEL, arms=(la, ua, lb, ub))[:2]
     out["paired-shaped"] = I.paired_shaped(hA, nA, hB, nB, (la, ua, lb, ub))[:2]
     return out
@@ -815,7 +820,7 @@ UNEQ_RATES = (0.15, 0.50, 0.95, 0.99)
 UNEQ_ICC = 0.2
 UNEQ_SIZES = ("loguni", "few")
 UNEQ_METHODS = ("kg-tilted", "kg-tilted-df")
-UNEQ_DIFF_METHODS = ("mover-kg-tilted", "mover-kg-tilted-df", "paired-t", "paired-shaped")
+UNEQ_DIFF_METHODS = ("mover-kg-tilted", "mover-kg-tilted-df", "mover-kg-tilted-bm", "paired-t", "paired-shaped")
 
 
 def unequal_sizes(rng: np.random.Generator, R: int, k: int, scheme: str) -> np.ndarray:

@@ -116,6 +116,45 @@ def design_df(n: np.ndarray) -> np.ndarray:
     return out
 
 
+#: the variance factor applies where the design df is at most this share of k − 1 (``design_variance_factor``)
+UNEQUAL_DF_SHARE = 0.5
+
+
+def design_variance_factor(n: np.ndarray, *, gate: float | None = UNEQUAL_DF_SHARE) -> np.ndarray:
+    """Bell–McCaffrey bias factor of the linearisation variance: Var(r) / E[v] under ``design_df``'s working model.
+
+    With residuals e = M y of independent cluster rates with a common variance σ², the pooled rate has
+    Var(r) = σ² Σw², while the variance estimate has E[v] = σ² k/(k − 1) Σ_i w_i² (1 − 2w_i + S₂),
+    S₂ = Σw², because a big cluster pulls the pooled rate toward itself and its own residual shrinks
+    by about (1 − w_i). The factor Var(r) / E[v] is exactly 1 with equal sizes, about 1.2 when 5 of
+    50 prompts hold 80% of the trials, and about 20 when one of 8 holds 84%. Multiplying v by it is the
+    scalar form of Bell & McCaffrey's (2002) bias-reduced linearisation; ``design_df`` is its df, and
+    the df is unchanged by the scaling. Used for the arms of the A − B interval (where the df alone
+    leaves the difference under 94%: docs/statistics-coverage.md); never below 1 (never narrower than
+    the published rule); 1 where fewer than 2 clusters have trials.
+
+    ``gate``: the factor applies only where ``design_df`` ≤ gate · (k − 1), i.e. where the sizes are
+    unequal enough that the design rests on fewer than about half its clusters (log-uniform 1–100 sizes,
+    a few prompts holding most trials); elsewhere it is 1. Error rows thinning some prompts (the
+    coverage grid's ``uneq`` cells, df ≈ 0.8–1 · (k − 1)) leave the interval as it was: there the factor
+    is 1.0–1.15 and only pushed cells over 97.5%. ``gate=None`` gives the factor everywhere.
+    """
+    n = _2d(n)
+    N = n.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        w = np.where(N > 0, n / np.where(N > 0, N, 1.0), 0.0)
+        k = (n > 0).sum(axis=1).astype(np.float64)
+        s2 = (w * w).sum(axis=1)
+        ev = k / np.maximum(k - 1.0, 1.0) * (w * w * (1.0 - 2.0 * w + s2[:, None])).sum(axis=1)
+        c = np.where((k > 1) & (ev > 0), s2 / np.where(ev > 0, ev, 1.0), 1.0)
+    # equal sizes give exactly 1 up to rounding: snap it, so equal designs keep the published interval bit for bit
+    c = np.where(np.abs(c - 1.0) <= 1e-9, 1.0, np.maximum(c, 1.0))
+    if gate is not None:
+        c = np.where(design_df(n) <= gate * (k - 1.0), c, 1.0)
+    out: np.ndarray = c
+    return out
+
+
 def effective_trials(r: np.ndarray, v: np.ndarray, N: np.ndarray, k: np.ndarray, confidence_level: float,
                      *, cap: bool = True, df: np.ndarray | None = None) -> np.ndarray:
     """Korn–Graubard effective trials n* = n_eff · (z / t_df)², with n_eff = r(1 − r) / v.

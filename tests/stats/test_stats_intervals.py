@@ -175,14 +175,14 @@ def _df_reference(h, n):
     return k - 1.0 if abs(df - (k - 1)) <= 1e-9 * k else min(df, k - 1.0)
 
 
-def _kg_reference(h, n, level=0.95, tilt=0.1):
+def _kg_reference(h, n, level=0.95, tilt=0.1, factor=1.0):
     """Korn & Graubard (1998) recomputed with scipy: CP at x* = r n*, n* = min(r(1−r)/v, Σn)·(z/t_df)²;
     tails α(½ + tilt(1 − 2r)) below and α(½ − tilt(1 − 2r)) above (tilt 0: the equal-tailed original);
-    df the Bell–McCaffrey df of the cluster sizes (k − 1 when they are equal)."""
+    df the Bell–McCaffrey df of the cluster sizes (k − 1 when they are equal); v times ``factor``."""
     h, n = np.asarray(h, float), np.asarray(n, float)
     N, r = n.sum(), h.sum() / n.sum()
     k = int((n > 0).sum())
-    v = k / (k - 1) * np.sum((h - r * n) ** 2) / N ** 2
+    v = factor * k / (k - 1) * np.sum((h - r * n) ** 2) / N ** 2
     neff = min(r * (1 - r) / v, N) if v > 0 else N
     z, t = sps.norm.ppf(0.5 + level / 2), sps.t.ppf(0.5 + level / 2, _df_reference(h, n))
     m = neff * (z / t) ** 2
@@ -419,3 +419,65 @@ def test_one_prompt_difference_is_consistent_with_its_arms(method):
     b = stats.cluster_rate_ci(["p", "q", "r"], [1, 2, 4], [10, 10, 10], method=method).confidence_interval
     assert res.confidence_interval.low == pytest.approx(0.0 - b.high) and res.confidence_interval.high == (
         pytest.approx(1.0 - b.low))
+
+
+# ---------------------------------------------------------------- the Bell–McCaffrey variance factor of A − B's arms
+
+def _factor_by_enumeration(n, p=0.3):
+    """Var(r) / E[v] by enumerating every outcome of independent Bernoulli(p) cluster rates (a common variance)."""
+    n = np.asarray(n, float)
+    n = n[n > 0]
+    k = n.size
+    w = n / n.sum()
+    ys = np.array(list(itertools.product((0.0, 1.0), repeat=k)))
+    prob = np.prod(np.where(ys == 1.0, p, 1 - p), axis=1)
+    r = ys @ w
+    v = k / (k - 1) * np.sum((w * (ys - r[:, None])) ** 2, axis=1)  # Σ(h − r n)² / N² = Σ w²(y − r)²
+    var_r = np.sum(prob * (r - p) ** 2)
+    return var_r / np.sum(prob * v)
+
+
+def test_design_variance_factor_matches_enumeration_and_is_1_for_equal_sizes():
+    rng = np.random.default_rng(291)
+    for _ in range(30):
+        k = int(rng.integers(2, 9))
+        n = np.floor(np.exp(rng.uniform(0, math.log(201), k)))
+        if k > 2 and rng.random() < 0.3:
+            n[0] = 0.0  # a cluster without trials is left out
+            n[1:3] = np.maximum(n[1:3], 1)
+        got = I.design_variance_factor(n, gate=None)[0]
+        assert got == pytest.approx(max(_factor_by_enumeration(n), 1.0), rel=1e-10)
+        assert got == pytest.approx(_factor_by_enumeration(n, p=0.8), rel=1e-10)  # free of p: a common variance
+        gated = I.design_variance_factor(n)[0]  # the default: only where the df is at most ½ (k − 1)
+        assert gated == (got if _df_reference(None, n) <= 0.5 * ((n > 0).sum() - 1) else 1.0)
+    assert np.array_equal(I.design_variance_factor(np.full((3, 9), 7.0)), np.ones(3))
+    assert I.design_variance_factor(np.array([5.0, 0.0, 0.0]))[0] == 1.0  # one cluster: nothing to correct
+    few = np.array([200.0] + [5.0] * 7)
+    mild = np.array([20.0, 18, 15, 12, 9, 20])  # error rows thinning some prompts: df 4.2 of 5, factor 1.04
+    assert I.design_variance_factor(mild, gate=None)[0] > 1.0 and I.design_variance_factor(mild)[0] == 1.0
+    assert 20 < I.design_variance_factor(few)[0] < 30  # one of 8 prompts holding 85% of the trials: about 27
+
+
+def test_unequal_difference_is_mover_of_arms_with_the_bell_mccaffrey_factor():
+    rng = np.random.default_rng(292)
+    k = 10
+    n = np.array([150, 120] + list(rng.integers(1, 12, k - 2)))
+    pa = rng.beta(1, 4, k)
+    hA, hB = rng.binomial(n, pa), rng.binomial(n, 0.5 * pa)
+    cluster = np.repeat(np.arange(k), 2)
+    arm = np.tile([1, 0], k)
+    res = stats.cluster_rate_ci(cluster, np.column_stack([hA, hB]).ravel(), np.repeat(n, 2), arm=arm)
+    c = _factor_by_enumeration(n)
+    rA, sA, lA, uA = _kg_reference(hA, n, factor=c)
+    rB, sB, lB, uB = _kg_reference(hB, n, factor=c)
+    N = n.sum()
+    eA, eB = hA - rA * n, hB - rB * n
+    rho = (k / (k - 1) * np.sum(eA * eB) / N ** 2) / (sA * sB / c)  # the correlation of the unscaled variances
+    lo = rA - rB - math.sqrt((rA - lA) ** 2 + (uB - rB) ** 2 - 2 * rho * (rA - lA) * (uB - rB))
+    hi = rA - rB + math.sqrt((uA - rA) ** 2 + (rB - lB) ** 2 - 2 * rho * (uA - rA) * (rB - lB))
+    assert c > 1.5
+    assert tuple(res.confidence_interval) == pytest.approx((lo, hi), rel=1e-9)
+    assert f"× {c:.2f}" in res.method and "Bell–McCaffrey bias factor" in res.method
+    equal = stats.cluster_rate_ci(cluster, np.minimum(np.column_stack([hA, hB]).ravel(), 9), np.full(2 * k, 9),
+                                  arm=arm)
+    assert "bias factor" not in equal.method  # equal sizes: factor 1, the interval as before
