@@ -43,8 +43,9 @@ def lost_servers(summary: Summary) -> list[tuple[str, str, int, int]]:
 
 def incomplete_lines(summary: Summary) -> list[str]:
     """The lines every report leads with, above its first table: one per model whose server was lost
-    (``server lost: …``), one per server finding of a replies view (``server finding: …``), then one per
-    unfinished run (``incomplete: 417 of 540 trials written …``)."""
+    (``server lost: …``), one per server finding of a replies view (``server finding: …``), one per kind of part
+    a rerun moved aside (``set aside: …``), then one per unfinished run (``incomplete: 417 of 540 trials
+    written …``)."""
     many = len(summary.runs) > 1
     lines = []
     for run, model, lost, trials in lost_servers(summary):
@@ -62,7 +63,21 @@ def incomplete_lines(summary: Summary) -> list[str]:
         for views in analysed.views.values():
             lines += [note + (f" (run {analysed.label})" if many else "") for view in views if view.key == "replies"
                       for note in view.notes if note.startswith(SERVER_FINDING)]
+    for analysed in summary.runs:  # what a rerun moved out of the trials (runner.output.parts.quarantine_parts)
+        aside = analysed.output.set_aside()
+        where = f" (run {analysed.label})" if many else ""
+        if aside.get("damaged"):
+            lines.append(f"set aside: {_files(aside['damaged'])} that did not read whole (a torn end or a failed "
+                         f"checksum){where}, in trials/damaged/ — a rerun kept every verified batch and ran the other "
+                         "trials again, so the rates read none of it; delete the folder once you no longer need it")
+        if aside.get("foreign"):
+            lines.append(f"set aside: {_files(aside['foreign'])} of another sweep{where}, in trials/foreign/ — "
+                         "not counted; move them back only into an output of that sweep")
     lines += [f"incomplete: {done:,} of {total:,} trials written" + (f" (run {run})" if many else "")
               + " — rates cover only the trials that ran, and the scorecard is not graded; rerun the same command "
                 "to finish the grid" for run, done, total in incomplete_runs(summary)]
     return lines
+
+
+def _files(n: int) -> str:
+    return f"{n:,} part file" + ("s" if n != 1 else "")

@@ -17,6 +17,7 @@ Reader errors are ``UserError`` raised here: a missing or damaged manifest, a da
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -28,7 +29,16 @@ from runner.config.cost import ModelPrice, prices_from, usage_by_model
 from runner.core.calls import Blobs
 from runner.core.errors import UserError
 from runner.core.manifest import Manifest, require_manifest
-from runner.output.parts import PartIssue, PartRecord, recorded_unique, refuse_issues, scan_latest, survey_parts
+from runner.output.parts import (
+    DAMAGED_DIR,
+    FOREIGN_DIR,
+    PartIssue,
+    PartRecord,
+    recorded_unique,
+    refuse_issues,
+    scan_latest,
+    survey_parts,
+)
 from runner.output.sink import TRIALS_DIR
 
 __all__ = ["Output", "Spend", "as_output", "spent_in"]
@@ -73,6 +83,19 @@ class Output:
     @property
     def trials_dir(self) -> Path:
         return self.path / TRIALS_DIR
+
+    def set_aside(self) -> dict[str, int]:
+        """How many files a rerun moved out of the trials, by why: ``damaged`` parts (their verified batches were
+        kept as a new part, the rest re-run) and ``foreign`` ones (another sweep's). Nothing here is read."""
+        found: dict[str, int] = {}
+        for why in (DAMAGED_DIR, FOREIGN_DIR):
+            folder = self.trials_dir / why
+            if folder.is_dir():
+                with os.scandir(folder) as entries:
+                    count = sum(1 for e in entries if e.is_file(follow_symlinks=False))
+                if count:
+                    found[why] = count
+        return found
 
     @property
     def prices(self) -> dict[str, ModelPrice]:

@@ -18,6 +18,8 @@ import pyarrow.ipc as ipc
 import pytest
 
 import runner
+from runner.analysis.completeness import incomplete_lines
+from runner.analysis.leaderboard import summarize
 from runner.config.sweep import load_sweep
 from runner.core.errors import UserError
 from runner.execution.run import run_sweep
@@ -114,6 +116,11 @@ def test_a_rerun_after_a_flip_sets_the_part_aside_and_equals_an_undamaged_run(
     rows = written_rows(out)
     assert rows.height == rows["trial_id"].n_unique() == 234
     assert outcomes(runner.load(out).collect()).equals(outcomes(runner.load(reference).collect()))
+    # the report names what the rerun set aside, above its first table
+    assert [line for line in incomplete_lines(summarize([out])) if line.startswith("set aside:")] == [
+        "set aside: 1 part file that did not read whole (a torn end or a failed checksum), in trials/damaged/ — a "
+        "rerun kept every verified batch and ran the other trials again, so the rates read none of it; delete the "
+        "folder once you no longer need it"]
 
 
 def test_a_part_without_checksums_reads_unverified(built: tuple[Path, Path], tmp_path: Path) -> None:
