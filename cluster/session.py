@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from cluster.reaper import start_reaper
 from runner.core.errors import UserError
 
 LOCAL = "local"
@@ -171,7 +172,10 @@ def ray_session(address: str, *, num_cpus: int | None = None, temp_dir: str | No
         raise UserError(f"cannot connect to Ray at {address!r}: {exc}",
                         hint="start a cluster with `ray start --head`, pass its address, "
                              "or use --ray local for a private one-node Ray") from None
+    reaper = start_reaper() if address == LOCAL else None  # ends the private Ray if this process is killed
     try:
         yield
     finally:
         ray.shutdown()
+        if reaper is not None:
+            reaper.done()

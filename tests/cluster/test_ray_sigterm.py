@@ -101,3 +101,33 @@ def test_sigterm_to_a_ray_driver_exits_143_leaves_no_process_and_the_rerun_is_wh
         run_sweep(load_sweep(sweep), reference, quiet=True)
     expected = outcomes(runner.load(reference).collect())
     assert outcomes(df).equals(expected), [c for c in OUTCOMES if not outcomes(df)[c].equals(expected[c])]
+
+
+def test_kill_9_to_a_ray_driver_leaves_no_process_of_its_private_ray(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A driver killed with SIGKILL runs no code of its own; Ray's parent checks left its dashboard and
+    runtime-env agents alive 20 s later. The reaper (cluster.reaper) ends them."""
+    with serving(rpm=120, rpm_mode="bucket") as server, ray_temp(tmp_path_factory, "rk") as temp:
+        data = http_sweep(server.base_url, "openai", runs=1, concurrency=32)
+        data["engine"] = {"concurrency": 32, "flush_seconds": 0.05}
+        sweep, out = write(tmp_path, data), tmp_path / "out"
+        env = dict(os.environ, RAY_TMPDIR=str(temp))
+        proc = subprocess.Popen([sys.executable, "-m", "runner.cli.app", "run", str(sweep), "--out", str(out), "-q",
+                                 "--ray", "local", "--workers", "2"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 150
+            while time.monotonic() < deadline and proc.poll() is None \
+                    and server.stats()["by_status"].get("200", 0) < 8:
+                time.sleep(0.2)
+            assert proc.poll() is None
+            assert len(_alive_in_session(proc.pid)) > 3  # Ray's node processes, started by the driver
+            proc.kill()
+            proc.wait()
+            time.sleep(10)
+            assert _alive_in_session(proc.pid) == []
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
