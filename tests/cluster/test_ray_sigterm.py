@@ -16,7 +16,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -54,9 +57,12 @@ def _alive_in_session(sid: int) -> list[str]:
     return [line for line in found.splitlines() if line.strip()]
 
 
-def test_sigterm_to_a_ray_driver_exits_143_leaves_no_process_and_the_rerun_is_whole(
-        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
-    with serving(rpm=120, rpm_mode="bucket") as server, ray_temp(tmp_path_factory, "rs") as temp:
+@contextmanager
+def _throttled_ray_run(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+                       name: str) -> Iterator[tuple[Any, subprocess.Popen[str], Path, Path, dict[str, str]]]:
+    """A ``--ray local --workers 2`` driver in its own session against serve at 120 rpm, once answers flow:
+    (server, driver, sweep, out, env). Its session is killed on exit, whatever happened."""
+    with serving(rpm=120, rpm_mode="bucket") as server, ray_temp(tmp_path_factory, name) as temp:
         data = http_sweep(server.base_url, "openai", runs=1, concurrency=32)
         data["engine"] = {"concurrency": 32, "flush_seconds": 0.05}
         sweep, out = write(tmp_path, data), tmp_path / "out"
@@ -70,21 +76,27 @@ def test_sigterm_to_a_ray_driver_exits_143_leaves_no_process_and_the_rerun_is_wh
                     and server.stats()["by_status"].get("200", 0) < 8:
                 time.sleep(0.2)
             assert proc.poll() is None, proc.communicate()[1][-2000:]
-            proc.send_signal(signal.SIGTERM)
-            returned = proc.wait(timeout=60)
-            stderr = proc.stderr.read() if proc.stderr else ""
-            for pipe in (proc.stdout, proc.stderr):  # closed here, not by the garbage collector
-                if pipe:
-                    pipe.close()
-            assert returned == 143, stderr[-2000:]
-            assert "SIGTERM received" not in stderr and "Traceback" not in stderr, stderr[-2000:]
-            time.sleep(10)
-            assert _alive_in_session(proc.pid) == []
+            yield server, proc, sweep, out, env
         finally:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+            for pipe in (proc.stdout, proc.stderr):  # closed here, not by the garbage collector
+                if pipe and not pipe.closed:
+                    pipe.close()
+
+
+def test_sigterm_to_a_ray_driver_exits_143_leaves_no_process_and_the_rerun_is_whole(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    with _throttled_ray_run(tmp_path, tmp_path_factory, "rs") as (server, proc, sweep, out, env):
+        proc.send_signal(signal.SIGTERM)
+        returned = proc.wait(timeout=60)
+        stderr = proc.stderr.read() if proc.stderr else ""
+        assert returned == 143, stderr[-2000:]
+        assert "SIGTERM received" not in stderr and "Traceback" not in stderr, stderr[-2000:]
+        time.sleep(10)
+        assert _alive_in_session(proc.pid) == []
         if list((out / "trials").glob("*.arrow")):  # a chunk may not have come back before the stop
             rows = written_rows(out)
             assert rows.filter(pl.col("error_kind") == "internal").height == 0
@@ -107,27 +119,9 @@ def test_kill_9_to_a_ray_driver_leaves_no_process_of_its_private_ray(
         tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A driver killed with SIGKILL runs no code of its own; Ray's parent checks left its dashboard and
     runtime-env agents alive 20 s later. The reaper (cluster.reaper) ends them."""
-    with serving(rpm=120, rpm_mode="bucket") as server, ray_temp(tmp_path_factory, "rk") as temp:
-        data = http_sweep(server.base_url, "openai", runs=1, concurrency=32)
-        data["engine"] = {"concurrency": 32, "flush_seconds": 0.05}
-        sweep, out = write(tmp_path, data), tmp_path / "out"
-        env = dict(os.environ, RAY_TMPDIR=str(temp))
-        proc = subprocess.Popen([sys.executable, "-m", "runner.cli.app", "run", str(sweep), "--out", str(out), "-q",
-                                 "--ray", "local", "--workers", "2"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
-        try:
-            deadline = time.monotonic() + 150
-            while time.monotonic() < deadline and proc.poll() is None \
-                    and server.stats()["by_status"].get("200", 0) < 8:
-                time.sleep(0.2)
-            assert proc.poll() is None
-            assert len(_alive_in_session(proc.pid)) > 3  # Ray's node processes, started by the driver
-            proc.kill()
-            proc.wait()
-            time.sleep(10)
-            assert _alive_in_session(proc.pid) == []
-        finally:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    with _throttled_ray_run(tmp_path, tmp_path_factory, "rk") as (_, proc, _, _, _):
+        assert len(_alive_in_session(proc.pid)) > 3  # Ray's node processes, started by the driver
+        proc.kill()
+        proc.wait()
+        time.sleep(10)
+        assert _alive_in_session(proc.pid) == []

@@ -3,30 +3,21 @@ the writer holds open, without disturbing the writer."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
 
-import pyarrow.ipc as ipc
 import pytest
 
-from runner.output import Output
 from runner.output.sink import TrialSink
+from tests.helpers.rows import live_copy
 
 pytestmark = pytest.mark.browser
 
 
 def test_a_live_runs_count_grows_while_the_page_polls(tab: Any, quick_out: Path, serve: Any,
                                                      tmp_path: Path) -> None:
-    live = tmp_path / "live"
-    live.mkdir()
-    manifest = json.loads((quick_out / "manifest.json").read_text())
-    manifest["status"] = "running"
-    (live / "manifest.json").write_text(json.dumps(manifest))
-    source = Output.open(quick_out)
-    schema = ipc.open_file(str(source.parts[0])).schema
-    rows = source.scan().head(12).collect().to_dicts()
+    live, rows, schema = live_copy(quick_out, tmp_path)
     sink = TrialSink(live, schema, worker="w0", batch_rows=4, flush_seconds=0.0)
     try:
         for row in rows[:4]:

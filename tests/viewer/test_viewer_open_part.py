@@ -4,26 +4,14 @@ one read from scratch at every step."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import polars as pl
-import pyarrow.ipc as ipc
 
 from runner.output import Output
 from runner.output.sink import TrialSink
 from runner.viewer.data import Source
-
-
-def _live(quick_out: Path, tmp_path: Path) -> tuple[Path, list[dict], object]:
-    live = tmp_path / "live"
-    live.mkdir()
-    manifest = json.loads((quick_out / "manifest.json").read_text())
-    manifest["status"] = "running"
-    (live / "manifest.json").write_text(json.dumps(manifest))
-    source = Output.open(quick_out)
-    schema = ipc.open_file(str(source.parts[0])).schema
-    return live, source.scan().head(12).collect().to_dicts(), schema
+from tests.helpers.rows import live_copy
 
 
 def _ids(source: Source) -> list[str]:
@@ -33,7 +21,7 @@ def _ids(source: Source) -> list[str]:
 
 
 def test_the_open_part_is_read_incrementally_and_equals_a_read_from_scratch(quick_out: Path, tmp_path: Path) -> None:
-    live, rows, schema = _live(quick_out, tmp_path)
+    live, rows, schema = live_copy(quick_out, tmp_path)
     sink = TrialSink(live, schema, worker="w0", batch_rows=2, part_rows=6, flush_seconds=0.0)
     try:
         for row in rows[:8]:
@@ -54,7 +42,7 @@ def test_the_open_part_is_read_incrementally_and_equals_a_read_from_scratch(quic
 
 
 def test_a_retried_trial_in_the_open_part_supersedes_its_closed_row(quick_out: Path, tmp_path: Path) -> None:
-    live, rows, schema = _live(quick_out, tmp_path)
+    live, rows, schema = live_copy(quick_out, tmp_path)
     sink = TrialSink(live, schema, worker="w0", batch_rows=2, part_rows=4, flush_seconds=0.0)
     try:
         for row in rows[:4]:
