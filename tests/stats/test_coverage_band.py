@@ -28,14 +28,21 @@ def _coverage(ints: dict, truth: float, name: str) -> float:
     return float((np.isfinite(lo) & (lo <= truth + 1e-12) & (truth - 1e-12 <= hi)).mean())
 
 
-def test_design_df_holds_where_a_few_prompts_hold_most_trials_and_k_minus_1_does_not(bench: ModuleType) -> None:
-    rng = np.random.default_rng([29, 8])
-    k, mu = 8, 0.15
+def _few_big_pairs(bench: ModuleType, k: int, mu: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``DESIGNS`` designs of ``k`` prompts where a few hold most trials: (sizes, A's hits, B's hits), the arms'
+    Beta prompt rates (ICC 0.2) tied by the benchmark's copula, seeded by ``k``."""
+    rng = np.random.default_rng([29, k])
     n = bench.unequal_sizes(rng, DESIGNS, k, "few")
     z1 = rng.standard_normal((DESIGNS, k))
     z2 = bench.COPULA * z1 + math.sqrt(1 - bench.COPULA ** 2) * rng.standard_normal((DESIGNS, k))
     hA = rng.binomial(n.astype(np.int64), bench.rates_from_normals(z1, mu, "beta", 0.2)).astype(np.float64)
     hB = rng.binomial(n.astype(np.int64), bench.rates_from_normals(z2, bench.B_FACTOR * mu, "beta", 0.2))
+    return n, hA, hB.astype(np.float64)
+
+
+def test_design_df_holds_where_a_few_prompts_hold_most_trials_and_k_minus_1_does_not(bench: ModuleType) -> None:
+    mu = 0.15
+    n, hA, hB = _few_big_pairs(bench, 8, mu)
     rates = bench.rate_intervals(hA, n, 0, 0)
     assert _coverage(rates, mu, "kg-tilted") < 0.90
     assert _coverage(rates, mu, "kg-tilted-df") >= 0.94
@@ -50,13 +57,8 @@ def test_design_df_holds_where_a_few_prompts_hold_most_trials_and_k_minus_1_does
 def test_variance_factor_lifts_a_minus_b_where_five_of_50_prompts_hold_most_trials(bench: ModuleType) -> None:
     # the second shortfall cell (50 prompts, 15%, 'few'; 93.7% with the df alone at 2,000 designs): the df is
     # about 4 and the arms' variances about 1.2 times too small, so both tails miss
-    rng = np.random.default_rng([29, 50])
-    k, mu = 50, 0.15
-    n = bench.unequal_sizes(rng, DESIGNS, k, "few")
-    z1 = rng.standard_normal((DESIGNS, k))
-    z2 = bench.COPULA * z1 + math.sqrt(1 - bench.COPULA ** 2) * rng.standard_normal((DESIGNS, k))
-    hA = rng.binomial(n.astype(np.int64), bench.rates_from_normals(z1, mu, "beta", 0.2)).astype(np.float64)
-    hB = rng.binomial(n.astype(np.int64), bench.rates_from_normals(z2, bench.B_FACTOR * mu, "beta", 0.2))
+    mu = 0.15
+    n, hA, hB = _few_big_pairs(bench, 50, mu)
     diffs = bench.diff_intervals(hA, n, hB.astype(np.float64), n, 0, 0)
     truth = (1 - bench.B_FACTOR) * mu
     df_only, after = _coverage(diffs, truth, "mover-kg-tilted-df"), _coverage(diffs, truth, "mover-kg-tilted-bm")
