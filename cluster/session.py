@@ -24,7 +24,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cluster.reaper import start_reaper
 from runner.core.errors import UserError
 
 LOCAL = "local"
@@ -172,6 +171,8 @@ def ray_session(address: str, *, num_cpus: int | None = None, temp_dir: str | No
         raise UserError(f"cannot connect to Ray at {address!r}: {exc}",
                         hint="start a cluster with `ray start --head`, pass its address, "
                              "or use --ray local for a private one-node Ray") from None
+    from cluster.reaper import start_reaper  # here, not at the top: looking up the plugin imports only what it names
+
     reaper = start_reaper() if address == LOCAL else None  # ends the private Ray if this process is killed
     try:
         yield
