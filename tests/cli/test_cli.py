@@ -107,16 +107,24 @@ def test_run_with_fail_on_reads_the_manifest_once_and_each_part_footer_once(
     from collections import Counter
     from typing import Any
 
+    import pyarrow
     import pyarrow.ipc
 
     import runner.core.manifest as manifest_module
 
     footers: Counter[str] = Counter()
     manifests: Counter[str] = Counter()
-    real_open_file, real_read_manifest = pyarrow.ipc.open_file, manifest_module.read_manifest_file
+    mapped: dict[int, str] = {}  # a memory map's id → the file it maps (a reader may open a part through one)
+    real_open_file, real_read_manifest, real_map = pyarrow.ipc.open_file, manifest_module.read_manifest_file, \
+        pyarrow.memory_map
+
+    def memory_map(path: Any, *args: Any, **kwargs: Any) -> Any:
+        source = real_map(path, *args, **kwargs)
+        mapped[id(source)] = str(path)
+        return source
 
     def open_file(source: Any, *args: Any, **kwargs: Any) -> Any:
-        footers[str(source) if isinstance(source, str | Path) else repr(source)] += 1
+        footers[str(source) if isinstance(source, str | Path) else mapped.get(id(source), repr(source))] += 1
         return real_open_file(source, *args, **kwargs)
 
     def read_manifest_file(path: Path) -> Any:
@@ -124,6 +132,7 @@ def test_run_with_fail_on_reads_the_manifest_once_and_each_part_footer_once(
         return real_read_manifest(path)
 
     monkeypatch.setattr(pyarrow.ipc, "open_file", open_file)
+    monkeypatch.setattr(pyarrow, "memory_map", memory_map)
     monkeypatch.setattr(manifest_module, "read_manifest_file", read_manifest_file)
     out = tmp_path / "out"
     result = runner.invoke(app, ["run", str(bundled_sweep(tmp_path, "negatives.yaml", 2)), "--out", str(out),
