@@ -14,9 +14,9 @@ dashboard modules the head starts without it and the Jobs test is skipped (faile
 A node that does not come up fails the fixture with the tail of its log.
 
 A pytest killed before its teardown (SIGTERM, which Python does not catch, or SIGKILL) would leave those
-sessions running, since they are not in pytest's process group: each cluster has a watchdog process that is
-told every session it starts, on a pipe only pytest holds. When the pipe closes without a "done" (the kernel
-closes it when pytest dies, however it dies), the watchdog ends those sessions: SIGTERM, then SIGKILL.
+sessions running, since they are not in pytest's process group: each cluster starts the reaper a
+``--ray local`` driver starts (``cluster.reaper``), which notes pytest's descendants and, when pytest dies
+without the fixture having said "done", ends them: SIGTERM, then SIGKILL.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ import polars as pl
 import psutil
 import pytest
 
+from cluster.reaper import start_reaper
 from cluster.records import ray_record
 from runner.config.sweep import load_sweep
 from runner.core.manifest import read_manifest
@@ -107,39 +108,6 @@ class ClusterStartError(RuntimeError):
     pass
 
 
-# Reads session ids, one a line, until "done" (the fixture stopped them itself) or EOF (the test process died:
-# the kernel closed the pipe), then ends every process of those sessions, SIGTERM first, SIGKILL 5 s later.
-WATCHDOG = """
-import os, signal, sys, time
-import psutil
-sessions = set()
-for line in sys.stdin:
-    if line.strip() == "done":
-        sys.exit(0)
-    sessions.add(int(line))
-
-def alive():
-    found = []
-    for proc in psutil.process_iter(["pid"]):
-        try:
-            if os.getsid(proc.info["pid"]) in sessions and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(proc)
-        except (OSError, psutil.Error):
-            pass
-    return found
-
-for sig, wait_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-    for proc in alive():
-        try:
-            proc.send_signal(sig)
-        except psutil.Error:
-            pass
-    deadline = time.monotonic() + wait_s
-    while alive() and time.monotonic() < deadline:
-        time.sleep(0.2)
-"""
-
-
 class Cluster:
     def __init__(self, head_temp: Path, node_temp: Path, *, dashboard: bool) -> None:
         self.head_temp, self.node_temp = head_temp, node_temp
@@ -151,9 +119,7 @@ class Cluster:
          self.node_agent_port) = _free_ports(5)
         self.procs: list[subprocess.Popen[bytes]] = []
         self.logs: list[Path] = []
-        # its own session, so a signal to pytest's process group (Ctrl-C) leaves it to see pytest die
-        self.watchdog = subprocess.Popen([sys.executable, "-c", WATCHDOG], stdin=subprocess.PIPE,
-                                         start_new_session=True)
+        self.reaper = start_reaper()  # ends the `ray start` sessions if pytest dies before stop()
 
     @property
     def address(self) -> str:
@@ -174,9 +140,6 @@ class Cluster:
         with open(log, "wb") as out:
             self.procs.append(subprocess.Popen([*cli, "start", "--block", *args], stdout=out, stderr=subprocess.STDOUT,
                                                env=env, start_new_session=True))
-        assert self.watchdog.stdin is not None
-        self.watchdog.stdin.write(f"{self.procs[-1].pid}\n".encode())  # its session id: it leads the session
-        self.watchdog.stdin.flush()
 
     def failed(self, what: str) -> ClusterStartError:
         """The error for a cluster that did not come up: the tail of every log it wrote (the temp dirs may go)."""
@@ -258,18 +221,9 @@ class Cluster:
                 time.sleep(0.2)
         for proc in self.procs:
             proc.wait(10)
-        self._release_watchdog()
+        if self.reaper is not None:  # the sessions are stopped: the reaper leaves without touching anything
+            self.reaper.done()
         assert not _in_sessions(sessions), "Ray processes outlived the cluster fixture"
-
-    def _release_watchdog(self) -> None:
-        """The sessions are stopped: the watchdog exits without touching them (their ids may be reused)."""
-        assert self.watchdog.stdin is not None
-        try:
-            self.watchdog.stdin.write(b"done\n")
-            self.watchdog.stdin.close()
-        except BrokenPipeError:
-            pass
-        self.watchdog.wait(10)
 
 
 def _jobs_logs(temp: Path) -> list[Path]:

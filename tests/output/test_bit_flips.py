@@ -25,21 +25,11 @@ from runner.core.errors import UserError
 from runner.execution.run import run_sweep
 from runner.output import Output
 from runner.output.checksums import CHECKSUMS_KEY, verify_part
-from tests.helpers import quickstart_sweep
 from tests.helpers.rows import written_rows
 from tests.providers.conftest import outcomes
 
 FLIPS = 200
 SEED = 31
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(sweep, a complete output): the quickstart, 2 runs a cell (234 trials), batches of 16 rows."""
-    tmp = tmp_path_factory.mktemp("flips")
-    sweep = quickstart_sweep(tmp, runs=2, engine={"batch_rows": 16})
-    run_sweep(load_sweep(sweep), tmp / "out", quiet=True)
-    return sweep, tmp / "out"
 
 
 def flip(path: Path, bit: int) -> None:

@@ -28,18 +28,8 @@ from runner.execution.run import grid_of, run_sweep
 from runner.output import Output
 from runner.output.checksums import CHECKSUMS_KEY
 from runner.output.parts import SESSION_KEY, SUPERSEDES_KEY, latest, session_token, sorted_unique
-from tests.helpers import quickstart_sweep
 from tests.helpers.rows import written_rows
 from tests.providers.conftest import outcomes
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(sweep, a complete output of it): the quickstart, 2 runs a cell (234 trials), batches of 16 rows."""
-    tmp = tmp_path_factory.mktemp("records")
-    sweep = quickstart_sweep(tmp, runs=2, engine={"batch_rows": 16})
-    run_sweep(load_sweep(sweep), tmp / "out", quiet=True)
-    return sweep, tmp / "out"
 
 
 def copy_of(built: tuple[Path, Path], tmp_path: Path) -> Path:
