@@ -47,6 +47,7 @@ from runner.core.errors import UserError, warn
 from runner.core.manifest import Manifest, SessionRecord, read_manifest
 from runner.output.checksums import verify_part
 from runner.output.sink import TRIALS_DIR, completed_trial_keys, salvage_part, trial_keys
+from runner.output.verified import is_verified, note_verified
 
 __all__ = [
     "DAMAGED_DIR",
@@ -147,8 +148,13 @@ def _footer(path: Path) -> pa.Schema | str:
     it does not read, or a batch, its schema or its seal fails its checksum (``runner.output.checksums``; a part
     written before checksums is not checked)."""
     try:
-        with pa.memory_map(str(path)) as source:
+        st = path.stat()
+        # read, not memory-mapped: a map would leave every page of the part resident (1.1 GB at 1M trials) until
+        # the check ends; this way one batch is in memory at a time
+        with pa.OSFile(str(path)) as source:
             reader = ipc.open_file(source)
+            if is_verified(st):  # unchanged since it last verified (``runner.output.verified``): the footer only
+                return reader.schema
             verdict = verify_part(reader)
             schema = reader.schema
     except (pa.ArrowInvalid, OSError) as exc:
@@ -156,6 +162,7 @@ def _footer(path: Path) -> pa.Schema | str:
         return f"does not read as an Arrow file ({text[:120]})"
     if verdict.problem is not None:
         return f"{verdict.problem}: its bytes changed after it was written"
+    note_verified(st)
     return schema
 
 
