@@ -10,7 +10,8 @@ trial whose deadline ran out while it waited its turn, before any request went o
 start at a trial's first send (``runner/execution/deadlines.py``), there should be none; issue 30 had
 390 of 15,093 before.
 
-A benchmark, not a test; quote it with the load average.
+A benchmark, not a test; quote it with the load average. Measured with the defaults (session 8, load 8.9 → 8.1):
+exit 0, 15,093 rows all ok in 67 s, 0 timeouts (0 with attempts = 0), the server at most 482 in flight.
 """
 
 from __future__ import annotations
