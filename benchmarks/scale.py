@@ -10,13 +10,15 @@ once; delete the directory to rebuild it. Each step runs in a fresh Python proce
 time, CPU time and peak RSS (``ru_maxrss``), so no step's memory counts against another:
 
 - ``run``: the build itself (only when the fixture is missing; else its cached figures, marked so);
-- ``resume``: ``run`` again on the complete output (nothing to do);
+- ``resume``: ``run`` again on the complete output (nothing to do), in a scratch copy whose parts are hard links
+  to the fixture's (a resume records its session in the manifest: the fixture is never written);
 - ``kill``: a run of the same sweep into a scratch output, killed (SIGKILL) at half the build's wall time,
   then resumed: the time to the resume's first new trial and the whole resume, and a check that the output
   holds every trial once (rows = distinct ids = trials). With ``--cut`` (for big grids, where a second build
-  takes as long as the first), the scratch output is instead the fixture as a kill at 50% leaves it: the
-  first half of its record batches in a part, the session left ``running``; the resume is timed to its first
-  new trial and stopped there;
+  takes as long as the first), the scratch output is instead the fixture as a kill at 50% leaves it: the parts
+  before the half hard-linked, the part the half falls in as an open stream part holding its batches up to
+  the half (to be repaired, as after a real kill), the session left ``running``; the resume is timed to its
+  first new trial and stopped there;
 - ``report``: ``trialgrid report OUT --json FILE -q``;
 - ``load``: ``runner.load(OUT)`` with a per-cell query (decoy rate per model × condition) collected;
 - ``diff``: ``trialgrid diff OUT OUT``.
@@ -43,6 +45,13 @@ Session 7, ``--steps report,load,diff`` on a fresh 1M fixture (built in 371 s wa
 report 13.5 s / 4.79 CPU s / 397 MiB; ``runner.load`` query 4.5 / 1.27 / 298; diff 12.2 / 3.91 / 357 (diff's
 own windows came after: 271 MiB). docs/performance.md has the before/after side by side. The 10M build
 (``--trials 10000000``, about 2,000 CPU s) did not finish at that load.
+
+Session 8, ``--steps resume,kill --cut`` on the lead's real 1M and 10M outputs (1,000,116 and 10,000,107
+trials), with main at 81623a0 on ``PYTHONPATH`` (parts verified once per change), at load 2.5–3.2. Each step
+prints ``verify_s`` (the checksum check, paid again here because hard-linking changes a part's ctime) and
+``repair_s``. Resume with nothing to do: 1M 1.85 s wall (0.76 s less verify_s), 495 MiB; 10M 9.37 s (3.04 s
+less verify_s), 802 MiB. First new trial after a kill at 50%: 1M 2.43 s (repair 1.30 s of a 503,808-row open
+part), 675 MiB; 10M 5.15 s (1.99 s less verify_s). docs/performance.md has both runs.
 """
 
 from __future__ import annotations
@@ -58,6 +67,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from engine_inprocess import scaled_sweep  # the quickstart scaled to N trials, as the engine benchmark runs it
 
@@ -71,6 +81,30 @@ def _figures(started: float, cpu: float, **extra: object) -> dict[str, object]:
             "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), **extra}
 
 
+def _time_opening() -> dict[str, float]:
+    """Seconds of the two costs of opening an output, summed into the returned dict as they happen: ``verify_s``,
+    checking the parts' checksums (``runner.output.parts.verify_part``), and ``repair_s``, finalizing the parts a
+    kill left open (``repair_parts``, called by the session): told apart from the resume's own work."""
+    import runner.execution.session as session_module
+    import runner.output.parts as parts_module
+
+    spent = {"verify_s": 0.0, "repair_s": 0.0}
+    for module, name, key in ((parts_module, "verify_part", "verify_s"), (session_module, "repair_parts", "repair_s")):
+        inner = getattr(module, name, None)
+        if inner is None:
+            continue
+
+        def timed(*args: object, _inner: Any = inner, _key: str = key, **kwargs: object) -> object:
+            t = time.perf_counter()
+            try:
+                return _inner(*args, **kwargs)
+            finally:
+                spent[_key] += time.perf_counter() - t
+
+        setattr(module, name, timed)
+    return spent
+
+
 def _step(name: str, sweep: Path, out: Path) -> dict[str, object]:
     started, cpu = time.perf_counter(), time.process_time()
     if name in ("run", "resume"):
@@ -81,19 +115,22 @@ def _step(name: str, sweep: Path, out: Path) -> dict[str, object]:
         first: list[float] = []
         append = sink_module.TrialSink.append
         stop_at_first = os.environ.get("SCALE_STOP_AT_FIRST") == "1"
+        opening = _time_opening()
 
         def timed_append(self: object, row: object) -> None:  # when the first new trial reaches the writer
             if not first:
                 first.append(time.perf_counter() - started)
                 if stop_at_first:
-                    print(json.dumps(_figures(started, cpu, first_new_trial_s=round(first[0], 3))), flush=True)
+                    print(json.dumps(_figures(started, cpu, first_new_trial_s=round(first[0], 3),
+                                              **{k: round(v, 3) for k, v in opening.items()})), flush=True)
                     os._exit(0)
             append(self, row)  # type: ignore[arg-type]
 
         sink_module.TrialSink.append = timed_append  # type: ignore[method-assign]
         result = run_sweep(load_sweep(sweep), out, quiet=True)
         return _figures(started, cpu, trials=sum(result.counts.values()), skipped=result.skipped,
-                        run=result.stats.done, first_new_trial_s=round(first[0], 3) if first else None)
+                        run=result.stats.done, first_new_trial_s=round(first[0], 3) if first else None,
+                        **{k: round(v, 3) for k, v in opening.items()})
     if name == "load":
         import polars as pl
 
@@ -135,16 +172,45 @@ def _cli(args: list[str]) -> dict[str, object]:
 def _fixture(cache: Path, trials: int) -> tuple[Path, Path, dict[str, object]]:
     """The cached complete output (built on first use) and the build's figures."""
     folder = cache / f"quickstart-{trials}"
-    folder.mkdir(parents=True, exist_ok=True)
-    sweep = scaled_sweep(folder, trials)
     out = folder / "out"
     record = folder / "build.json"
     if record.exists() and (out / "manifest.json").exists():
+        # the sweep the fixture was built from, as its manifest records it, in a file of this benchmark's own (the
+        # fixture's sweep.yaml is left alone: another checkout's run may have rewritten its case paths)
+        import yaml
+
+        scratch = cache / f"scratch-{trials}-sweep"
+        scratch.mkdir(exist_ok=True)
+        sweep = scaled_sweep(scratch, trials)
+        data = yaml.safe_load(sweep.read_text())
+        built = json.loads((out / "manifest.json").read_text())["sweep"]["probes"]
+        for probe, recorded in zip(data["probes"], built, strict=True):
+            probe.update(cases=recorded["cases"], catalogue=recorded["catalogue"])
+        sweep.write_text(yaml.safe_dump(data))
         return sweep, out, {**json.loads(record.read_text()), "cached": True}
+    if (out / "manifest.json").exists():  # an output without its build record: being built, or a build cut short
+        raise SystemExit(f"{out} has no {record.name} (still being built?): wait for it, or delete {folder} to "
+                         "rebuild it")
+    folder.mkdir(parents=True, exist_ok=True)
+    sweep = scaled_sweep(folder, trials)
     shutil.rmtree(out, ignore_errors=True)
     figures = _in_child("run", sweep, out)
     record.write_text(json.dumps(figures))
     return sweep, out, figures
+
+
+def _linked_copy(out: Path, dest: Path) -> Path:
+    """A scratch output equal to ``out``: its parts hard-linked (no bytes copied), its manifest copied, so a step
+    that writes (a resume records its session) never writes into the cached fixture. Nothing rewrites a part in
+    place: a repair renames or moves, which leaves the fixture's link alone."""
+    shutil.rmtree(dest, ignore_errors=True)
+    (dest / "trials").mkdir(parents=True)
+    for part in sorted((out / "trials").glob("*.arrow")):
+        os.link(part, dest / "trials" / part.name)
+    for name in ("manifest.json", "batches.json"):
+        if (out / name).exists():
+            shutil.copy2(out / name, dest / name)
+    return dest
 
 
 def _kill_and_resume(sweep: Path, scratch: Path, build_wall: float) -> dict[str, object]:
@@ -163,8 +229,12 @@ def _kill_and_resume(sweep: Path, scratch: Path, build_wall: float) -> dict[str,
 
 
 def _cut_and_resume(sweep: Path, out: Path, scratch: Path) -> dict[str, object]:
-    """The fixture as a kill at 50% leaves it (half its batches, the session ``running``), resumed to its first
-    new trial."""
+    """The fixture as a kill at 50% leaves it, resumed to its first new trial.
+
+    Parts wholly inside the first half are hard links to the fixture's (finalized parts, as the run left them);
+    the part the half falls in becomes an open stream part (``part-*.arrows``: its batches up to the half, each
+    with its checksum metadata, no footer, no seal), which the resume must repair first, as after a real kill;
+    the session is left ``running``. Nothing is written into the fixture."""
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
@@ -175,18 +245,31 @@ def _cut_and_resume(sweep: Path, out: Path, scratch: Path) -> dict[str, object]:
         session.update(status="running", finished_at=None, trials_run=0)
     manifest["status"] = "running"
     (scratch / "manifest.json").write_text(json.dumps(manifest))
-    rows = 0
+    half = int(manifest["trials_total"]) // 2
+    rows = streamed = 0
     for part in sorted((out / "trials").glob("*.arrow")):
+        if rows >= half:
+            break
         with pa.memory_map(str(part)) as source:
             reader = ipc.open_file(source)
-            half = reader.num_record_batches // 2
-            with pa.OSFile(str(scratch / "trials" / part.name), "wb") as sink, \
-                    ipc.new_file(sink, reader.schema) as writer:
-                for i in range(half):
-                    batch = reader.get_batch(i)
+            part_rows = sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+            if rows + part_rows <= half:
+                os.link(part, scratch / "trials" / part.name)
+                rows += part_rows
+                continue
+            with pa.OSFile(str(scratch / "trials" / (part.stem + ".arrows")), "wb") as sink, \
+                    ipc.new_stream(sink, reader.schema) as writer:
+                for i in range(reader.num_record_batches):
+                    if rows >= half:
+                        break
+                    batch, metadata = reader.get_batch_with_custom_metadata(i)
+                    if batch.num_rows == 0:
+                        continue  # the seal: an open part has none yet
+                    writer.write_batch(batch, custom_metadata=metadata)
                     rows += batch.num_rows
-                    writer.write_batch(batch)
-    return {"rows_kept": rows, **_in_child("run", sweep, scratch, stop_at_first=True)}
+                    streamed += batch.num_rows
+    return {"rows_kept": rows, "rows_in_open_part": streamed,
+            **_in_child("run", sweep, scratch, stop_at_first=True)}
 
 
 def main() -> None:
@@ -212,7 +295,7 @@ def main() -> None:
 
     show("run", build)
     if "resume" in steps:
-        show("resume", _in_child("run", sweep, out))
+        show("resume", _in_child("run", sweep, _linked_copy(out, args.cache / f"scratch-{args.trials}")))
     if "kill" in steps and args.cut:
         show("cut+resume", _cut_and_resume(sweep, out, args.cache / f"scratch-{args.trials}"))
     elif "kill" in steps:

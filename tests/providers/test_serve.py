@@ -133,3 +133,20 @@ def test_faults_are_lifted_and_set_again_through_the_public_admin_route(serve) -
     assert server.set_faults({}) == {} and server.state.faults == {}
     with pytest.raises(ValueError, match="unknown fault 'bogus'"):
         server.set_faults({"bogus": 0.1})
+
+
+def test_the_log_names_each_request_and_when_its_answer_went_out_whole(serve) -> None:  # type: ignore[no-untyped-def]
+    """What benchmarks/kill_resend.py counts: one digest per request asked (a re-send repeats it, another seed
+    does not), and a ``sent`` stamp only on an answer handed whole to the connection."""
+    server = serve(faults={"500": 1.0})
+    with httpx.Client(base_url=server.url, trust_env=False, timeout=10) as client:
+        assert client.post("/v1/chat/completions", json=BODY).status_code == 500
+        server.set_faults({})
+        for body in (BODY, BODY, {**BODY, "seed": 4}):
+            assert client.post("/v1/chat/completions", json=body).status_code == 200
+    log = server.stats(with_log=True)["log"]
+    assert log["status"] == [500, 200, 200, 200]
+    first, again, other = log["digest"][1:]
+    assert first == again == log["digest"][0] and other != first and len(first) == 16
+    assert log["sent"][0] is None  # an error is no answer
+    assert all(sent is not None and t <= sent for t, sent in zip(log["t"][1:], log["sent"][1:], strict=True))

@@ -27,11 +27,15 @@ stall mid-stream past the client's read timeout, a chunk that does not parse).
 
 Everything runs on one event loop and the state changes in synchronous code
 between awaits, so counts cannot race.
+
+A successful answer is sent from the handler itself (``_send``), not after it returns, so the log
+records whether, and when, it went out whole (``stats.py``: ``digest`` and ``sent``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import random
 from collections import deque
 from collections.abc import Mapping
@@ -44,6 +48,7 @@ from aiohttp import web
 from runner.core.seeding import mix64
 from runner.core.types import ChatRequest, ChatResponse
 from runner.providers.errors import ProviderError
+from runner.providers.seed_channel import SEED_HEADER
 from runner.sim import SimProvider
 from runner.sim.serve.batches import BatchRoutes
 from runner.sim.serve.catalog import CatalogRoutes
@@ -60,6 +65,12 @@ _SSE = "text/event-stream; charset=utf-8"
 #: the fault a non-streamed request meets for each stream fault, and the other way round
 _UNSTREAMED = {"disconnect": "truncated", "stall": "slow", "bad_chunk": "malformed"}
 _STREAMED = {"truncated": "disconnect", "malformed": "bad_chunk"}
+_SENT = "trialgrid.sent"  # request key: the server's clock when the answer went out whole
+
+
+def request_digest(raw: bytes, headers: Mapping[str, str]) -> str:
+    """What was asked: the body and the seed header (two runs of one case differ only by seed)."""
+    return hashlib.blake2b(raw + b"\0" + headers.get(SEED_HEADER, "").encode(), digest_size=8).hexdigest()
 
 
 def _dumps(data: Any) -> bytes:
@@ -208,7 +219,7 @@ class SimServer:
         kid = key_id(key)
         stats = self.stats
         t = stats.enter(kid)
-        model, status, tag, tokens = "", 0, "", 0
+        model, status, tag, tokens, digest = "", 0, "", 0, ""
         try:
             if self._keys and key not in self._keys:
                 status, tag = 401, "auth"
@@ -220,6 +231,7 @@ class SimServer:
                 return self._json(429, codec.error(429, message, kind="rate_limit_error", code="rate_limit_exceeded"),
                                   {**retry_headers(wait), **limits})
             raw = await request.read()
+            digest = request_digest(raw, request.headers)
             try:
                 body = orjson.loads(raw)
                 chat = codec.decode(body, request.headers)
@@ -278,11 +290,24 @@ class SimServer:
             if fault == "drip":
                 return await self._drip(request, payload, _JSON, limits)
             if fault is None:
-                return web.Response(body=payload, content_type=_JSON, headers=limits)
+                return await self._send(request, web.Response(body=payload, content_type=_JSON, headers=limits))
             return await self._broken_body(request, payload, fault, limits)
         finally:
             stats.leave(kid)
-            stats.record(t, kid, api, model, status, tag, tokens)
+            stats.record(t, kid, api, model, status, tag, tokens, digest, request.get(_SENT))
+
+    async def _send(self, request: web.Request, response: web.Response) -> web.Response:
+        """Send an answer now (aiohttp would after the handler returns; doing it twice is a no-op) and stamp
+        when it went out whole; a client gone before that gets nothing, and no stamp."""
+        try:
+            await response.prepare(request)
+            await response.write_eof()
+        except ConnectionError:
+            if request.transport is not None:
+                request.transport.close()
+            return response
+        request[_SENT] = self.stats.now()
+        return response
 
     def _answers(self, chat: ChatRequest, n: int) -> tuple[ChatResponse, ...]:
         first = self.sim.respond(chat)
@@ -350,6 +375,7 @@ class SimServer:
                 await response.write(body[i:i + 1])
                 await asyncio.sleep(self.options.drip_s)
             await response.write_eof()
+            request[_SENT] = self.stats.now()
         except ConnectionError:  # the client's whole-request timeout gave up on it
             if request.transport is not None:
                 request.transport.close()
@@ -376,6 +402,8 @@ class SimServer:
             for frame in frames[cut:]:
                 await response.write(frame)
             await response.write_eof()
+            if fault is None:  # a stalled or broken stream is no answer, even when its last byte went out
+                request[_SENT] = self.stats.now()
         except ConnectionError:  # the client gave up on a stalled or broken stream: nobody is listening
             if request.transport is not None:
                 request.transport.close()

@@ -3,8 +3,16 @@
 Tests assert on the *server's* view — requests per key in every window, silence
 after a 429, one rejection per (rule, model, parameter) — so the log is the ground
 truth, kept in columns (arrival time since start, key id, api, model, status, tag,
-tokens billed: input + output of a successful answer).
+tokens billed: input + output of a successful answer, the request's digest, and when
+the answer's last byte went to the socket).
 Keys are logged as a short hash, never as the key.
+
+``digest`` names what was asked (a hash of the body and the seed header, so a trial sent
+twice has one digest, and two runs of one case, which differ only by seed, have two);
+``sent`` is the server's clock when a successful answer was handed whole to the
+connection, ``None`` when it never was (an error, a fault, or a client gone first). Together they
+tell a paid answer sent again (the same digest after an earlier ``sent``) from a request
+that was only in flight when its client died (no ``sent``): ``benchmarks/kill_resend.py``.
 """
 
 from __future__ import annotations
@@ -32,6 +40,8 @@ class ServerStats:
         self.status: list[int] = []
         self.tag: list[str] = []
         self.tokens: list[int] = []
+        self.digest: list[str] = []
+        self.sent: list[float | None] = []
         self.requests = 0
         self.by_status: Counter[int] = Counter()
         self.by_tag: Counter[str] = Counter()
@@ -69,7 +79,8 @@ class ServerStats:
         self.in_flight -= 1
         self.key_in_flight[kid] -= 1
 
-    def record(self, t: float, kid: str, api: str, model: str, status: int, tag: str, tokens: int = 0) -> None:
+    def record(self, t: float, kid: str, api: str, model: str, status: int, tag: str, tokens: int = 0,
+               digest: str = "", sent: float | None = None) -> None:
         self.by_status[status] += 1
         self.by_tag[tag] += 1
         if len(self.t) < self.log_limit:
@@ -80,6 +91,8 @@ class ServerStats:
             self.status.append(status)
             self.tag.append(tag)
             self.tokens.append(tokens)
+            self.digest.append(digest)
+            self.sent.append(sent)
 
     def batch_created(self, api: str, n_requests: int) -> None:
         self.batches[api] += 1
@@ -110,5 +123,6 @@ class ServerStats:
         }
         if with_log:
             out["log"] = {"t": self.t, "key": self.key, "api": self.api, "model": self.model,
-                          "status": self.status, "tag": self.tag, "tokens": self.tokens}
+                          "status": self.status, "tag": self.tag, "tokens": self.tokens,
+                          "digest": self.digest, "sent": self.sent}
         return out
