@@ -217,7 +217,7 @@ class EngineConfig(BaseModel):
     batch_rows: int = Field(default=4096, ge=1, description="rows per Arrow record batch")
     flush_seconds: float = Field(default=2.0, gt=0, description="flush a partial batch after this long")
     write_ahead: bool = Field(default=True, description="journal each finished trial before its batch is written, "
-                              "so a crash loses no answer (runner.output.journal)")
+                              "so a crash loses at most the answers of one event-loop turn (runner.output.journal)")
     batch_poll_s: float = Field(default=30.0, gt=0, description="batch mode: seconds between polls of open batches")
     batch_max_requests: int = Field(default=10_000, ge=1, le=50_000, description="batch mode: requests per batch")
 

@@ -29,6 +29,7 @@ Concurrency contract: one ``TrialSink`` per worker name per directory at a time;
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import re
@@ -75,6 +76,9 @@ _WORKER_RE = re.compile(r"[A-Za-z0-9_.]+(?:-[A-Za-z0-9_.]+)*")
 # A torn tail surfaces as ArrowInvalid (truncated length prefix or metadata) or as
 # OSError (truncated body); both are the expected shape of a killed writer.
 _TORN = (pa.ArrowInvalid, OSError, EOFError)
+#: a journaling sink writes its appended rows to the journal at the end of the event-loop iteration that appended
+#: them, in one write, and at the latest after this many rows (docs/output.md: the durability bound)
+JOURNAL_ROWS = 64
 
 
 def to_record_batch(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
@@ -189,6 +193,8 @@ class TrialSink:
         self._broken: UserError | None = None
         self._journaling = journal
         self._journal: Journal | None = None
+        self._journal_pending: list[Mapping[str, Any]] = []  # appended, not yet journaled (``_drain_journal``)
+        self._deferred: Exception | None = None  # what the loop's ``_drain_soon`` raised
 
     @property
     def rows_written(self) -> int:
@@ -213,24 +219,52 @@ class TrialSink:
                 f"row{_row_label(row)} has keys not in the trial schema: {unknown}; "
                 f"schema columns are {self.schema.names}"
             )
+        buffer = self._buffer
         if self._journaling:
             if self._broken is not None:
                 raise self._broken
-            try:
-                if self._journal is None:
-                    self._journal = Journal(journal_path(self.trials_dir, self.worker), {
-                        k.decode(): v.decode() for k, v in (self.schema.metadata or {}).items()})
-                self._journal.append(row)
-            except TypeError:  # a value JSON cannot hold: the row goes to the part at once instead
-                self._buffer.append(row)
-                self.flush()
-                return
-            except OSError as exc:
-                raise self._break(exc, 1 << 16) from None
-        buffer = self._buffer
-        buffer.append(row)
+            if self._deferred is not None:
+                raise self._deferred
+            buffer.append(row)
+            pending = self._journal_pending
+            pending.append(row)
+            if len(pending) == 1:
+                try:
+                    asyncio.get_running_loop().call_soon(self._drain_soon)
+                except RuntimeError:  # no event loop: the row is written now
+                    self._drain_journal()
+            elif len(pending) >= JOURNAL_ROWS:
+                self._drain_journal()
+        else:
+            buffer.append(row)
         if len(buffer) >= self._flush_at or self._clock() - self._last_flush >= self._flush_seconds:
             self.flush()
+
+    def _drain_journal(self) -> None:
+        """Write the rows appended since the last drain to the journal, in one write.
+
+        Called at the end of the event-loop iteration that appended them (or at once, without a loop, and after
+        ``JOURNAL_ROWS`` rows). A row already flushed into a part is not journaled (it is on disk); a value JSON
+        cannot hold sends the buffered rows to the part at once instead; a refused write breaks the sink."""
+        rows, self._journal_pending = self._journal_pending, []
+        if not rows or self._broken is not None or self._closed:
+            return
+        try:
+            if self._journal is None:
+                self._journal = Journal(journal_path(self.trials_dir, self.worker), {
+                    k.decode(): v.decode() for k, v in (self.schema.metadata or {}).items()})
+            self._journal.append_many(rows)
+        except TypeError:  # a value JSON cannot hold: the rows go to the part at once instead
+            self.flush()
+        except OSError as exc:
+            raise self._break(exc, 1 << 16) from None
+
+    def _drain_soon(self) -> None:
+        """``_drain_journal`` as the event loop's callback: what it raises is raised by the next ``append``/``close``."""
+        try:
+            self._drain_journal()
+        except Exception as exc:
+            self._deferred = exc
 
     def flush(self) -> None:
         """Write buffered rows as one record batch to the open stream part.
@@ -244,6 +278,7 @@ class TrialSink:
         if not self._buffer:
             return
         rows, self._buffer = self._buffer, []
+        self._journal_pending = []  # these rows reach the part now: no need to journal them
         self._write(to_record_batch(rows, self.schema))
         if self._journal is not None:
             try:
@@ -294,6 +329,8 @@ class TrialSink:
             return
         try:
             self.flush()
+            if self._deferred is not None:  # the loop's journal write failed after the last append
+                raise self._deferred
         finally:
             # Even if the last batch failed to convert, the batches already on disk are
             # complete and get finalized.

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from runner.core.errors import UserError
 from runner.core.seeding import permutation
 from runner.core.sources import Source, load_source, validate
-from runner.core.types import Message, ToolSpec, TrialSpec
+from runner.core.types import Message, ToolCall, ToolSpec, TrialSpec
 from runner.probes.base import AnswerKey, Contrast, Probe, ProbeConfig
 from runner.probes.grounding import GROUNDING_FIELDS, GroundingContext, check_call, check_calls
 from runner.probes.mcp import McpServer, probe_catalogue
@@ -188,6 +188,9 @@ class MisselectionProbe(Probe):
         if config.runs < 5:
             self.warnings.append(f"probe {self.name!r}: runs={config.runs} is fewer than 5 per cell; "
                                  "per-prompt rates will be too coarse to see which prompts fire")
+        self._orders: dict[tuple[int, ...], tuple[list[ToolSpec], list[str], int]] = {}
+        self._cells_seen: dict[tuple[str, str], tuple[Triple, str, tuple[Message, Message]]] = {}
+        self._scores: dict[tuple[Any, ...], tuple[GroundingContext, dict[str, Any], bool]] = {}
         self._cells = [(t.id, c) for t in self.triples for c in self.conditions if getattr(t, c) is not None]
         if not self._cells:
             raise locate("conditions", "no (triple, condition) cell has a phrasing: every selected condition is empty")
@@ -206,37 +209,84 @@ class MisselectionProbe(Probe):
         """The trial's catalogue order, as indices into ``self.tools``."""
         return permutation(len(self.tools), seed, salt=1000)
 
+    def _shown(self, seed: int) -> tuple[list[ToolSpec], list[str], int]:
+        """The trial's catalogue in its order, the tools' names in that order and the decoy's position: one list
+        pair per order (a catalogue has few), shared by the rows that saw it (row values are never changed)."""
+        perm = tuple(self.catalogue_order(seed))
+        hit = self._orders.get(perm)
+        if hit is None:
+            if len(self._orders) >= _MEMO_LIMIT:
+                self._orders.clear()
+            tools = [self.tools[i] for i in perm]
+            order = [t.name for t in tools]
+            hit = self._orders[perm] = (tools, order, order.index(self.decoy))
+        return hit
+
+    def _cell(self, case_id: str, condition: str) -> tuple[Triple, str, tuple[Message, Message]]:
+        """A cell's triple, request and messages (the same objects every run of the cell)."""
+        key = (case_id, condition)
+        hit = self._cells_seen.get(key)
+        if hit is None:
+            triple = self._by_id[case_id]
+            request = getattr(triple, condition)
+            hit = self._cells_seen[key] = (triple, request, (self._system, Message("user", request)))
+        return hit
+
+    def _scored(self, calls: tuple[ToolCall, ...], context: GroundingContext, expected_tool: str,
+                tools: list[ToolSpec]) -> tuple[dict[str, Any], bool]:
+        """The grounding columns and ``expected_grounded`` of a response's calls, remembered per context and calls.
+
+        Both are pure functions of the context, the tools' specs and each call's name and arguments; a call's
+        ``arguments`` are the parse of its ``raw_arguments`` (``ToolCall``), so the raw strings stand for them
+        (a broken call, ``arguments`` None, is read for nothing). The sim and real models repeat the same calls
+        across runs (issue 32: the checks were about a ninth of a quickstart trial)."""
+        key = (id(context), expected_tool, tuple((c.name, c.raw_arguments, c.arguments is None) for c in calls))
+        hit = self._scores.get(key)
+        if hit is not None and hit[0] is context:
+            return hit[1], hit[2]
+        _, grounding = check_calls(calls, context, tools)
+        # the expected tool called with every argument grounded: a referent filled in, a placeholder or the
+        # schema's description sent as a value is not the right call (issue 34)
+        expected = any(c.name == expected_tool and c.arguments is not None
+                       and not check_call(c.name, c.arguments, context, self._specs.get(c.name)) for c in calls)
+        if len(self._scores) >= _MEMO_LIMIT:
+            self._scores.clear()
+        self._scores[key] = (context, grounding, expected)  # the entry holds the context: its id is not reused
+        return grounding, expected
+
     async def run(self, spec: TrialSpec, agent: Agent) -> dict[str, Any]:
-        triple = self._by_id[spec.case_id]
-        perm = self.catalogue_order(spec.seed)
-        tools = [self.tools[i] for i in perm]
-        request = getattr(triple, spec.condition)
-        messages = (self._system, Message("user", request))
+        triple, request, messages = self._cell(spec.case_id, spec.condition)
+        tools, order, decoy_position = self._shown(spec.seed)
         response = await agent.chat(messages, tools, seed=spec.seed)
-        called = [c.name for c in response.tool_calls]
-        order = [t.name for t in tools]
+        calls = response.tool_calls
+        called = [c.name for c in calls]
         empty = is_empty(response.text, len(called))
-        context = GroundingContext.of_messages(messages)
-        _, grounding = check_calls(response.tool_calls, context, tools)
-        expected = [c for c in response.tool_calls if c.name == triple.expected_tool]
+        if calls:
+            grounding, expected_grounded = self._scored(calls, GroundingContext.of_messages(messages),
+                                                        triple.expected_tool, tools)
+        else:
+            grounding, expected_grounded = _NO_CALLS, False
         return {
             # an empty reply avoided nothing: it is left out of the decoy rate, not counted decoy-free
             "decoy_called": None if empty else self.decoy in called,
             "expected_called": triple.expected_tool in called,
-            # the expected tool called with every argument grounded: a referent filled in, a placeholder or the
-            # schema's description sent as a value is not the right call (issue 34)
-            "expected_grounded": any(c.arguments is not None and not check_call(c.name, c.arguments, context, self._specs.get(c.name))
-                                     for c in expected),
+            "expected_grounded": expected_grounded,
             "asked": not called and not empty and asks_user(response.text, request),
             "empty_reply": empty,
-            "unparsable_call": any(c.arguments is None for c in response.tool_calls),
-            "unknown_tool": any(c.name not in self._names for c in response.tool_calls),
+            "unparsable_call": any(c.arguments is None for c in calls),
+            "unknown_tool": any(c.name not in self._names for c in calls),
             "calls_from_text": response.calls_from_text > 0,
             "tools_called": called,
             "n_tool_calls": len(called),
             "decoy_tool": self.decoy,
             "expected_tool": triple.expected_tool,
-            "decoy_position": order.index(self.decoy),
+            "decoy_position": decoy_position,
             "catalogue_order": order,
             **grounding,
         }
+
+
+#: distinct catalogue orders, cells' scores remembered before a memo starts over (bounded memory)
+_MEMO_LIMIT = 50_000
+#: the grounding columns of a response without calls (``check_calls`` of none), shared by such rows
+_NO_CALLS: dict[str, Any] = {"ungrounded_args": [], "ungrounded_values": [], "all_args_grounded": None}

@@ -200,6 +200,10 @@ def questions(text: str, request: str) -> list[str]:
     return out
 
 
+@lru_cache(maxsize=4096)
 def asks_user(text: str, request: str) -> bool:
-    """The reply asks the user for something the request did not already say (the shared rule)."""
+    """The reply asks the user for something the request did not already say (the shared rule).
+
+    Cached: a pure function of the two texts, and the simulated agents and real models give the same few
+    replies to a request run after run."""
     return bool(text) and bool(questions(text, request))

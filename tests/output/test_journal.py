@@ -137,3 +137,60 @@ def test_a_sink_refuses_a_journal_not_yet_replayed(tmp_path: Path) -> None:
         assert "not yet replayed" in str(exc)
     else:
         raise AssertionError("a second journal over unreplayed rows was opened")
+
+
+def test_in_an_event_loop_the_rows_of_one_iteration_reach_the_journal_together_before_the_next(tmp_path: Path) -> None:
+    import asyncio
+
+    from runner.output.sink import JOURNAL_ROWS
+
+    journal = journal_path(tmp_path / "trials", "w0")
+    seen: list[int] = []
+
+    async def main() -> TrialSink:
+        sink = TrialSink(tmp_path, SCHEMA, journal=True, batch_rows=10_000, flush_seconds=3600)
+        for i in range(3):
+            sink.append(row(i))
+        assert not journal.exists() or read_journal(journal).rows == []  # not yet: the iteration goes on
+        await asyncio.sleep(0)  # the loop's next iteration has run
+        seen.append(len(read_journal(journal).rows))
+        for i in range(3, 3 + JOURNAL_ROWS):  # a long iteration is written each JOURNAL_ROWS rows all the same
+            sink.append(row(i))
+        seen.append(len(read_journal(journal).rows))
+        await asyncio.sleep(0)
+        seen.append(len(read_journal(journal).rows))
+        return sink
+
+    sink = asyncio.run(main())  # the sink 'dies' here: never closed
+    assert seen == [3, 3 + JOURNAL_ROWS, 3 + JOURNAL_ROWS]
+    replay_journals(tmp_path / "trials", SCHEMA.with_metadata({}))
+    assert [r["run"] for r in rows_in_parts(tmp_path)] == list(range(3 + JOURNAL_ROWS))
+    del sink
+
+
+def test_rows_a_batch_writes_before_the_iteration_ends_are_not_journaled_at_all(tmp_path: Path) -> None:
+    import asyncio
+
+    journal = journal_path(tmp_path / "trials", "w0")
+
+    async def main() -> None:
+        sink = TrialSink(tmp_path, SCHEMA, journal=True, batch_rows=4, flush_seconds=3600)
+        for i in range(6):  # the first 4 go to a part in this iteration; 2 wait in the journal
+            sink.append(row(i))
+        await asyncio.sleep(0)
+        assert [r["run"] for r in read_journal(journal).rows] == [4, 5]
+        assert [r["run"] for r in rows_in_parts_or_streams(tmp_path)] == [0, 1, 2, 3]
+        sink.close()
+
+    asyncio.run(main())
+    assert not journal.exists()
+    assert [r["run"] for r in rows_in_parts(tmp_path)] == list(range(6))
+
+
+def rows_in_parts_or_streams(out: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for part in sorted((out / "trials").glob("part-*.arrow*")):
+        with pa.OSFile(str(part)) as f:
+            data = f.read()
+        rows += ipc.open_stream(pa.py_buffer(data[8:])).read_all().to_pylist()
+    return rows
