@@ -26,6 +26,17 @@ processes (default 2).
 on ``PYTHONPATH``) and with the working tree, alternated ``--rounds`` times over the same input, and prints
 the ratio (issue 26's targets: ≥ 20,000 calls/s end to end on 2 cores, peak RSS ≤ 2 GB, the same at 100k and
 1M calls). The figures and their load averages are in docs/performance.md, "Trace audit".
+
+Measured 2026-12-03, ``--calls 100000 1000000 --before 9ed308a --rounds 1``, load average 0.7-1.9
+(calls/s by wall clock [per CPU-second]; peak RSS import / audit):
+
+      100,000  before  import 17,008/s [16,790]  audit 12,550/s [ 7,039]  end to end 7,221/s [4,960]  154 / 377 MiB
+      100,000  after   import 17,811/s [17,580]  audit 14,032/s [ 7,879]  end to end 7,849/s [5,441]  153 / 366 MiB
+    1,000,000  before  import 16,714/s [16,844]  audit 17,419/s [ 9,023]  end to end 8,530/s [5,876]  177 / 822 MiB
+    1,000,000  after   import 16,668/s [16,830]  audit 19,752/s [10,255]  end to end 9,040/s [6,372]  177 / 806 MiB
+
+So memory is far under 2 GB (the audit's still grows with the conversations), and the speed is under half the
+target: the import is one process at ~60 µs of CPU a call, the audit two at ~76 µs each.
 """
 
 from __future__ import annotations
@@ -107,15 +118,16 @@ def generate(path: Path, calls: int, seed: int = 7) -> int:
     return path.stat().st_size
 
 
-def _run(argv: list[str], pythonpath: str | None) -> dict[str, float]:
+def _run(argv: list[str], pythonpath: str | None, cwd: Path) -> dict[str, float]:
     """One command in its own process: wall seconds, CPU seconds (it and its workers), peak RSS (MiB) of the
     largest of them, from ``wait4``."""
     env = dict(os.environ)
-    if pythonpath:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
+    # ``-m`` puts the working directory first on the path: run where no ``runner`` package is, and name the one
+    # to run (REV's copy, or this tree's) first on PYTHONPATH
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath or str(ROOT), env.get("PYTHONPATH")) if p)
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "runner", *argv], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE, cwd=cwd)
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - start
@@ -134,9 +146,9 @@ def pipeline(src: Path, work: Path, workers: int, pythonpath: str | None = None)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     imp, aud = work / "import", work / "audit"
-    a = _run(["import", "traces", str(src), "--format", "otlp", "--out", str(imp), "--force"], pythonpath)
+    a = _run(["import", "traces", str(src), "--format", "otlp", "--out", str(imp), "--force"], pythonpath, work)
     summary = json.loads((imp / "import.json").read_text())
-    b = _run(["audit", str(imp / "traces.jsonl"), "--out", str(aud), "--workers", str(workers)], pythonpath)
+    b = _run(["audit", str(imp / "traces.jsonl"), "--out", str(aud), "--workers", str(workers)], pythonpath, work)
     meta = json.loads((aud / "audit.json").read_text())
     out = {"calls": summary["imported"], "audited": meta["calls"], "import_wall": a["wall"], "import_cpu": a["cpu"],
            "import_rss": a["rss"], "audit_wall": b["wall"], "audit_cpu": b["cpu"], "audit_rss": b["rss"],
@@ -172,6 +184,12 @@ def main() -> None:
             archive = subprocess.run(["git", "-C", str(ROOT), "archive", a.before, "runner"], check=True,
                                      capture_output=True)
             subprocess.run(["tar", "-x", "-C", old], input=archive.stdout, check=True)
+        for side, path in ((("before", old), ("after", None)) if old else (("working tree", None),)):
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (path or str(ROOT), os.environ.get("PYTHONPATH"))
+                                                              if p))
+            where = subprocess.run([sys.executable, "-c", "import runner; print(runner.__file__)"], env=env, cwd=tmp,
+                                   check=True, capture_output=True, text=True).stdout.strip()
+            print(f"{side} runs {where}")
         for n in a.calls:
             src = Path(tmp) / f"spans-{n}.otlp.jsonl"
             in_bytes = generate(src, n)
