@@ -1,5 +1,8 @@
 """Baseline-only audit of gold-less imported traces: calls/s and peak RSS at two sizes (issue 26).
 
+The audit alone, over traces already imported; the whole pipeline a user runs (OTLP JSON → ``import traces``
+→ ``audit``) is ``benchmarks/trace_import.py``, whose figures are the issue's.
+
 Writes N generated traces in the import contract's shape (one call each, ``gold_phantoms`` null, a
 ``source`` with trace / span / conversation / call ids; conversations of 1–8 calls whose later calls see
 the earlier tool results) and runs ``trialgrid audit`` on them in a fresh process per size, so each size's

@@ -1,30 +1,42 @@
-"""Trace import at scale: N tool calls as OTLP JSON → ``import traces`` → the containment baseline on every call.
+"""The whole pipeline a user runs, end to end: N tool calls as OTLP JSON → ``trialgrid import traces`` → ``trialgrid audit``.
 
-Usage: python benchmarks/trace_import.py [--calls 100000 1000000] [--keep DIR]
+Usage:
 
-For each size, in a fresh subprocess (so peak RSS is that size's alone), it writes a synthetic
-OTLP JSON file the way a collector's file exporter does — one ``ExportTraceServiceRequest`` per
-line, 512 spans a line — of OTel GenAI ``chat`` spans (``gen_ai.input.messages`` /
-``gen_ai.output.messages`` / ``gen_ai.tool.definitions``), three calls per conversation, each
-later call with the earlier tool results in its context. It then times the import and the
-baseline audit (``runner.probes.phantom.baseline_fields`` over every imported trace, read back
-from ``traces.jsonl``), and prints calls/s for each stage and end to end, peak RSS and output
-bytes, beside the load average (the machine is shared). Targets (issue 26): ≥ 20,000 calls/s
-end to end and peak RSS ≤ 2 GB, the same at 100k and 1M. The input is deleted afterwards.
+    python benchmarks/trace_import.py --calls 100000 1000000
+    python benchmarks/trace_import.py --calls 100000 --before 9ed308a --rounds 2
 
-Measured 2026-12-02 on the shared 2-core box (load average 8-16: wall-clock rates are a fraction of
-the per-CPU-second ones in brackets):
+For each size it writes a synthetic OTLP JSON file the way a collector's file exporter does — one
+``ExportTraceServiceRequest`` per line, 512 spans a line — of OTel GenAI ``chat`` spans
+(``gen_ai.system_instructions``, ``gen_ai.input.messages``, ``gen_ai.output.messages``,
+``gen_ai.tool.definitions``): conversations of 1–8 calls, four arguments a call (an order id and an
+email from the user's turn, mostly; an amount; a note), each later call with the whole history before it
+(its earlier calls and their tool results) in ``gen_ai.input.messages``, as instrumentations write it. Then it
+runs the two commands exactly as a user would, each in its own process (``python -m runner``, the
+``trialgrid`` entry point):
 
-    import + baseline (commit 25eef35; its import still kept a set of every id, since replaced by a window)
-       100,000   import 2,899/s [16,445]  baseline 1,322/s [11,197]  end to end   908/s [6,661]  146 MB  in 175 MB  out  90 MB
-     1,000,000   import 1,930/s [14,294]  baseline 2,354/s [13,678]  end to end 1,061/s [6,990]  308 MB  in 1.75 GB out 905 MB
-    import only (--import-only, commit a18eebf: de-duplication over a window)
-       100,000   import 3,423/s [15,439]  133 MB
-     1,000,000   import 5,585/s [16,868]  154 MB
+    trialgrid import traces SPANS --format otlp --out IMPORT --force
+    trialgrid audit IMPORT/traces.jsonl --out AUDIT --workers 2
 
-So memory holds (flat, far under 2 GB) and the 20,000 calls/s target does not: ~15,000 calls per
-CPU second for the import and ~12,000 for the baseline (``Trace.model_validate_json`` plus the
-grounding rule's normalisation) give ~7,000 end to end on one core.
+and prints, per stage and end to end (generation excluded): calls/s by wall clock, calls per CPU-second (the
+command's process and its workers: what a loaded machine bends less), the peak RSS of the largest process,
+and the bytes written, beside the load average (the 2-core machine is shared). ``--workers`` sets the audit's
+processes (default 2).
+
+``--before REV`` runs both commands with the ``runner`` package of git revision REV (``git archive``, first
+on ``PYTHONPATH``) and with the working tree, alternated ``--rounds`` times over the same input, and prints
+the ratio (issue 26's targets: ≥ 20,000 calls/s end to end on 2 cores, peak RSS ≤ 2 GB, the same at 100k and
+1M calls). The figures and their load averages are in docs/performance.md, "Trace audit".
+
+Measured 2026-12-03, ``--calls 100000 1000000 --before 9ed308a --rounds 1``, load average 0.7-1.9
+(calls/s by wall clock [per CPU-second]; peak RSS import / audit):
+
+      100,000  before  import 17,008/s [16,790]  audit 12,550/s [ 7,039]  end to end 7,221/s [4,960]  154 / 377 MiB
+      100,000  after   import 17,811/s [17,580]  audit 14,032/s [ 7,879]  end to end 7,849/s [5,441]  153 / 366 MiB
+    1,000,000  before  import 16,714/s [16,844]  audit 17,419/s [ 9,023]  end to end 8,530/s [5,876]  177 / 822 MiB
+    1,000,000  after   import 16,668/s [16,830]  audit 19,752/s [10,255]  end to end 9,040/s [6,372]  177 / 806 MiB
+
+So memory is far under 2 GB (the audit's still grows with the conversations), and the speed is under half the
+target: the import is one process at ~60 µs of CPU a call, the audit two at ~76 µs each.
 """
 
 from __future__ import annotations
@@ -32,7 +44,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
+import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,110 +53,162 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 SPANS_PER_LINE = 512
-TOOLS = json.dumps([{"type": "function", "name": "lookup_order", "description": "Look up an order",
-                     "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}},
-                    {"type": "function", "name": "issue_refund", "description": "Refund an order",
-                     "parameters": {"type": "object", "properties": {"order_id": {"type": "string"},
-                                                                     "amount": {"type": "number"}}}}])
+_TOOLS = ("get_order", "refund_order", "send_email", "schedule_call")
+TOOLS = json.dumps([{"type": "function", "name": t, "description": f"{t.replace('_', ' ')} for a customer",
+                     "parameters": {"type": "object", "properties": {
+                         "order_id": {"type": "string"}, "email": {"type": "string"},
+                         "amount": {"type": "number"}, "note": {"type": "string"}}}} for t in _TOOLS])
 
 
 def _s(key: str, value: str) -> str:
     return json.dumps({"key": key, "value": {"stringValue": value}})
 
 
-def _span(conv: int, turn: int) -> str:
-    user = f"Hi, I need help with order ORD-{conv:07d}; my email is user{conv}@example.test."
-    inp = [{"role": "user", "parts": [{"type": "text", "content": user}]}]
-    for t in range(turn):
-        inp.append({"role": "assistant", "parts": [{"type": "tool_call", "id": f"call_{conv}_{t}",
-                                                    "name": "lookup_order", "arguments": {"order_id": f"ORD-{conv:07d}"}}]})
-        inp.append({"role": "tool", "parts": [{"type": "tool_call_response", "id": f"call_{conv}_{t}", "response":
-                                               {"status": "delivered", "total": f"{conv % 997}.50", "carrier": "UPS"}}]})
-    args = {"order_id": f"ORD-{conv:07d}"} if turn < 2 else {"order_id": f"ORD-{conv:07d}", "amount": conv % 997 + 0.5,
-                                                              "reason": "damaged"}
+def _span(conv: int, turn: int, user: str, history: list[dict[str, object]], args: dict[str, object],
+          span_no: int) -> str:
+    inp: list[dict[str, object]] = [{"role": "user", "parts": [{"type": "text", "content": user}]}, *history]
     out = [{"role": "assistant", "finish_reason": "tool_call", "parts": [
-        {"type": "tool_call", "id": f"call_{conv}_{turn}", "name": "lookup_order" if turn < 2 else "issue_refund",
-         "arguments": args}]}]
+        {"type": "tool_call", "id": f"call_{conv}_{turn}", "name": _TOOLS[turn % len(_TOOLS)], "arguments": args}]}]
     attrs = ",".join([_s("gen_ai.operation.name", "chat"), _s("gen_ai.provider.name", "openai"),
-                      _s("gen_ai.system_instructions", json.dumps([{"type": "text", "content": "You are support."}])),
+                      _s("gen_ai.conversation.id", f"conv-{conv}"),
+                      _s("gen_ai.system_instructions", json.dumps([{"type": "text",
+                                                                    "content": "You are the support assistant."}])),
                       _s("gen_ai.input.messages", json.dumps(inp)), _s("gen_ai.output.messages", json.dumps(out)),
                       _s("gen_ai.tool.definitions", TOOLS)])
-    return (f'{{"traceId":"{conv + 1:032x}","spanId":"{conv * 4 + turn + 1:016x}","name":"chat gpt","kind":3,'
+    return (f'{{"traceId":"{conv:032x}","spanId":"{span_no + 1:016x}","name":"chat gpt","kind":3,'
             f'"startTimeUnixNano":"1","endTimeUnixNano":"2","attributes":[{attrs}]}}')
 
 
-def generate(path: Path, calls: int) -> int:
+def generate(path: Path, calls: int, seed: int = 7) -> int:
+    """``calls`` tool calls as OTLP JSON lines (the shape of ``benchmarks/trace_audit.py``'s traces); its bytes."""
+    rng = random.Random(seed)
     with path.open("w") as fh:
         spans: list[str] = []
-        for i in range(calls):
-            spans.append(_span(i // 3, i % 3))
-            if len(spans) == SPANS_PER_LINE or i == calls - 1:
-                fh.write('{"resourceSpans":[{"resource":{"attributes":[' + _s("service.name", "bench")
-                         + ']},"scopeSpans":[{"scope":{"name":"bench"},"spans":[' + ",".join(spans) + "]}]}]}\n")
-                spans = []
+
+        def flush() -> None:
+            fh.write('{"resourceSpans":[{"resource":{"attributes":[' + _s("service.name", "bench")
+                     + ']},"scopeSpans":[{"scope":{"name":"bench"},"spans":[' + ",".join(spans) + "]}]}]}\n")
+            spans.clear()
+
+        i = conv = 0
+        while i < calls:
+            conv += 1
+            order = f"ORD-{rng.randrange(10**6):06d}"
+            email = f"user{rng.randrange(10**5)}@example.com"
+            user = f"Hi, I need help with order {order}. My email is {email}."
+            history: list[dict[str, object]] = []
+            for turn in range(rng.randint(1, 8)):
+                if i >= calls:
+                    break
+                args = {"order_id": order if rng.random() < 0.9 else f"ORD-{rng.randrange(10**6):06d}",
+                        "email": email if rng.random() < 0.8 else "someone@example.com",
+                        "amount": round(rng.uniform(5, 200), 2), "note": "customer request"}
+                spans.append(_span(conv, turn, user, history, args, i))
+                call_id = f"call_{conv}_{turn}"
+                history += [{"role": "assistant", "parts": [{"type": "tool_call", "id": call_id,
+                                                             "name": _TOOLS[turn % len(_TOOLS)], "arguments": args}]},
+                            {"role": "tool", "parts": [{"type": "tool_call_response", "id": call_id,
+                                                        "response": {"ok": True, "total": args["amount"]}}]}]
+                i += 1
+                if len(spans) == SPANS_PER_LINE:
+                    flush()
+        if spans:
+            flush()
     return path.stat().st_size
 
 
-def one(calls: int, keep: str | None, import_only: bool = False) -> dict[str, float]:
-    from runner.importers.traces import import_traces
-    from runner.probes.phantom import Trace, baseline_fields
+def _run(argv: list[str], pythonpath: str | None, cwd: Path) -> dict[str, float]:
+    """One command in its own process: wall seconds, CPU seconds (it and its workers), peak RSS (MiB) of the
+    largest of them, from ``wait4``."""
+    env = dict(os.environ)
+    # ``-m`` puts the working directory first on the path: run where no ``runner`` package is, and name the one
+    # to run (REV's copy, or this tree's) first on PYTHONPATH
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath or str(ROOT), env.get("PYTHONPATH")) if p)
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "runner", *argv], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, cwd=cwd)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - start
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{err}")
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024}
 
-    work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="trace-import-"))
-    work.mkdir(parents=True, exist_ok=True)
-    src = work / "spans.otlp.jsonl"
-    t0 = time.perf_counter()
-    in_bytes = generate(src, calls)
-    t1, c1 = time.perf_counter(), time.process_time()
-    summary = import_traces([src], work / "out", force=True)
-    t2, c2 = time.perf_counter(), time.process_time()
-    flagged = 0
-    with (work / "out" / "traces.jsonl").open("rb") as fh:
-        for line in [] if import_only else fh:
-            flagged += len(baseline_fields(Trace.model_validate_json(line), False))
-    t3, c3 = time.perf_counter(), time.process_time()
-    out_bytes = (work / "out" / "traces.jsonl").stat().st_size
-    if not keep:
-        for p in (src, work / "out" / "traces.jsonl", work / "out" / "import.json"):
-            p.unlink()
-        (work / "out").rmdir()
-        work.rmdir()
-    assert summary.imported == calls, summary
-    return {"calls": calls, "gen_s": t1 - t0, "import_s": t2 - t1, "baseline_s": t3 - t2, "import_cpu": c2 - c1,
-            "baseline_cpu": c3 - c2, "in_bytes": in_bytes,
-            "out_bytes": out_bytes, "flagged": flagged,
-            "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.iterdir())
+
+
+def pipeline(src: Path, work: Path, workers: int, pythonpath: str | None = None) -> dict[str, float]:
+    """``import traces`` then ``audit`` of ``src``, into ``work`` (emptied first)."""
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    imp, aud = work / "import", work / "audit"
+    a = _run(["import", "traces", str(src), "--format", "otlp", "--out", str(imp), "--force"], pythonpath, work)
+    summary = json.loads((imp / "import.json").read_text())
+    b = _run(["audit", str(imp / "traces.jsonl"), "--out", str(aud), "--workers", str(workers)], pythonpath, work)
+    meta = json.loads((aud / "audit.json").read_text())
+    out = {"calls": summary["imported"], "audited": meta["calls"], "import_wall": a["wall"], "import_cpu": a["cpu"],
+           "import_rss": a["rss"], "audit_wall": b["wall"], "audit_cpu": b["cpu"], "audit_rss": b["rss"],
+           "import_bytes": _size(imp), "audit_bytes": _size(aud)}
+    shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def _line(n: int, label: str, r: dict[str, float]) -> str:
+    wall, cpu = r["import_wall"] + r["audit_wall"], r["import_cpu"] + r["audit_cpu"]
+    return (f"{n:>9,} {label:<22} import {n / r['import_wall']:>7,.0f}/s [{n / r['import_cpu']:>7,.0f}]  "
+            f"audit {n / r['audit_wall']:>7,.0f}/s [{n / r['audit_cpu']:>7,.0f}]  "
+            f"end to end {n / wall:>7,.0f}/s [{n / cpu:>6,.0f}; {cpu / n * 1e6:5.0f} µs CPU a call]  "
+            f"peak RSS {r['import_rss']:5,.0f} / {r['audit_rss']:5,.0f} MiB  out {r['import_bytes'] / 2**20:6,.0f} + "
+            f"{r['audit_bytes'] / 2**20:4,.0f} MiB  load {os.getloadavg()[0]:.1f}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, nargs="+", default=[100_000, 1_000_000])
-    ap.add_argument("--keep", help="keep the files in this folder")
-    ap.add_argument("--import-only", action="store_true", help="skip the baseline (its rates then read 0)")
-    ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.one:
-        print(json.dumps(one(args.one, args.keep, args.import_only)))
-        return
-    print(f"load average: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} "
-          f"on {os.cpu_count()} cores")
-    print("calls/s by wall clock, and [by CPU seconds of the one process: what the load average does not bend]")
-    print(f"{'calls':>10} {'import/s':>18} {'baseline/s':>18} {'end-to-end/s':>18} {'peak RSS':>9} "
-          f"{'input':>9} {'output':>9} {'flagged':>8}")
-    for n in args.calls:
-        res = subprocess.run([sys.executable, __file__, "--one", str(n)] + (["--keep", args.keep] if args.keep else [])
-                             + (["--import-only"] if args.import_only else []), check=True, capture_output=True, text=True)
-        r = json.loads(res.stdout.strip().splitlines()[-1])
-        both, cpu = r["import_s"] + r["baseline_s"], r["import_cpu"] + r["baseline_cpu"]
-        if args.import_only:
-            r["baseline_s"] = r["baseline_cpu"] = float("inf")  # its column reads 0
-        print(f"{n:>10,} {n / r['import_s']:>8,.0f} [{n / r['import_cpu']:>7,.0f}] "
-              f"{n / r['baseline_s']:>8,.0f} [{n / r['baseline_cpu']:>7,.0f}] {n / both:>8,.0f} [{n / cpu:>7,.0f}] "
-              f"{r['rss_mb']:>7,.0f}MB {r['in_bytes'] / 1e6:>7,.0f}MB {r['out_bytes'] / 1e6:>7,.0f}MB "
-              f"{r['flagged']:>8,}")
-    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    ap.add_argument("--workers", type=int, default=2, help="the audit's processes (--workers)")
+    ap.add_argument("--before", metavar="REV", help="also run git revision REV's runner, alternated")
+    ap.add_argument("--rounds", type=int, default=2, help="with --before: before/after pairs per size")
+    a = ap.parse_args()
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores; "
+          f"audit --workers {a.workers}")
+    print("calls/s by wall clock, [calls per CPU-second of the command and its workers]; peak RSS import / audit")
+    with tempfile.TemporaryDirectory(prefix="trace-pipeline-") as tmp:
+        old: str | None = None
+        if a.before:
+            old = str(Path(tmp) / "before")
+            Path(old).mkdir()
+            archive = subprocess.run(["git", "-C", str(ROOT), "archive", a.before, "runner"], check=True,
+                                     capture_output=True)
+            subprocess.run(["tar", "-x", "-C", old], input=archive.stdout, check=True)
+        for side, path in ((("before", old), ("after", None)) if old else (("working tree", None),)):
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (path or str(ROOT), os.environ.get("PYTHONPATH"))
+                                                              if p))
+            where = subprocess.run([sys.executable, "-c", "import runner; print(runner.__file__)"], env=env, cwd=tmp,
+                                   check=True, capture_output=True, text=True).stdout.strip()
+            print(f"{side} runs {where}")
+        for n in a.calls:
+            src = Path(tmp) / f"spans-{n}.otlp.jsonl"
+            in_bytes = generate(src, n)
+            print(f"{n:>9,} calls: {in_bytes / 2**20:,.0f} MiB of OTLP JSON in")
+            for r in range(a.rounds if old else 1):
+                figs = {}
+                for side, path in ((("before", old), ("after", None)) if old else (("working tree", None),)):
+                    figs[side] = fig = pipeline(src, Path(tmp) / "work", a.workers, path)
+                    assert fig["calls"] == fig["audited"] == n, fig
+                    print(_line(n, f"{side} ({a.before})" if path else side, fig), flush=True)
+                if old:
+                    b, f = figs["before"], figs["after"]
+                    cpu_b, cpu_f = b["import_cpu"] + b["audit_cpu"], f["import_cpu"] + f["audit_cpu"]
+                    wall_b, wall_f = b["import_wall"] + b["audit_wall"], f["import_wall"] + f["audit_wall"]
+                    print(f"{n:>9,} after / before (round {r + 1} of {a.rounds}): {cpu_b / cpu_f:.2f}× calls per "
+                          f"CPU-s, {wall_b / wall_f:.2f}× calls/s (import {b['import_cpu'] / f['import_cpu']:.2f}×, "
+                          f"audit {b['audit_cpu'] / f['audit_cpu']:.2f}× per CPU-s)", flush=True)
+            src.unlink()
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from typing import Any
 
 Leaf = tuple[str, Any]  # (path, scalar value)
@@ -56,8 +57,10 @@ def key_names(path: str) -> list[str]:
     return [part for part in re.split(r"\.|\[\d+\]", path) if part]
 
 
+@lru_cache(maxsize=1 << 16)
 def canonical_number(text: str) -> str:
-    """``"1,064.50"`` → ``"1064.5"``; ``"7.0"`` → ``"7"``; ``"-0"`` → ``"0"``."""
+    """``"1,064.50"`` → ``"1064.5"``; ``"7.0"`` → ``"7"``; ``"-0"`` → ``"0"``. Remembered: a grounding context
+    reads each number it holds three times (normalising, and its two number patterns)."""
     raw = text.replace(",", "").lstrip("+")
     try:
         number = float(raw)

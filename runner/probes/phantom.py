@@ -115,10 +115,15 @@ class Trace(BaseModel):
 
     def shown(self, hide_results: bool) -> dict[str, Any]:
         """The trace as the auditor sees it: context (maybe without tool results) and calls. No gold."""
+        return {"context": self.shown_context(hide_results), "calls": [{"tool": c.tool, "args": c.args}
+                                                                       for c in self.calls]}
+
+    def shown_context(self, hide_results: bool) -> dict[str, Any]:
+        """The context as the auditor (and the baseline) sees it: maybe without the tool results."""
         ctx: dict[str, Any] = {"system": self.context.system, "user": self.context.user}
         if not hide_results:
             ctx["tool_results"] = self.context.tool_results
-        return {"context": ctx, "calls": [{"tool": c.tool, "args": c.args} for c in self.calls]}
+        return ctx
 
 
 TEMPLATE = """\
@@ -172,7 +177,7 @@ def parse_auditor_reply(text: str) -> list[str]:
 def baseline_fields(trace: Trace, hide_results: bool) -> list[str]:
     """Containment baseline: every ``tool.arg`` the shared grounding rule (``runner.probes.grounding``) finds
     ungrounded in the context shown. Traces carry no tool schemas, so only the schema-free parts of the rule apply."""
-    context = GroundingContext.of_values(trace.shown(hide_results)["context"])
+    context = GroundingContext.of_values(trace.shown_context(hide_results))
     return fields_of(f for call in trace.calls for f in check_call(call.tool, call.args, context))
 
 

@@ -19,6 +19,7 @@ to the source's ids (``phantom_calibration``).
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -88,7 +90,13 @@ class AuditSummary:
 
 
 def _value_text(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    cls = value.__class__
+    if cls is str:
+        text = value
+    elif cls is int or (cls is float and math.isfinite(value)):  # as json.dumps writes them, without the encoder
+        text = cls.__repr__(value)
+    else:
+        text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS - 1] + "…"
 
 
@@ -96,59 +104,78 @@ def trace_fields(trace: Trace) -> list[tuple[str, str, str, str]]:
     """(tool, arg, ``tool.arg``, value text) of every top-level argument of the trace's calls, once per field."""
     out: dict[str, tuple[str, str, str, str]] = {}
     for call in trace.calls:
+        tool = call.tool
         for arg, value in call.args.items():
-            out.setdefault(f"{call.tool}.{arg}", (call.tool, arg, f"{call.tool}.{arg}", _value_text(value)))
+            name = f"{tool}.{arg}"
+            if name not in out:
+                out[name] = (tool, arg, name, _value_text(value))
     return list(out.values())
 
 
+#: the columns that differ between the rows of one (trace, verdict): the rest are written once and repeated
+_PER_FIELD = ("tool", "arg", "field", "value", "baseline", "auditor", "gold")
+_PER_TRACE = ("model", "condition", "run", "trace", "conversation", "file", "line", "source_format", "source_file",
+              "source_record", "trace_id", "span_id", "call_id")
+
+
 class _Columns:
-    """Column lists for one row group of the field table."""
+    """Column lists for one row group of the field table: per field the few columns that differ, per (trace,
+    verdict) the rest once, repeated over its fields when the batch is built (issue 26: twenty appends a row
+    were a tenth of an audit)."""
 
     def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
         self.cols: dict[str, list[Any]] = {f.name: [] for f in SCHEMA}
+        self._per_trace = [self.cols[name] for name in _PER_TRACE]
+        self.repeat: list[int] = []
+        self.rows = 0
 
     def __len__(self) -> int:
-        return len(self.cols["field"])
+        return self.rows
 
     def add(self, trace: Trace, file_index: int, line: int, verdicts: Iterable[tuple[str, str, int, list[str],
             list[str] | None]]) -> int:
         """One row per field of ``trace`` per (model, condition, run, baseline, auditor) verdict; rows added."""
         fields = trace_fields(trace)
+        k = len(fields)
+        if not k:
+            return 0
+        tools, args, names, values = zip(*fields, strict=True)
         gold = None if trace.gold_phantoms is None else set(trace.gold_phantoms)
+        gold_col = [None] * k if gold is None else [name in gold for name in names]
         src = trace.source
-        conv = conversation_of(trace)
-        n = 0
+        per_trace = (trace.id, conversation_of(trace), file_index, line) + (
+            (src.format, src.file, src.record, src.trace_id, src.span_id, src.call_id) if src else (None,) * 6)
         c = self.cols
+        n = 0
         for model, condition, run, base, pred in verdicts:
-            base_set, pred_set = set(base), None if pred is None else set(pred)
-            for tool, arg, name, value in fields:
-                c["model"].append(model)
-                c["condition"].append(condition)
-                c["run"].append(run)
-                c["trace"].append(trace.id)
-                c["conversation"].append(conv)
-                c["tool"].append(tool)
-                c["arg"].append(arg)
-                c["field"].append(name)
-                c["value"].append(value)
-                c["baseline"].append(name in base_set)
-                c["auditor"].append(None if pred_set is None else name in pred_set)
-                c["gold"].append(None if gold is None else name in gold)
-                c["file"].append(file_index)
-                c["line"].append(line)
-                c["source_format"].append(src.format if src else None)
-                c["source_file"].append(src.file if src else None)
-                c["source_record"].append(src.record if src else None)
-                c["trace_id"].append(src.trace_id if src else None)
-                c["span_id"].append(src.span_id if src else None)
-                c["call_id"].append(src.call_id if src else None)
-                n += 1
+            for column, value in zip(self._per_trace, (model, condition, run, *per_trace), strict=True):
+                column.append(value)
+            c["tool"] += tools
+            c["arg"] += args
+            c["field"] += names
+            c["value"] += values
+            base_set = set(base)
+            c["baseline"] += [name in base_set for name in names]
+            if pred is None:
+                c["auditor"] += [None] * k
+            else:
+                pred_set = set(pred)
+                c["auditor"] += [name in pred_set for name in names]
+            c["gold"] += gold_col
+            self.repeat.append(k)
+            n += k
+        self.rows += n
         return n
 
     def batch(self) -> pa.RecordBatch:
-        batch = pa.RecordBatch.from_pydict(self.cols, schema=SCHEMA)
-        self.cols = {f.name: [] for f in SCHEMA}
-        return batch
+        at = pa.array(np.repeat(np.arange(len(self.repeat), dtype=np.int64), self.repeat))
+        arrays = [pa.array(self.cols[f.name], f.type) if f.name in _PER_FIELD
+                  else pa.array(self.cols[f.name], f.type).take(at) for f in SCHEMA]
+        self._reset()
+        return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA)
 
 
 def _raw_lines(path: Path, summary: AuditSummary) -> Iterator[tuple[int, bytes]]:
@@ -169,13 +196,21 @@ def _raw_lines(path: Path, summary: AuditSummary) -> Iterator[tuple[int, bytes]]
 def _parse(raw: bytes, where: str, summary: AuditSummary) -> Trace | None:
     """The trace on one line, or ``None`` with the reason counted."""
     try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        summary.skip("not JSON", where, f"not valid JSON ({str(exc)[:80]})")
-        return None
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:  # what orjson refuses and json reads (NaN, huge integers, a BOM…), or its message
+        try:
+            data = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            summary.skip("not JSON", where, f"not valid JSON ({str(exc)[:80]})")
+            return None
     if not isinstance(data, dict):
         summary.skip("not a trace", where, f"a trace is an object, got {type(data).__name__}")
         return None
+    tools = data.get("tools")
+    if tools.__class__ is list and all(t.__class__ is dict for t in tools):
+        # what ``Trace.tools`` accepts of parsed JSON (objects' keys are strings), and the audit never reads:
+        # not validated item by item (it was half of the validation)
+        data["tools"] = None
     try:
         return Trace.model_validate(data)
     except ValidationError as exc:

@@ -136,16 +136,20 @@ def genai(messages: Any) -> list[Msg]:
     (``id``, ``response``)."""
     out = []
     for m in _list(messages, "messages"):
-        m = _dict(m, "a message")
+        if m.__class__ is not dict:  # (the checks inline where they pass: every span holds its whole history)
+            m = _dict(m, "a message")
         role = m.get("role")
         role = "system" if role in _SYSTEM_ROLES else role
         texts: list[str] = []
         calls: list[Call] = []
         for p in _list(m.get("parts"), "parts"):
-            p = _dict(p, "a message part")
+            if p.__class__ is not dict:
+                p = _dict(p, "a message part")
             kind = p.get("type")
-            if kind == "text" and isinstance(p.get("content"), str):
-                texts.append(p["content"])
+            if kind == "text":
+                content = p.get("content")
+                if isinstance(content, str):
+                    texts.append(content)
             elif kind == "tool_call":
                 calls.append(Call(p.get("id"), p.get("name") or "", p.get("arguments")))
             elif kind == "tool_call_response":

@@ -99,8 +99,12 @@ def _attributes(items: Any) -> dict[str, Any]:
         raise BadRecord("wrong type", f"attributes is a JSON {type(items).__name__}, not an array")
     out = {}
     for kv in items:
-        if isinstance(kv, dict) and isinstance(kv.get("key"), str):
-            out[kv["key"]] = _value(kv.get("value"))
+        if isinstance(kv, dict):
+            key = kv.get("key")
+            if isinstance(key, str):
+                v = kv.get("value")
+                s = v.get("stringValue") if v.__class__ is dict else None  # most attributes: _value's first case
+                out[key] = s if s.__class__ is str else _value(v)
     return out
 
 
