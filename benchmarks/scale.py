@@ -43,6 +43,19 @@ Session 7, ``--steps report,load,diff`` on a fresh 1M fixture (built in 371 s wa
 report 13.5 s / 4.79 CPU s / 397 MiB; ``runner.load`` query 4.5 / 1.27 / 298; diff 12.2 / 3.91 / 357 (diff's
 own windows came after: 271 MiB). docs/performance.md has the before/after side by side. The 10M build
 (``--trials 10000000``, about 2,000 CPU s) did not finish at that load.
+
+Session 8, ``--steps report,load,diff`` on checksummed fixtures (1M: 1,000,116 trials in one 1.07 GB part; 10M:
+10,000,107 trials, 11 GB, built in 2,339 s wall, 1,333 CPU s, 1,349 MiB). The report reads part checksums without a
+memory map, checks a big part in threads, and loads the statistics' kernels in a background thread:
+
+| step | 1M: wall / CPU s / peak RSS MiB (load) | 10M: wall / CPU s / peak RSS MiB (load) |
+|---|---|---|
+| ``trialgrid report --json`` | 5.15 / 3.65 / 1,296 (5.9) | 16.4 / 16.9 / 4,913 (3.6) |
+| ``runner.load`` per-cell query | 1.22 / 1.21 / 1,062 (5.9) | 10.0 / 6.58 / 1,197 (3.5) |
+| ``trialgrid diff OUT OUT`` | 3.09 / 2.75 / 767 (5.6) | 23.4 / 15.5 / 3,534 (4.5) |
+
+The peaks are file pages of polars' memory-mapped scans, and they vary from run to run with memory pressure: the
+same 1M report measured 405–1,296 MiB. docs/performance.md says why, and what is left.
 """
 
 from __future__ import annotations
