@@ -46,7 +46,8 @@ own windows came after: 271 MiB). docs/performance.md has the before/after side 
 
 Session 8, ``--steps report,load,diff`` on checksummed fixtures (1M: 1,000,116 trials in one 1.07 GB part; 10M:
 10,000,107 trials, 11 GB, built in 2,339 s wall, 1,333 CPU s, 1,349 MiB). The report reads part checksums without a
-memory map, checks a big part in threads, and loads the statistics' kernels in a background thread:
+memory map, checks a big part in threads (measured before the merge of main's once-per-change check, which
+replaced that), and loads the statistics' kernels in a background thread:
 
 | step | 1M: wall / CPU s / peak RSS MiB (load) | 10M: wall / CPU s / peak RSS MiB (load) |
 |---|---|---|

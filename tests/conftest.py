@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -36,6 +38,11 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # (`ray start --address`) refuses to start with it: tests/cluster/test_ray_two_node.py starts
 # that one through a launcher that keeps loopback addresses as given.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+# Readers record the parts they verified outside the output (runner.output.verified): in a folder of this run,
+# so the suite neither writes into the home folder nor trusts what an earlier run recorded there.
+if "TRIALGRID_VERIFIED_DIR" not in os.environ:
+    os.environ["TRIALGRID_VERIFIED_DIR"] = _verified = tempfile.mkdtemp(prefix="trialgrid-verified-")
+    atexit.register(shutil.rmtree, _verified, ignore_errors=True)
 
 
 def on_ci() -> bool:

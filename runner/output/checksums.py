@@ -22,15 +22,14 @@ and a part where some batches carry one and others not is refused.
 Cost (``python benchmarks/part_checksums.py --rows 100000 --out OUT``, 2 shared cores at load 11–12): a sink
 writing checksums keeps 0.973 of the rows/s of one that does not; a report's CPU is 1.004 of the unverified one on the quickstart
 output (2.4 MiB of parts) and 1.044 on a 100k-trial output (103 MiB), where verifying every batch costs
-``Output.open`` 0.11 CPU s. CRC-32 (``zlib``) ran at about 0.8 GB/s here, 3.4 times BLAKE2b.
+``Output.open`` 0.11 CPU s. CRC-32 (``zlib``) ran at about 0.8 GB/s here, 3.4 times BLAKE2b. At 1M trials (1 GB of parts) verifying is
+about a CPU-second on every open, so readers verify a part once per change of it (``runner.output.verified``).
 """
 
 from __future__ import annotations
 
-import os
 import zlib
-from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -109,88 +108,54 @@ def _fields(metadata: Mapping[bytes, bytes] | None, key: bytes) -> list[int] | N
     return values if len(values) == 3 else None
 
 
-@dataclass(frozen=True)
-class _Batch:
-    """What checking one batch found, folded in batch order by ``verify_part`` (so the first problem named is the
-    first batch's, however the batches were checked)."""
-
-    problem: str | None = None
-    labelled: bool = False  # it carries custom metadata
-    bare: bool = False  # it carries none (a part written before checksums has only such batches)
-    seal: list[int] | None = None  # the seal's fields (the last batch only)
-    is_seal: bool = False
-    rows: int = -1  # its rows when its checksum holds, else -1
-
-
-def _check_batch(reader: ipc.RecordBatchFileReader, i: int, n: int, written_schema: int) -> _Batch:
-    try:
-        batch, metadata = reader.get_batch_with_custom_metadata(i)
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        return _Batch(problem=f"batch {i + 1} of {n} does not decode ({_first_line(exc)})")
-    raw = dict(metadata) if metadata is not None else {}
-    if i == n - 1 and _SEAL_KEY in raw:
-        seal = _fields(raw, _SEAL_KEY)
-        return _Batch(problem="its seal is damaged" if seal is None or batch.num_rows else None, labelled=True,
-                      seal=seal, is_seal=True)
-    fields = _fields(raw, _BATCH_KEY)
-    if fields is None:
-        return (_Batch(problem=f"batch {i + 1} of {n} has lost its checksum", labelled=True) if raw
-                else _Batch(bare=True))
-    index, crc, schema = fields
-    try:
-        actual = batch_crc(batch)
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        return _Batch(problem=f"batch {i + 1} of {n} does not decode ({_first_line(exc)})", labelled=True)
-    if index != i or crc != actual:
-        return _Batch(problem=f"batch {i + 1} of {n} fails its checksum", labelled=True)
-    if schema != written_schema:
-        return _Batch(problem="its schema fails its checksum", labelled=True)
-    return _Batch(labelled=True, rows=batch.num_rows)
-
-
-#: a part with at least this many batches is checked by several threads (reading, encoding and CRC-32 release
-#: the GIL): a 1M-trial part holds ~250 batches of ~4 MiB
-PARALLEL_BATCHES = 32
-
-
-def verify_part(reader: ipc.RecordBatchFileReader,
-                reopen: Callable[[], ipc.RecordBatchFileReader] | None = None) -> Verdict:
+def verify_part(reader: ipc.RecordBatchFileReader) -> Verdict:
     """Check every batch of an opened part against its recorded CRC, the schema, and the seal.
 
-    ``reopen``: opens the part again, for other threads to check runs of its batches at once (each thread reads
-    through its own reader); the verdict is the one a check batch after batch gives. A part with neither the
-    scheme key nor any batch metadata predates checksums: ``checked`` False, no problem.
+    A part with neither the scheme key nor any batch metadata predates checksums: ``checked`` False, no problem.
     Never raises for damage: a batch that does not decode is a failed batch."""
     n = reader.num_record_batches
     claims = (reader.schema.metadata or {}).get(CHECKSUMS_KEY) is not None
     written_schema = schema_crc(reader.schema)
-    workers = min(os.cpu_count() or 1, n // PARALLEL_BATCHES) if reopen is not None else 1
-    if workers > 1:
-        assert reopen is not None
-        step = -(-n // workers)
-
-        def run(first: int) -> list[_Batch]:
-            own = reader if first == 0 else reopen()
-            return [_check_batch(own, i, n, written_schema) for i in range(first, min(n, first + step))]
-
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            batches = [b for run_of in pool.map(run, range(0, n, step)) for b in run_of]
-    else:
-        batches = [_check_batch(reader, i, n, written_schema) for i in range(n)]
     good: list[int] = []
     rows = bare = 0
     first_problem: str | None = None
     seal: list[int] | None = None
     any_metadata = False
-    for i, batch in enumerate(batches):
-        first_problem = first_problem or batch.problem
-        any_metadata = any_metadata or batch.labelled
-        bare += batch.bare
-        if batch.is_seal:
-            seal = batch.seal
-        elif batch.rows >= 0:
-            good.append(i)
-            rows += batch.rows
+    for i in range(n):
+        try:
+            batch, metadata = reader.get_batch_with_custom_metadata(i)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            first_problem = first_problem or f"batch {i + 1} of {n} does not decode ({_first_line(exc)})"
+            continue
+        raw = dict(metadata) if metadata is not None else {}
+        if raw:
+            any_metadata = True
+        if i == n - 1 and _SEAL_KEY in raw:
+            seal = _fields(raw, _SEAL_KEY)
+            if seal is None or batch.num_rows:
+                first_problem = first_problem or "its seal is damaged"
+            continue
+        fields = _fields(raw, _BATCH_KEY)
+        if fields is None:
+            if raw:
+                first_problem = first_problem or f"batch {i + 1} of {n} has lost its checksum"
+            else:
+                bare += 1
+            continue
+        index, crc, schema = fields
+        try:
+            actual = batch_crc(batch)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            first_problem = first_problem or f"batch {i + 1} of {n} does not decode ({_first_line(exc)})"
+            continue
+        if index != i or crc != actual:
+            first_problem = first_problem or f"batch {i + 1} of {n} fails its checksum"
+            continue
+        if schema != written_schema:
+            first_problem = first_problem or "its schema fails its checksum"
+            continue
+        good.append(i)
+        rows += batch.num_rows
     if not any_metadata and (n or not claims):
         # no batch carries a checksum: a part written before checksums, or rewritten by a tool that copied the
         # schema (a single flip cannot strip every batch's metadata, the seal's included)

@@ -52,6 +52,7 @@ from runner.core.redact import scrub_batch
 from runner.core.schema import ONCE_PER_BATCH
 from runner.output.checksums import ChecksummedWriter, batch_verdict, is_seal, with_scheme
 from runner.output.journal import JOURNAL_GLOB, Journal, journal_path, read_journal
+from runner.output.verified import note_written
 
 __all__ = [
     "TRIALS_DIR",
@@ -373,6 +374,7 @@ class TrialSink:
         _fsync(stream_path)
         os.rename(stream_path, final)
         _fsync(final.parent)
+        note_written(final)  # its checksums were computed here, from the batches written: this process trusts it
         self._stream_path = None
         self._finalized.append(final)
         self._part_written = 0

@@ -114,9 +114,9 @@ def test_run_with_fail_on_reads_the_manifest_once_and_each_part_footer_once(
 
     footers: Counter[str] = Counter()
     manifests: Counter[str] = Counter()
-    mapped: dict[int, str] = {}  # an opened file's id → its path (a reader may open a part as a map or a file)
-    real_open_file, real_read_manifest, real_map, real_os_file = pyarrow.ipc.open_file, \
-        manifest_module.read_manifest_file, pyarrow.memory_map, pyarrow.OSFile
+    mapped: dict[int, str] = {}  # a memory map's or file's id → its path (a reader may open a part through one)
+    real_open_file, real_read_manifest = pyarrow.ipc.open_file, manifest_module.read_manifest_file
+    real_map, real_os_file = pyarrow.memory_map, pyarrow.OSFile
 
     def memory_map(path: Any, *args: Any, **kwargs: Any) -> Any:
         source = real_map(path, *args, **kwargs)

@@ -86,35 +86,6 @@ def test_every_flip_is_detected_or_harmless(built: tuple[Path, Path], tmp_path: 
     assert detected > FLIPS // 2  # seed 31: 176 detected, 24 harmless (the schema copy at the start, padding)
 
 
-def test_a_part_checked_by_several_threads_gets_the_verdict_of_one(built: tuple[Path, Path], tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    # a big part's batches are checked by several threads (runner.output.checksums.PARALLEL_BATCHES); the verdict,
-    # its first problem included, must be the one a check batch after batch gives, for every flip
-    import runner.output.checksums as checksums
-
-    out = tmp_path / "out"
-    shutil.copytree(built[1], out)
-    monkeypatch.setattr(checksums, "PARALLEL_BATCHES", 1)  # every part with 2+ batches goes to the threads
-    monkeypatch.setattr(checksums.os, "cpu_count", lambda: 4)
-    parts = sorted((out / "trials").glob("*.arrow"))
-    assert max(ipc.open_file(str(p)).num_record_batches for p in parts) >= 2
-    problems = 0
-    for part, bit in [(p, None) for p in parts] + flips(out, 60, SEED + 1):
-        if bit is not None:
-            flip(part, bit)
-        try:
-            serial = verify_part(ipc.open_file(str(part)))
-            threaded = verify_part(ipc.open_file(str(part)), lambda part=part: ipc.open_file(str(part)))
-        except pa.ArrowInvalid:  # the footer itself does not read: no batch is checked either way
-            continue
-        finally:
-            if bit is not None:
-                flip(part, bit)
-        assert threaded == serial, (part.name, bit)
-        problems += serial.problem is not None
-    assert problems > 10
-
-
 @pytest.mark.parametrize("where", ["body", "footer", "schema_at_start"])
 def test_a_rerun_after_a_flip_sets_the_part_aside_and_equals_an_undamaged_run(
         built: tuple[Path, Path], tmp_path: Path, where: str) -> None:
