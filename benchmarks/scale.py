@@ -52,6 +52,20 @@ prints ``verify_s`` (the checksum check, paid again here because hard-linking ch
 ``repair_s``. Resume with nothing to do: 1M 1.85 s wall (0.76 s less verify_s), 495 MiB; 10M 9.37 s (3.04 s
 less verify_s), 802 MiB. First new trial after a kill at 50%: 1M 2.43 s (repair 1.30 s of a 503,808-row open
 part), 675 MiB; 10M 5.15 s (1.99 s less verify_s). docs/performance.md has both runs.
+
+Session 8, ``--steps report,load,diff`` on checksummed fixtures (1M: 1,000,116 trials in one 1.07 GB part; 10M:
+10,000,107 trials, 11 GB, built in 2,339 s wall, 1,333 CPU s, 1,349 MiB). The report reads part checksums without a
+memory map, checks a big part in threads (measured before the merge of main's once-per-change check, which
+replaced that), and loads the statistics' kernels in a background thread:
+
+| step | 1M: wall / CPU s / peak RSS MiB (load) | 10M: wall / CPU s / peak RSS MiB (load) |
+|---|---|---|
+| ``trialgrid report --json`` | 5.15 / 3.65 / 1,296 (5.9) | 16.4 / 16.9 / 4,913 (3.6) |
+| ``runner.load`` per-cell query | 1.22 / 1.21 / 1,062 (5.9) | 10.0 / 6.58 / 1,197 (3.5) |
+| ``trialgrid diff OUT OUT`` | 3.09 / 2.75 / 767 (5.6) | 23.4 / 15.5 / 3,534 (4.5) |
+
+The peaks are file pages of polars' memory-mapped scans, and they vary from run to run with memory pressure: the
+same 1M report measured 405–1,296 MiB. docs/performance.md says why, and what is left.
 """
 
 from __future__ import annotations

@@ -555,10 +555,13 @@ def report(
 ) -> None:
     """Leaderboards and per-model tables for one or many finished (or partial) runs. Reads the runs, never
     writes into them (a read-only or archived output reports the same)."""
+    from runner.analysis import warmup
     from runner.analysis.leaderboard import summarize
     from runner.output import Output
     from runner.reporting.listings import write_listings
     from runner.reporting.terminal import print_summary
+
+    warmup.start()  # the statistics' kernels load while the outputs are opened and read (runner.analysis.warmup)
 
     def said(line: str) -> None:  # --quiet prints nothing (errors still do)
         if not quiet:

@@ -1,0 +1,41 @@
+"""Issue 30: the report's kernels load in a background thread (``runner.analysis.warmup``) while it reads its output.
+
+The warm-up is only worth its thread if it loads what the report then runs: the same kernels with the same
+argument types (another type is another overload, loaded again). Checked in a fresh interpreter, where no kernel is
+loaded yet: after the warm-up, a report of the quickstart output loads no kernel signature the warm-up did not.
+(The figures do not depend on it: the outcome digests and the reporting tests run with it.)
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+_SIGNATURES = """
+import gc, json, sys
+from pathlib import Path
+from numba.core.dispatcher import Dispatcher
+
+def loaded():
+    return sorted({f"{d.py_func.__module__}.{d.py_func.__name__}{s}" for d in gc.get_objects()
+                   if isinstance(d, Dispatcher) for s in d.signatures})
+
+from runner.analysis import warmup
+warmup.start().join()
+warmed = loaded()
+from runner.analysis.leaderboard import summarize
+from runner.output import Output
+summarize([Output.open(Path(sys.argv[1]))])
+print(json.dumps({"warmed": warmed, "after": loaded()}))
+"""
+
+
+def test_after_the_warm_up_a_report_loads_no_kernel_it_did_not(quickstart_out: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", _SIGNATURES, str(quickstart_out)], capture_output=True, text=True,
+                          check=True, timeout=600)
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["warmed"], "the warm-up loaded no kernel"
+    assert sorted(set(found["after"]) - set(found["warmed"])) == []
+
