@@ -114,12 +114,17 @@ def test_run_with_fail_on_reads_the_manifest_once_and_each_part_footer_once(
 
     footers: Counter[str] = Counter()
     manifests: Counter[str] = Counter()
-    mapped: dict[int, str] = {}  # a memory map's id → the file it maps (a reader may open a part through one)
-    real_open_file, real_read_manifest, real_map = pyarrow.ipc.open_file, manifest_module.read_manifest_file, \
-        pyarrow.memory_map
+    mapped: dict[int, str] = {}  # an opened file's id → its path (a reader opens a part through a memory map or a file)
+    real_open_file, real_read_manifest, real_map, real_file = pyarrow.ipc.open_file, \
+        manifest_module.read_manifest_file, pyarrow.memory_map, pyarrow.OSFile
 
     def memory_map(path: Any, *args: Any, **kwargs: Any) -> Any:
         source = real_map(path, *args, **kwargs)
+        mapped[id(source)] = str(path)
+        return source
+
+    def os_file(path: Any, *args: Any, **kwargs: Any) -> Any:
+        source = real_file(path, *args, **kwargs)
         mapped[id(source)] = str(path)
         return source
 
@@ -133,6 +138,7 @@ def test_run_with_fail_on_reads_the_manifest_once_and_each_part_footer_once(
 
     monkeypatch.setattr(pyarrow.ipc, "open_file", open_file)
     monkeypatch.setattr(pyarrow, "memory_map", memory_map)
+    monkeypatch.setattr(pyarrow, "OSFile", os_file)
     monkeypatch.setattr(manifest_module, "read_manifest_file", read_manifest_file)
     out = tmp_path / "out"
     result = runner.invoke(app, ["run", str(bundled_sweep(tmp_path, "negatives.yaml", 2)), "--out", str(out),
