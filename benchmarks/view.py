@@ -366,10 +366,11 @@ def main() -> None:
     parser.add_argument("--live", type=int, metavar="ROWS", help="also view a live copy of the last output, its "
                                                                  "open part holding ROWS rows at the start")
     parser.add_argument("--skip-rates-alone", action="store_true")
+    parser.add_argument("--only-live", action="store_true", help="measure the live copy only")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     outs = args.output or [build(args.cache, n) for n in args.trials]
-    for out in outs:
+    for out in [] if args.only_live else outs:
         trials = json.loads((out / "manifest.json").read_text()).get("trials_total") or 0
         print(f"{out} ({trials:,} trials planned)")
         measure(out, args.rounds)

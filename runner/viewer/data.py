@@ -18,8 +18,11 @@ import json
 import math
 import os
 import re
+import shutil
+import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -257,57 +260,89 @@ def _why(kind: str | None, row: Mapping[str, Any], outcomes: Sequence[str]) -> d
     return {"fired": fired, "quiet": quiet, "evidence": evidence}
 
 
-def _repeats(closed: pl.LazyFrame | None, stream: pl.DataFrame) -> bool:
-    """Whether some trial has more than one row (then only its newest counts: ``runner.output.parts.latest``,
+def _repeats(closed: pl.LazyFrame | None, stream: pl.LazyFrame) -> bool:
+    """Whether some trial may have more than one row (then only its newest counts: ``runner.output.parts.latest``,
     which sorts every row, so it is applied only then), by the key ``latest`` uses. ``closed`` is already one
     row per trial (``Output.scan``), so only the open part's keys are compared, with each other and with the
-    closed parts' key columns: hashing every row of a 1M-trial output took 296 MiB and 2 s on each re-read."""
-    key = trial_key(stream.columns)
-    keys = stream.select(key)
-    if keys.n_unique() != keys.height:
+    closed parts' key columns: hashing every row of a 1M-trial output took 296 MiB and 2 s on each re-read.
+    Compared by a hash of the key (8 bytes a row; the keys themselves took 290 MiB at a 1M-row open part): two
+    keys with one hash read as a repeat, so the newest rows are chosen, which is then only slower."""
+    key = trial_key(stream.collect_schema().names())
+    hashed = pl.struct(key).hash().alias("_key")
+    keys = stream.select(hashed)
+    counted = keys.select(pl.len().alias("rows"), pl.col("_key").n_unique().alias("distinct")).collect()
+    if counted["rows"].item() != counted["distinct"].item():
         return True
     if closed is None:
         return False
-    found = closed.select(key).join(keys.lazy(), on=key, how="semi", nulls_equal=True).select(pl.len()).collect()
+    found = closed.select(hashed).join(keys, on="_key", how="semi").select(pl.len()).collect()
     return bool(found.item())
+
+
+def _unlink(files: Sequence[Path]) -> None:
+    for f in files:
+        f.unlink(missing_ok=True)
 
 
 class _OpenPart:
     """What was read of one part still being written (an Arrow IPC file without its footer yet: its body is a
-    stream): its complete batches so far, as one frame. A re-read reads only the bytes written since, from where
-    the last complete batch ended, and converts only those batches (the open part holds up to a million rows;
-    reading all of it on every poll of a live run was the viewer's cost that grew with the run).
+    stream): its complete batches so far, scanned lazily like a closed part. A re-read reads only the bytes written
+    since, from where the last complete batch ended (the open part holds up to a million rows; reading all of it
+    on every poll of a live run was the viewer's cost that grew with the run).
 
-    Read through the file, not a memory map: the frame keeps the batches' buffers, and a map made on each poll
-    stayed alive under them, so the part's pages were counted once per poll (2.8 GB of file pages after six polls
-    of a 370k-row open part, ``benchmarks/view.py --live``). Nothing is written, nothing locked."""
+    The batches read are written, as they are, to Arrow files in ``spill`` (a folder of the viewer's own in the
+    system's temporary folder, never in the output), one file per re-read, and scanned from there: held in memory,
+    a 300k-row open part was 467 MiB of the server's heap, and a 1M-row one would be three times that. The part is
+    read through the file, not a memory map: a map made on each poll stayed alive under the batches kept, so its
+    pages were counted once per poll (2.8 GB after six polls of a 370k-row open part, ``benchmarks/view.py
+    --live``). Nothing is written into the output, nothing locked."""
 
-    def __init__(self) -> None:
+    def __init__(self, spill: Path) -> None:
+        self.spill = spill
         self.inode = -1
         self.offset = 0  # where the next message starts: after the magic, the schema and every complete batch read
         self.schema: pa.Schema | None = None
-        self.frame: pl.DataFrame | None = None
+        self.files: list[Path] = []  # the spilled batches, oldest first
+        self.retired: list[Path] = []  # spilled files the next snapshot no longer scans (``Source._read``)
 
-    def read(self, path: Path) -> pl.DataFrame | None:
+    def read(self, path: Path) -> pl.LazyFrame | None:
         try:
             st = path.stat()
         except OSError:  # finalized and renamed since the listing: the next listing has it as a closed part
-            return self.frame
+            return self.frame()
         if st.st_ino != self.inode or st.st_size < self.offset:  # another file under the name: start again
-            self.inode, self.offset, self.schema, self.frame = st.st_ino, 0, None, None
-        new = self._new_batches(path)
-        if new:
-            table = pl.from_arrow(pa.Table.from_batches(new))
-            assert isinstance(table, pl.DataFrame)
-            self.frame = table if self.frame is None else pl.concat([self.frame, table], how="diagonal_relaxed")
-        return self.frame
+            self.retired += self.files
+            self.inode, self.offset, self.schema, self.files = st.st_ino, 0, None, []
+        import pyarrow.ipc as ipc
 
-    def _new_batches(self, path: Path) -> list[pa.RecordBatch]:
+        # each batch written out as soon as it is read: one batch in memory at a time, not the whole new stretch
+        target = self.spill / f"{path.stem}-{st.st_ino}-{len(self.files):06d}.arrow"
+        start, writer = self.offset, None
+        try:
+            for batch in self._new_batches(path):
+                if writer is None:
+                    assert self.schema is not None
+                    writer = ipc.new_file(str(target), self.schema)
+                writer.write_batch(batch)
+        except BaseException:
+            if writer is not None:
+                writer.close()
+            target.unlink(missing_ok=True)
+            self.offset = start  # read again next time
+            raise
+        if writer is not None:
+            writer.close()
+            self.files.append(target)
+        return self.frame()
+
+    def frame(self) -> pl.LazyFrame | None:
+        return pl.scan_ipc([str(f) for f in self.files], glob=False) if self.files else None
+
+    def _new_batches(self, path: Path) -> Iterator[pa.RecordBatch]:
         """The complete record batches written past ``offset`` (which moves past each), up to the first one not
         fully written."""
         import pyarrow.ipc as ipc
 
-        batches: list[pa.RecordBatch] = []
         try:
             with pa.OSFile(str(path)) as source:
                 if self.schema is None:
@@ -317,13 +352,15 @@ class _OpenPart:
                 source.seek(self.offset)
                 messages = ipc.MessageReader.open_stream(source)
                 while True:
-                    batch = ipc.read_record_batch(messages.read_next_message(), self.schema)
-                    batch.validate()
-                    batches.append(batch)
+                    try:
+                        batch = ipc.read_record_batch(messages.read_next_message(), self.schema)
+                        batch.validate()
+                    except (StopIteration, pa.ArrowInvalid, OSError, EOFError):
+                        return  # the end, or a torn tail: read again from ``offset`` next time
                     self.offset = source.tell()
+                    yield batch
         except (StopIteration, pa.ArrowInvalid, OSError, EOFError):
-            pass  # the end, a torn tail (read again from ``offset`` next time), or the writer finalized it since
-        return batches
+            return  # no schema yet, or the writer finalized and renamed it since the listing
 
 
 @dataclass
@@ -335,7 +372,10 @@ class _Snapshot:
     output: Output | None
     frame: pl.LazyFrame | None
     schema: pl.Schema
-    stream_frame: pl.DataFrame | None
+    stream_frame: pl.LazyFrame | None
+    #: whether ``frame`` chooses each trial's newest row (a trial retried while the run goes on): then it is never
+    #: cut into windows (each window would choose again over every row)
+    newest: bool = False
     cache: dict[str, Any] = field(default_factory=dict)
     locks: dict[str, threading.Lock] = field(default_factory=dict)
 
@@ -348,6 +388,7 @@ class Source:
         self.label = label
         self._lock = threading.Lock()
         self._open: dict[Path, _OpenPart] = {}
+        self._spill: Path | None = None  # the open parts' batches as read (``_OpenPart``), made when first needed
         #: (name, size, mtime) of each closed part whose checksums hold; None until ``verify`` first ran (``output``
         #: may be opened with ``verify=False``, so the first page need not wait for every batch's checksum)
         self._verified: set[tuple[str, int, int]] | None = None
@@ -381,20 +422,37 @@ class Source:
                 self._check(output)
         frames: list[pl.LazyFrame] = [output.scan()] if output.parts else []
         streams = sorted(p for p in (self.path / "trials").glob("part-*.arrows")) if (self.path / "trials").is_dir() else []
-        self._open = {s: self._open.get(s) or _OpenPart() for s in streams}  # a part finalized since is dropped
+        if streams and self._spill is None:
+            self._spill = Path(tempfile.mkdtemp(prefix="trialgrid-view-"))
+            weakref.finalize(self, shutil.rmtree, self._spill, True)  # at exit, or once this source is dropped
+        before = self._open
+        self._open = {s: before.get(s) or _OpenPart(self._spill) for s in streams}  # type: ignore[arg-type]
         read = [f for f in (self._open[s].read(s) for s in streams) if f is not None]
-        stream_frame: pl.DataFrame | None = None
+        # spilled files the new snapshot does not scan (a part finalized since, or rewritten): removed once the
+        # snapshot before it, which does, is no longer used by any request
+        dropped = [f for s, part in before.items() if s not in self._open for f in part.files]
+        for part in self._open.values():
+            dropped += part.retired
+            part.retired = []
+        if dropped:
+            previous = getattr(self, "_snap", None)
+            if previous is None:
+                _unlink(dropped)
+            else:
+                weakref.finalize(previous, _unlink, dropped)
+        stream_frame: pl.LazyFrame | None = None
         if read:
             stream_frame = read[0] if len(read) == 1 else pl.concat(read, how="diagonal_relaxed")
         closed = frames[0] if frames else None
         if stream_frame is not None:
-            frames.append(stream_frame.lazy())
+            frames.append(stream_frame)
         if not frames:
             return _Snapshot(key, output, None, pl.Schema(), None)
         frame = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
-        if stream_frame is not None and _repeats(closed, stream_frame):
+        newest = stream_frame is not None and _repeats(closed, stream_frame)
+        if newest:
             frame = latest(frame)  # a trial retried while the run goes on: its newest row
-        return _Snapshot(key, output, frame, frame.collect_schema(), stream_frame)
+        return _Snapshot(key, output, frame, frame.collect_schema(), stream_frame, newest)
 
     def snapshot(self) -> _Snapshot:
         """The output as it is now (``UserError`` once a part is found damaged: refused, as every reader does)."""
@@ -452,9 +510,11 @@ class Source:
         from runner.analysis.windows import windows_of
 
         assert snap.frame is not None
-        if snap.stream_frame is not None or snap.output is None or not snap.output.parts:
-            return [snap.frame]  # live: the frame is the closed parts and the open one (perhaps newest rows only)
-        return self._cached(snap, "windows", lambda: windows_of(snap.output, snap.frame))
+        output = snap.output
+        if snap.newest or output is None or (output.parts and output.unique is not True):
+            return [snap.frame]  # each trial's newest row chosen in the frame: chosen over every row, at once
+        # one row a trial: the closed parts' records prove it, and the open parts' keys repeat none (``_repeats``)
+        return self._cached(snap, "windows", lambda: windows_of(output, snap.frame, unique=True))
 
     def warm(self) -> None:
         """Check the parts' checksums (``verify``), then compute, once, what the first requests of a page would
@@ -583,7 +643,7 @@ class Source:
         outcomes = self.outcomes(snap)
         cols = [c for c in LIST_COLUMNS if c in snap.schema] + outcomes
         selected = [pl.col(c).str.slice(0, _SNIPPET) if c == "response_text" else pl.col(c) for c in cols]
-        if query.sort is not None and snap.stream_frame is None:
+        if query.sort is not None and not snap.newest:
             # sorted: the positions of the page's rows found from the filter and sort columns alone, then those
             # rows read as one-row slices (sorting every column of every trial held 670 MiB at 1 M trials); a
             # live output is sorted whole (its newest-row-per-trial frame would be computed again for each slice)
@@ -609,8 +669,8 @@ class Source:
             return int(known)
         selection = Query(query.equals, query.nulls, query.not_nulls, query.excludes, query.text)
         # window by window (its filters are row by row, so the windows' counts add up): a text search decodes
-        # every reply and every call's arguments, which read whole held 767 MiB at 1M trials; a live output is
-        # counted whole (its newest-row-per-trial frame would be computed again for each window)
+        # every reply and every call's arguments, which read whole held 767 MiB at 1M trials; a live output whose
+        # newest rows are chosen is counted whole (the choice would be made again for each window)
         total = sum(int(self._filtered(snap, selection, w).select(pl.len()).collect().item())
                     for w in self._windows(snap))
         with self._lock:
@@ -642,8 +702,10 @@ class Source:
     def blobs(self, snap: _Snapshot) -> Blobs:
         def make() -> Blobs:
             blobs = snap.output.blobs() if snap.output is not None and snap.output.parts else Blobs()
-            if snap.stream_frame is not None and "call_blobs" in snap.stream_frame.columns:
-                blobs.add(b for v in snap.stream_frame["call_blobs"].drop_nulls().to_list() for b in v)
+            stream = snap.stream_frame
+            if stream is not None and "call_blobs" in stream.collect_schema().names():
+                blobs.add(stream.select(pl.col("call_blobs").explode()).drop_nulls().unnest("call_blobs")
+                          .unique("id", keep="first").collect().iter_rows(named=True))
             return blobs
         return self._cached(snap, "blobs", make)
 

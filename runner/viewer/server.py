@@ -11,8 +11,10 @@ Each query runs in a worker thread (polars releases the GIL), so a slow filter n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import json
+import signal
 from collections.abc import Callable, Sequence
 from functools import partial
 from importlib import resources
@@ -205,8 +207,12 @@ async def _serve(app: web.Application, host: str, port: int, started: Callable[[
     sockets = getattr(server, "sockets", None) or []
     bound = sockets[0].getsockname()[1] if sockets else port
     started(f"http://{host}:{bound}/")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError, RuntimeError):  # not on Windows, nor outside the main thread
+        loop.add_signal_handler(signal.SIGTERM, stop.set)  # a clean exit: a live run's spilled batches removed
     try:
-        await asyncio.Event().wait()
+        await stop.wait()
     finally:
         await runner.cleanup()
 

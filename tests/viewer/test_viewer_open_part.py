@@ -4,13 +4,14 @@ one read from scratch at every step, and a part cut anywhere reads as its comple
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import polars as pl
 
 from runner.output import Output
 from runner.output.sink import TrialSink
-from runner.viewer.data import Source, _OpenPart
+from runner.viewer.data import Query, Source, _OpenPart
 from tests.helpers.rows import live_copy
 
 
@@ -69,16 +70,45 @@ def test_an_open_part_cut_anywhere_reads_as_its_complete_batches(quick_out: Path
             sink.append(row)  # five batches of two rows in the open part
         [stream] = (live / "trials").glob("*.arrows")
         data = stream.read_bytes()
-        whole = _OpenPart().read(stream)
+        (tmp_path / "a").mkdir()
+        scanned = _OpenPart(tmp_path / "a").read(stream)
+        assert scanned is not None
+        whole = scanned.collect()
     finally:
         sink.close()
-    assert whole is not None and whole.height == 10
-    cut, reader = tmp_path / "cut.arrows", _OpenPart()
+    assert whole.height == 10
+    (tmp_path / "b").mkdir()
+    cut, reader = tmp_path / "cut.arrows", _OpenPart(tmp_path / "b")
     seen = []
     for end in [*range(0, len(data), 61), len(data)]:  # the writer's bytes as a reader may find them, growing
         cut.write_bytes(data[:end])
         frame = reader.read(cut)
-        seen.append(0 if frame is None else frame.height)
+        seen.append(0 if frame is None else frame.select(pl.len()).collect().item())
     assert seen == sorted(seen) and set(seen) == {0, 2, 4, 6, 8, 10}  # whole batches only, each read once
+    assert len(reader.files) == 5  # a spilled file for each read that found a new batch
     final = reader.read(cut)
-    assert final is not None and final.equals(whole)
+    assert final is not None and final.collect().equals(whole)
+
+
+def test_a_live_source_spills_outside_the_output_and_removes_what_it_spilled(quick_out: Path, tmp_path: Path) -> None:
+    live, rows, schema = live_copy(quick_out, tmp_path, rows=12)
+    before = sorted(p.name for p in live.rglob("*"))
+    sink = TrialSink(live, schema, worker="w0", batch_rows=2, part_rows=6, flush_seconds=3600.0)
+    for row in rows[:4]:
+        sink.append(row)  # an open part of two batches
+    source = Source(live, "live", Output.open(live))
+    spill = source._spill
+    assert spill is not None and not spill.is_relative_to(live) and len(list(spill.iterdir())) == 1
+    snap = source.snapshot()
+    assert not snap.newest and source.count(Query()) == 4 == source.run_info()["trials"]
+    for row in rows[4:12]:
+        sink.append(row)  # the part finalized at 6 rows, a new open part of 6
+    sink.close()
+    assert source.count(Query()) == 12 == source.run_info()["trials"]  # every part closed now
+    assert len(list(spill.iterdir())) == 1  # the spilled batches: scanned by the snapshot still held here
+    del snap
+    assert list(spill.iterdir()) == []  # …removed once no snapshot scans them
+    del source
+    gc.collect()
+    assert not spill.exists()  # the folder goes with its source
+    assert before == [p for p in before if (live / p).exists() or any(live.rglob(p))]
