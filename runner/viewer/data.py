@@ -425,8 +425,8 @@ class Source:
         if streams and self._spill is None:
             self._spill = Path(tempfile.mkdtemp(prefix="trialgrid-view-"))
             weakref.finalize(self, shutil.rmtree, self._spill, True)  # at exit, or once this source is dropped
-        before = self._open
-        self._open = {s: before.get(s) or _OpenPart(self._spill) for s in streams}  # type: ignore[arg-type]
+        before, spill = self._open, self._spill or Path(tempfile.gettempdir())  # (no stream: no spill made)
+        self._open = {s: before.get(s) or _OpenPart(spill) for s in streams}
         read = [f for f in (self._open[s].read(s) for s in streams) if f is not None]
         # spilled files the new snapshot does not scan (a part finalized since, or rewritten): removed once the
         # snapshot before it, which does, is no longer used by any request
