@@ -580,13 +580,13 @@ class Source:
         windows = self._windows(snap)
         for c in listed:  # one column and one window at a time, streaming: one column's pages of one window
             col = pl.col(c).explode() if kind(schema[c]) == "list" else pl.col(c)
-            found: set[Any] = set()
+            found: pl.Series | None = None
             for w in windows:
-                found.update(w.select(col.drop_nulls().unique().head(_DISTINCT_MAX + 1).alias(c))
-                             .collect(engine="streaming")[c].to_list())
+                more = w.select(col.drop_nulls().unique().head(_DISTINCT_MAX + 1).alias(c)).collect(engine="streaming")[c]
+                found = more if found is None else pl.concat([found, more]).unique()
                 if len(found) > _DISTINCT_MAX:
                     break  # too many to list: filtered by typing
-            values[c] = sorted(found)
+            values[c] = [] if found is None else found.sort().to_list()
         out: dict[str, list[dict[str, Any]]] = {"common": [], "outcomes": []}
         for c in wanted:
             entry: dict[str, Any] = {"name": c, "kind": kind(schema[c])}
