@@ -25,11 +25,12 @@ if TYPE_CHECKING:
 WINDOW_ROWS = 250_000
 
 
-def windows_of(output: Output, frame: pl.LazyFrame | None = None) -> list[pl.LazyFrame]:
+def windows_of(output: Output, frame: pl.LazyFrame | None = None, unique: bool | None = None) -> list[pl.LazyFrame]:
     """``frame`` (default ``output.scan()``, unfiltered) as consecutive row windows when ``output``'s records prove
-    each trial is one row, else ``[frame]``. Filter each window, never ``frame`` before slicing it."""
+    each trial is one row (``unique``, if given: the caller has proved it of ``frame``, e.g. the viewer of a live
+    run, whose open part has no record), else ``[frame]``. Filter each window, never ``frame`` before slicing it."""
     frame = output.scan() if frame is None else frame
-    if output.unique is not True:
+    if (output.unique if unique is None else unique) is not True:
         return [frame]
     rows = int(frame.select(pl.len()).collect().item())
     if rows <= WINDOW_ROWS:

@@ -44,7 +44,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from runner.core.calls import first_in_batch
@@ -688,6 +687,8 @@ def replay_journals(trials_dir: Path, schema: pa.Schema) -> list[RepairNote | Re
 
 def _written_pairs(trials_dir: Path, ids: set[Any]) -> set[tuple[Any, Any]]:
     """(trial_id, finished_at) of the finished parts' rows whose id is in ``ids`` (two columns read)."""
+    import pyarrow.compute as pc  # here, not at the top: every reader imports this module, and only a resume needs it
+
     wanted = pa.array([i for i in ids if isinstance(i, str)], type=pa.string())
     pairs: set[tuple[Any, Any]] = set()
     for part in sorted(trials_dir.glob(f"part-*{_FILE_SUFFIX}")):

@@ -18,8 +18,11 @@ import json
 import math
 import os
 import re
+import shutil
+import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -28,14 +31,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.ipc as ipc
 from polars.datatypes import DataTypeClass
 
 from runner.core.calls import Blobs, RecordedCall, row_calls
 from runner.core.constants import SUCCESS_RATES
 from runner.core.errors import UserError
 from runner.core.schema import CALL_COLUMNS, COMMON_FIELDS
-from runner.output.parts import latest, trial_key
+from runner.output.parts import damaged_parts, latest, refuse_issues, trial_key
 from runner.output.reader import Output
 
 if TYPE_CHECKING:
@@ -56,9 +58,6 @@ FILTER_COMMON = ("model", "probe", "case_id", "condition", "run", "status", "err
 _SNIPPET = 240  # characters of a reply a list row carries
 _DISTINCT_MAX = 500
 _COUNTS_KEPT = 256  # counts remembered per snapshot (a few integers each)
-#: rows a text search's count reads at a time: the search decodes every reply and every recorded call's arguments,
-#: which at 1 M trials held ~400 MiB at once (read whole) and ~150 MiB read this many rows at a time, in no more time
-_TEXT_SLICE = 250_000
 _EXACT = 2**53  # the largest integer a JavaScript number holds exactly  # a column with more values than this is filtered by typing, not by a list
 
 
@@ -191,24 +190,6 @@ def _call_json(call: RecordedCall) -> dict[str, Any]:
             "error_kind": call.error_kind, "error": call.error}
 
 
-def _stream_batches(path: Path) -> list[pa.RecordBatch]:
-    """The complete record batches of a part still being written (an IPC file without its footer yet): its body
-    read as a stream up to the first batch not fully written. Nothing is written, nothing locked."""
-    batches: list[pa.RecordBatch] = []
-    try:
-        # memory-mapped: the batches are views of the file (pages the kernel may drop), not a copy on the heap
-        with pa.memory_map(str(path), "r") as source:
-            source.seek(8)  # the file magic (6 bytes, padded to 8) before the stream body
-            reader = ipc.open_stream(source)
-            while True:
-                batch = reader.read_next_batch()
-                batch.validate()
-                batches.append(batch)
-    except (StopIteration, pa.ArrowInvalid, OSError, EOFError):
-        pass  # the end, a torn tail, or the writer finalized and renamed it since the listing
-    return batches
-
-
 _CASE_FILE_MAX = 32 * 2**20  # a case file larger than this is not read for a trial's detail
 
 
@@ -279,46 +260,107 @@ def _why(kind: str | None, row: Mapping[str, Any], outcomes: Sequence[str]) -> d
     return {"fired": fired, "quiet": quiet, "evidence": evidence}
 
 
-def _repeats(closed: pl.LazyFrame | None, stream: pl.DataFrame) -> bool:
-    """Whether some trial has more than one row (then only its newest counts: ``runner.output.parts.latest``,
+def _repeats(closed: pl.LazyFrame | None, stream: pl.LazyFrame) -> bool:
+    """Whether some trial may have more than one row (then only its newest counts: ``runner.output.parts.latest``,
     which sorts every row, so it is applied only then), by the key ``latest`` uses. ``closed`` is already one
     row per trial (``Output.scan``), so only the open part's keys are compared, with each other and with the
-    closed parts' key columns: hashing every row of a 1M-trial output took 296 MiB and 2 s on each re-read."""
-    key = trial_key(stream.columns)
-    keys = stream.select(key)
-    if keys.n_unique() != keys.height:
+    closed parts' key columns: hashing every row of a 1M-trial output took 296 MiB and 2 s on each re-read.
+    Compared by a hash of the key (8 bytes a row; the keys themselves took 290 MiB at a 1M-row open part): two
+    keys with one hash read as a repeat, so the newest rows are chosen, which is then only slower."""
+    key = trial_key(stream.collect_schema().names())
+    hashed = pl.struct(key).hash().alias("_key")
+    keys = stream.select(hashed)
+    counted = keys.select(pl.len().alias("rows"), pl.col("_key").n_unique().alias("distinct")).collect()
+    if counted["rows"].item() != counted["distinct"].item():
         return True
     if closed is None:
         return False
-    found = closed.select(key).join(keys.lazy(), on=key, how="semi", nulls_equal=True).select(pl.len()).collect()
+    found = closed.select(hashed).join(keys, on="_key", how="semi").select(pl.len()).collect()
     return bool(found.item())
 
 
+def _unlink(files: Sequence[Path]) -> None:
+    for f in files:
+        f.unlink(missing_ok=True)
+
+
 class _OpenPart:
-    """What was read of one part still being written: its complete batches so far, as one frame. A re-read
-    converts only the batches written since (the open part holds up to a million rows; converting all of it on
-    every poll of a live run was the viewer's cost that grew with the run)."""
+    """What was read of one part still being written (an Arrow IPC file without its footer yet: its body is a
+    stream): its complete batches so far, scanned lazily like a closed part. A re-read reads only the bytes written
+    since, from where the last complete batch ended (the open part holds up to a million rows; reading all of it
+    on every poll of a live run was the viewer's cost that grew with the run).
 
-    def __init__(self) -> None:
-        self.batches = 0
+    The batches read are written, as they are, to Arrow files in ``spill`` (a folder of the viewer's own in the
+    system's temporary folder, never in the output), one file per re-read, and scanned from there: held in memory,
+    a 300k-row open part was 467 MiB of the server's heap, and a 1M-row one would be three times that. The part is
+    read through the file, not a memory map: a map made on each poll stayed alive under the batches kept, so its
+    pages were counted once per poll (2.8 GB after six polls of a 370k-row open part, ``benchmarks/view.py
+    --live``). Nothing is written into the output, nothing locked."""
+
+    def __init__(self, spill: Path) -> None:
+        self.spill = spill
         self.inode = -1
-        self.frame: pl.DataFrame | None = None
+        self.offset = 0  # where the next message starts: after the magic, the schema and every complete batch read
+        self.schema: pa.Schema | None = None
+        self.files: list[Path] = []  # the spilled batches, oldest first
+        self.retired: list[Path] = []  # spilled files the next snapshot no longer scans (``Source._read``)
 
-    def read(self, path: Path) -> pl.DataFrame | None:
+    def read(self, path: Path) -> pl.LazyFrame | None:
         try:
-            inode = path.stat().st_ino
+            st = path.stat()
         except OSError:  # finalized and renamed since the listing: the next listing has it as a closed part
-            return self.frame
-        batches = _stream_batches(path)
-        if inode != self.inode or len(batches) < self.batches:  # another file under the name: start again
-            self.batches, self.inode, self.frame = 0, inode, None
-        new = batches[self.batches:]
-        if new:
-            table = pl.from_arrow(pa.Table.from_batches(new))
-            assert isinstance(table, pl.DataFrame)
-            self.frame = table if self.frame is None else pl.concat([self.frame, table], how="diagonal_relaxed")
-            self.batches = len(batches)
-        return self.frame
+            return self.frame()
+        if st.st_ino != self.inode or st.st_size < self.offset:  # another file under the name: start again
+            self.retired += self.files
+            self.inode, self.offset, self.schema, self.files = st.st_ino, 0, None, []
+        import pyarrow.ipc as ipc
+
+        # each batch written out as soon as it is read: one batch in memory at a time, not the whole new stretch
+        target = self.spill / f"{path.stem}-{st.st_ino}-{len(self.files):06d}.arrow"
+        start, writer = self.offset, None
+        try:
+            for batch in self._new_batches(path):
+                if writer is None:
+                    assert self.schema is not None
+                    writer = ipc.new_file(str(target), self.schema)
+                writer.write_batch(batch)
+        except BaseException:
+            if writer is not None:
+                writer.close()
+            target.unlink(missing_ok=True)
+            self.offset = start  # read again next time
+            raise
+        if writer is not None:
+            writer.close()
+            self.files.append(target)
+        return self.frame()
+
+    def frame(self) -> pl.LazyFrame | None:
+        return pl.scan_ipc([str(f) for f in self.files], glob=False) if self.files else None
+
+    def _new_batches(self, path: Path) -> Iterator[pa.RecordBatch]:
+        """The complete record batches written past ``offset`` (which moves past each), up to the first one not
+        fully written."""
+        import pyarrow.ipc as ipc
+
+        try:
+            with pa.OSFile(str(path)) as source:
+                if self.schema is None:
+                    source.seek(8)  # the file magic (6 bytes, padded to 8) before the stream body
+                    self.schema = ipc.read_schema(ipc.MessageReader.open_stream(source).read_next_message())
+                    self.offset = source.tell()
+                source.seek(self.offset)
+                messages = ipc.MessageReader.open_stream(source)
+                while True:
+                    try:
+                        batch = ipc.read_record_batch(messages.read_next_message(), self.schema)
+                        batch.validate()
+                    except (StopIteration, pa.ArrowInvalid, OSError, EOFError):
+                        return  # the end, or a torn tail: read again from ``offset`` next time
+                    self.offset = source.tell()
+                    yield batch
+        except (StopIteration, pa.ArrowInvalid, OSError, EOFError):
+            return  # no schema yet, or the writer finalized and renamed it since the listing
 
 
 @dataclass
@@ -330,7 +372,10 @@ class _Snapshot:
     output: Output | None
     frame: pl.LazyFrame | None
     schema: pl.Schema
-    stream_frame: pl.DataFrame | None
+    stream_frame: pl.LazyFrame | None
+    #: whether ``frame`` chooses each trial's newest row (a trial retried while the run goes on): then it is never
+    #: cut into windows (each window would choose again over every row)
+    newest: bool = False
     cache: dict[str, Any] = field(default_factory=dict)
     locks: dict[str, threading.Lock] = field(default_factory=dict)
 
@@ -343,6 +388,11 @@ class Source:
         self.label = label
         self._lock = threading.Lock()
         self._open: dict[Path, _OpenPart] = {}
+        self._spill: Path | None = None  # the open parts' batches as read (``_OpenPart``), made when first needed
+        #: (name, size, mtime) of each closed part whose checksums hold; None until ``verify`` first ran (``output``
+        #: may be opened with ``verify=False``, so the first page need not wait for every batch's checksum)
+        self._verified: set[tuple[str, int, int]] | None = None
+        self._damage: UserError | None = None
         self._snap = self._read(self._key(), output)
         if self._snap.frame is not None:
             # one row read before the server listens: the first scan of a large part pays for reading its footer and
@@ -366,30 +416,81 @@ class Source:
         return (manifest, tuple(sorted(entries)))
 
     def _read(self, key: tuple[Any, ...], output: Output | None = None) -> _Snapshot:
-        output = output if output is not None else Output.open(self.path)
+        if output is None:
+            output = Output.open(self.path, verify=False)
+            if self._verified is not None:  # checked already: a part finalized since is checked before it is shown
+                self._check(output)
         frames: list[pl.LazyFrame] = [output.scan()] if output.parts else []
         streams = sorted(p for p in (self.path / "trials").glob("part-*.arrows")) if (self.path / "trials").is_dir() else []
-        self._open = {s: self._open.get(s) or _OpenPart() for s in streams}  # a part finalized since is dropped
+        if streams and self._spill is None:
+            self._spill = Path(tempfile.mkdtemp(prefix="trialgrid-view-"))
+            weakref.finalize(self, shutil.rmtree, self._spill, True)  # at exit, or once this source is dropped
+        before, spill = self._open, self._spill or Path(tempfile.gettempdir())  # (no stream: no spill made)
+        self._open = {s: before.get(s) or _OpenPart(spill) for s in streams}
         read = [f for f in (self._open[s].read(s) for s in streams) if f is not None]
-        stream_frame: pl.DataFrame | None = None
+        # spilled files the new snapshot does not scan (a part finalized since, or rewritten): removed once the
+        # snapshot before it, which does, is no longer used by any request
+        dropped = [f for s, part in before.items() if s not in self._open for f in part.files]
+        for part in self._open.values():
+            dropped += part.retired
+            part.retired = []
+        if dropped:
+            previous = getattr(self, "_snap", None)
+            if previous is None:
+                _unlink(dropped)
+            else:
+                weakref.finalize(previous, _unlink, dropped)
+        stream_frame: pl.LazyFrame | None = None
         if read:
             stream_frame = read[0] if len(read) == 1 else pl.concat(read, how="diagonal_relaxed")
         closed = frames[0] if frames else None
         if stream_frame is not None:
-            frames.append(stream_frame.lazy())
+            frames.append(stream_frame)
         if not frames:
             return _Snapshot(key, output, None, pl.Schema(), None)
         frame = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
-        if stream_frame is not None and _repeats(closed, stream_frame):
+        newest = stream_frame is not None and _repeats(closed, stream_frame)
+        if newest:
             frame = latest(frame)  # a trial retried while the run goes on: its newest row
-        return _Snapshot(key, output, frame, frame.collect_schema(), stream_frame)
+        return _Snapshot(key, output, frame, frame.collect_schema(), stream_frame, newest)
 
     def snapshot(self) -> _Snapshot:
+        """The output as it is now (``UserError`` once a part is found damaged: refused, as every reader does)."""
         key = self._key()
         with self._lock:
+            if self._damage is not None:
+                raise self._damage
             if key != self._snap.key:
                 self._snap = self._read(key)
             return self._snap
+
+    def _check(self, output: Output) -> None:
+        """Check the checksums of ``output``'s parts not checked yet (``runner.output.parts.damaged_parts``);
+        a damaged one is remembered and raised, here and by every later ``snapshot``."""
+        stamps = {}
+        for part in output.parts:
+            try:
+                st = part.stat()
+            except OSError:
+                continue  # gone since the listing (a rerun set it aside): the next snapshot does not count it
+            stamps[part] = (part.name, st.st_size, st.st_mtime_ns)
+        done = self._verified or set()
+        issues = damaged_parts([p for p, stamp in stamps.items() if stamp not in done])
+        if issues:
+            try:
+                refuse_issues(output.trials_dir, issues)
+            except UserError as exc:
+                self._damage = exc
+                raise
+        self._verified = (self._verified or set()) | set(stamps.values())
+
+    def verify(self) -> None:
+        """Check every closed part's checksums before any value is trusted for long: the server runs this first,
+        once the first page is answered (a 1M-trial part takes about 0.5 CPU s; requests go on meanwhile);
+        ``UserError`` if one is damaged, and every request after it is refused (409)."""
+        output = self.snapshot().output
+        if output is not None:
+            self._check(output)
 
     def _cached(self, snap: _Snapshot, name: str, make: Any) -> Any:
         """``make()`` once per snapshot, whichever thread asks first (the others wait for it: the analysis of a
@@ -401,10 +502,25 @@ class Source:
                 snap.cache[name] = make()
             return snap.cache[name]
 
+    def _windows(self, snap: _Snapshot) -> list[pl.LazyFrame]:
+        """The snapshot's every trial as consecutive windows of rows (``runner.analysis.windows``: a finished
+        output whose parts prove each trial is one row), else whole. A query over every trial runs window by
+        window: polars keeps each page of the parts it touches mapped, and counted in the server's memory, until
+        the query ends (the catalogue orders' distinct values alone held 387 MiB of pages at 1M trials)."""
+        from runner.analysis.windows import windows_of
+
+        assert snap.frame is not None
+        output = snap.output
+        if snap.newest or output is None or (output.parts and output.unique is not True):
+            return [snap.frame]  # each trial's newest row chosen in the frame: chosen over every row, at once
+        # one row a trial: the closed parts' records prove it, and the open parts' keys repeat none (``_repeats``)
+        return self._cached(snap, "windows", lambda: windows_of(output, snap.frame, unique=True))
+
     def warm(self) -> None:
-        """Compute, once, what the first requests of a page would otherwise wait for: the filter columns and the
-        usage (the list page), the trial index and the call blobs (a trial), then the report's analysis (the
-        slowest, for the rates page)."""
+        """Check the parts' checksums (``verify``), then compute, once, what the first requests of a page would
+        otherwise wait for: the filter columns and the usage (the list page), the trial index and the call blobs
+        (a trial), then the report's analysis (the slowest, for the rates page)."""
+        self.verify()
         snap = self.snapshot()
         if snap.frame is None:
             return
@@ -423,7 +539,9 @@ class Source:
         m = output.manifest
         usage: dict[str, Any] = {"trials": 0, "errors": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": None}
         if snap.frame is not None:
-            table = self._cached(snap, "usage", lambda: output.usage(frame=snap.frame))
+            from runner.analysis.windows import usage as windowed_usage
+
+            table = self._cached(snap, "usage", lambda: windowed_usage(output, output.prices, self._windows(snap)))
             costs = table["cost_usd"]
             usage = {"trials": int(table["trials"].sum()), "errors": int(table["errors"].sum()),
                      "input_tokens": int(table["input_tokens"].sum()), "output_tokens": int(table["output_tokens"].sum()),
@@ -459,10 +577,16 @@ class Source:
         wanted = [c for c in (*FILTER_COMMON, *outcome_names) if c in schema and kind(schema[c]) != "other"]
         listed = [c for c in wanted if kind(schema[c]) in ("text", "list") or schema[c].is_integer()]
         values: dict[str, list[Any]] = {}
-        for c in listed:  # one column at a time, streaming: the memory of one column's batches, not every column's
+        windows = self._windows(snap)
+        for c in listed:  # one column and one window at a time, streaming: one column's pages of one window
             col = pl.col(c).explode() if kind(schema[c]) == "list" else pl.col(c)
-            values[c] = (snap.frame.select(col.drop_nulls().unique().head(_DISTINCT_MAX + 1).sort().alias(c))
-                         .collect(engine="streaming")[c].to_list())
+            found: pl.Series | None = None
+            for w in windows:
+                more = w.select(col.drop_nulls().unique().head(_DISTINCT_MAX + 1).alias(c)).collect(engine="streaming")[c]
+                found = more if found is None else pl.concat([found, more]).unique()
+                if len(found) > _DISTINCT_MAX:
+                    break  # too many to list: filtered by typing
+            values[c] = [] if found is None else found.sort().to_list()
         out: dict[str, list[dict[str, Any]]] = {"common": [], "outcomes": []}
         for c in wanted:
             entry: dict[str, Any] = {"name": c, "kind": kind(schema[c])}
@@ -519,7 +643,7 @@ class Source:
         outcomes = self.outcomes(snap)
         cols = [c for c in LIST_COLUMNS if c in snap.schema] + outcomes
         selected = [pl.col(c).str.slice(0, _SNIPPET) if c == "response_text" else pl.col(c) for c in cols]
-        if query.sort is not None and snap.stream_frame is None:
+        if query.sort is not None and not snap.newest:
             # sorted: the positions of the page's rows found from the filter and sort columns alone, then those
             # rows read as one-row slices (sorting every column of every trial held 670 MiB at 1 M trials); a
             # live output is sorted whole (its newest-row-per-trial frame would be computed again for each slice)
@@ -544,14 +668,11 @@ class Source:
         if known is not None:
             return int(known)
         selection = Query(query.equals, query.nulls, query.not_nulls, query.excludes, query.text)
-        if query.text and snap.stream_frame is None:
-            # a finished output, a slice of rows at a time (its filters are row by row, so the slices' counts add
-            # up); a live one is not sliced: its newest-row-per-trial frame would be computed again for each slice
-            rows = self._cached(snap, "rows", lambda: int(snap.frame.select(pl.len()).collect().item()))
-            total = sum(int(self._filtered(snap, selection, snap.frame.slice(start, _TEXT_SLICE))
-                            .select(pl.len()).collect().item()) for start in range(0, rows, _TEXT_SLICE))
-        else:
-            total = int(self._filtered(snap, selection).select(pl.len()).collect().item())
+        # window by window (its filters are row by row, so the windows' counts add up): a text search decodes
+        # every reply and every call's arguments, which read whole held 767 MiB at 1M trials; a live output whose
+        # newest rows are chosen is counted whole (the choice would be made again for each window)
+        total = sum(int(self._filtered(snap, selection, w).select(pl.len()).collect().item())
+                    for w in self._windows(snap))
         with self._lock:
             counts = snap.cache.setdefault("counts", {})
             if len(counts) >= _COUNTS_KEPT:
@@ -581,8 +702,10 @@ class Source:
     def blobs(self, snap: _Snapshot) -> Blobs:
         def make() -> Blobs:
             blobs = snap.output.blobs() if snap.output is not None and snap.output.parts else Blobs()
-            if snap.stream_frame is not None and "call_blobs" in snap.stream_frame.columns:
-                blobs.add(b for v in snap.stream_frame["call_blobs"].drop_nulls().to_list() for b in v)
+            stream = snap.stream_frame
+            if stream is not None and "call_blobs" in stream.collect_schema().names():
+                blobs.add(stream.select(pl.col("call_blobs").explode()).drop_nulls().unnest("call_blobs")
+                          .unique("id", keep="first").collect().iter_rows(named=True))
             return blobs
         return self._cached(snap, "blobs", make)
 
@@ -597,11 +720,12 @@ class Source:
     def _index(self, snap: _Snapshot) -> tuple[np.ndarray, np.ndarray]:
         """(the sorted hashes of every trial id, each one's row position): 16 bytes a trial, built once per
         snapshot; the ids themselves are not kept."""
-        frame = snap.frame
-        assert frame is not None
+        assert snap.frame is not None
 
         def make() -> tuple[np.ndarray, np.ndarray]:
-            hashes = frame.select(pl.col("trial_id").hash()).collect(engine="streaming").to_series().to_numpy()
+            # window by window, in order: a hash's place in the concatenation is its row's place in the frame
+            hashes = np.concatenate([w.select(pl.col("trial_id").hash()).collect(engine="streaming").to_series()
+                                     .to_numpy() for w in self._windows(snap)])
             order = np.argsort(hashes, kind="stable")
             return hashes[order], order
 

@@ -70,6 +70,8 @@ def write_export(sources: Sequence[Source], dest: Path) -> Path:
     target = dest / "index.html"
     if target.exists():
         raise UserError("file exists; not overwriting", file=target, hint="remove it, or export into another folder")
+    for s in sources:
+        s.verify()  # every batch's checksum, before any value is embedded (a damaged part: UserError)
     page = export_page(sources)
     dest.mkdir(parents=True, exist_ok=True)
     target.write_text(page, encoding="utf-8")

@@ -11,8 +11,10 @@ Each query runs in a worker thread (polars releases the GIL), so a slow filter n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import json
+import signal
 from collections.abc import Callable, Sequence
 from functools import partial
 from importlib import resources
@@ -44,11 +46,13 @@ def static_text(name: str) -> str:
 
 
 def open_sources(paths: Sequence[Path]) -> list[Source]:
-    """Each output opened once (``UserError`` for a missing manifest or a damaged part), labelled as the report
-    labels runs."""
+    """Each output opened once (``UserError`` for a missing manifest, a foreign part or one that does not read;
+    a part failing its checksums is refused once ``Source.verify`` has run), labelled as the report labels runs."""
     if not paths:
         raise UserError("no output directory given", hint="trialgrid view OUT [OUT…]")
-    outputs = [Output.open(p) for p in paths]
+    # the footers only: each batch's checksum is checked in the background once the first page is answered
+    # (``Source.verify``; at 1M trials it took 0.5 CPU s of the first second), and a damaged part is refused then
+    outputs = [Output.open(p, verify=False) for p in paths]
     return [Source(Path(p), label, o) for p, label, o in zip(paths, labels_for(paths, outputs), outputs, strict=True)]
 
 
@@ -75,8 +79,9 @@ async def _headers(request: web.Request, handler: Callable[[web.Request], Any]) 
 
 
 def make_app(sources: Sequence[Source], warm_up: bool = True) -> web.Application:
-    """The viewer's application over ``sources`` (index i in the API is the i-th output given); ``warm_up``:
-    compute each output's index, blobs and analysis in the background once it listens."""
+    """The viewer's application over ``sources`` (index i in the API is the i-th output given). In the background,
+    once it listens, each output's parts are checked (``Source.verify``) and (``warm_up``) its index, blobs and
+    analysis computed."""
     app = web.Application(middlewares=[_headers])
 
     async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
@@ -156,9 +161,9 @@ def make_app(sources: Sequence[Source], warm_up: bool = True) -> web.Application
         def each() -> None:
             for s in sources:
                 try:
-                    s.warm()
+                    s.warm() if warm_up else s.verify()
                 except Exception:
-                    pass  # the request that needs it computes it again and reports the error
+                    pass  # the request that needs it computes it again and reports the error (a damaged part: 409)
 
         async def later() -> None:
             try:
@@ -174,9 +179,8 @@ def make_app(sources: Sequence[Source], warm_up: bool = True) -> web.Application
         if task is not None and not task.done():
             task.cancel()  # still waiting for the first page: nothing to warm any more
 
-    if warm_up:
-        app.on_startup.append(warm)
-        app.on_cleanup.append(stop_warming)
+    app.on_startup.append(warm)  # without ``warm_up``, only the parts' checksums are checked
+    app.on_cleanup.append(stop_warming)
     app.router.add_get("/", page)
     app.router.add_get("/static/{name}", static)
     app.router.add_get("/api/runs", runs)
@@ -203,8 +207,12 @@ async def _serve(app: web.Application, host: str, port: int, started: Callable[[
     sockets = getattr(server, "sockets", None) or []
     bound = sockets[0].getsockname()[1] if sockets else port
     started(f"http://{host}:{bound}/")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError, RuntimeError):  # not on Windows, nor outside the main thread
+        loop.add_signal_handler(signal.SIGTERM, stop.set)  # a clean exit: a live run's spilled batches removed
     try:
-        await asyncio.Event().wait()
+        await stop.wait()
     finally:
         await runner.cleanup()
 

@@ -76,6 +76,27 @@ def test_every_count_on_the_rates_page_is_the_size_of_the_list_it_opens(tab: Any
     assert tab.errors == []
 
 
+def test_a_leaderboard_cell_leads_to_as_many_trials_as_the_report_counts(tab: Any, url: str, quick_out: Path) -> None:
+    board = summarize([quick_out]).leaderboard.to_dicts()
+    rows = Output.open(quick_out).scan().collect()
+    assert board
+    for r in board:  # each model's trials, clicked on the rates page: the report's count of them
+        tab.goto(url + "#/run/0/rates")
+        tab.click(f"table.leaderboard tr[data-model='{r['model']}'] a.trials")
+        assert int(tab.text("#count")) == r["trials"]
+        assert set(tab.texts("tr.trial td:nth-child(2)")) == {r["model"]}
+    r = next(r for r in board if r["arm_a"])  # the headline's arm A: the rate a click leads to, its hits
+    tab.goto(url + "#/run/0/rates")
+    tab.click(f"table.leaderboard tr[data-model='{r['model']}'] td[data-arm='a'] a.arm")
+    outcome = r["outcome"] or r["headline"]
+    arm = rows.filter((pl.col("model") == r["model"]) & (pl.col("status") == "ok")
+                      & pl.col("condition").is_in(r["arm_a"]) & pl.col(outcome).is_not_null())
+    hits = arm.filter(pl.col(outcome))
+    assert int(tab.text("#count")) == hits.height > 0
+    assert hits.height / arm.height == pytest.approx(r["rate_a"])  # the report's rate is that count
+    assert tab.errors == []
+
+
 def test_contrast_arms_count_the_trials_the_report_does_and_click_through(
         tab: Any, url: str, quick_out: Path) -> None:
     summary = summarize([quick_out])

@@ -1,6 +1,7 @@
-"""A finished output's sorted pages and text searches' counts are read a slice at a time (``Source.page``,
-``Source.count``: bounded memory at 1 M trials); their rows, order and counts equal the whole output's, computed
-here by plain Python over every trial.
+"""A finished output is read a window of rows at a time (``runner.analysis.windows``: bounded memory at 1 M
+trials) by the counts, the filter columns' values, the usage and the trial index, and a sorted page finds its rows
+from the sort column alone; their rows, order, counts and values equal the whole output's, computed here by plain
+Python over every trial.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from runner.analysis import windows
 from runner.output import Output
-from runner.viewer import data
 from runner.viewer.data import Query, Source
 
 
@@ -30,11 +31,30 @@ def _text(row: dict[str, Any]) -> str:
     return "\n".join(parts).lower()
 
 
-def test_sorted_pages_and_text_counts_match_the_whole(quick_out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(data, "_TEXT_SLICE", 17)  # many slices, the last one short
+def test_sorted_pages_and_windowed_counts_match_the_whole(quick_out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(windows, "WINDOW_ROWS", 17)  # many windows, the last one short
     rows = _rows(quick_out)
     source = Source(quick_out, "q", Output.open(quick_out))
-    assert source.snapshot().stream_frame is None  # finished: the sliced paths
+    snap = source.snapshot()
+    assert snap.stream_frame is None and len(source._windows(snap)) == -(-len(rows) // 17)  # finished: windowed
+
+    # the filter columns' values, the usage and every trial found by the index: as the whole output has them
+    columns = source.columns()
+    for entry in columns["common"] + columns["outcomes"]:
+        if "values" in entry:
+            name = entry["name"]
+            seen = {v for r in rows for v in (r[name] if isinstance(r[name], list) else [r[name]]) if v is not None}
+            assert entry["values"] == [str(v) for v in sorted(seen)], name
+    assert {c["name"] for c in columns["outcomes"] if "values" in c} >= {"catalogue_order", "tools_called"}
+    info = source.run_info()
+    assert (info["trials"], info["errors"]) == (len(rows), sum(r["status"] != "ok" for r in rows))
+    assert info["input_tokens"] == sum(r["input_tokens"] or 0 for r in rows)
+    for r in rows[::7]:
+        found = source.trial(r["trial_id"])
+        assert found is not None and found["row"]["trial_id"] == r["trial_id"]
+    for model in ("sim-careful", "sim-reckless"):
+        assert source.count(Query.parse({"f.model": model, "f.decoy_called": "true"})) == sum(
+            r["model"] == model and r["decoy_called"] is True for r in rows)
 
     for column, desc, model in (("latency_ms", True, None), ("error_kind", False, None),
                                 ("input_tokens", False, "sim-reckless"), ("case_id", True, "sim-careful")):
