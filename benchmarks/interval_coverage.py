@@ -64,9 +64,12 @@ convolution of one prompt's joint (h_A, h_B) pmf) and from 400,000 simulated des
 sizes (--only floor-diff prints only that table, about 5 minutes on 2 cores).
 --only unequal prints the unequal-size grid of issue 29 (prompts 8/20/50/100, Beta rates with mean
 15/50/95/99% and ICC --uneq-icc, sizes log-uniform on 1–100 or a few prompts holding most trials; at
-least 2,000 designs a cell): the tilted interval with k − 1 df ("kg-tilted", the default before)
-against the Bell–McCaffrey design df ("kg-tilted-df", the default now; stats.intervals.design_df),
-and the same pair for A − B. The "-df" columns are in the main grid too.
+least 2,000 designs a cell): the tilted interval with k − 1 df ("kg-tilted", the first default)
+against the Bell–McCaffrey design df ("kg-tilted-df"; stats.intervals.design_df) and the design df
+with the variance times the Bell–McCaffrey factor ("kg-tilted-bm", the default now;
+stats.intervals.design_variance_factor, applied where the design df is at most ½(k − 1)), and the
+same three for A − B ("mover-kg-tilted-bm" the default). The "-df" and "-bm" columns are in the main
+grid too.
 The difference tables also print two paired intervals (issue 29: measured beside MOVER, not the
 default): "paired-t", the symmetric paired cluster t (``stats.intervals.paired_t``), and
 "paired-shaped", the paired SE with reaches shaped by the arms' intervals
@@ -115,7 +118,7 @@ LEVEL = 0.95
 FLOOR_DESIGNS = 400_000
 
 RATE_METHODS = ("percentile", "bca", "boot-t", "t", "kg", "kg-uncapped", "jeffreys-eff", "wilson-eff", "kg-midp",
-                "kg-tilted", "kg-tilted-df")
+                "kg-tilted", "kg-tilted-df", "kg-tilted-bm")
 DIFF_METHODS = ("percentile", "bca", "boot-t", "t", "mover-kg", "mover-jeffreys", "mover-wilson", "mover-kg-midp",
                 "mover-kg-tilted", "mover-kg-tilted-df", "mover-kg-tilted-bm", "paired-t", "paired-shaped")
 BOOT_METHODS = ("percentile", "bca", "boot-t")
@@ -339,6 +342,8 @@ def rate_intervals(h, n, B, seed, n_boot=None):
     out["kg-midp"] = I.korn_graubard_midp(r, v, N, k, LEVEL)
     out["kg-tilted"] = I.korn_graubard_tilted(r, v, N, k, LEVEL)
     out["kg-tilted-df"] = I.korn_graubard_tilted(r, v, N, k, LEVEL, df=I.design_df(n))
+    # the default since issue 29's third pass: the variance also carries the Bell–McCaffrey factor (gated)
+    out["kg-tilted-bm"] = I.korn_graubard_tilted(r, v * I.design_variance_factor(n), N, k, LEVEL, df=I.design_df(n))
     return out
 
 
@@ -819,7 +824,7 @@ UNEQ_PROMPTS = (8, 20, 50, 100)
 UNEQ_RATES = (0.15, 0.50, 0.95, 0.99)
 UNEQ_ICC = 0.2
 UNEQ_SIZES = ("loguni", "few")
-UNEQ_METHODS = ("kg-tilted", "kg-tilted-df")
+UNEQ_METHODS = ("kg-tilted", "kg-tilted-df", "kg-tilted-bm")
 UNEQ_DIFF_METHODS = ("mover-kg-tilted", "mover-kg-tilted-df", "mover-kg-tilted-bm", "paired-t", "paired-shaped")
 
 

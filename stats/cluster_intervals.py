@@ -103,6 +103,13 @@ def _factor_text(cA: float, cB: float) -> str:
     return f"; arms' variances × {cA:.2f} and × {cB:.2f} (Bell–McCaffrey bias factor, from unequal cluster sizes)"
 
 
+def _rate_factor_text(c: float) -> str:
+    """The rate's Bell–McCaffrey variance factor, as the method string says it (nothing if 1)."""
+    if c == 1.0:
+        return ""
+    return f"; variance × {c:.2f} (Bell–McCaffrey bias factor, from unequal cluster sizes)"
+
+
 def _t_rate(r: np.ndarray, v: np.ndarray, k: np.ndarray, confidence_level: float,
             df: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The t interval of a rate, clipped to [0, 1]; the whole range [0, 1] with fewer than 2 clusters."""
@@ -127,8 +134,11 @@ def rate_results(h: np.ndarray, n: np.ndarray, confidence_level: float,
     k_all = h.shape[1]
     _, N, r, v, k = I.ratio_moments(h, n)
     df = I.design_df(n)
+    # the variance carries Bell–McCaffrey's factor besides its df, as each arm of A − B does: where a few prompts
+    # hold most trials the df alone leaves the rate under 94% (docs/statistics-coverage.md); 1 with equal sizes
+    c = I.design_variance_factor(n)
     if method in _KG_WHAT:
-        lo, hi = _kg(method, r, v, N, k, confidence_level, df)
+        lo, hi = _kg(method, r, v * c, N, k, confidence_level, df)
     else:
         lo, hi = _t_rate(r, v, k, confidence_level, df)
     key: IntervalKey = "korn-graubard-tilted" if method == "korn-graubard-tilted" else (
@@ -138,7 +148,7 @@ def rate_results(h: np.ndarray, n: np.ndarray, confidence_level: float,
         dft = _df_text(df[j], k[j])
         if method in _KG_WHAT:
             what = (f"{_KG_WHAT[method]} interval of the pooled rate (Clopper–Pearson at the effective number of "
-                    f"trials from the cluster linearisation variance, {_KG_TAILS[method]}{dft})")
+                    f"trials from the cluster linearisation variance, {_KG_TAILS[method]}{dft}{_rate_factor_text(c[j])})")
         else:
             what = f"t interval of the pooled rate (cluster linearisation standard error, {dft})"
         if k[j] < 2 and np.isfinite(r[j]):
@@ -233,9 +243,10 @@ def cluster_rate_ci(
         Seed of the resampling (``method="percentile"`` only).
     method : {"korn-graubard-tilted", "korn-graubard", "t", "percentile"}, default "korn-graubard-tilted"
         ``"korn-graubard-tilted"``: Clopper–Pearson at the Korn–Graubard
-        effective trials with tails split α(½ ± 0.1(1 − 2r)) (for A − B:
-        the MOVER combination of the arms' tilted intervals, each arm's
-        variance times its Bell–McCaffrey factor, 1 with equal sizes).
+        effective trials with tails split α(½ ± 0.1(1 − 2r)), the variance
+        times its Bell–McCaffrey factor and the t quantile at the design df
+        (both exactly as k − 1 with equal sizes); for A − B: the MOVER
+        combination of the arms' tilted intervals, each arm so computed.
         ``"korn-graubard"``: the same with equal tails. ``"t"``: rate ± t
         times the cluster linearisation standard error, k − 1 df.
         ``"percentile"``: cluster bootstrap percentile interval (clusters

@@ -129,9 +129,9 @@ def design_variance_factor(n: np.ndarray, *, gate: float | None = UNEQUAL_DF_SHA
     by about (1 − w_i). The factor Var(r) / E[v] is exactly 1 with equal sizes, about 1.2 when 5 of
     50 prompts hold 80% of the trials, and about 20 when one of 8 holds 84%. Multiplying v by it is the
     scalar form of Bell & McCaffrey's (2002) bias-reduced linearisation; ``design_df`` is its df, and
-    the df is unchanged by the scaling. Used for the arms of the A − B interval (where the df alone
-    leaves the difference under 94%: docs/statistics-coverage.md); never below 1 (never narrower than
-    the published rule); 1 where fewer than 2 clusters have trials.
+    the df is unchanged by the scaling. Used for the pooled rate and for each arm of the A − B interval
+    (where the df alone leaves them under 94%: docs/statistics-coverage.md); never below 1 (never narrower
+    than the published rule); 1 where fewer than 2 clusters have trials.
 
     ``gate``: the factor applies only where ``design_df`` ≤ gate · (k − 1), i.e. where the sizes are
     unequal enough that the design rests on fewer than about half its clusters (log-uniform 1–100 sizes,

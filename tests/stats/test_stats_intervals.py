@@ -175,6 +175,18 @@ def _df_reference(h, n):
     return k - 1.0 if abs(df - (k - 1)) <= 1e-9 * k else min(df, k - 1.0)
 
 
+def _factor_reference(n):
+    """Bell–McCaffrey variance factor by explicit matrices: Var(r) / E[v] = Σw² / (k/(k − 1) · tr(MᵀW²M)) under
+    independent cluster rates with a common variance; applied (else 1) only where the df is at most ½ (k − 1)."""
+    n = np.asarray(n, float)
+    n = n[n > 0]
+    k = n.size
+    w = n / n.sum()
+    M = np.eye(k) - np.outer(np.ones(k), w)
+    c = max(float(np.sum(w * w) / (k / (k - 1) * np.trace(M.T @ np.diag(w * w) @ M))), 1.0)
+    return c if _df_reference(None, n) <= 0.5 * (k - 1) else 1.0
+
+
 def _kg_reference(h, n, level=0.95, tilt=0.1, factor=1.0):
     """Korn & Graubard (1998) recomputed with scipy: CP at x* = r n*, n* = min(r(1−r)/v, Σn)·(z/t_df)²;
     tails α(½ + tilt(1 − 2r)) below and α(½ − tilt(1 − 2r)) above (tilt 0: the equal-tailed original);
@@ -204,11 +216,13 @@ def test_default_rate_interval_is_tilted_korn_graubard(seed, method):
     h = rng.binomial(n, rng.beta(0.5, 3, k))
     kwargs = {} if method == stats.cluster_intervals.DEFAULT_METHOD else {"method": method}
     res = stats.cluster_rate_ci(np.arange(k), h, n, seed=1, **kwargs)
-    r, se, lo, hi = _kg_reference(h[n > 0], n[n > 0], tilt=0.1 if method == "korn-graubard-tilted" else 0.0)
+    c = _factor_reference(n)
+    r, se, lo, hi = _kg_reference(h[n > 0], n[n > 0], tilt=0.1 if method == "korn-graubard-tilted" else 0.0,
+                                  factor=c)
     assert stats.cluster_intervals.DEFAULT_METHOD == "korn-graubard-tilted"
     assert res.interval_method == method and "Korn–Graubard" in res.method
     assert res.statistic == pytest.approx(r, rel=1e-14)
-    assert res.standard_error == pytest.approx(se, rel=1e-12)
+    assert res.standard_error == pytest.approx(se / math.sqrt(c), rel=1e-12)  # the linearisation SE, unscaled
     assert res.confidence_interval.low == pytest.approx(lo, rel=1e-9, abs=1e-14)
     assert res.confidence_interval.high == pytest.approx(hi, rel=1e-9, abs=1e-14)
     assert res.n_resamples == 0 and res.bootstrap_distribution.size == 0
@@ -481,3 +495,39 @@ def test_unequal_difference_is_mover_of_arms_with_the_bell_mccaffrey_factor():
     equal = stats.cluster_rate_ci(cluster, np.minimum(np.column_stack([hA, hB]).ravel(), 9), np.full(2 * k, 9),
                                   arm=arm)
     assert "bias factor" not in equal.method  # equal sizes: factor 1, the interval as before
+
+
+def test_unequal_rate_is_korn_graubard_with_the_bell_mccaffrey_factor():
+    """A few big prompts: the rate's variance carries the factor (as A − B's arms do), named in the method."""
+    n = np.array([200, 200] + [3] * 18)
+    h = np.array([30, 120] + [1, 0, 2] * 6)
+    c = _factor_reference(n)
+    res = stats.cluster_rate_ci(np.arange(20), h, n)
+    _, _, lo, hi = _kg_reference(h, n, factor=c)
+    assert c > 1.2 and c == pytest.approx(I.design_variance_factor(n)[0], rel=1e-12)
+    assert tuple(res.confidence_interval) == pytest.approx((lo, hi), rel=1e-9)
+    assert f"variance × {c:.2f}" in res.method and "Bell–McCaffrey bias factor" in res.method
+    many = stats.cluster_rate_ci_many(np.arange(20), np.column_stack([h, n - h]), n)
+    assert tuple(many[0].confidence_interval) == tuple(res.confidence_interval)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_equal_and_mildly_unequal_sizes_give_bit_identical_rate_intervals(seed):
+    """Where the factor is 1 (equal sizes; df above ½ (k − 1)) the rate interval is bit for bit the design-df
+    interval without it: the factor is snapped to exactly 1.0 and v · 1.0 == v in IEEE arithmetic."""
+    rng = np.random.default_rng([2910, seed])
+    R, k = 200, int(rng.integers(2, 60))
+    runs = int(rng.integers(1, 30))
+    for n in (np.full((R, k), float(runs)),  # equal sizes: the published k − 1 rule
+              rng.binomial(runs, 1.0 - rng.uniform(0, 0.6, (R, k))).astype(np.float64)):  # error rows thinning cells
+        h = rng.binomial(n.astype(np.int64), rng.beta(0.5, 3, (R, k))).astype(np.float64)
+        c = I.design_variance_factor(n)
+        keep = c == 1.0
+        assert keep.all() if n.min() == n.max() else keep.mean() > 0.9
+        _, N, r, v, kk = I.ratio_moments(h, n)
+        old = I.korn_graubard_tilted(r, v, N, kk, 0.95, df=I.design_df(n))
+        res = stats.cluster_intervals.rate_results(h, n, 0.95, "korn-graubard-tilted")
+        lo = np.array([x.confidence_interval.low for x in res])
+        hi = np.array([x.confidence_interval.high for x in res])
+        np.testing.assert_array_equal(np.where(keep, lo, 0.0), np.where(keep, old[0], 0.0))
+        np.testing.assert_array_equal(np.where(keep, hi, 0.0), np.where(keep, old[1], 0.0))
