@@ -42,38 +42,48 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 _TOOLS = ("get_order", "refund_order", "send_email", "schedule_call")
 
 
+def conversations(n: int, seed: int = 7) -> Iterator[tuple[int, int, int, str, str, dict[str, object]]]:
+    """``n`` calls in conversations of 1–8 calls: (conversation, turn, call index, user turn, tool, arguments).
+    One generator for both trace benchmarks (this one's JSON lines, ``trace_import.py``'s OTLP spans)."""
+    rng = random.Random(seed)
+    i = conv = 0
+    while i < n:
+        conv += 1
+        order = f"ORD-{rng.randrange(10**6):06d}"
+        email = f"user{rng.randrange(10**5)}@example.com"
+        user = f"Hi, I need help with order {order}. My email is {email}."
+        for turn in range(rng.randint(1, 8)):
+            if i >= n:
+                break
+            args = {"order_id": order if rng.random() < 0.9 else f"ORD-{rng.randrange(10**6):06d}",
+                    "email": email if rng.random() < 0.8 else "someone@example.com",
+                    "amount": round(rng.uniform(5, 200), 2), "note": "customer request"}
+            yield conv, turn, i, user, _TOOLS[turn % len(_TOOLS)], args
+            i += 1
+
+
 def write_traces(path: Path, n: int, seed: int = 7) -> None:
     """``n`` gold-less traces, one call each, as JSON lines."""
-    rng = random.Random(seed)
+    results: list[dict[str, object]] = []
+    last = 0
     with path.open("w", encoding="utf-8") as fh:
-        i = conv = 0
-        while i < n:
-            conv += 1
-            order = f"ORD-{rng.randrange(10**6):06d}"
-            email = f"user{rng.randrange(10**5)}@example.com"
-            user = f"Hi, I need help with order {order}. My email is {email}."
-            results: list[dict[str, object]] = []
-            for turn in range(rng.randint(1, 8)):
-                if i >= n:
-                    break
-                tool = _TOOLS[turn % len(_TOOLS)]
-                args = {"order_id": order if rng.random() < 0.9 else f"ORD-{rng.randrange(10**6):06d}",
-                        "email": email if rng.random() < 0.8 else "someone@example.com",
-                        "amount": round(rng.uniform(5, 200), 2), "note": "customer request"}
-                trace = {"id": f"c{conv}-t{turn}", "context": {"system": "You are the support assistant.",
-                                                               "user": [user], "tool_results": list(results)},
-                         "calls": [{"tool": tool, "args": args}], "gold_phantoms": None,
-                         "source": {"format": "otel-genai", "file": "gen.json", "record": i,
-                                    "trace_id": f"{conv:032x}", "span_id": f"{i:016x}",
-                                    "conversation_id": f"conv-{conv}", "call_id": f"call_{i}"}}
-                fh.write(json.dumps(trace) + "\n")
-                results.append({"tool": tool, "result": {"ok": True, "total": args["amount"]}})
-                i += 1
+        for conv, turn, i, user, tool, args in conversations(n, seed):
+            if conv != last:
+                results, last = [], conv
+            trace = {"id": f"c{conv}-t{turn}", "context": {"system": "You are the support assistant.",
+                                                           "user": [user], "tool_results": list(results)},
+                     "calls": [{"tool": tool, "args": args}], "gold_phantoms": None,
+                     "source": {"format": "otel-genai", "file": "gen.json", "record": i,
+                                "trace_id": f"{conv:032x}", "span_id": f"{i:016x}",
+                                "conversation_id": f"conv-{conv}", "call_id": f"call_{i}"}}
+            fh.write(json.dumps(trace) + "\n")
+            results.append({"tool": tool, "result": {"ok": True, "total": args["amount"]}})
 
 
 def _child(traces: str, out: str) -> None:

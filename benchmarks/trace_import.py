@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -52,9 +51,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from trace_audit import _TOOLS, conversations  # one generator of conversations for both trace benchmarks
+
 ROOT = Path(__file__).resolve().parents[1]
 SPANS_PER_LINE = 512
-_TOOLS = ("get_order", "refund_order", "send_email", "schedule_call")
 TOOLS = json.dumps([{"type": "function", "name": t, "description": f"{t.replace('_', ' ')} for a customer",
                      "parameters": {"type": "object", "properties": {
                          "order_id": {"type": "string"}, "email": {"type": "string"},
@@ -82,7 +82,6 @@ def _span(conv: int, turn: int, user: str, history: list[dict[str, object]], arg
 
 def generate(path: Path, calls: int, seed: int = 7) -> int:
     """``calls`` tool calls as OTLP JSON lines (the shape of ``benchmarks/trace_audit.py``'s traces); its bytes."""
-    rng = random.Random(seed)
     with path.open("w") as fh:
         spans: list[str] = []
 
@@ -91,28 +90,19 @@ def generate(path: Path, calls: int, seed: int = 7) -> int:
                      + ']},"scopeSpans":[{"scope":{"name":"bench"},"spans":[' + ",".join(spans) + "]}]}]}\n")
             spans.clear()
 
-        i = conv = 0
-        while i < calls:
-            conv += 1
-            order = f"ORD-{rng.randrange(10**6):06d}"
-            email = f"user{rng.randrange(10**5)}@example.com"
-            user = f"Hi, I need help with order {order}. My email is {email}."
-            history: list[dict[str, object]] = []
-            for turn in range(rng.randint(1, 8)):
-                if i >= calls:
-                    break
-                args = {"order_id": order if rng.random() < 0.9 else f"ORD-{rng.randrange(10**6):06d}",
-                        "email": email if rng.random() < 0.8 else "someone@example.com",
-                        "amount": round(rng.uniform(5, 200), 2), "note": "customer request"}
-                spans.append(_span(conv, turn, user, history, args, i))
-                call_id = f"call_{conv}_{turn}"
-                history += [{"role": "assistant", "parts": [{"type": "tool_call", "id": call_id,
-                                                             "name": _TOOLS[turn % len(_TOOLS)], "arguments": args}]},
-                            {"role": "tool", "parts": [{"type": "tool_call_response", "id": call_id,
-                                                        "response": {"ok": True, "total": args["amount"]}}]}]
-                i += 1
-                if len(spans) == SPANS_PER_LINE:
-                    flush()
+        history: list[dict[str, object]] = []
+        last = 0
+        for conv, turn, i, user, tool, args in conversations(calls, seed):
+            if conv != last:
+                history, last = [], conv
+            spans.append(_span(conv, turn, user, history, args, i))
+            call_id = f"call_{conv}_{turn}"
+            history += [{"role": "assistant", "parts": [{"type": "tool_call", "id": call_id,
+                                                         "name": tool, "arguments": args}]},
+                        {"role": "tool", "parts": [{"type": "tool_call_response", "id": call_id,
+                                                    "response": {"ok": True, "total": args["amount"]}}]}]
+            if len(spans) == SPANS_PER_LINE:
+                flush()
         if spans:
             flush()
     return path.stat().st_size
