@@ -389,9 +389,10 @@ class Source:
         self._lock = threading.Lock()
         self._open: dict[Path, _OpenPart] = {}
         self._spill: Path | None = None  # the open parts' batches as read (``_OpenPart``), made when first needed
-        #: (name, size, mtime) of each closed part whose checksums hold; None until ``verify`` first ran (``output``
-        #: may be opened with ``verify=False``, so the first page need not wait for every batch's checksum)
-        self._verified: set[tuple[str, int, int]] | None = None
+        #: whether ``verify`` ran (``output`` may be opened with ``verify=False``, so the first page need not wait
+        #: for every batch's checksum); after it, each snapshot checks its parts (``runner.output.verified``
+        #: makes a part already checked cost a footer read)
+        self._checked = False
         self._damage: UserError | None = None
         self._snap = self._read(self._key(), output)
         if self._snap.frame is not None:
@@ -418,7 +419,7 @@ class Source:
     def _read(self, key: tuple[Any, ...], output: Output | None = None) -> _Snapshot:
         if output is None:
             output = Output.open(self.path, verify=False)
-            if self._verified is not None:  # checked already: a part finalized since is checked before it is shown
+            if self._checked:  # a part finalized since is checked before it is shown
                 self._check(output)
         frames: list[pl.LazyFrame] = [output.scan()] if output.parts else []
         streams = sorted(p for p in (self.path / "trials").glob("part-*.arrows")) if (self.path / "trials").is_dir() else []
@@ -465,24 +466,17 @@ class Source:
             return self._snap
 
     def _check(self, output: Output) -> None:
-        """Check the checksums of ``output``'s parts not checked yet (``runner.output.parts.damaged_parts``);
-        a damaged one is remembered and raised, here and by every later ``snapshot``."""
-        stamps = {}
-        for part in output.parts:
-            try:
-                st = part.stat()
-            except OSError:
-                continue  # gone since the listing (a rerun set it aside): the next snapshot does not count it
-            stamps[part] = (part.name, st.st_size, st.st_mtime_ns)
-        done = self._verified or set()
-        issues = damaged_parts([p for p, stamp in stamps.items() if stamp not in done])
+        """Check the checksums of ``output``'s parts (``runner.output.parts.damaged_parts``; a part unchanged since
+        it verified is not read again, ``runner.output.verified``); a damaged one is remembered and raised, here
+        and by every later ``snapshot``."""
+        issues = damaged_parts([p for p in output.parts if p.exists()])  # a part gone since the listing: not counted
         if issues:
             try:
                 refuse_issues(output.trials_dir, issues)
             except UserError as exc:
                 self._damage = exc
                 raise
-        self._verified = (self._verified or set()) | set(stamps.values())
+        self._checked = True
 
     def verify(self) -> None:
         """Check every closed part's checksums before any value is trusted for long: the server runs this first,
