@@ -10,7 +10,7 @@ bootstrap 95% percentile interval (trialgrid's ``cluster_rate_ci``) and
 the naive trial-level Wilson interval, and counts how often each covers the
 truth. The cluster interval should cover 93-97% of the time; the Wilson
 interval, which treats correlated trials as independent, covers far less.
-(Pinned to ``method="percentile"``; the default interval since issue 15 is studied by
+(Pinned to ``method="percentile"``; the default, analytic interval is studied by
 benchmarks/interval_coverage.py.)
 """
 

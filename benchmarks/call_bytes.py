@@ -7,10 +7,10 @@ For each bundled sweep named (as it is), and then for the quickstart design scal
 then the size of ``OUT/trials`` on disk (format 2), and the size of the same parts
 rewritten without the ``calls`` and ``call_blobs`` columns, batch by batch — what
 format 1 wrote for the same trials. Prints bytes per trial for both and their ratio
-(issue 24's bound: at most 2x), and how much of the growth is the blobs (system
+(at most 2x), and how much of the growth is the blobs (system
 prompts, catalogues, params: stored once per record batch). Figures, not a test.
 
-Measured on a shared 2-core machine (issue 24): quickstart 671 → 1,060 B/trial (1.58x);
+Measured on a shared 2-core machine: quickstart 671 → 1,060 B/trial (1.58x);
 the quickstart scaled to 1,000,116 trials 667 → 1,048 B/trial (1.57x, blobs 6.4
 B/trial); propagation 1,079 → 2,020 (1.87x); negatives 427 → 828 (1.94x); phantom
 422 → 709 (1.68x).

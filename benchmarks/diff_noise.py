@@ -1,4 +1,4 @@
-"""`trialgrid diff` on noise and on a real change: the acceptance figures of issue 27.
+"""`trialgrid diff` on noise and on a real change: how often it cries wolf, and whether it finds a real change.
 
 Usage: python benchmarks/diff_noise.py [--pairs 5] [--sweeps quickstart,negatives,phantom,propagation]
 
@@ -8,7 +8,7 @@ Usage: python benchmarks/diff_noise.py [--pairs 5] [--sweeps quickstart,negative
 2. **power**: the same sweep with the persona behind two model labels swapped (typical → reckless,
    careful → typical) on quickstart and negatives. Goal: REGRESSION and exit 1 on both.
 
-Prints one line per diff (exit code, regressions, fixed, leads, run-level tests, the smallest
+Prints one line per diff (exit code, regressions, fixed, cells to watch, run-level tests, the smallest
 run-level p) and the totals; exits 1 when a goal is missed. A benchmark, not a test: it runs the
 full bundled sweeps (quickstart 2,340 trials each side).
 """
@@ -55,7 +55,7 @@ def _diff(old: Path, new: Path) -> tuple[int, str]:
     code = CliRunner().invoke(app, ["diff", str(old), str(new)]).exit_code
     p_min = min((r.contrast.p for r in result.runs), default=float("nan"))
     return code, (f"exit {code}  regressions {len(result.regressions)}  fixed {len(result.fixed)}  "
-                  f"leads {len(result.leads)}  run-level tests {len(result.runs)}  min paired p {p_min:.2g}")
+                  f"watch {len(result.watch)}  run-level tests {len(result.runs)}  min paired p {p_min:.2g}")
 
 
 def main() -> int:

@@ -8,9 +8,7 @@ trials/s. Then, in a fresh subprocess, runs a ``--rss-trials`` grid and prints i
 peak RSS (a subprocess so the first run's memory does not count). Figures drift with
 machine load; compare runs made side by side. ``--write-ahead-ab N`` instead alternates N
 runs with the write-ahead journal (``engine.write_ahead``, the default) and N without, and
-prints the best trials per CPU-second of each and their ratio (the journal's cost). Session 8,
-``--trials 100000 --write-ahead-ab 3`` (load 9.2 → 7.4): on 8,676 / 8,560 / 8,486, off 9,895 / 8,771 / 9,563
-trials per CPU-second: best 0.877, medians 0.895; at load 1.2 best 0.930 (the ≤ 5% goal of issue 30 is not met).
+prints the best trials per CPU-second of each and their ratio (the journal's cost).
 
 ``compare_with_ungrounded`` (used by ``benchmarks/hot_path.py``) runs this path and the
 ``ungrounded`` package's own mock loop alternately in one process and returns their

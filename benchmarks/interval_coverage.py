@@ -7,7 +7,7 @@ Usage: PYTHONPATH=. python benchmarks/interval_coverage.py [--quick] [--designs 
                                                           [--no-stress] [--re-posterior]
 
 Simulation study behind the default interval method of ``stats.cluster_rate_ci`` /
-``stats.cluster_rate_ci_many`` (issue 15). Seeded: the same command prints the same table.
+``stats.cluster_rate_ci_many``. Seeded: the same command prints the same table.
 
 Design (one "cell" of the grid = one row of the table):
   prompts k          6, 12, 30, 100
@@ -62,7 +62,7 @@ floor of the sparse difference cells with ≥ 12 prompts: the coverage of the MO
 of the two arms' intervals of independent trials (design effect 1), exact for equal sizes (2-D
 convolution of one prompt's joint (h_A, h_B) pmf) and from 400,000 simulated designs for unequal
 sizes (--only floor-diff prints only that table, about 5 minutes on 2 cores).
---only unequal prints the unequal-size grid of issue 29 (prompts 8/20/50/100, Beta rates with mean
+--only unequal prints the unequal-size grid (prompts 8/20/50/100, Beta rates with mean
 15/50/95/99% and ICC --uneq-icc, sizes log-uniform on 1–100 or a few prompts holding most trials; at
 least 2,000 designs a cell): the tilted interval with k − 1 df ("kg-tilted", the first default)
 against the Bell–McCaffrey design df ("kg-tilted-df"; stats.intervals.design_df) and the design df
@@ -70,13 +70,13 @@ with the variance times the Bell–McCaffrey factor ("kg-tilted-bm", the default
 stats.intervals.design_variance_factor, applied where the design df is at most ½(k − 1)), and the
 same three for A − B ("mover-kg-tilted-bm" the default). The "-df" and "-bm" columns are in the main
 grid too.
-The difference tables also print two paired intervals (issue 29: measured beside MOVER, not the
+The difference tables also print two paired intervals (measured beside MOVER, not the
 default): "paired-t", the symmetric paired cluster t (``stats.intervals.paired_t``), and
 "paired-shaped", the paired SE with reaches shaped by the arms' intervals
 (``stats.intervals.paired_shaped``, what ``stats.paired_difference_ci`` returns). --only paired-null prints null A − B cells near
 0 and 1 (1/3/97/99%, J-shaped Beta rates with ICC 0.25 shared by both arms through a copula of 0.8
 or 0.95, 10 runs, 12/30/100 prompts), where MOVER is widest; --only paired runs
-benchmarks/paired_coverage.py (the model-comparison design of issue 27, with both intervals).
+benchmarks/paired_coverage.py (the model-comparison design, with both intervals).
 --re-posterior adds a measured candidate that is not shipped (docs/statistics-coverage.md,
 "Candidates measured"): the equal-tailed credible interval of μ in a logit-normal random-effects
 model (uniform prior on the median prompt rate, half-normal(2) prior on σ), by grid quadrature.
@@ -342,7 +342,7 @@ def rate_intervals(h, n, B, seed, n_boot=None):
     out["kg-midp"] = I.korn_graubard_midp(r, v, N, k, LEVEL)
     out["kg-tilted"] = I.korn_graubard_tilted(r, v, N, k, LEVEL)
     out["kg-tilted-df"] = I.korn_graubard_tilted(r, v, N, k, LEVEL, df=I.design_df(n))
-    # the default since issue 29's third pass: the variance also carries the Bell–McCaffrey factor (gated)
+    # the default: the variance also carries the Bell–McCaffrey factor (gated)
     out["kg-tilted-bm"] = I.korn_graubard_tilted(r, v * I.design_variance_factor(n), N, k, LEVEL, df=I.design_df(n))
     return out
 
@@ -376,7 +376,7 @@ def diff_intervals(hA, nA, hB, nB, B, seed, n_boot=None):
     la, ua = I.korn_graubard_tilted(rA, vA, NA, kA, LEVEL, df=I.design_df(nA))
     lb, ub = I.korn_graubard_tilted(rB, vB, NB, kB, LEVEL, df=I.design_df(nB))
     out["mover-kg-tilted-df"] = I.mover(rA, la, ua, rB, lb, ub, corr)
-    # the default since issue 29's second pass: the arms' variances also carry the Bell–McCaffrey factor
+    # the default: the arms' variances also carry the Bell–McCaffrey factor
     cA, cB = I.design_variance_factor(nA), I.design_variance_factor(nB)
     la2, ua2 = I.korn_graubard_tilted(rA, vA * cA, NA, kA, LEVEL, df=I.design_df(nA))
     lb2, ub2 = I.korn_graubard_tilted(rB, vB * cB, NB, kB, LEVEL, df=I.design_df(nB))
@@ -817,7 +817,7 @@ def print_diff_floor(seed: int, designs: int) -> None:
               f"{100 * f['mid-p']:7.2f} {100 * f['Newcombe']:8.2f} {100 * f['mid-p df']:8.2f}{flag}")
 
 
-# ---------------------------------------------------------------- unequal prompt sizes (issue 29)
+# ---------------------------------------------------------------- unequal prompt sizes
 
 #: prompts, Beta mean rates (ICC UNEQ_ICC) and size schemes of the unequal-size grid
 UNEQ_PROMPTS = (8, 20, 50, 100)
@@ -870,7 +870,7 @@ def run_unequal(args, RA: int) -> None:
         PROMPTS = saved
 
 
-# ---------------------------------------------------------------- null A − B near 0 and 1, agreeing arms (issue 29)
+# ---------------------------------------------------------------- null A − B near 0 and 1, agreeing arms
 
 #: prompts, mean rate of both arms, copula of the arms' prompt rates, runs per prompt and arm
 PAIRED_NULL_PROMPTS = (12, 30, 100)
@@ -927,7 +927,7 @@ def main(argv: list[str]) -> int:
                     "columns to the rate table (slow: about 0.5-1 ms per interval; use with --prompts 6,12)")
     ap.add_argument("--prompts", type=str, default=None, help="comma-separated subset of 6,12,30,100")
     args = ap.parse_args(argv[1:])
-    if args.only == "paired":  # the paired model difference on correlated designs (issue 27): its own module
+    if args.only == "paired":  # the paired model difference on correlated designs: its own module
         from paired_coverage import main as paired_main
         return paired_main(argv[1:])
     R = args.designs or (400 if args.quick else 2000)

@@ -22,12 +22,9 @@ in-process run of the same sweep (``provider: sim`` gives the same outcomes by c
 A benchmark, not a test (``tests/execution/test_exactly_once.py`` asserts the behaviour); quote it with
 the load average.
 
-Measured (2 cores shared by ~7 agents; docs/performance.md, "Crash, resume and concurrency (session 8)"),
-``--tries 3``, 2,340 trials, kill at 1,000 answers, 20 ms: concurrency 16: 10 of 3,010 answered trials re-sent
-(0.33%), 37 in flight re-sent (load 6-11); 48: 88 of 3,028 (2.91%), 1 (load 11-12); 64: 149 of 3,069 (4.86%),
-3 (load 10-12). Every output held each trial once, equal to an uninterrupted run. Answered and in-flight
-re-sends add up to about the concurrency: the answered ones are answers the client had not yet read off its
-socket (it was short of CPU), not rows waiting for their batch (the journal holds those).
+Answered and in-flight re-sends add up to about the concurrency: the answered ones are answers the client had
+not yet read off its socket, not rows waiting for their batch (the write-ahead journal holds those).
+Figures: docs/performance.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Coverage of the paired model difference's interval, by simulation on correlated designs (issue 27).
+"""Coverage of the paired model difference's interval, by simulation on correlated designs.
 
 Usage: python benchmarks/paired_coverage.py [--designs 1000] [--seed 27] [--prompts 12,30,100] [--null]
        (or python benchmarks/interval_coverage.py --only paired ...)
@@ -15,7 +15,7 @@ two models — the public function, so a change to that interval is measured her
 
 Prints one row per cell (k × rates × rho) and interval: coverage, its Monte Carlo standard error,
 misses below / above, the mean width and the width relative to MOVER, for the report's MOVER
-interval and the shaped paired interval (``stats.paired_difference_ci``, issue 29) on the same designs.
+interval and the shaped paired interval (``stats.paired_difference_ci``) on the same designs.
 ``--null`` adds null differences near 0 and 1 (1% vs 1%, 97% vs 97%), where MOVER is widest. Goal:
 coverage ≥ 94% in every cell.
 """
@@ -35,7 +35,7 @@ OFFSETS = (-0.5, 0.5)
 SCALE = 1.0
 #: (label, rate of A, rate of B) at the centre of the case distribution
 RATES = (("rare", 0.03, 0.06), ("common", 0.40, 0.50))
-#: null differences near 0 and 1 (issue 29: where MOVER is widest, because the arms agree)
+#: null differences near 0 and 1 (where MOVER is widest, because the arms agree)
 NULL_RATES = (("null rare", 0.01, 0.01), ("null high", 0.97, 0.97))
 #: the intervals measured side by side: the report's MOVER default and the shaped paired interval
 INTERVALS = (("mover", lambda c, h, n, a: stats.cluster_rate_ci(c, h, n, arm=a)),

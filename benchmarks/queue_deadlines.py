@@ -3,15 +3,13 @@
 Usage: python benchmarks/queue_deadlines.py [--runs 129] [--concurrency 1024] [--latency-ms 50] [--timeout-s 120]
 
 ``trialgrid serve`` (a real process) answers the quickstart over the OpenAI wire format (117 trials per
-run: 15,093 at ``--runs 129``, the grid of issue 30's measurement), run by ``trialgrid run`` (a real
+run: 15,093 at ``--runs 129``, a grid deep enough to queue), run by ``trialgrid run`` (a real
 process) with ``--concurrency`` trials in flight overall and per model. Printed: the trials, the wall
 time, the rows by status, and the timeouts split by ``attempts`` — a timeout with ``attempts = 0`` is a
 trial whose deadline ran out while it waited its turn, before any request went out. Since deadlines
-start at a trial's first send (``runner/execution/deadlines.py``), there should be none; issue 30 had
-390 of 15,093 before.
+start at a trial's first send (``runner/execution/deadlines.py``), there should be none.
 
-A benchmark, not a test; quote it with the load average. Measured with the defaults (session 8, load 8.9 → 8.1):
-exit 0, 15,093 rows all ok in 67 s, 0 timeouts (0 with attempts = 0), the server at most 482 in flight.
+A benchmark, not a test; quote it with the load average. Figures: docs/performance.md.
 """
 
 from __future__ import annotations

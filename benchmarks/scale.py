@@ -25,47 +25,7 @@ time, CPU time and peak RSS (``ru_maxrss``), so no step's memory counts against 
 
 Figures drift with the machine's load (printed with them); compare steps of one run, side by side.
 
-Measured (2 cores shared by ~9 agents, run with ``nice -n 10``; load average at each step in brackets),
-``python benchmarks/scale.py --trials N --steps run,resume,report,load,diff``, write-ahead journal on:
-
-| step | 100k: wall / CPU s / peak RSS MiB | 1M: wall / CPU s / peak RSS MiB |
-|---|---|---|
-| run (end included) | 205 / 27.2 / 173 (13) | 1,238 / 251 / 288 (8–16) |
-| resume, nothing to do | 6.2 / 0.82 / 177 (13) | 1.7 / 0.97 / 328 (7.6) |
-| ``trialgrid report --json`` | 11.3 / 2.5 / 335 (12) | 9.1 / 6.3 / 640 (7.1) |
-| ``runner.load`` per-cell query | 9.3 / 0.83 / 224 (13) | 1.4 / 0.84 / 372 (7.0) |
-| ``trialgrid diff OUT OUT`` | 64 / 3.2 / 288 (13) | 3.7 / 2.4 / 420 (7.0) |
-
-Before ``stats.pass_hat_k_curve`` the 100k report took 16.8 CPU s and 423 MiB (its consistency table computed
-exact binomial ratios of big integers for every k up to the most runs a case has). At 1M about a third of the
-report's CPU is ``json.dumps`` of that table, which still has one row per k (77k rows at 1M).
-
-Session 7, ``--steps report,load,diff`` on a fresh 1M fixture (built in 371 s wall, 196 CPU s, 270 MiB, load
-3–8), after the report's per-cell sums went to windows of rows (``runner/analysis/windows.py``), load 11.2:
-report 13.5 s / 4.79 CPU s / 397 MiB; ``runner.load`` query 4.5 / 1.27 / 298; diff 12.2 / 3.91 / 357 (diff's
-own windows came after: 271 MiB). docs/performance.md has the before/after side by side. The 10M build
-(``--trials 10000000``, about 2,000 CPU s) did not finish at that load.
-
-Session 8, ``--steps resume,kill --cut`` on the lead's real 1M and 10M outputs (1,000,116 and 10,000,107
-trials), with main at 81623a0 on ``PYTHONPATH`` (parts verified once per change), at load 2.5–3.2. Each step
-prints ``verify_s`` (the checksum check, paid again here because hard-linking changes a part's ctime) and
-``repair_s``. Resume with nothing to do: 1M 1.85 s wall (0.76 s less verify_s), 495 MiB; 10M 9.37 s (3.04 s
-less verify_s), 802 MiB. First new trial after a kill at 50%: 1M 2.43 s (repair 1.30 s of a 503,808-row open
-part), 675 MiB; 10M 5.15 s (1.99 s less verify_s). docs/performance.md has both runs.
-
-Session 8, ``--steps report,load,diff`` on checksummed fixtures (1M: 1,000,116 trials in one 1.07 GB part; 10M:
-10,000,107 trials, 11 GB, built in 2,339 s wall, 1,333 CPU s, 1,349 MiB). The report reads part checksums without a
-memory map, checks a big part in threads (measured before the merge of main's once-per-change check, which
-replaced that), and loads the statistics' kernels in a background thread:
-
-| step | 1M: wall / CPU s / peak RSS MiB (load) | 10M: wall / CPU s / peak RSS MiB (load) |
-|---|---|---|
-| ``trialgrid report --json`` | 5.15 / 3.65 / 1,296 (5.9) | 16.4 / 16.9 / 4,913 (3.6) |
-| ``runner.load`` per-cell query | 1.22 / 1.21 / 1,062 (5.9) | 10.0 / 6.58 / 1,197 (3.5) |
-| ``trialgrid diff OUT OUT`` | 3.09 / 2.75 / 767 (5.6) | 23.4 / 15.5 / 3,534 (4.5) |
-
-The peaks are file pages of polars' memory-mapped scans, and they vary from run to run with memory pressure: the
-same 1M report measured 405–1,296 MiB. docs/performance.md says why, and what is left.
+Figures: docs/performance.md (one current table; quote them with the load average).
 """
 
 from __future__ import annotations

@@ -216,7 +216,7 @@ def write_big_run(out: Path, prompts: int = BIG_PROMPTS, runs: int = BIG_RUNS, s
         "decoy_called": outcome(decoy),
         "expected_called": outcome(expected),
         "asked": outcome(asked),
-        # the reply columns every misselection run has (issue 19), at rates a careful real model shows
+        # the reply columns every misselection run has, at rates a careful real model shows
         **{name: outcome(np.full((prompts, c), rate)) for name, rate in
            (("empty_reply", 0.005), ("unparsable_call", 0.01), ("unknown_tool", 0.002), ("calls_from_text", 0.0))},
     })
@@ -352,7 +352,7 @@ def _before_after(ctx: dict, cells, analyses) -> None:
 
 
 def huge_counts_section(ctx: dict) -> None:
-    """Issue 29: exact tests at huge counts (targets: Fisher/McNemar ≤ 50 ms at 1e5 and ≤ 1 s at 1e7 trials,
+    """Exact tests at huge counts (targets: Fisher/McNemar ≤ 50 ms at 1e5 and ≤ 1 s at 1e7 trials,
     the trial-level test on 1e7 trials in 10 prompts ≤ 10 s, a tiny arrangement space counted exactly)."""
     print("\n== exact tests at huge counts (ratio = scipy time / ours) ==")
     tables = [("1e4", [[2000, 2000], [2040, 1960]]), ("2e4", [[5000, 5000], [5100, 4900]]),

@@ -1,4 +1,4 @@
-"""A stop that stops: SIGTERM into a run throttled by the server, N tries (issue 33's acceptance).
+"""A stop that stops: SIGTERM into a run throttled by the server, N tries.
 
 Usage: python benchmarks/stop_signal.py [--tries 5] [--runs 20] [--at 25] [--rpm 120] [--concurrency 64]
 

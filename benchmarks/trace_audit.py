@@ -1,4 +1,4 @@
-"""Baseline-only audit of gold-less imported traces: calls/s and peak RSS at two sizes (issue 26).
+"""Baseline-only audit of gold-less imported traces: calls/s and peak RSS at two sizes.
 
 The audit alone, over traces already imported; the whole pipeline a user runs (OTLP JSON → ``import traces``
 → ``audit``) is ``benchmarks/trace_import.py``, whose figures are the issue's.
@@ -17,7 +17,7 @@ average. The report reads the counts the audit summed while auditing (``counts.p
 
 ``--before REV`` runs the audit of each size twice more, side by side with the working tree: once with the
 ``runner`` package of git revision REV (``git archive``, put first on ``PYTHONPATH``), once with the working tree,
-alternated ``--rounds`` times, and prints both figures and their ratio (issue 26: the grounding rule's speed):
+alternated ``--rounds`` times, and prints both figures and their ratio (the grounding rule's speed):
 
     python benchmarks/trace_audit.py --sizes 100000 --before main --rounds 2
 

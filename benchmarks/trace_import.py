@@ -24,7 +24,7 @@ processes (default 2).
 
 ``--before REV`` runs both commands with the ``runner`` package of git revision REV (``git archive``, first
 on ``PYTHONPATH``) and with the working tree, alternated ``--rounds`` times over the same input, and prints
-the ratio (issue 26's targets: ≥ 20,000 calls/s end to end on 2 cores, peak RSS ≤ 2 GB, the same at 100k and
+the ratio (≥ 20,000 calls/s end to end on 2 cores, peak RSS ≤ 2 GB, the same at 100k and
 1M calls). The figures and their load averages are in docs/performance.md, "Trace audit".
 
 Measured 2026-12-03, ``--calls 100000 1000000 --before 9ed308a --rounds 1``, load average 0.7-1.9

@@ -24,7 +24,7 @@ a writer process appends the output's rows through a ``TrialSink`` (its open par
 before the viewer starts, then a batch of 4,096 rows every second; the list page is asked as above, then its
 count polled while the writer goes on, and the server's memory sampled. The original output is never written.
 
-Figures, not a test (issue 25's targets, on a 1M-trial output: the first page ≤ 1 s after start, a filtered page
+Figures, not a test (the targets, on a 1M-trial output: the first page ≤ 1 s after start, a filtered page
 ≤ 2 s, a detail ≤ 200 ms, the server's RSS bounded whatever the output's size).
 """
 

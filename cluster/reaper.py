@@ -3,7 +3,7 @@
 ``--ray local`` starts Ray's node processes (GCS, raylet, the dashboard and runtime-env agents, workers) as the
 driver's descendants. A clean stop ends them (``ray.shutdown``); a driver killed with SIGKILL cannot, and Ray's
 own parent checks leave some running: on Ray 2.60, the dashboard agent and the runtime-env agent were still
-alive 20 s after a kill -9 of the driver (issue 31 asks for none after 10 s).
+alive 20 s after a kill -9 of the driver (the goal is none after 10 s).
 
 The reaper is a small process in its own session (so a terminal's Ctrl-C reaches the driver, which stops
 cleanly, not the reaper), started by the driver after ``ray.init``. It notes the driver's descendants every

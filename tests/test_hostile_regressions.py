@@ -1,4 +1,4 @@
-"""Issue 13, case by case: every bad or hostile input seen is bounded, confined, escaped, one line.
+"""Case by case: every bad or hostile input seen is bounded, confined, escaped, one line.
 
 Each test is named after what was seen; the fuzz test (tests/test_hostile_input.py)
 covers the same ground with generated input.
@@ -465,7 +465,7 @@ def test_an_agentprop_csv_that_is_no_file_is_named(tmp_path: Path, target: str, 
     assert kind in line and "p2_all_rejudged.csv" in line  # was: skipped, "no AgentProp-Bench CSV found"
 
 
-# -- issue 31: settings that cannot work, refused at load (one line, exit 2), credentials never repeated -------------
+# -- settings that cannot work, refused at load (one line, exit 2), credentials never repeated -------------
 
 KEY = "sk-hostile-0123456789abcdefXYZ"
 
@@ -563,7 +563,7 @@ def test_proc_self_cwd_is_refused_on_the_command_line(tmp_path: Path, flag: str,
     assert not (tmp_path / "x").exists()
 
 
-# -- issue 33, items 3-4: no key of the sweep reaches anything written, whoever echoes it --------------------------
+# -- no key of the sweep reaches anything written, whoever echoes it --------------------------
 
 KEY_A = "sk-proj-A1b2C3d4E5f6G7h8I9j0K1l2M3n4"  # the openai model's
 KEY_B = "sk-ant-api03-Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2"  # the anthropic model's
@@ -609,7 +609,7 @@ def test_no_key_or_fragment_reaches_output_cache_report_or_terminal(tmp_path: Pa
     assert b"[redacted]" in b"".join(p.read_bytes() for p in (out / "trials").glob("*.arrow"))
 
 
-# -- issue 31: writes outside the target; outputs and caches that are not what they seem --------------------------
+# -- writes outside the target; outputs and caches that are not what they seem --------------------------
 
 @pytest.mark.parametrize("name", ["trials", ".trialgrid.lock", "manifest.json"])
 def test_an_output_entry_linking_outside_is_refused(tmp_path: Path, name: str) -> None:

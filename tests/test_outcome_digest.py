@@ -25,24 +25,23 @@ CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
 #: sha256 of the sorted outcome columns, per bundled sweep (computed before the structural move)
 DIGESTS = {
-    # issue 19: + empty_reply / unparsable_call / unknown_tool / calls_from_text; with them dropped the digest is
-    # the earlier acf37d39…611b6: no existing count changed (the sim never sends an empty reply, and every one of
-    # its questions still asks under the shared rule of runner/probes/replies.py); 50 garbled calls now counted
-    # issue 34: + the grounding columns (EARLIER holds the digest before them)
+    # with the reply columns (empty_reply / unparsable_call / unknown_tool / calls_from_text) dropped, the digest
+    # is the earlier acf37d39…611b6: no count changed when they came (the sim never sends an empty reply, and every
+    # one of its questions asks under the shared rule of runner/probes/replies.py); 50 garbled calls are counted;
+    # EARLIER holds the digest before the grounding columns
     "quickstart": "ca7e79b92283d48d118903b6d41b91a3d5191de1a8a4e5eb808b26a7db8e4af3",
-    # issue 14: + the bfcl_passed / bfcl_category / bfcl_error columns, all null here (no BFCL case);
-    # with them dropped the digest is the earlier c1f85eef…ab409, so no existing outcome changed
-    # issue 19: + empty_reply / calls_from_text (all false here); with them dropped the digest is the earlier
-    # 3541df0f…c316: no action, asked or passed count changed under the new asking rule
-    # issue 34: + the grounding columns, `invented` strict, the earlier reading as `invented_forbidden`
+    # the bfcl_passed / bfcl_category / bfcl_error columns are all null here (no BFCL case); with them dropped the
+    # digest is the earlier c1f85eef…ab409; with empty_reply / calls_from_text (all false here) dropped too, the
+    # earlier 3541df0f…c316: no action, asked or passed count changed under the shared asking rule;
+    # + the grounding columns, `invented` strict, the narrow reading as `invented_forbidden`
     "negatives": "1e33ba8bf5bc956e74740142363e20a0745b64aadb70bd9ada9be7d0b9b403b1",
-    # issue 26: + call_fields / conversation (EARLIER, which drops them, is unchanged: no verdict moved)
+    # + call_fields / conversation (EARLIER, which drops them, is unchanged: no verdict moved)
     "phantom": "8fc43be42ab4f4d054de4814d990a1600f29c39397f6de4a9472ad5b55626c65",
-    # issue 34: + the grounding columns (EARLIER holds the digest before them)
+    # + the grounding columns (EARLIER holds the digest before them)
     "propagation": "aa5e283a49abf41ef38e89092fafed8273e6cc2d71a1e92ab7c9c603c4761883",
 }
 
-#: issue 34 added the grounding columns on purpose: ``ungrounded_args`` / ``ungrounded_values`` / ``all_args_grounded``
+#: the grounding columns were added on purpose: ``ungrounded_args`` / ``ungrounded_values`` / ``all_args_grounded``
 #: (misselection, negative, propagation), ``expected_grounded`` (misselection), and negative's ``invented`` now the strict reading,
 #: its earlier forbidden-token reading kept as ``invented_forbidden``. ``earlier_digest`` undoes exactly that (drops
 #: the new columns, renames ``invented_forbidden`` back to ``invented``); the result must be the digest from before
@@ -54,11 +53,11 @@ EARLIER = {
     "propagation": "fca510d4cdd9f8add0e464f874b79e65c58b91cbeeb6a94e985ab7876ac5b64a",
 }
 _GROUNDING_COLUMNS = ("ungrounded_args", "ungrounded_values", "all_args_grounded", "expected_grounded")
-#: issue 26 added phantom's ``call_fields`` / ``conversation`` (the units of the gold-free flag rates); dropped with
+#: phantom's ``call_fields`` / ``conversation`` (the units of the gold-free flag rates) came later; dropped with
 #: the grounding columns, the phantom digest is the one from before, so no verdict moved
-_ISSUE26_COLUMNS = ("call_fields", "conversation")
+_FLAG_RATE_COLUMNS = ("call_fields", "conversation")
 
-#: issue 24 added the recorded calls (format 2); the digests above are unchanged by them, as they leave these out
+#: the recorded calls and the volatile columns are left out: the digests above do not depend on them
 _VOLATILE = {"latency_ms", "finished_at", "sweep_id", "trial_id", "calls", "call_blobs"}
 _ORDER = ["model", "probe", "case_id", "condition", "run"]
 
@@ -72,8 +71,8 @@ def outcome_digest(frame: pl.DataFrame) -> str:
 
 
 def earlier_digest(frame: pl.DataFrame) -> str:
-    """The digest of the columns as they were before issue 34 (see ``EARLIER``)."""
-    frame = frame.drop([c for c in _GROUNDING_COLUMNS + _ISSUE26_COLUMNS if c in frame.columns])
+    """The digest of the columns as they were before the grounding columns (see ``EARLIER``)."""
+    frame = frame.drop([c for c in _GROUNDING_COLUMNS + _FLAG_RATE_COLUMNS if c in frame.columns])
     if "invented_forbidden" in frame.columns:
         frame = frame.drop("invented").rename({"invented_forbidden": "invented"})
     return outcome_digest(frame)

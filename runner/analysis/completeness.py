@@ -7,7 +7,7 @@ leads with ``incomplete_lines`` and the scorecard grades no unfinished run.
 A model server that died mid-run (a local llama.cpp that crashed, a tunnel that closed) leaves a finished grid
 whose later trials are all error rows that never reached a server. Its tables then hold the trials before the
 crash, and a reader who starts at the first table sees rates of a fraction of the grid with no word of why
-(issue 34: "a crashed server was reported after 180 lines of empty tables"). So the same lines say that
+("a crashed server was reported after 180 lines of empty tables"). So the same lines say that
 first, counted from the rows' ``unreachable`` column (``runner.config.cost.usage_by_model``). Likewise a server
 whose tool-call parser dropped what the model wrote (empty replies it billed tokens for: the replies view's
 ``server finding`` notes) makes those trials measure the server, not the model: said first too.

@@ -24,7 +24,7 @@ REGRESSION / FIXED needs evidence under a rule that controls the family-wise
 error rate over everything one diff tests: ``ALPHA`` is split, ``RUN_ALPHA`` to
 the run-level tests and ``CASE_ALPHA`` to the case-level ones (Bonferroni across
 the two families), with Holm within each. A cell whose own evidence does not pass
-is at most a *lead* (its event went from none to some, or back, or its raw Fisher
+is at most one to *watch* (its event went from none to some, or back, or its raw Fisher
 p ≤ ``ALPHA``): listed with its counts, to read, never a verdict. The former
 default, "a pass/fail cell that passed every scored trial now fails", is the
 opt-in ``strict`` gate. Runs of different sweeps (another ``sweep_name``, or no
@@ -151,7 +151,7 @@ class CellChange:
     before: tuple[int, int]   # (events, scored trials)
     after: tuple[int, int]
     p: float                  # two-sided Fisher exact p on the two counts
-    status: str               # REGRESSION, FIXED, lead or unchanged
+    status: str               # REGRESSION, FIXED, watch or unchanged
     reasons: tuple[str, ...] = ()
     p_holm: float = 1.0       # Holm-adjusted within the case-level family
     why: str = ""             # which rule gave the status
@@ -164,8 +164,8 @@ class CellChange:
         r0 = f"{100 * x0 / n0:.0f}%" if n0 else "—"
         r1 = f"{100 * x1 / n1:.0f}%" if n1 else "—"
         why = f"; {'; '.join(self.reasons[:4])}" + (f"; +{len(self.reasons) - 4} more" if len(self.reasons) > 4 else "") \
-            if self.reasons and self.status in ("REGRESSION", "lead") and x1 > x0 else ""
-        tag = "LEAD" if self.status == "lead" else self.status
+            if self.reasons and self.status in ("REGRESSION", "watch") and x1 > x0 else ""
+        tag = "WATCH" if self.status == "watch" else self.status
         rule = f" ({self.why})" if self.why else ""
         return (f"{tag} {self.label()}: {self.event} {x0}/{n0} ({r0}) -> {x1}/{n1} ({r1}), "
                 f"Fisher p = {self.p:.2g}, Holm {self.p_holm:.2g}{rule}{why}")
@@ -221,27 +221,27 @@ class DiffResult:
         return [*(r for r in self.runs if r.status == "FIXED"), *(c for c in self.changes if c.status == "FIXED")]
 
     @property
-    def leads(self) -> list[CellChange]:
-        return [c for c in self.changes if c.status == "lead"]
+    def watch(self) -> list[CellChange]:
+        return [c for c in self.changes if c.status == "watch"]
 
     def lines(self, limit: int = 20) -> list[str]:
-        """Run-level lines, case-level verdicts, leads and cells in one run only (each at most ``limit``), tally."""
+        """Run-level lines, case-level verdicts, cells to watch and cells in one run only (each at most ``limit``), tally."""
         out = [r.line() for r in self.runs]
         verdicts = [c for c in self.changes if c.status in ("REGRESSION", "FIXED")]
         verdicts.sort(key=lambda c: c.status != "REGRESSION")
         out += [c.line() for c in verdicts]
-        leads = self.leads
-        out += [c.line() for c in leads[:limit]]
-        if len(leads) > limit:
-            out.append(f"LEAD: +{len(leads) - limit} more cell(s)")
+        watch = self.watch
+        out += [c.line() for c in watch[:limit]]
+        if len(watch) > limit:
+            out.append(f"WATCH: +{len(watch) - limit} more cell(s)")
         for tag, cells in (("ONLY IN OLD", self.only_old), ("ONLY IN NEW", self.only_new)):
             out += [f"{tag} {c}" for c in cells[:limit]]
             if len(cells) > limit:
                 out.append(f"{tag}: +{len(cells) - limit} more cell(s)")
-        unchanged = len(self.changes) - len(verdicts) - len(leads)
+        unchanged = len(self.changes) - len(verdicts) - len(watch)
         out.append(f"{len(self.regressions)} regression(s), {len(self.fixed)} fixed "
                    f"({sum(r.status != 'unchanged' for r in self.runs)} of {len(self.runs)} run-level tests, "
-                   f"{len(verdicts)} of {len(self.changes)} cells), {len(leads)} lead(s), {unchanged} cells unchanged, "
+                   f"{len(verdicts)} of {len(self.changes)} cells), {len(watch)} to watch, {unchanged} cells unchanged, "
                    f"{len(self.only_old)} only in old, {len(self.only_new)} only in new. "
                    f"{rule(len(self.runs), len(self.changes), self.strict)}")
         return out
@@ -253,7 +253,7 @@ def rule(run_tests: int, cell_tests: int, strict: bool = False) -> str:
             f"rose / fell with Holm-adjusted p ≤ {RUN_ALPHA:g} across the {run_tests} run-level paired tests "
             f"(NEW − OLD per probe × model, paired cluster permutation, cases as the unit) or ≤ {CASE_ALPHA:g} "
             f"across the {cell_tests} case-level Fisher tests: family-wise error rate ≤ {ALPHA:g} over everything "
-            f"this diff tests. LEAD: a cell whose event went from none to some (or back) or whose raw Fisher p ≤ "
+            f"this diff tests. WATCH: a cell whose event went from none to some (or back) or whose raw Fisher p ≤ "
             f"{ALPHA:g}, not a verdict.")
     if strict:
         text += " --strict: a pass/fail cell that passed every scored trial and now fails is a REGRESSION too."
@@ -313,7 +313,7 @@ def _cell_status(before: tuple[int, int], after: tuple[int, int], p: float, p_ho
         return ("REGRESSION" if x1 else "FIXED"), "--strict: " + ("passed every trial, now fails" if x1 else
                                                                  "failed, now passes every trial")
     if r1 != r0 and ((x0 == 0) != (x1 == 0) or p <= ALPHA):
-        return "lead", ""
+        return "watch", ""
     return "unchanged", ""
 
 

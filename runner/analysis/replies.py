@@ -3,7 +3,7 @@
 A rate says how often an outcome fired; it cannot say that a third of the replies
 were empty, that calls arrived with arguments that do not parse, that calls were
 read from text, or that a model's trials timed out while its server was still
-busy (issue 19). This view counts those from the common columns (``tool_calls``,
+busy. This view counts those from the common columns (``tool_calls``,
 ``response_text``, ``status``, ``error_kind``, ``attempts``) and from the probe's
 ``calls_from_text`` column where it has one, so it exists for every probe kind and
 reaches every renderer — terminal, JSON, CSV, HTML — like any other probe view.
@@ -65,7 +65,7 @@ def _flags(frame: pl.LazyFrame, text_col: bool, names: list[str]) -> pl.LazyFram
     (``_SAFE_TEXT``) are marked ``unsure``.
 
     An empty reply with output tokens is the server's, not the model's: the model wrote something (llama.cpp's
-    ``chatml-function-calling`` answered 6 tokens and no text, 12 of 13 times, issue 34) that the server's
+    ``chatml-function-calling`` answered 6 tokens and no text, 12 of 13 times) that the server's
     tool-call parser consumed and did not return as text or as a call."""
     calls = pl.col("tool_calls")
     n_calls = calls.list.len().fill_null(0)

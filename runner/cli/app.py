@@ -267,7 +267,7 @@ def run(
     if not quiet:
         plain(f"{result.stats.done:,} trials run ({result.skipped:,} already done) in {result.elapsed_s:.1f} s; "
               f"{_count_text(result.counts)}; output: {target}")
-        if report and _all_errors(output):  # 180 lines of — say nothing: lead with why (the lines below), no tables
+        if report and _all_errors(output):  # 180 lines of — say nothing: open with why (the lines below), no tables
             err.print(Text(one_line("every trial of this run ended as an error row, so there is no report; "
                                     "why:")), soft_wrap=True)
             report = False

@@ -37,7 +37,7 @@ def diff(
                                                      "bound above PP), whatever the family-wise verdict."),
 ) -> None:
     """Compare two runs of a sweep: per probe × model the paired clustered NEW − OLD difference on the shared cases,
-    case-level flips as leads; REGRESSION / FIXED only under a family-wise (Holm) rule; exit 1 on a regression."""
+    case-level flips as cells to watch; REGRESSION / FIXED only under a family-wise (Holm) rule; exit 1 on a regression."""
     from runner.analysis.diff import diff_runs
     from runner.output import Output
 

@@ -10,7 +10,7 @@ Creating a manifest from a loaded sweep is ``runner.output.manifest``'s job (it 
 know the config); analysis, probes and reporting only read it, through this module.
 
 ``format_version`` is the version of the whole output. 1 is exactly what trialgrid
-wrote before the record was typed; 2 (issue 24) has the same manifest shape, and its
+wrote before the record was typed; 2 has the same manifest shape, and its
 trial rows carry every model call (the ``calls`` and ``call_blobs`` columns,
 ``runner.core.calls``). Every version-1 file reads unchanged (its version kept: its
 rows have no calls, and readers go by the columns a part has), and rewriting one

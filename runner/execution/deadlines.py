@@ -10,7 +10,7 @@ A trial whose model is reached through a key's limiter starts *unarmed* and its
 deadline runs from its first request (``arm``): the time it waited for its turn in the
 key's queue is the engine's admission at work — the queue is FIFO and bounded by
 ``engine.concurrency`` — not the trial being slow. Counting it made the trials at the
-back of a deep queue time out with nothing sent while later ones finished (issue 30:
+back of a deep queue time out with nothing sent while later ones finished (
 390 of 15,093 at concurrency 1024).
 """
 

@@ -37,7 +37,7 @@ class EngineStats:
 # The cyclic collector's first-generation threshold while trials run. Each trial allocates a few hundred
 # container objects (request, response, row and its nested values) that are freed by reference counting, not
 # by the collector; at the default of 700 the collector still ran every couple of trials, walking the young
-# objects each time (issue 32: ~10% of a simulated trial). Collections still happen, every this many allocations.
+# objects each time (~10% of a simulated trial). Collections still happen, every this many allocations.
 _GC_THRESHOLD = 20_000
 
 # Yield to the event loop every so often even when every await completes at once

@@ -209,7 +209,7 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                                 file=path, line=number) from None
             if not isinstance(item, dict) or "id" not in item:
                 raise UserError("expected a JSON object with an 'id'", file=path, line=number, key_path=("id",))
-            # minimal shape guard (issue 13): the converters index these without checking
+            # minimal shape guard: the converters index these without checking
             question, function = item.get("question", [[]]), item.get("function", [])
             if not (isinstance(question, list) and question
                     and all(isinstance(t, list) and all(isinstance(m, dict) for m in t) for t in question)):

@@ -3,13 +3,13 @@
 Why: a sink buffers rows and writes them as one Arrow record batch every ``batch_rows``
 rows or ``flush_seconds`` (``runner.output.sink``), so a kill -9 used to lose every
 answer of the batch in flight — up to 2 s of answers, paid for and then paid again on
-resume (issue 30: 192 of ~1,000 answered trials re-sent). The journal closes that gap:
+resume (192 of ~1,000 answered trials re-sent). The journal closes that gap:
 ``TrialSink`` writes the rows appended in one turn of the event loop to
 ``trials/journal-W.jsonl`` together (one ``os.write`` on an ``O_APPEND`` descriptor, no
 Python buffer) before the loop's next turn, and at the latest every ``JOURNAL_ROWS`` (64)
 rows (``TrialSink.append`` without a running loop writes at once), so a row survives the
 process dying from the end of the loop turn that appended it: a kill loses at most that
-turn's rows. One write per row cost about 9 µs of a ~100 µs simulated trial (issue 32). When the buffer is written as a batch the
+turn's rows. One write per row cost about 9 µs of a ~100 µs simulated trial. When the buffer is written as a batch the
 journal is truncated: it only ever holds the rows not yet in a part (the batch in
 flight), a few MB at most, never a second copy of the output. The next session's open
 replays it (``runner.output.sink.replay_journals``) into a part of the session that

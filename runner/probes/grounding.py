@@ -186,11 +186,11 @@ class GroundingContext:
     A context also remembers the verdict of each scalar leaf it has judged (``check_call``):
     the verdict is a pure function of the leaf, its path, the tool's schema and this context,
     and the simulated agents and real models send the same few values again and again
-    (issue 32: the checks were a quarter of a simulated trial). ``of_messages`` and ``of_values``
+    (the checks were a quarter of a simulated trial). ``of_messages`` and ``of_values``
     hand out one context per distinct conversation text, so the memo is shared across a probe's
     runs; and a context whose texts start with an earlier context's texts (the next call of a
     conversation: the same system prompt and turns, plus new tool results) is that context
-    extended by the new texts only (issue 26: rebuilding each call's context was a third of an audit).
+    extended by the new texts only (rebuilding each call's context was a third of an audit).
     """
 
     __slots__ = ("_folded", "_memo", "_numbers", "_text", "_texts")

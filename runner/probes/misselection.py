@@ -239,14 +239,14 @@ class MisselectionProbe(Probe):
         Both are pure functions of the context, the tools' specs and each call's name and arguments; a call's
         ``arguments`` are the parse of its ``raw_arguments`` (``ToolCall``), so the raw strings stand for them
         (a broken call, ``arguments`` None, is read for nothing). The sim and real models repeat the same calls
-        across runs (issue 32: the checks were about a ninth of a quickstart trial)."""
+        across runs (the checks were about a ninth of a quickstart trial)."""
         key = (id(context), expected_tool, tuple((c.name, c.raw_arguments, c.arguments is None) for c in calls))
         hit = self._scores.get(key)
         if hit is not None and hit[0] is context:
             return hit[1], hit[2]
         _, grounding = check_calls(calls, context, tools)
         # the expected tool called with every argument grounded: a referent filled in, a placeholder or the
-        # schema's description sent as a value is not the right call (issue 34)
+        # schema's description sent as a value is not the right call
         expected = any(c.name == expected_tool and c.arguments is not None
                        and not check_call(c.name, c.arguments, context, self._specs.get(c.name)) for c in calls)
         if len(self._scores) >= _MEMO_LIMIT:

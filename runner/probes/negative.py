@@ -344,7 +344,7 @@ def score_response(case: NegativeCase, response: ChatResponse, tool_names: set[s
         action=action,
         action_ok=action_ok,
         asked=asked,
-        # the strict reading (issue 34): a forbidden token, or any argument value the context does not ground;
+        # the strict reading: a forbidden token, or any argument value the context does not ground;
         # `invented_forbidden` keeps the earlier forbidden-tokens-only reading, so past runs compare
         invented=bool(invented) or grounding["all_args_grounded"] is False,
         invented_forbidden=bool(invented),

@@ -120,7 +120,7 @@ _PER_TRACE = ("model", "condition", "run", "trace", "conversation", "file", "lin
 
 class _Columns:
     """Column lists for one row group of the field table: per field the few columns that differ, per (trace,
-    verdict) the rest once, repeated over its fields when the batch is built (issue 26: twenty appends a row
+    verdict) the rest once, repeated over its fields when the batch is built (twenty appends a row
     were a tenth of an audit)."""
 
     def __init__(self) -> None:

@@ -31,7 +31,7 @@ from runner.core.views import FIELD_SCHEMA, FIELDS, Format, ProbeView, ViewColum
 _SCORERS = ("auditor", "baseline")
 _COLUMNS = ("model", "condition", "case_id", "run", "pred_fields", "baseline_fields", "gold_fields",
             "auditor_error", "auditor_error_detail")
-#: written since issue 26 (gold optional); a run written before has no flag-rate or agreement views
+#: written since gold became optional; a run written before has no flag-rate or agreement views
 _FIELD_UNIT_COLUMNS = ("call_fields", "conversation")
 _LISTING_SCHEMA = pl.Schema({"model": pl.String(), "trace": pl.String(), "condition": pl.String(), "run": pl.Int64(),
                    "auditor_error": pl.String(), "detail": pl.String(), "auditor_only": pl.List(pl.String),

@@ -1,7 +1,7 @@
 """What a reply without a tool call is: empty, a question to the user, or something else.
 
 Real models served without their tool template reply in ways a plain ``"?" in text``
-test misreads (issue 19): an empty reply from a function-calling server is no
+test misreads: an empty reply from a function-calling server is no
 deliberate abstention, a small base model that repeats the user's own question
 ("Can you check the status of my order?") asks nothing, and chat-template debris
 (``<<SYS>> I have a question…``, ``<start_of_turn>user …``) is the model writing
@@ -133,7 +133,7 @@ def _is_echo(sentence: str, request_sentences: Iterable[str]) -> bool:
     with ``M`` the characters of its matching blocks, and ``M`` is at most the shorter length and
     at most the characters the two share as multisets, so either bound below the threshold decides
     "no echo" exactly; only a pair both bounds leave undecided pays for the full comparison
-    (issue 32: the comparison was ≈ 35% of a simulated trial).
+    (the comparison was ≈ 35% of a simulated trial).
     """
     own = _norm(sentence)
     if not own:

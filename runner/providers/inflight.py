@@ -2,7 +2,7 @@
 
 A trial's deadline cancels the task mid-call; the retry loop then never returns, so
 the ``attempts`` and latency it would have reported are lost and the row read
-``attempts = 0, latency_ms = 0`` although requests went out (issue 19). The loop
+``attempts = 0, latency_ms = 0`` although requests went out. The loop
 ticks a per-call ``SendLog`` here as it sends, and ``Agent.chat`` reads it when a
 call ends by cancellation: the row counts every request sent, the one cut off
 included, and the time they were out.

@@ -115,7 +115,7 @@ class RateInfo:
 
 
 def is_rate_limit(info: RateInfo | None) -> bool:
-    """Whether a 429 is evidence of a rate limit: unless its own rate-limit headers say budget is left (issue 33:
+    """Whether a 429 is evidence of a rate limit: unless its own rate-limit headers say budget is left (
     at 8% random 429s, cutting for every one collapsed the pace from 27 to 3.5 requests a second)."""
     return info is None or not info.budget_left
 

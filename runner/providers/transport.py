@@ -20,7 +20,7 @@ README's "Performance" section):
   reading the answer whole with ``read()``; the status, raw headers and bytes become
   one ``httpx.Response``. No ``httpx.Request``, no byte stream and chunk iterator
   between aiohttp and the caller, no second copy of the body, no per-request header
-  list (issue 32: the wrapped path was 45% of client CPU, and trialgrid reached
+  list (the wrapped path was 45% of client CPU, and trialgrid reached
   0.45–0.58 of a bare aiohttp loop).
 
 ``DEFAULT_TRANSPORT`` is the one the benchmark chose. Every kind is driven through
@@ -30,7 +30,7 @@ formats, the retry loop, the classifier and the limiter never know which one the
 ``timeout_s`` bounds each request as a whole — connecting, the status line and
 headers, and the full body — not only each read: httpx's and aiohttp's timeouts are
 per operation, so an answer dripping one byte every 100 ms never tripped a 2 s read
-timeout and took 54 s (issue 33). Every kind is wrapped in ``_WholeRequest``, which
+timeout and took 54 s. Every kind is wrapped in ``_WholeRequest``, which
 ends the request at ``timeout_s`` with ``TimeoutError`` (a transient error, retried
 like any timeout). It is separate from the trial's deadline (``engine.timeout_s``),
 which covers all of a trial's calls, their retries and their waits.

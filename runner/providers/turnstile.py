@@ -12,7 +12,7 @@ it), so the order of the lanes is the order of the sends.
 
 Leaving the queue never raises in place of what made the waiter leave: a stop's
 cancellation must reach the engine as a cancellation, or the trial becomes an
-``internal`` row and its worker takes the next spec (issue 33).
+``internal`` row and its worker takes the next spec.
 """
 
 from __future__ import annotations

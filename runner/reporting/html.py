@@ -152,7 +152,7 @@ def _leaderboard_section(summary: Summary, probe: str, kind: str) -> str:
     has_test = board["p"].drop_nulls().len() > 0
     many = needs_run_label(board)
     names = [([escape(r["run"])] if many else []) + [escape(r["model"])] for r in board.iter_rows(named=True)]
-    lead = (["run"] if many else []) + ["model"]
+    keys = (["run"] if many else []) + ["model"]
     parts = []
     chunks = _chunks(conditions)
     for i, chunk in enumerate(chunks):
@@ -165,9 +165,9 @@ def _leaderboard_section(summary: Summary, probe: str, kind: str) -> str:
             if i == len(chunks) - 1:
                 row += [f"{r['firing']}/{r['prompts']}", _pct(r["error_rate"])]
             rows.append(row)
-        header = lead + [_breakable(c) for c in chunk] + (["firing", "errors"] if i == len(chunks) - 1 else [])
-        parts.append(_table(header, rows, left=len(lead)))
-    header = list(lead)
+        header = keys + [_breakable(c) for c in chunk] + (["firing", "errors"] if i == len(chunks) - 1 else [])
+        parts.append(_table(header, rows, left=len(keys)))
+    header = list(keys)
     if has_test:
         header += ["A", "B", "A − B pp [95% CI]", f"p {HEADLINE_LEVEL} (floor)"]
     header += ["tokens", "cost", "cost / trial", "remedies"]
@@ -181,7 +181,7 @@ def _leaderboard_section(summary: Summary, probe: str, kind: str) -> str:
         row += [f"{r['input_tokens'] + r['output_tokens']:,}", fmt_usd(r["cost_usd"]), fmt_usd(r["cost_per_trial_usd"]),
                 f'<div style="text-align:left">{escape("; ".join(r["remedies"]) or "none")}</div>']
         rows.append(row)
-    parts.append(_table(header, rows, left=len(lead)))
+    parts.append(_table(header, rows, left=len(keys)))
     first = board.row(0, named=True)
     methods = with_interval(conds["interval_method"].drop_nulls().to_list())
     note = (f'<p class="note">Headline rate <code>{escape(head)}</code> by condition {escape(methods)} '

@@ -103,8 +103,8 @@ def test_a_null_outcome_is_not_a_miss(tmp_path: Path, write_sweep) -> None:
 
 
 def test_an_output_from_before_newer_outcome_columns_still_reports(quickstart_out: Path, tmp_path: Path) -> None:
-    """Outputs written by an earlier version lack the outcome columns added since (here the reply columns of
-    issue 19): every report format reads them, on the columns they have."""
+    """Outputs written by an earlier version lack the outcome columns added since (here the reply columns):
+    every report format reads them, on the columns they have."""
     import shutil
 
     import pyarrow as pa

@@ -1,5 +1,5 @@
 """`trialgrid diff`: run-level paired tests and case-level Fisher tests under one family-wise rule, for every probe
-kind; leads that are not verdicts; the opt-in --strict gate; refusal of unrelated runs."""
+kind; cells to watch that are not verdicts; the opt-in --strict gate; refusal of unrelated runs."""
 
 from __future__ import annotations
 
@@ -81,9 +81,9 @@ def test_a_cell_from_10_of_10_to_9_of_10_is_a_lead_not_a_regression_unless_stric
     old = _run(tmp_path / "old", "s", "negative", cells)
     new = _run(tmp_path / "new", "s", "negative", {**cells, ("c00", "negative"): (9, 10)})
     result = diff_runs(old, new)
-    assert not result.regressions and [c.case_id for c in result.leads] == ["c00"]
-    lead = next(ln for ln in result.lines() if ln.startswith("LEAD"))
-    assert "0/10 (0%) -> 1/10 (10%)" in lead and "leaked x=1" in lead
+    assert not result.regressions and [c.case_id for c in result.watch] == ["c00"]
+    watch = next(ln for ln in result.lines() if ln.startswith("WATCH"))
+    assert "0/10 (0%) -> 1/10 (10%)" in watch and "leaked x=1" in watch
     cli = CliRunner()
     assert cli.invoke(app, ["diff", str(old), str(new)]).exit_code == 0
     strict = diff_runs(old, new, strict=True)
@@ -118,7 +118,7 @@ def test_a_shift_over_many_cases_is_a_run_level_regression_with_the_paired_test_
 
 
 def test_many_cells_each_at_raw_p_below_005_give_no_verdict_under_the_family_rule(tmp_path: Path) -> None:
-    # three cells at 0/10 → 5/10 (Fisher p 0.033 each) among six: Holm 6 × 0.033, so leads, not verdicts
+    # three cells at 0/10 → 5/10 (Fisher p 0.033 each) among six: Holm 6 × 0.033, so cells to watch, not verdicts
     old = _run(tmp_path / "old", "s", "misselection", {**_many(3, 0, 10, "a"), **_many(3, 1, 10, "b")})
     new = _run(tmp_path / "new", "s", "misselection", {**_many(3, 5, 10, "a"), **_many(3, 1, 10, "b")})
     result = diff_runs(old, new)
@@ -126,7 +126,7 @@ def test_many_cells_each_at_raw_p_below_005_give_no_verdict_under_the_family_rul
     moved = [c for c in result.changes if c.p == raw]
     assert raw < 0.05 and len(moved) == 3 and all(c.p_holm == pytest.approx(6 * raw) for c in moved)
     assert not [c for c in result.changes if c.status == "REGRESSION"]
-    assert len(result.leads) == 3
+    assert len(result.watch) == 3
 
 
 def test_max_regression_gates_on_the_intervals_lower_bound_not_on_the_point(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""``validate``'s cost estimate (issue 28): tokens and dollars per model from the oracle's calibration run."""
+"""``validate``'s cost estimate: tokens and dollars per model from the oracle's calibration run."""
 
 from __future__ import annotations
 

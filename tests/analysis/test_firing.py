@@ -1,4 +1,4 @@
-"""'Firing' means one thing everywhere (issue 28): for a pass/fail rate, prompts with at least one failure."""
+"""'Firing' means one thing everywhere: for a pass/fail rate, prompts with at least one failure."""
 
 from __future__ import annotations
 

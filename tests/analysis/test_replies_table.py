@@ -1,4 +1,4 @@
-"""Issue 30: the replies view is per-cell aggregates of polars expressions, with the numbers of the row loop.
+"""The replies view is per-cell aggregates of polars expressions, with the numbers of the row loop.
 
 The oracle below is the loop the view used to run over every trial in Python (7.4 of ≈ 10 CPU s of a
 1M-trial report). The expressions must give the same table on real outputs of the bundled sweeps and on
@@ -23,7 +23,7 @@ from tests.helpers import bundled_sweep
 
 
 def oracle(frame: pl.LazyFrame, probe: str) -> pl.DataFrame:
-    """The row loop the view ran before (runner/analysis/replies.py up to issue 30)."""
+    """The row loop the view ran before (runner/analysis/replies.py, before polars expressions)."""
     names = frame.collect_schema().names()
     cols = ["model", "condition", "status", "error_kind", "tool_calls", "response_text", "attempts"]
     text_col = "calls_from_text" in names

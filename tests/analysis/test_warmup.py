@@ -1,4 +1,4 @@
-"""Issue 30: the report's kernels load in a background thread (``runner.analysis.warmup``) while it reads its output.
+"""The report's kernels load in a background thread (``runner.analysis.warmup``) while it reads its output.
 
 The warm-up is only worth its thread if it loads what the report then runs: the same kernels with the same
 argument types (another type is another overload, loaded again). Checked in a fresh interpreter, where no kernel is

@@ -1,4 +1,4 @@
-"""Issue 30: a report sums an output window by window (``runner.analysis.windows``), with the numbers of one query.
+"""A report sums an output window by window (``runner.analysis.windows``), with the numbers of one query.
 
 Windows bound the file pages a report holds (polars reads parts through a memory map); they must change no
 figure: the JSON summary of a run summed in windows of a few rows equals the one summed in a single query.

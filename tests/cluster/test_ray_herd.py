@@ -1,4 +1,4 @@
-"""The thundering herd through Ray (issue 12): two workers, no ``limits:``, one learned pace shared by the limiter actor.
+"""The thundering herd through Ray: two workers, no ``limits:``, one learned pace shared by the limiter actor.
 
 The same server as ``tests/providers/test_herd.py`` — ``trialgrid serve --rpm 300
 --rpm-mode bucket`` in its own process, 10% 5xx, and no rate-limit headers, so

@@ -120,7 +120,7 @@ def test_remedy_learned_once_is_shared_by_workers(tmp_path: Path) -> None:
 
 
 def test_retry_errors_through_ray_repairs_error_rows_as_single_node_does(tmp_path: Path) -> None:
-    """Issue 20: ``--retry-errors --ray``: error rows re-run into the same output, the newest row wins."""
+    """``--retry-errors --ray``: error rows re-run into the same output, the newest row wins."""
     faulty = ServerThread(ServeOptions(host="127.0.0.1", port=0, faults={"500": 0.4}, fault_seed=3)).start()
     port = faulty.port
     data = http_sweep(faulty.base_url, runs=2, concurrency=8)
@@ -149,7 +149,7 @@ def test_retry_errors_through_ray_repairs_error_rows_as_single_node_does(tmp_pat
 
 
 def test_the_oracle_passes_every_case_on_ray_workers_too(tmp_path: Path) -> None:
-    """Issue 28: each Ray worker builds its own trial runner from the shipped sweep, and learns the oracle's answer
+    """Each Ray worker builds its own trial runner from the shipped sweep, and learns the oracle's answer
     keys there (runner.execution.run), so a sweep proved passable in one process is passable across processes."""
     from runner.analysis.proof import unpassable_cases
     from runner.config.prove import oracle_sweep

@@ -1,4 +1,4 @@
-"""Issues 31 and 33: SIGTERM to a ``--ray local`` driver of a throttled run is a clean stop.
+"""SIGTERM to a ``--ray local`` driver of a throttled run is a clean stop.
 
 ``ray.init`` used to put its core worker's native SIGTERM handler over Python's, so the driver aborted
 (exit 134, a native crash dump) instead of stopping as a single-node run does (143). Here a real

@@ -31,7 +31,7 @@ def test_a_legacy_ray_manifest_reads_through_the_plugins_records(tmp_path: Path)
     assert [w.model_dump() for w in record.watch.workers] == legacy["watch"]["workers"]
     shutil.copy(LEGACY, tmp_path / MANIFEST)
     summary = output_summary(tmp_path)  # what `trialgrid status JOB` prints below the job's state
-    assert "session 1 complete" in summary and "w0:49/s w1:52/s" in summary, summary
+    assert "complete (its last of 1 session)" in summary and "w0:49/s w1:52/s" in summary, summary
 
 
 def test_the_watch_is_published_into_the_sessions_ray_record(tmp_path: Path) -> None:

@@ -131,7 +131,7 @@ def test_missing_sweep_file_and_no_traceback_in_a_real_process(tmp_path: Path) -
 
 
 def test_validate_warns_on_drift_and_few_runs(tmp_path: Path) -> None:
-    # (an expected_tool not in the catalogue is an error since issue 28: tests/config/test_lint.py)
+    # (an expected_tool not in the catalogue is an error: tests/config/test_lint.py)
     triples = {"triples": [TRIPLE | {"groundable_known": "Please pull every single one of the invoices that were issued from Stripe last month."}]}
     path = _sweep_with(tmp_path, lambda d, t: d["probes"][0].update(runs=2, cases=_triples_file(t, yaml.safe_dump(triples))))
     code, output = _validate(path)

@@ -1,4 +1,4 @@
-"""Case files checked against their catalogue at load (issue 28): each mistake one located line, exit 2."""
+"""Case files checked against their catalogue at load: each mistake one located line, exit 2."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tests.helpers.cli import invoke, invoke_error_line
 from tests.helpers.files import CONFIGS, bundled_sweep, write_yaml
 
 TOOLS = [
-    {"name": "find_lead", "description": "Find a lead.",
+    {"name": "find_prospect", "description": "Find a prospect.",
      "parameters": {"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
                     "required": ["query"]}},
     {"name": "charge", "description": "Charge an account.",
@@ -48,10 +48,10 @@ def test_a_clean_case_file_loads(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("case", "key", "located", "words"), [
     (NEGATIVE | {"must_not_infer": ["amout"]}, "cases[1].must_not_infer[0]", "- amout",
      "must_not_infer names 'amout', a field no tool of the case has"),
-    (NEGATIVE | {"must_not_infer": {"find_lead.amount": None}}, "cases[1].must_not_infer.find_lead.amount",
-     "find_lead.amount", "must_not_infer names 'amount', a field no tool of the case has"),
-    (POSITIVE | {"id": "p", "expect_args": {"qeury": "x"}, "expect_action": "find_lead"}, "cases[1].expect_args.qeury",
-     "qeury", "expect_args key 'qeury' is not an argument of find_lead"),
+    (NEGATIVE | {"must_not_infer": {"find_prospect.amount": None}}, "cases[1].must_not_infer.find_prospect.amount",
+     "find_prospect.amount", "must_not_infer names 'amount', a field no tool of the case has"),
+    (POSITIVE | {"id": "p", "expect_args": {"qeury": "x"}, "expect_action": "find_prospect"}, "cases[1].expect_args.qeury",
+     "qeury", "expect_args key 'qeury' is not an argument of find_prospect"),
     (POSITIVE | {"id": "p", "expect_args": {"account_id": "A", "amount": 5, "currency": "JPY"}},
      "cases[1].expect_args.currency", "currency: JPY", "'JPY' is not one of the schema's enum (EUR, USD)"),
     (POSITIVE | {"id": "p", "expect_args": {"account_id": "A", "amount": "a hundred"}},

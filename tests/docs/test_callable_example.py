@@ -1,4 +1,4 @@
-"""The complete example agent of docs/providers.md runs as the page shows it (issue 28)."""
+"""The complete example agent of docs/providers.md runs as the page shows it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every command a page shows in a code block, run as a new user would copy it (issue 28): the docs hold.
+"""Every command a page shows in a code block, run as a new user would copy it: the docs hold.
 
 Each shell line of a fenced block (``\\`` continuations joined, ``&&`` chains split, comments dropped) is either
 run here, in a folder holding a copy of ``configs/`` and in the page's order (so a ``report`` finds the ``run``

@@ -14,7 +14,7 @@ from runner.probes import PROBES
 from tests.conftest import ROOT
 from tests.docs.docpages import DOCS, README, anchors, links, page, pages, prose, section, table_after
 
-#: paths the docs name that land in this release from work in flight (issue 18); drop each once it exists
+#: paths the docs name that land in this release from work in flight; drop each once it exists
 PENDING_PATHS: set[str] = set()
 
 

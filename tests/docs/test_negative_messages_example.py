@@ -1,4 +1,4 @@
-"""The `messages:` form of a negative case, as docs/probes.md shows it, loads and lints clean (issue 28)."""
+"""The `messages:` form of a negative case, as docs/probes.md shows it, loads and lints clean."""
 
 from __future__ import annotations
 

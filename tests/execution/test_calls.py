@@ -1,4 +1,4 @@
-"""Every model call on the row (issue 24): the request exactly as sent, every response, from the output alone.
+"""Every model call on the row: the request exactly as sent, every response, from the output alone.
 
 - the agent's record, encoded into a row and decoded back, is the request built (messages, the tools in the order
   offered, params, seed, tool choice) and every response or failure;

@@ -77,7 +77,7 @@ def test_budget_stops_within_one_window_and_resumes_when_raised(write_sweep, tmp
 def test_cli_says_why_it_stopped(write_sweep, tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["run", str(_sweep(write_sweep, {"tokens": 50_000})), "--out",
                                       str(tmp_path / "o"), "--no-report"])
-    assert result.exit_code == EXIT_BUDGET, result.output  # its own exit code (issue 28), not a clean 0
+    assert result.exit_code == EXIT_BUDGET, result.output  # its own exit code, not a clean 0
     assert "stopped: budget of 50,000 tokens reached" in result.output and "Raise `budget`" in result.output
 
 

@@ -1,4 +1,4 @@
-"""Issue 12: every trial exactly once, or a clear reason why not — with real processes, sockets and files.
+"""Every trial exactly once, or a clear reason why not — with real processes, sockets and files.
 
 Retrying error rows in place, exit codes that tell the truth, one writer per output,
 SIGTERM stopping like Ctrl-C, damaged and foreign parts, a damaged response cache, a
@@ -284,7 +284,7 @@ def test_sigterm_flushes_finalizes_and_resume_equals_an_uninterrupted_run(tmp_pa
 
 @pytest.mark.slow
 def test_a_kill_9_resends_no_answered_trial(tmp_path: Path) -> None:
-    """Issue 30, item 4: answers in the batch not yet written survive a kill -9 in the journal and are replayed.
+    """Answers in the batch not yet written survive a kill -9 in the journal and are replayed.
 
     The server's request count is the proof: after the resume it has answered each of the 702 trials once, plus
     at most the requests in flight at the kill (concurrency 8), whose answers never reached the run. The flush is

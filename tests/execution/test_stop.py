@@ -1,4 +1,4 @@
-"""Issue 33 items 1–2: a stop that stops, and error kinds that tell the truth, against a throttled server.
+"""A stop that stops, and error kinds that tell the truth, against a throttled server.
 
 A run whose trials wait on the key's limiter (a server admitting 120 requests a minute, far
 fewer than the trials in flight) is where cancellation used to go wrong: a waiter cancelled in
@@ -109,8 +109,8 @@ def test_sigterm_stops_a_throttled_run_at_once_and_the_rerun_equals_an_uninterru
 def test_time_in_the_key_queue_is_not_the_trials_time_and_no_row_is_internal(tmp_path: Path) -> None:
     # 39 trials in flight at 10 requests a second (the limit configured too, as the account's is known): the last
     # wait ~4 s for their turn, twice their 2 s deadline. That wait is the engine's admission, not the trial: the
-    # deadline starts at the first request (issue 30 item 5). It used to time them out with nothing sent, and the
-    # deadline's cancellation, meeting the head of the queue and its waiters at once, made internal rows (issue 33).
+    # deadline starts at the first request. It used to time them out with nothing sent, and the
+    # deadline's cancellation, meeting the head of the queue and its waiters at once, made internal rows.
     with serving(rpm=600, rpm_mode="bucket") as server:
         data = http_sweep(server.base_url, "openai", runs=1, concurrency=39, limits={"rpm": 600})
         data["models"] = data["models"][:1]  # 39 trials
@@ -152,7 +152,7 @@ def test_a_budget_stop_cancels_the_trials_in_flight_and_they_run_on_resume(tmp_p
 @pytest.mark.slow  # ~90 s: the key's 20 s pause, then the pace learned from the 429
 def test_one_long_retry_after_makes_rate_limited_rows_not_timeouts_and_the_retry_reaches_exit_0(
         tmp_path: Path) -> None:
-    # one injected 429 says "Retry-After: 100" (issue 33 item 8), past every trial's 8 s deadline and past the
+    # one injected 429 says "Retry-After: 100", past every trial's 8 s deadline and past the
     # model's retry.max_wait_s of 20 s. It used to pause the whole key 100 s: 33 of 39 trials timed out waiting, 5
     # were internal. Now the key pauses once, capped at max_wait_s; the trial it hit, and every trial whose next
     # request would wait past its deadline, is a retryable rate_limited row at once. (A lone 429 without rate

@@ -1,4 +1,4 @@
-"""Issue 31: parts that know they are damaged. 200 seeded single-bit flips across a finished run's parts.
+"""Parts that know they are damaged. 200 seeded single-bit flips across a finished run's parts.
 
 Each flip is either detected — every reader refuses the output in one ``UserError`` line that names the part and
 says to rerun — or provably harmless: the rows read back equal the originals. None changes a value silently and

@@ -1,4 +1,4 @@
-"""Issue 30: uniqueness is an invariant the writer keeps and records per part, so readers do not check every row.
+"""Uniqueness is an invariant the writer keeps and records per part, so readers do not check every row.
 
 Each part a session writes names the session (as the manifest lists it) and how many older rows it may
 supersede (``runner.output.parts.PartRecord``). Readers trust a complete set of records; a part without one,

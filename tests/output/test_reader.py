@@ -47,7 +47,7 @@ def output_dir(tmp_path: Path, *sessions: list[dict[str, Any]], schema: pa.Schem
 
 
 def test_spend_after_retry_errors_counts_each_trial_once_its_newest_row(tmp_path: Path) -> None:
-    # session 1: t1 ends as a transient error after its calls used tokens; --retry-errors writes t1 again
+    # first run: t1 ends as a transient error after its calls used tokens; --retry-errors writes t1 again
     out = output_dir(tmp_path, [row("t1", "error", (100, 50), 0), row("t2", "ok", (10, 1), 0)],
                      [row("t1", "ok", (20, 2), 5)])
     output = Output.open(out)

@@ -5,7 +5,7 @@ arguments are taken from the key, choosing for each argument the first acceptabl
 the question (raw, case-insensitive: a check independent of the rule's own normalisation). A call is *eligible*
 when every value has such an option (booleans and nulls carry no text and always qualify; an argument whose
 options allow leaving it out, and none occurs, is left out). The rule must call the eligible calls grounded:
-``all_args_grounded`` on at least 99% of them (issue 34). The rest are listed by the rule's reason.
+``all_args_grounded`` on at least 99% of them. The rest are listed by the rule's reason.
 
     python -m tests.probes.bfcl_grounding     # the full figure over every imported category (~1 min)
 """

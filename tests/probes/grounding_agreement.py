@@ -1,4 +1,4 @@
-"""The grounding rule against a hand-labelled sample of calls from the bundled sweeps (issue 34).
+"""The grounding rule against a hand-labelled sample of calls from the bundled sweeps.
 
 ``tests/probes/fixtures/grounding_labels.json`` holds 100 distinct tool calls the simulated agent made in
 ``configs/quickstart.yaml`` (misselection) and ``configs/negatives.yaml`` (negative), sampled with seed 34, each

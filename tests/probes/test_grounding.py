@@ -151,7 +151,7 @@ def test_propagation_reads_each_call_against_the_tool_results_before_it_and_not_
 
 
 def test_a_contexts_remembered_verdicts_are_those_of_the_rule_per_schema_type_and_path() -> None:
-    """Issue 32: a context remembers leaf verdicts; the memo must key on the tool's schema, the value's type and path."""
+    """A context remembers leaf verdicts; the memo must key on the tool's schema, the value's type and path."""
     messages = (Message("system", "You are helpful."), Message("user", "Weather in Porto? Use 1 decimal."))
     context = GroundingContext.of_messages(messages)
     assert GroundingContext.of_messages(messages) is context  # one context per distinct conversation text

@@ -1,4 +1,4 @@
-"""The three calls of issue 34, replayed through the misselection probe: right tool, ungrounded value, not a success.
+"""Three calls a small real model made, replayed through the misselection probe: right tool, ungrounded value, not a success.
 
 The fixtures (tests/probes/fixtures/real_model/function-calling-ungrounded-*.json) are reconstructed from the
 issue's report of a Gemma 3 270M run (each says so in ``origin``); each is the expected tool, so

@@ -1,4 +1,4 @@
-"""A context extended by a conversation's new texts judges every value as one read from scratch (issue 26).
+"""A context extended by a conversation's new texts judges every value as one read from scratch.
 
 ``GroundingContext.of_values`` / ``of_messages`` / ``of_texts`` build a later call's context by extending an
 earlier context whose texts it starts with, reading only the new texts, and remember what the rule reads of each

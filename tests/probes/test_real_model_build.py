@@ -1,4 +1,4 @@
-"""scripts/real_model_check.py builds llama.cpp portably and serves it with threads that do not starve (issue 34).
+"""scripts/real_model_check.py builds llama.cpp portably and serves it with threads that do not starve.
 
 The build itself takes 15-35 minutes and a model download, so it is not run here; what it is asked to build is.
 """

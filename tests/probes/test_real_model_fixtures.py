@@ -1,4 +1,4 @@
-"""The reply rules on real output: responses recorded from Gemma 3 270M under llama.cpp (issue 19).
+"""The reply rules on real output: responses recorded from Gemma 3 270M under llama.cpp.
 
 ``scripts/real_model_check.py --save-fixtures tests/probes/fixtures/real_model`` kept
 these from both server modes (``function-calling``: empty replies; ``plain``: echoes of

@@ -106,7 +106,7 @@ def test_asking_judge_reads_verdicts_and_reports_agreement() -> None:
     assert (a.n, a.unparsed) == (3, 1) and abs(a.agree - 2 / 3) < 1e-9 and abs(a.kappa - 0.4) < 1e-9
 
 
-# --- the echo rule's cheap path gives difflib's verdicts (issue 32) -------------------------------------------
+# --- the echo rule's cheap path gives difflib's verdicts -------------------------------------------
 
 
 def _is_echo_difflib(sentence: str, request_sentences: list[str]) -> bool:

@@ -1,4 +1,4 @@
-"""A user's own agent beside their sweep (issues 28, 31, 33): found without PYTHONPATH, its code part of the
+"""A user's own agent beside their sweep: found without PYTHONPATH, its code part of the
 sweep's identity, and every way its import can fail one located line with exit 2."""
 
 from __future__ import annotations

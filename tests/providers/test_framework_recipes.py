@@ -1,5 +1,5 @@
 """The framework recipes of docs/providers.md (OpenAI Agents SDK, pydantic-ai, LangGraph) run as the page shows them,
-against ``trialgrid serve`` (issue 28).
+against ``trialgrid serve``.
 
 Behind ``serve --keys SWEEP`` the model ``oracle`` answers each request from the answer key it was given, found by
 the request's exact messages and tool names: so every case passes only if a recipe hands its framework the request

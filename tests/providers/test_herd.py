@@ -1,4 +1,4 @@
-"""The thundering herd (issue 12): a sweep with no ``limits:`` learns a token-bucket limit and uses it, losing nothing.
+"""The thundering herd: a sweep with no ``limits:`` learns a token-bucket limit and uses it, losing nothing.
 
 The server is ``trialgrid serve`` in its own process (``--rpm 300 --rpm-mode bucket``:
 a bucket of one second's worth of requests (5) refilled continuously, as the vendors

@@ -1,4 +1,4 @@
-"""Attempts and latency count what was sent, also when a deadline cancels the call in flight (issue 19)."""
+"""Attempts and latency count what was sent, also when a deadline cancels the call in flight."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 33 item 8, part: pacing tells a rate limit from noise.
+"""Pacing tells a rate limit from noise.
 
 A 429 whose own rate-limit headers say requests remain in the window is a vendor's
 overload blip, not the limit. Cutting the learned pace for every such 429 collapsed it
@@ -70,7 +70,7 @@ def test_isolated_429s_without_headers_are_retried_alone_and_a_burst_of_them_sti
         serve: Callable[..., ServerThread]) -> None:
     # 5% random 429s with no rate-limit headers at all (seed 2: 11 in the first 160 draws, never 3 or more making a
     # fifth of the answers so far): each is a blip, retried after its retry-after without pausing the key or
-    # cutting the pace (issue 33: cutting and pausing for each held the rate at 0.74 of the no-429 rate)
+    # cutting the pace (cutting and pausing for each held the rate at 0.74 of the no-429 rate)
     server = serve(faults={"429": 0.05}, fault_seed=2, fault_retry_after_s=0.05, rate_headers=False)
     pool = ProviderPool()
     provider = pool.provider("openai", Connection("openai", base_url=server.base_url), limits=None,

@@ -1,5 +1,5 @@
 """The oracle persona behind ``trialgrid serve --keys SWEEP``: a sweep sent over the wire to model ``oracle``
-passes every case, the multi-step propagation tasks included (issue 28)."""
+passes every case, the multi-step propagation tasks included."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The default transport (issue 32): aiohttp's session under the ``Client`` protocol, answering ``httpx.Response``s.
+"""The default transport: aiohttp's session under the ``Client`` protocol, answering ``httpx.Response``s.
 
 Against a real aiohttp server on 127.0.0.1: the body goes out as given with the
 provider's headers and the request's own, a compressed answer comes back decoded, a

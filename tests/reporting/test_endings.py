@@ -1,4 +1,4 @@
-"""Honest endings (issue 28): a budget stop has its own exit code, every report of an unfinished grid says so
+"""Honest endings: a budget stop has its own exit code, every report of an unfinished grid says so
 above its first table, the scorecard grades no unfinished grid, and `report -q` prints nothing."""
 
 from __future__ import annotations
@@ -67,12 +67,12 @@ def test_a_run_that_is_all_errors_leads_with_why_and_prints_no_tables(tmp_path: 
     assert result.exit_code == 3, result.output
     assert result.stdout == ""  # no table of dashes
     lines = [x for x in result.stderr.splitlines() if not x.startswith("warning:")]
-    lead = next(i for i, x in enumerate(lines) if x.startswith("every trial of this run ended as an error row"))
-    assert lines[lead + 1].startswith("model broken: all ") and "the user's agent broke" in lines[lead + 1]
+    top = next(i for i, x in enumerate(lines) if x.startswith("every trial of this run ended as an error row"))
+    assert lines[top + 1].startswith("model broken: all ") and "the user's agent broke" in lines[top + 1]
 
 
 def test_a_lost_server_is_said_first_and_one_never_reached_too(tmp_path: Path) -> None:
-    """Issue 34: a model whose server died (here: one that resets about half its connections, and one at a port
+    """A model whose server died (here: one that resets about half its connections, and one at a port
     nothing listens on) leads the report with one line each, counted from the rows, above the first table."""
     import socket
 
@@ -101,11 +101,11 @@ def test_a_lost_server_is_said_first_and_one_never_reached_too(tmp_path: Path) -
     assert 0 < per_model["flaky"] < trials["flaky"] and per_model["gone"] == trials["gone"]
     lines = result.stdout.splitlines()
     table = next(i for i, line in enumerate(lines) if "leaderboard" in line)
-    lead = lines[:table]
-    assert lead[0] == (f"server lost: model flaky could not reach its server in {per_model['flaky']:,} of "
+    top = lines[:table]
+    assert top[0] == (f"server lost: model flaky could not reach its server in {per_model['flaky']:,} of "
                        f"{trials['flaky']:,} trials — its rates cover the other {trials['flaky'] - per_model['flaky']:,}; "
                        "restart the server, then run the sweep again with --retry-errors")
-    assert lead[1].startswith(f"server unreachable: model gone reached no server in any of its {trials['gone']:,} trials")
+    assert top[1].startswith(f"server unreachable: model gone reached no server in any of its {trials['gone']:,} trials")
 
 
 def test_a_run_with_error_rows_lists_them_before_the_first_table(tmp_path: Path) -> None:
@@ -124,9 +124,9 @@ def test_a_run_with_error_rows_lists_them_before_the_first_table(tmp_path: Path)
 
 
 def test_empty_replies_the_server_billed_tokens_for_are_a_server_finding_said_first(tmp_path: Path) -> None:
-    """Issue 34: llama.cpp's chatml-function-calling answered 6 output tokens and no text, no call: the model wrote
+    """The llama.cpp server's chatml-function-calling answered 6 output tokens and no text, no call: the model wrote
     something its tool-call parser dropped. A loopback server answering like that (every reply empty, 6 tokens)
-    makes the report lead with a server finding, and the replies view count them."""
+    makes the report open with a server finding, and the replies view count them."""
     import asyncio
     import threading
 

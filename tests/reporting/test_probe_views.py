@@ -151,7 +151,7 @@ def test_html_draws_every_view_escaped(summary: Summary) -> None:
 def test_listings_are_written_only_where_asked_one_file_per_run_probe_and_view(summary: Summary,
                                                                                tmp_path: Path) -> None:
     written = write_listings(summary, tmp_path / "l")
-    # of the three runs, only phantom has listing views: its disagreements, and (issue 26) the two directions
+    # of the three runs, only phantom has listing views: its disagreements, and the two directions
     assert {(p, k) for _, p, k in written} == {("phantom", "disagreements"), ("phantom", "auditor_phantom"),
                                                ("phantom", "baseline_phantom")}
     [(run, probe, key)] = [k for k in written if k[2] == "disagreements"]

@@ -1,4 +1,4 @@
-"""The oracle persona (``provider: sim, model: oracle``) and ``trialgrid check`` (issue 28)."""
+"""The oracle persona (``provider: sim, model: oracle``) and ``trialgrid check``."""
 
 from __future__ import annotations
 

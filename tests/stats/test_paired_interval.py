@@ -1,4 +1,4 @@
-"""The paired intervals of A − B (``stats.paired_difference_ci``, ``stats.intervals.paired_t``, issue 29) against scipy and brute force.
+"""The paired intervals of A − B (``stats.paired_difference_ci``, ``stats.intervals.paired_t``) against scipy and brute force.
 
 Why this exists: the paired interval is measured against MOVER in benchmarks/paired_coverage.py and
 benchmarks/interval_coverage.py; those figures are only worth something if the interval is the formula

@@ -383,7 +383,7 @@ def test_exact_coverage_by_enumeration_in_a_tiny_binomial_design():
             assert coverage >= 0.95
 
 
-# ---------------------------------------------------------------- degrees of freedom that follow the design (issue 29)
+# ---------------------------------------------------------------- degrees of freedom that follow the design
 
 def test_design_df_matches_the_matrix_form_and_is_k_minus_1_for_equal_sizes():
     rng = np.random.default_rng(29)
