@@ -25,8 +25,6 @@ from typer.core import TyperGroup
 from runner.cli.audit import register as _register_audit
 from runner.cli.check import register as _register_check
 from runner.cli.console import (
-    EXIT_BUDGET,
-    EXIT_ERRORS,
     EXIT_GATE,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -41,6 +39,7 @@ from runner.cli.console import (
 )
 from runner.cli.view import register as register_view
 from runner.core.errors import TrialgridError, UserError
+from runner.core.exits import DEFAULT_RETRY_KINDS
 from runner.core.safety import check_output_dir, one_line, term_text
 
 
@@ -120,7 +119,7 @@ class _GuardedGroup(TyperGroup):
 if TYPE_CHECKING:
     from runner.analysis.gates import Gate
     from runner.analysis.leaderboard import Summary
-    from runner.config.sweep import LoadedSweep
+    from runner.analysis.verdict import Ending
     from runner.output import Output
 
 # --gate of run and report (runner.analysis.gates)
@@ -230,16 +229,12 @@ def run(
     # checked here, not by click's ranges: a bad value is the project's one `error:` line, not a usage block
     if workers is not None and workers < 1:
         raise fail(UserError(f"--workers {workers}: at least 1 worker", hint="omit it for one per CPU of the cluster"))
-    if not 0 <= max_error_rate <= 1:  # NaN fails this too
-        raise fail(UserError(f"--max-error-rate {max_error_rate:g}: a share of trials, between 0 and 1"))
     if retry_kinds and not retry_errors:
         raise fail(UserError(f"{_RETRY_KINDS} only goes with {_RETRY_ERRORS}"))
     terminated = None
     try:
-        gates = _parse_gates(gate)  # a malformed gate is bad input, found before anything is sent
+        _parse_gates(gate)  # a malformed gate is bad input, found before the sweep loads (an MCP server starts)
         loaded = load_sweep(sweep, announce=note)  # a sweep that names an MCP server starts it: say so
-        if fail_on:
-            _check_fail_on(loaded, fail_on)
         target = out_dir or Path(loaded.sweep.output)
         check_output_dir(target)
         # --quiet keeps the warnings (a damaged part set aside, a damaged cache rebuilt): they are TrialgridWarnings
@@ -248,7 +243,8 @@ def run(
         with sigterm_as_interrupt() as terminated:
             result = modes.run(loaded, target, mode=modes.BATCH if batch else None, address=ray, workers=workers,
                                cache=cache, quiet=quiet, say=say, strict_params=strict_params, notify=note,
-                               retry_errors=kinds, wait=wait)
+                               retry_errors=kinds, wait=wait, max_error_rate=max_error_rate,
+                               fail_on=fail_on or (), gates=gate)
     except UserError as exc:
         raise fail(exc) from None
     except KeyboardInterrupt:
@@ -261,8 +257,9 @@ def run(
         done = result.skipped + result.stats.done
         plain(f"stopped: {result.stopped}; {done:,} of {result.total:,} trials written. "
               "Raise `budget` in the sweep and rerun the same command to continue.")
-    # once: the report, the verdict and the gate read the object the run's session finished with
-    output = result.output or Output.open(target)
+    # the run's ending is the library's (runner.analysis.verdict): here it is only printed, and exited with
+    output, ending = result.output or Output.open(target), result.ending
+    assert ending is not None  # runner.run judges every run
     report = not quiet and not no_report
     if not quiet:
         plain(f"{result.stats.done:,} trials run ({result.skipped:,} already done) in {result.elapsed_s:.1f} s; "
@@ -272,20 +269,15 @@ def run(
                                     "why:")), soft_wrap=True)
             report = False
     # the errors come before the tables: the numbers below are of the trials that did not fail
-    errors_left = _error_verdict(sweep, output, max_error_rate)
+    _print_errors(sweep, output.path, ending)
     if report:
         print_report(output, out, details=details)
-    if fail_on:
-        _gate(output, fail_on, exit_now=not errors_left and not result.stopped)
-    gates += _parse_gates(loaded.sweep.gates, "gate")  # the sweep's own, checked for form when it loaded
-    if gates:
-        from runner.analysis.leaderboard import summarize
-
-        _interval_gates(summarize([output]), gates, exit_now=not errors_left and not result.stopped)
-    if result.stopped:  # an unfinished grid is its own ending, whatever else happened (docs/output.md)
-        raise typer.Exit(EXIT_BUDGET)
-    if errors_left:
-        raise typer.Exit(EXIT_ERRORS)
+    if ending.fail_on:
+        _print_cases(ending)
+    if ending.gates:
+        _print_gates(list(ending.failing_gates), len(ending.gates))
+    if ending.exit_code:
+        raise typer.Exit(ending.exit_code)
 
 
 def _all_errors(output: Output) -> bool:
@@ -298,29 +290,25 @@ def _count_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{n:,} {status}" for status, n in sorted(counts.items())) or "no rows"
 
 
-def _error_verdict(sweep: Path, output: Output, max_error_rate: float) -> bool:
-    """Print the error rows by kind, the models that never worked and the --retry-errors command; True if the
-    run should exit 3 (error rows beyond ``max_error_rate``)."""
-    from runner.execution.run import DEFAULT_RETRY_KINDS
-    from runner.execution.verdict import retry_command, run_verdict
+def _print_errors(sweep: Path, target: Path, ending: Ending) -> None:
+    """The error rows by kind, the models that never worked and the --retry-errors command, on stderr."""
+    from runner.analysis.verdict import retry_command
 
-    target = output.path
-    verdict = run_verdict(output)
+    verdict = ending.verdict
     for dead in verdict.dead_models:
         err.print(Text(one_line(dead.summary())), soft_wrap=True)
         err.print(Text(one_line(f"  hint: {dead.hint()}")), soft_wrap=True)
     if not verdict.errors:
-        return False
-    tolerated = verdict.error_rate <= max_error_rate
+        return
+    tolerated = not ending.errors_over
     err.print(Text(one_line(f"{verdict.errors:,} of {verdict.rows:,} trials ({verdict.error_rate:.1%}) ended as error "
                             f"rows: {verdict.kinds_line()}"
-                            + (f" (within --max-error-rate {max_error_rate:g})" if tolerated else ""))),
+                            + (f" (within --max-error-rate {ending.max_error_rate:g})" if tolerated else ""))),
               soft_wrap=True)
     retryable = verdict.retryable()
     if retryable:
         err.print(Text(one_line(f"retry the {retryable:,} {'/'.join(DEFAULT_RETRY_KINDS)} rows into the same output: "
                                 + retry_command(sweep, target))), soft_wrap=True)
-    return not tolerated
 
 
 def _print_line(line: str) -> None:
@@ -329,52 +317,38 @@ def _print_line(line: str) -> None:
     sys.stdout.flush()
 
 
-def _check_fail_on(loaded: LoadedSweep, names: list[str]) -> None:
-    """A --fail-on that names no pass/fail probe of the sweep is bad input, caught before running."""
-    gated = {p.name for p in loaded.probes if "passed" in {f.name for f in p.outcome_fields}}
-    gated |= {p.kind for p in loaded.probes if p.name in gated}
-    for name in names:
-        if name not in gated:
-            raise UserError(f"--fail-on {name!r} names no pass/fail probe in {loaded.path}",
-                            hint=f"pass/fail probes here: {', '.join(sorted(gated)) or 'none'}")
-
-
 def _parse_gates(texts: list[str], where: str = "--gate") -> list[Gate]:
     from runner.analysis.gates import parse_gate
 
     return [parse_gate(t, where) for t in texts]
 
 
-def _interval_gates(summary: Summary, gates: list[Gate], exit_now: bool = True) -> None:
-    """``--gate`` of ``run`` and ``report``: each failing row one line, a count, exit 1 (runner.analysis.gates)."""
+def _interval_gates(summary: Summary, gates: list[Gate]) -> None:
+    """``report --gate``: each failing row one line, a count, exit 1 (runner.analysis.gates)."""
     from runner.analysis.gates import check_gates
 
     try:
         failures = check_gates(summary, gates)
     except UserError as exc:
         raise fail(exc) from None
+    _print_gates(failures, len(gates))
+    if failures:
+        raise typer.Exit(EXIT_GATE)
+
+
+def _print_gates(failures: list[str], gates: int) -> None:
     for line in failures:
         err.print(Text(term_text(line)), soft_wrap=True)
-    plain(f"--gate: {len(gates)} gate(s), {len(failures)} failing row(s)")
-    if failures and exit_now:
-        raise typer.Exit(EXIT_GATE)
+    plain(f"--gate: {gates} gate(s), {len(failures)} failing row(s)")
 
 
-def _gate(output: Output, names: list[str], exit_now: bool = True) -> None:
-    from runner.analysis.diff import case_verdicts, gate_lines
-
-    try:
-        verdicts = case_verdicts(output, names)
-    except UserError as exc:
-        raise fail(exc) from None
-    lines = gate_lines(verdicts)
-    for line in lines:
+def _print_cases(ending: Ending) -> None:
+    """``--fail-on``: a line per case that stops the gate, and the count of those that pass."""
+    for line in ending.failing_cases:
         err.print(Text(term_text(line)), soft_wrap=True)
-    passed = sum(1 for v in verdicts if v.verdict == "pass")
-    plain(f"--fail-on {', '.join(names)}: {passed} of {len(verdicts)} case verdicts pass"
-          + (f"; {len(lines)} do not" if lines else ""))
-    if lines and exit_now:
-        raise typer.Exit(EXIT_GATE)
+    failing = len(ending.failing_cases)
+    plain(f"--fail-on {', '.join(ending.fail_on)}: {ending.cases - failing} of {ending.cases} case verdicts pass"
+          + (f"; {failing} do not" if failing else ""))
 
 
 from runner.cli.diff import register as _register_diff  # noqa: E402  (after app exists)

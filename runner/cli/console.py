@@ -18,19 +18,24 @@ from rich.console import Console
 from rich.text import Text
 
 from runner.core.errors import TrialgridError, TrialgridWarning
+from runner.core.exits import (
+    EXIT_BAD_INPUT,
+    EXIT_BUDGET,
+    EXIT_ERRORS,
+    EXIT_GATE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+)
 from runner.core.redact import scrub
 from runner.core.safety import one_line, term_text
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
 
-EXIT_OK, EXIT_GATE, _EXIT_BAD_INPUT = 0, 1, 2
-#: the run finished but error rows remain (beyond --max-error-rate)
-EXIT_ERRORS = 3
-#: the sweep's budget stopped the run before its grid was finished: rerun with a raised budget to continue
-EXIT_BUDGET = 4
-#: stopped by Ctrl-C (SIGINT) / by SIGTERM: finished trials are kept, rerun to resume
-EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+#: the exit codes are the library's (``runner.core.exits``): a run's ``ending.exit_code`` is what the CLI exits with
+__all__ = ["EXIT_BAD_INPUT", "EXIT_BUDGET", "EXIT_ERRORS", "EXIT_GATE", "EXIT_INTERRUPTED", "EXIT_OK",
+           "EXIT_TERMINATED", "err", "fail", "note", "out", "plain", "warn", "warnings_as_lines"]
 
 
 def fail(exc: TrialgridError, *, every: bool = False) -> typer.Exit:
@@ -40,7 +45,7 @@ def fail(exc: TrialgridError, *, every: bool = False) -> typer.Exit:
     for problem in problems or [exc]:
         # user text (labels, paths, server output) is never markup and never terminal control
         err.print(Text.assemble(("error:", "bold red"), " ", one_line(scrub(str(problem)))), soft_wrap=True)
-    return typer.Exit(_EXIT_BAD_INPUT)
+    return typer.Exit(EXIT_BAD_INPUT)
 
 
 def plain(line: str, console: Console = err) -> None:

@@ -16,15 +16,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from runner.config.sweep import LoadedSweep, load_sweep
 from runner.core.errors import UserError
+from runner.core.exits import DEFAULT_RETRY_KINDS
+from runner.core.gates import Gate, parse_gate
 from runner.execution.backends import RunOptions, backend, backend_names
 from runner.execution.backends.batch.ledger import has_open_batches
 from runner.execution.backends.batch.vendors import VENDORS
-from runner.execution.run import DEFAULT_RETRY_KINDS, RunResult
+from runner.execution.run import RunResult
+from runner.output.reader import Output
 from runner.probes import PROBES
 from runner.providers import ErrorKind
 
@@ -120,7 +123,8 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
         mode: str | None = None, address: str | None = None, workers: int | None = None,
         cache: str | os.PathLike[str] | None = None, strict_params: bool = False, quiet: bool = False,
         say: Callable[[str], None] | None = None, notify: Callable[[str], None] | None = None,
-        retry_errors: Sequence[str] | None = None, wait: bool = False) -> RunResult:
+        retry_errors: Sequence[str] | None = None, wait: bool = False, max_error_rate: float = 0.0,
+        fail_on: Sequence[str] = (), gates: Sequence[str | Gate] = ()) -> RunResult:
     """Run (or resume) a sweep — a file or a ``load_sweep`` result — into ``out`` (default: the sweep's ``output``).
 
     The backend is picked from the sweep (``plan``): a model with ``mode: batch`` goes
@@ -135,14 +139,27 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     row is an error of one of those kinds: they run again and their new row supersedes
     the old one. ``wait``: wait for another process writing ``out`` instead of refusing.
 
-    Raises ``UserError`` (one printable line) for a sweep, output or combination that
-    cannot run, before anything is sent.
+    The result's ``ending`` says how the run ended and its ``exit_code`` is the one
+    ``trialgrid run`` exits with (``runner.analysis.verdict``): error rows beyond
+    ``max_error_rate`` (a share of trials), a failing case of the ``fail_on`` pass/fail
+    probes (names or kinds), a failing interval gate of ``gates`` (texts such as
+    ``"upper(decoy_called | ungroundable) <= 0.2"``, or parsed ``Gate``s) or of the
+    sweep's own ``gates:``, a budget stop.
+
+    Raises ``UserError`` (one printable line) for a sweep, output, option or combination
+    that cannot run, before anything is sent.
     """
     tell = say or (lambda line: None)
+    if not 0 <= max_error_rate <= 1:  # NaN fails this too
+        raise UserError(f"--max-error-rate {max_error_rate:g}: a share of trials, between 0 and 1")
+    # a malformed gate is bad input, found before the sweep loads and anything is sent
+    judged = [g if isinstance(g, Gate) else parse_gate(g, "--gate") for g in gates]
     if isinstance(sweep, LoadedSweep):
         loaded = sweep
     else:
         loaded = load_sweep(Path(sweep))  # its warnings are TrialgridWarnings, issued as it loads
+    judged += [parse_gate(text, "gate") for text in loaded.sweep.gates]  # the sweep's own, checked as it loaded
+    _check_fail_on(loaded, fail_on)
     target = Path(out) if out is not None else Path(loaded.sweep.output)
     cache_dir = Path(cache) if cache is not None else None
     chosen = plan(loaded, target, mode=mode, address=address, workers=workers, cache=cache_dir)
@@ -153,7 +170,22 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     options = RunOptions(quiet=quiet, say=tell, notify=notify, strict_params=strict_params, cache_dir=cache_dir,
                          batch_models=chosen.batch_models, retry_kinds=_check_retry_kinds(retry_errors), wait=wait,
                          backend_options=ray_options if chosen.backend == RAY else {})
-    return backend(chosen.backend).run(loaded, target, options)
+    result = backend(chosen.backend).run(loaded, target, options)
+    from runner.analysis.verdict import judge  # the statistics load once there is a run to judge
+    # once: the verdict and the gates read the object the run's session finished with
+    output = result.output or Output.open(target)
+    ending = judge(output, stopped=result.stopped, max_error_rate=max_error_rate, fail_on=fail_on, gates=judged)
+    return replace(result, output=output, ending=ending)
+
+
+def _check_fail_on(loaded: LoadedSweep, names: Sequence[str]) -> None:
+    """A ``fail_on`` that names no pass/fail probe of the sweep is bad input, caught before running."""
+    gated = {p.name for p in loaded.probes if "passed" in {f.name for f in p.outcome_fields}}
+    gated |= {p.kind for p in loaded.probes if p.name in gated}
+    for name in names:
+        if name not in gated:
+            raise UserError(f"--fail-on {name!r} names no pass/fail probe in {loaded.path}",
+                            hint=f"pass/fail probes here: {', '.join(sorted(gated)) or 'none'}")
 
 
 def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False, say: Callable[[str], None] | None = None,

@@ -17,6 +17,7 @@ from typing import Any
 
 from runner.config.sweep import LoadedSweep
 from runner.core.errors import UserError
+from runner.core.exits import DEFAULT_RETRY_KINDS
 from runner.core.types import TrialSpec
 from runner.execution.engine import EngineStats, RowSink, run_trials
 from runner.execution.progress import RunProgress
@@ -34,8 +35,6 @@ __all__ = ["DEFAULT_RETRY_KINDS", "RunResult", "build_trial_runner", "count_stat
            "per_model_concurrency", "response_cache_dir", "run_sweep"]
 
 
-#: the error kinds ``--retry-errors`` re-attempts when none are named: the ones a later attempt may pass
-DEFAULT_RETRY_KINDS = ("rate_limited", "transient", "timeout")
 
 
 def build_trial_runner(loaded: LoadedSweep, *, strict_params: bool = False,

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -71,6 +71,9 @@ from runner.output.reader import Output, spent_in
 from runner.output.sink import RepairNote, ReplayNote, TrialSink, repair_parts, replay_journals
 from runner.providers.remedies import Learned
 
+if TYPE_CHECKING:
+    from runner.analysis.verdict import Ending
+
 __all__ = ["Phase", "RunResult", "Session", "count_statuses", "grid_of"]
 
 
@@ -94,6 +97,13 @@ class RunResult:
     #: the output as the session left it (manifest and part footers read once, at the finish): the report, the
     #: verdict and ``--fail-on`` after a run read this object instead of opening the output again
     output: Output | None = None
+    #: how the run ended and its exit code (``runner.run`` judges it once the backend is done)
+    ending: Ending | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """The exit code ``trialgrid run`` exits with for this run (0 before it was judged)."""
+        return self.ending.exit_code if self.ending is not None else 0
 
 
 def grid_of(loaded: LoadedSweep) -> Grid:

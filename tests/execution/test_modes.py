@@ -124,12 +124,14 @@ def test_a_backend_registered_in_process_is_what_runner_run_uses(tmp_path: Path,
 
         def run(self, loaded: Any, out: Path, options: RunOptions) -> Any:
             calls.append((loaded.sweep.name, options))
-            return "ran"
+            return local.run(loaded, out, options)  # recorded, then run as the local backend runs it
 
+    local = registry.backend("local")
     monkeypatch.setattr(registry, "_REGISTERED", {})
     register_backend("recording", _Recording())
     assert "recording" in runner.execution.backends.backend_names()
-    assert runner.run(_sweep(tmp_path, provider="sim"), tmp_path / "out", mode="recording", strict_params=True) == "ran"
+    result = runner.run(_sweep(tmp_path, provider="sim"), tmp_path / "out", mode="recording", strict_params=True)
+    assert result.counts.get("ok") and result.exit_code == 0
     assert len(calls) == 1 and calls[0][1].strict_params is True
     with pytest.raises(ValueError, match="built-in"):
         register_backend("local", _Recording())

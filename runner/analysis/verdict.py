@@ -1,12 +1,19 @@
-"""How a run ended, for its exit code: the error rows by kind, and models that never worked.
+"""How a run ended, and the exit code it earns: computed here, printed by the CLI.
 
-A sweep that "finishes" with 14% error rows, or with every trial of a model a fatal
-404 (a base_url with the wrong path), used to exit 0. ``run_verdict`` reads the
-output (each trial once, its newest row) and says what the command line needs to
-tell the truth (from the command's one ``runner.output.Output``): how many error rows of which kind, the exact ``--retry-errors``
-command that re-attempts the retryable ones, and, for a model whose every trial
-failed (a fatal 404, or a server that is not running), its first error and what
-usually causes it.
+``judge`` reads a finished (or stopped) output once and returns an ``Ending``: the error rows
+by kind and the models that never worked (``Verdict``), the failing cases of ``fail_on``'s
+pass/fail probes, the failing rows of interval gates, and from these one ``exit_code``
+(``runner.core.exits``). ``runner.run`` returns it on its result, so a notebook or a CI script
+gets the exit code ``trialgrid run`` would exit with, without re-implementing the rules:
+
+- the budget stopped the grid before it was finished: 4, whatever else happened;
+- else error rows beyond ``max_error_rate``: 3 (the gates are judged and reported all the same,
+  but their numbers are of the trials that did not fail);
+- else a failing ``fail_on`` case or a failing gate: 1;
+- else 0.
+
+A model whose every trial failed (a fatal 404, a server that is not running) is named with
+its first error and what usually causes it.
 """
 
 from __future__ import annotations
@@ -18,7 +25,11 @@ from pathlib import Path
 
 import polars as pl
 
-from runner.execution.run import DEFAULT_RETRY_KINDS
+from runner.analysis.diff import case_verdicts, gate_lines
+from runner.analysis.gates import check_gates
+from runner.analysis.leaderboard import summarize
+from runner.core.exits import DEFAULT_RETRY_KINDS, EXIT_BUDGET, EXIT_ERRORS, EXIT_GATE, EXIT_OK
+from runner.core.gates import Gate
 from runner.output.reader import Output, as_output
 
 
@@ -105,3 +116,53 @@ def retry_command(sweep: Path, out: Path, kinds: Sequence[str] = DEFAULT_RETRY_K
     """The command line that re-attempts error rows of ``kinds`` into the same output."""
     kind_arg = "" if tuple(kinds) == DEFAULT_RETRY_KINDS else " " + ",".join(kinds)
     return f"trialgrid run {shlex.quote(str(sweep))} --out {shlex.quote(str(out))} --retry-errors{kind_arg}"
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How a run ended: its ``Verdict``, why it stopped early, what its gates found, and its ``exit_code``."""
+
+    verdict: Verdict
+    #: why scheduling stopped before the grid was finished (a spent budget), else None
+    stopped: str | None = None
+    max_error_rate: float = 0.0
+    #: the ``fail_on`` probes judged (names or kinds), the case verdicts counted, and a line per failing case
+    fail_on: tuple[str, ...] = ()
+    cases: int = 0
+    failing_cases: tuple[str, ...] = ()
+    #: the interval gates judged, and a line per failing (gate, run, probe, model, condition)
+    gates: tuple[Gate, ...] = ()
+    failing_gates: tuple[str, ...] = ()
+
+    @property
+    def errors_over(self) -> bool:
+        """Error rows remain beyond ``max_error_rate``."""
+        return bool(self.verdict.errors) and self.verdict.error_rate > self.max_error_rate
+
+    @property
+    def exit_code(self) -> int:
+        if self.stopped:
+            return EXIT_BUDGET
+        if self.errors_over:
+            return EXIT_ERRORS
+        if self.failing_cases or self.failing_gates:
+            return EXIT_GATE
+        return EXIT_OK
+
+
+def judge(output: Output | Path, *, stopped: str | None = None, max_error_rate: float = 0.0,
+          fail_on: Sequence[str] = (), gates: Sequence[Gate] = ()) -> Ending:
+    """The ``Ending`` of the run in ``output``: its error verdict, and ``fail_on``'s cases and ``gates`` judged.
+
+    ``fail_on`` names pass/fail probes (a name, or a kind such as ``negative``); ``gates`` are
+    parsed interval gates (``runner.core.gates.parse_gate``). Raises ``UserError`` for a
+    ``fail_on`` that names no pass/fail probe of the run, or a gate that matches no rate.
+    """
+    output = as_output(output)
+    cases, failing_cases = 0, []
+    if fail_on:
+        verdicts = case_verdicts(output, fail_on)
+        cases, failing_cases = len(verdicts), gate_lines(verdicts)
+    failing_gates = check_gates(summarize([output]), list(gates)) if gates else []
+    return Ending(run_verdict(output), stopped, max_error_rate, tuple(fail_on), cases, tuple(failing_cases),
+                  tuple(gates), tuple(failing_gates))
