@@ -18,15 +18,16 @@ without it, ``run --ray`` and these commands say so in one line (``cluster.sessi
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from runner.core.errors import UserError
+from runner.core.messages import is_note, logger
 
 if TYPE_CHECKING:
     from runner.config.sweep import LoadedSweep
@@ -55,8 +56,8 @@ class _RayBackend:
         from cluster.driver import run_on_ray
 
         return run_on_ray(loaded, out, address=ray_options.address, workers=ray_options.workers,
-                          quiet=options.quiet, say=options.say, strict_params=options.strict_params,
-                          notify=options.notify, cache_dir=options.cache_dir, retry_kinds=options.retry_kinds,
+                          quiet=options.quiet, strict_params=options.strict_params,
+                          cache_dir=options.cache_dir, retry_kinds=options.retry_kinds,
                           wait=options.wait)
 
 
@@ -158,6 +159,14 @@ def register(app: typer.Typer) -> None:
             raise fail(exc) from None
 
 
+class _JobLines(logging.Formatter):
+    """A record of the ``trialgrid`` logger as a job's log line: a note prefixed ``note:``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = record.getMessage()
+        return f"note: {line}" if is_note(record) else line
+
+
 def job_main(argv: list[str] | None = None) -> int:
     """``python -m cluster run SWEEP --out OUT``: the entrypoint of a submitted job (driver on the head).
 
@@ -165,11 +174,6 @@ def job_main(argv: list[str] | None = None) -> int:
     ``runner.execution.modes``'); an address means Ray.
     """
     import argparse
-
-    from cluster.session import ray_session
-    from runner.execution import modes
-    from runner.execution.backends import register_backend
-    from runner.reporting.terminal import print_report
 
     parser = argparse.ArgumentParser(prog="python -m cluster", description="Run a sweep on the Ray cluster "
                                      "this process belongs to (the entrypoint `trialgrid submit` gives a job).")
@@ -182,16 +186,34 @@ def job_main(argv: list[str] | None = None) -> int:
     run.add_argument("--strict-params", action="store_true")
     run.add_argument("--cache", type=Path, default=None)
     args = parser.parse_args(argv)
-    say: Callable[[str], Any] = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    # what the run says goes to the job's log (stderr): progress lines as they are, notes as `note:` lines
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_JobLines())
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        return _job_run(args)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
+
+def _job_run(args: Any) -> int:
+    """The job's run (``args``: ``job_main``'s parsed arguments), what it says going to the job's log."""
+    from cluster.session import ray_session
+    from runner.execution import modes
+    from runner.execution.backends import register_backend
+    from runner.reporting.terminal import print_report
+
+    say = logger.info
     out = args.out.resolve()
     # a job's head may run the uploaded code without installed entry points: name the Ray backend here
     register_backend(modes.RAY, ray_backend)
     try:
         with ray_session(args.address, ship_code=False):  # the job's runtime env carries the code
             result = modes.run(args.sweep, out, address=args.address, workers=args.workers, cache=args.cache,
-                               strict_params=args.strict_params, quiet=True, say=say,
-                               notify=lambda s: say(f"note: {s}"))
+                               strict_params=args.strict_params, quiet=True)
             if result.stopped:
                 say(f"stopped: {result.stopped}")
             say(f"{result.stats.done:,} trials run ({result.skipped:,} already done) in {result.elapsed_s:.1f} s; "

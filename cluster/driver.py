@@ -14,7 +14,6 @@ spend meter and cache, and ``Watch`` logs and records the cluster's summary.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from cluster.shares import engine_share
 from cluster.watch import Watch, detail_line
 from cluster.worker import TrialWorker
 from runner.config.sweep import LoadedSweep
+from runner.core.messages import say
 from runner.execution.engine import EngineStats
 from runner.execution.progress import RunProgress
 from runner.execution.run import RunResult, response_cache_dir
@@ -53,8 +53,7 @@ def default_chunk_size(loaded: LoadedSweep, workers: int) -> int:
 
 def run_on_ray(loaded: LoadedSweep, out: Path, *, address: str = "auto", workers: int | None = None,
                chunk_size: int | None = None, in_flight: int = 2, quiet: bool = False,
-               say: Callable[[str], None] = lambda s: None, strict_params: bool = False,
-               notify: Callable[[str], None] | None = None, num_cpus: int | None = None,
+               strict_params: bool = False, num_cpus: int | None = None,
                temp_dir: str | None = None, ship_code: bool | None = None,
                limiter_window_s: float = 60.0, cache_dir: Path | None = None,
                watch_interval_s: float = 5.0, retry_kinds: tuple[str, ...] | None = None,
@@ -64,8 +63,8 @@ def run_on_ray(loaded: LoadedSweep, out: Path, *, address: str = "auto", workers
     ``address``: ``auto``, ``local`` or a cluster address (see ``cluster.session``);
     ``num_cpus`` and ``temp_dir`` apply to ``local`` only. If this process is already
     connected to Ray, that connection is used as is. ``ship_code`` (default: unless
-    inside a Ray Job) sends trialgrid's packages to the workers as ``py_modules``. ``strict_params`` and ``notify``
-    mean what they mean for ``run_sweep``; ``limiter_window_s`` shortens the rate
+    inside a Ray Job) sends trialgrid's packages to the workers as ``py_modules``. ``strict_params`` means
+    what it means for ``run_sweep`` (progress lines and notes: ``runner.core.messages``); ``limiter_window_s`` shortens the rate
     window (tests only: providers count per minute). ``cache_dir`` (else the sweep's
     ``cache``) is the response cache, served to every worker by one actor on this node.
     A sweep's ``budget`` is metered across all workers (``cluster.spend``). Every
@@ -82,7 +81,7 @@ def run_on_ray(loaded: LoadedSweep, out: Path, *, address: str = "auto", workers
     dispatch = DispatchStats()
     by_status: dict[str, int] = {}
     # a wrong --out fails here, before any cluster work; the lock is held from here to the session's finish
-    with Session(loaded, out, say=say, notify=notify, strict_params=strict_params, retry_kinds=retry_kinds,
+    with Session(loaded, out, strict_params=strict_params, retry_kinds=retry_kinds,
                  wait=wait) as session, \
             ray_session(address, num_cpus=num_cpus, temp_dir=temp_dir, ship_code=ship_code):
         put_ray_record(session.manifest.sessions[-1], RaySessionRecord(address=address))
@@ -124,7 +123,6 @@ def _dispatch(session: Session, dispatcher: Dispatcher, services: Any, size: int
               by_status: dict[str, int], *, quiet: bool, cache_on: bool, watch_interval_s: float) -> None:
     """Feed the pending grid to the workers in chunks, write what they return, watch; stop when the budget says."""
     budget = session.loaded.sweep.budget
-    say = session.say
     watch = Watch(session.total, len(session.done), interval_s=watch_interval_s)
     log_lines = [True]
 

@@ -143,3 +143,17 @@ def _forget_keys() -> Any:
     from runner.core import redact
 
     redact.forget_all()
+
+
+@pytest.fixture(autouse=True)
+def _no_lingering_message_handlers() -> Any:
+    """What trialgrid says goes through one logger (``runner.core.messages``): a handler a test or a command
+    leaves on it would print into every later test's streams, so a test that leaves one fails."""
+    from runner.core.messages import logger
+
+    before = list(logger.handlers)
+    yield
+    left = [h for h in logger.handlers if h not in before]
+    for handler in left:
+        logger.removeHandler(handler)
+    assert not left, f"handlers left on the trialgrid logger: {left}"

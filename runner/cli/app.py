@@ -31,9 +31,10 @@ from runner.cli.console import (
     EXIT_TERMINATED,
     err,
     fail,
-    note,
+    messages_as_lines,
     out,
     plain,
+    quiet_messages,
     warn,
     warnings_as_lines,
 )
@@ -94,7 +95,8 @@ class _GuardedGroup(TyperGroup):
 
     def invoke(self, ctx: Any) -> Any:  # typer's (vendored) click.Context
         try:
-            with warnings_as_lines():  # a TrialgridWarning, from any layer, is one `warning:` line
+            # a TrialgridWarning, from any layer, is one `warning:` line; progress and notes are lines of their own
+            with warnings_as_lines(), messages_as_lines():
                 return super().invoke(ctx)
         except TrialgridError as exc:  # bad input, or a run that cannot go on (Ray's workers exhausted)
             raise fail(exc) from None
@@ -163,7 +165,7 @@ def validate(
     from runner.execution.run import grid_of
 
     try:
-        loaded = load_sweep(sweep, start_servers=start_servers, announce=note)
+        loaded = load_sweep(sweep, start_servers=start_servers)
     except UserError as exc:
         raise fail(exc, every=True) from None
     grid = grid_of(loaded)
@@ -234,15 +236,16 @@ def run(
     terminated = None
     try:
         _parse_gates(gate)  # a malformed gate is bad input, found before the sweep loads (an MCP server starts)
-        loaded = load_sweep(sweep, announce=note)  # a sweep that names an MCP server starts it: say so
+        loaded = load_sweep(sweep)  # a sweep that names an MCP server starts it: a note says so
         target = out_dir or Path(loaded.sweep.output)
         check_output_dir(target)
-        # --quiet keeps the warnings (a damaged part set aside, a damaged cache rebuilt): they are TrialgridWarnings
-        say = None if quiet else plain
+        # --quiet keeps the notes and the warnings (a damaged part set aside, a damaged cache rebuilt), not progress
+        if quiet:
+            quiet_messages()
         # the mode and every rule about it are runner.run's (runner/execution/modes.py): --ray is an address
         with sigterm_as_interrupt() as terminated:
             result = modes.run(loaded, target, mode=modes.BATCH if batch else None, address=ray, workers=workers,
-                               cache=cache, quiet=quiet, say=say, strict_params=strict_params, notify=note,
+                               cache=cache, quiet=quiet, strict_params=strict_params,
                                retry_errors=kinds, wait=wait, max_error_rate=max_error_rate,
                                fail_on=fail_on or (), gates=gate)
     except UserError as exc:
@@ -367,7 +370,7 @@ def rescore(
     from runner.execution.rescore import rescore as rescore_output
 
     try:
-        result = rescore_output(source, dest, sweep, say=plain)
+        result = rescore_output(source, dest, sweep)
     except UserError as exc:
         raise fail(exc) from None
     plain(f"rescored {result.rows:,} rows into {dest}: {result.changed:,} changed outcome, "
@@ -719,7 +722,7 @@ def serve(
         from runner.sim.oracle import learn
 
         try:
-            learn(load_sweep(keys_of, announce=note).probes)
+            learn(load_sweep(keys_of).probes)
         except UserError as exc:
             raise fail(exc) from None
     try:

@@ -50,7 +50,7 @@ def check(sweep: Path = typer.Argument(..., help="Sweep file (YAML).")) -> None:
     from runner.config.sweep import load_sweep
 
     try:
-        loaded = load_sweep(sweep, announce=note)
+        loaded = load_sweep(sweep)
         with oracle_run(loaded) as (proof, rows):
             for name in proof.skipped:
                 note(f"probe {name!r} is not checked: the oracle answers negative, misselection, phantom and "

@@ -8,6 +8,7 @@ print and fail exactly as the built-in ones do.
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ from runner.core.exits import (
     EXIT_OK,
     EXIT_TERMINATED,
 )
+from runner.core.messages import is_note, logger
 from runner.core.redact import scrub
 from runner.core.safety import one_line, term_text
 
@@ -34,8 +36,24 @@ err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
 
 #: the exit codes are the library's (``runner.core.exits``): a run's ``ending.exit_code`` is what the CLI exits with
-__all__ = ["EXIT_BAD_INPUT", "EXIT_BUDGET", "EXIT_ERRORS", "EXIT_GATE", "EXIT_INTERRUPTED", "EXIT_OK",
-           "EXIT_TERMINATED", "err", "fail", "note", "out", "plain", "warn", "warnings_as_lines"]
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_BUDGET",
+    "EXIT_ERRORS",
+    "EXIT_GATE",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_TERMINATED",
+    "err",
+    "fail",
+    "messages_as_lines",
+    "note",
+    "out",
+    "plain",
+    "quiet_messages",
+    "warn",
+    "warnings_as_lines",
+]
 
 
 def fail(exc: TrialgridError, *, every: bool = False) -> typer.Exit:
@@ -83,3 +101,38 @@ def warnings_as_lines() -> Iterator[None]:
         warnings.showwarning = show
         warnings.simplefilter("always", TrialgridWarning)
         yield
+
+
+class _Lines(logging.Handler):
+    """The ``trialgrid`` logger's records on stderr: a progress line as it is, a note as its ``note:`` line."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            (note if is_note(record) else plain)(record.getMessage())
+        except Exception:  # a closed stream, a record that does not format: never the command's end
+            self.handleError(record)
+
+
+@contextmanager
+def messages_as_lines() -> Iterator[None]:
+    """While a command runs, what trialgrid says (``runner.core.messages``) is printed on stderr: progress lines
+    and notes (``quiet_messages`` keeps the notes only). Not passed up to the root logger, so a handler there does
+    not print it twice."""
+    handler = _Lines(logging.INFO)
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+def quiet_messages() -> None:
+    """``--quiet``: of what trialgrid says, the notes only (no progress lines)."""
+    for handler in logger.handlers:
+        if isinstance(handler, _Lines):
+            handler.addFilter(is_note)

@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import shlex
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
@@ -35,6 +34,7 @@ from runner.config.cost import Budget, ModelPrice
 from runner.config.lint import lint_probes
 from runner.core.errors import UserError, warn
 from runner.core.gates import parse_gate
+from runner.core.messages import note
 from runner.core.redact import remember_env
 from runner.core.safety import check_regular_file, check_target_path, printable_label
 from runner.core.sources import Source, load_source, register_union_tags, validate
@@ -391,13 +391,12 @@ def _server_command(entry: Any) -> str | None:
     return " ".join(shlex.quote(a) for a in [server.command, *server.args])
 
 
-def load_sweep(path: Path | str, *, start_servers: bool = True,
-               announce: Callable[[str], None] | None = None) -> LoadedSweep:
+def load_sweep(path: Path | str, *, start_servers: bool = True) -> LoadedSweep:
     """Read and check a sweep file and everything it names. Raises ``UserError``.
 
     A sweep file that names an MCP server is code: loading it starts that command. With
     ``start_servers=False`` such probe entries are checked as configuration only and
-    listed in ``unstarted``; ``announce`` hears every command before it starts.
+    listed in ``unstarted``; every command is a note (``runner.core.messages``) before it starts.
     """
     path = Path(path)
     source: Source = load_source(path, what="sweep file")
@@ -428,8 +427,7 @@ def load_sweep(path: Path | str, *, start_servers: bool = True,
                                  "not started, so its catalogue and cases are unchecked "
                                  "(--start-servers runs it: a sweep file that names a server is code)")
                 continue
-            if announce is not None:
-                announce(f"starting the MCP server of probes[{i}] ({entry.name or entry.kind}): {command}")
+            note(f"starting the MCP server of probes[{i}] ({entry.name or entry.kind}): {command}")
         probes.append(PROBES[entry.kind](entry, base, locate))
     lint_warnings = lint_probes(probes)  # case files against their catalogues: unpassable cases are errors
     warnings = [w for p in probes for w in p.warnings] + lint_warnings + _local_server_warnings(sweep)

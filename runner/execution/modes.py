@@ -15,7 +15,7 @@ and polling a vendor's batch is a handful of calls, there is nothing to shard. `
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from runner.config.sweep import LoadedSweep, load_sweep
 from runner.core.errors import UserError
 from runner.core.exits import DEFAULT_RETRY_KINDS
 from runner.core.gates import Gate, parse_gate
+from runner.core.messages import say
 from runner.execution.backends import RunOptions, backend, backend_names
 from runner.execution.backends.batch.ledger import has_open_batches
 from runner.execution.backends.batch.vendors import VENDORS
@@ -122,7 +123,6 @@ def batch_models(loaded: LoadedSweep, all_models: bool) -> set[str]:
 def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
         mode: str | None = None, address: str | None = None, workers: int | None = None,
         cache: str | os.PathLike[str] | None = None, strict_params: bool = False, quiet: bool = False,
-        say: Callable[[str], None] | None = None, notify: Callable[[str], None] | None = None,
         retry_errors: Sequence[str] | None = None, wait: bool = False, max_error_rate: float = 0.0,
         fail_on: Sequence[str] = (), gates: Sequence[str | Gate] = ()) -> RunResult:
     """Run (or resume) a sweep — a file or a ``load_sweep`` result — into ``out`` (default: the sweep's ``output``).
@@ -132,9 +132,10 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     model, ``ray``, or another installed backend). ``address``/``workers``: the Ray
     cluster and its worker count (an address alone means ``ray``). ``cache``: the
     response cache directory (else the sweep's ``cache``). ``strict_params``: no
-    remedies, a rejected parameter fails the trial. ``say`` hears progress lines,
-    ``notify`` each newly learned remedy; warnings (too few runs, a local server that
-    queues, a damaged part or cache) are ``TrialgridWarning``s, through ``warnings``. Trials already in ``out`` are skipped, except,
+    remedies, a rejected parameter fails the trial. ``quiet``: no progress bar. Progress
+    lines and notes (a remedy learned) are log records of the ``trialgrid`` logger
+    (``runner.core.messages``); warnings (too few runs, a local server that queues, a
+    damaged part or cache) are ``TrialgridWarning``s, through ``warnings``. Trials already in ``out`` are skipped, except,
     with ``retry_errors`` (error kinds, e.g. ``DEFAULT_RETRY_KINDS``), trials whose newest
     row is an error of one of those kinds: they run again and their new row supersedes
     the old one. ``wait``: wait for another process writing ``out`` instead of refusing.
@@ -149,7 +150,6 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     Raises ``UserError`` (one printable line) for a sweep, output, option or combination
     that cannot run, before anything is sent.
     """
-    tell = say or (lambda line: None)
     if not 0 <= max_error_rate <= 1:  # NaN fails this too
         raise UserError(f"--max-error-rate {max_error_rate:g}: a share of trials, between 0 and 1")
     # a malformed gate is bad input, found before the sweep loads and anything is sent
@@ -164,10 +164,10 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     cache_dir = Path(cache) if cache is not None else None
     chosen = plan(loaded, target, mode=mode, address=address, workers=workers, cache=cache_dir)
     if chosen.note:
-        tell(chosen.note)
+        say(chosen.note)
     # the Ray plug-in's own options travel as a mapping it validates (cluster.options); runner knows no Ray fields
     ray_options = {k: v for k, v in (("address", address), ("workers", workers)) if v is not None}
-    options = RunOptions(quiet=quiet, say=tell, notify=notify, strict_params=strict_params, cache_dir=cache_dir,
+    options = RunOptions(quiet=quiet, strict_params=strict_params, cache_dir=cache_dir,
                          batch_models=chosen.batch_models, retry_kinds=_check_retry_kinds(retry_errors), wait=wait,
                          backend_options=ray_options if chosen.backend == RAY else {})
     result = backend(chosen.backend).run(loaded, target, options)
@@ -188,8 +188,7 @@ def _check_fail_on(loaded: LoadedSweep, names: Sequence[str]) -> None:
                             hint=f"pass/fail probes here: {', '.join(sorted(gated)) or 'none'}")
 
 
-def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False, say: Callable[[str], None] | None = None,
-              strict_params: bool = False, notify: Callable[[str], None] | None = None,
+def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False, strict_params: bool = False,
               cache_dir: Path | None = None) -> RunResult:
     """``run`` under its earlier name and keywords (``runner.run_sweep``): the backend is picked the same way."""
-    return run(loaded, out, quiet=quiet, say=say, strict_params=strict_params, notify=notify, cache=cache_dir)
+    return run(loaded, out, quiet=quiet, strict_params=strict_params, cache=cache_dir)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from runner.config.sweep import LoadedSweep, load_sweep
 from runner.core.calls import Blobs, referenced_blobs
 from runner.core.errors import UserError
 from runner.core.manifest import Manifest, RescoredFrom, RunStatus, write_manifest
+from runner.core.messages import say
 from runner.core.schema import COMMON_FIELDS, STATUS_ERROR, STATUS_OK, trial_schema
 from runner.core.types import TrialSpec
 from runner.execution.replay import NotReplayable, ReplayAgent, ReplayExhausted, stored_responses
@@ -97,8 +98,7 @@ def _cell(row: Mapping[str, Any]) -> Cell:
     return row["model"], row["probe"], row["case_id"], row["condition"], int(row["run"])
 
 
-def rescore(source: Path, dest: Path, sweep_path: Path | None = None,
-            say: Callable[[str], None] = lambda s: None) -> RescoreResult:
+def rescore(source: Path, dest: Path, sweep_path: Path | None = None) -> RescoreResult:
     """Re-score ``source`` into the new output ``dest``. Raises ``UserError``; writes nothing on refusal."""
     output = Output.open(source)  # the manifest and the part footers, read once; damaged or foreign parts refused
     manifest = output.manifest
@@ -111,7 +111,7 @@ def rescore(source: Path, dest: Path, sweep_path: Path | None = None,
         raise UserError("--out must be a new directory, not the source output", hint="e.g. --out OUT-rescored")
     _check_empty(dest)
     loaded = load_sweep(sweep_path)
-    rows, result = _rescored_rows(output, loaded, say)
+    rows, result = _rescored_rows(output, loaded)
     with lock_output(dest, what="rescore"):  # one writer per output, as for a run
         _check_empty(dest)
         _write(dest, loaded, rows, manifest, source, result)
@@ -119,8 +119,7 @@ def rescore(source: Path, dest: Path, sweep_path: Path | None = None,
     return result
 
 
-def _rescored_rows(source: Output, loaded: LoadedSweep,
-                   say: Callable[[str], None]) -> tuple[list[dict[str, Any]], RescoreResult]:
+def _rescored_rows(source: Output, loaded: LoadedSweep) -> tuple[list[dict[str, Any]], RescoreResult]:
     stored: dict[Cell, dict[str, Any]] = {}
     blobs = Blobs()
     for row in _read_rows(source, blobs):

@@ -82,9 +82,8 @@ def response_cache_dir(loaded: LoadedSweep, given: Path | None) -> Path | None:
     return given
 
 
-def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False, say: Callable[[str], None] = lambda s: None,
-              worker: str = "local", strict_params: bool = False, notify: Callable[[str], None] | None = None,
-              cache_dir: Path | None = None, retry_kinds: Sequence[str] | None = None,
+def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False, worker: str = "local",
+              strict_params: bool = False, cache_dir: Path | None = None, retry_kinds: Sequence[str] | None = None,
               wait: bool = False) -> RunResult:
     """Run (or resume) ``loaded`` into ``out`` in this process, live (the ``local`` backend).
 
@@ -92,8 +91,8 @@ def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False, say: Calla
     response cache), run the pending specs through the engine into the session's
     metered sink while ``should_stop`` is false, close what it opened.
 
-    ``notify`` prints the one line announcing each newly learned parameter remedy
-    (it is also written into the manifest at once, so a crash keeps it);
+    Each newly learned parameter remedy is a note (``runner.core.messages``), and written
+    into the manifest at once, so a crash keeps it;
     ``strict_params`` turns remedies off: a rejected parameter fails the trial;
     ``cache_dir`` (else the sweep's ``cache``) answers repeated requests from disk;
     ``retry_kinds`` re-attempts error rows of those kinds; ``wait`` waits for another
@@ -101,9 +100,9 @@ def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False, say: Calla
     """
     cache_dir = response_cache_dir(loaded, cache_dir)
     stats = EngineStats()
-    with Session(loaded, out, say=say, notify=notify, strict_params=strict_params, retry_kinds=retry_kinds,
+    with Session(loaded, out, strict_params=strict_params, retry_kinds=retry_kinds,
                  wait=wait) as session:
-        cache = ResponseCache(cache_dir, say=say) if cache_dir is not None else None
+        cache = ResponseCache(cache_dir) if cache_dir is not None else None
         try:
             execute, providers = build_trial_runner(loaded, strict_params=strict_params, on_learn=session.learned,
                                                     known_remedies=[r.as_json() for r in session.manifest.remedies],

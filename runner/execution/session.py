@@ -21,7 +21,7 @@ A backend opens a session, builds what it needs (providers, vendors, Ray actors)
 calls ``begin``, writes rows into ``sink(...)`` — through ``metered`` — while
 ``should_stop`` is false, and returns ``result(stats)``::
 
-    with Session(loaded, out, say=say, notify=notify, strict_params=...) as session:
+    with Session(loaded, out, strict_params=...) as session:
         runner = build(...)              # an exception here: the session ends "failed"
         session.begin()                  # from here an exception ends it "interrupted"
         with session.sink("local") as sink:
@@ -38,7 +38,7 @@ watch) in ``cluster``; the lifecycle is this one.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -52,6 +52,7 @@ import pyarrow.ipc as ipc
 from runner.config.sweep import LoadedSweep
 from runner.core.errors import UserError
 from runner.core.manifest import CacheStats, Manifest, RemedyRecord, RunStatus, write_manifest
+from runner.core.messages import note, say
 from runner.core.schema import trial_schema
 from runner.core.types import TrialSpec
 from runner.execution.budget import CostMeter
@@ -75,10 +76,6 @@ if TYPE_CHECKING:
     from runner.analysis.verdict import Ending
 
 __all__ = ["Phase", "RunResult", "Session", "count_statuses", "grid_of"]
-
-
-def _silent(line: str) -> None:
-    return None
 
 
 @dataclass
@@ -134,18 +131,17 @@ class Phase(Enum):
 class Session:
     """One session of ``loaded`` on ``out`` (see the module's docstring for what it owns).
 
-    ``say`` hears progress lines (resuming, repaired parts); ``notify`` the one line
-    announcing each newly learned remedy; ``strict_params`` is recorded in the manifest;
+    Progress lines (resuming, repaired parts) and the note announcing each newly learned
+    remedy go to ``runner.core.messages``; ``strict_params`` is recorded in the manifest;
     ``retry_kinds`` re-attempts error rows of those kinds; ``wait`` waits for another
     process writing ``out`` instead of refusing; ``remedies_apply_to`` ends the remedy
     announcement (batch mode's remedies apply to its live requests only).
     """
 
-    def __init__(self, loaded: LoadedSweep, out: Path, *, say: Callable[[str], None] = _silent,
-                 notify: Callable[[str], None] | None = None, strict_params: bool = False,
+    def __init__(self, loaded: LoadedSweep, out: Path, *, strict_params: bool = False,
                  retry_kinds: Sequence[str] | None = None, wait: bool = False,
                  remedies_apply_to: str = "every later request") -> None:
-        self.loaded, self.out, self.say, self.notify = loaded, out, say, notify
+        self.loaded, self.out = loaded, out
         self.strict_params, self.retry_kinds, self.wait = strict_params, retry_kinds, wait
         self.remedies_apply_to = remedies_apply_to
         self.phase = Phase.NEW
@@ -200,8 +196,8 @@ class Session:
             # answers a crash left in the journals (runner.output.journal) become rows: done, not re-sent
             self.repaired += replay_journals(trials_dir, trial_schema(loaded.schema_fields))
             for note in self.repaired:
-                self.say(f"repaired {note}")
-            parts = quarantine_parts(trials_dir, loaded.sweep_id, self.say)
+                say(f"repaired {note}")
+            parts = quarantine_parts(trials_dir, loaded.sweep_id)
             _check_written_schema(parts, trials_dir, trial_schema(loaded.schema_fields))
             _count_crashed(self.manifest, parts)
             done, retry, self._by_index = self._resume_set(parts)
@@ -226,9 +222,9 @@ class Session:
         manifest.sweep.prices, manifest.sweep.budget = in_force.prices, in_force.budget
         if self.retry_kinds is not None:
             what = ", ".join(f"{n:,} {k}" for k, n in sorted(retry.items())) or "none"
-            self.say(f"retrying error rows of kind {', '.join(self.retry_kinds)}: {what}")
+            say(f"retrying error rows of kind {', '.join(self.retry_kinds)}: {what}")
         if len(self.done):
-            self.say(f"resuming: {len(self.done):,} of {self.total:,} trials already written, running the rest")
+            say(f"resuming: {len(self.done):,} of {self.total:,} trials already written, running the rest")
         self.phase = Phase.OPEN
 
     def _resume_set(self, parts: list[Path]) -> tuple[np.ndarray, dict[str, int], bool]:
@@ -276,7 +272,7 @@ class Session:
         except (OSError, UserError) as exc:
             if error is None:
                 raise
-            self.say(f"could not record the end of this session in the manifest: {exc}")
+            say(f"could not record the end of this session in the manifest: {exc}")
         finally:
             self.phase = Phase.FINISHED
             if self._lock is not None:
@@ -352,10 +348,9 @@ class Session:
         record = RemedyRecord.model_validate(entry.as_json() if isinstance(entry, Learned) else dict(entry))
         self.manifest.remedies.append(record)
         self.save()
-        if self.notify is not None:
-            self.notify(f"remedy learned for {record.provider} model {record.model_id!r}: {record.remedy} "
-                        f"(the server said: {record.server_message}); applied to {self.remedies_apply_to}, "
-                        "recorded in the manifest")
+        note(f"remedy learned for {record.provider} model {record.model_id!r}: {record.remedy} "
+             f"(the server said: {record.server_message}); applied to {self.remedies_apply_to}, "
+             "recorded in the manifest")
 
     def record_cache(self, stats: Mapping[str, Any]) -> None:
         """This session's response-cache counts (``ResponseCache.stats()`` or the Ray cache actor's) into its

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -354,10 +354,10 @@ def _free_bytes(path: Path) -> int:
     return shutil.disk_usage(path).free
 
 
-def quarantine_parts(trials_dir: Path, sweep_id: str, say: Callable[[str], None] | None = None) -> list[Path]:
+def quarantine_parts(trials_dir: Path, sweep_id: str) -> list[Path]:
     """Under the output's lock: move foreign parts to ``trials/foreign/``; salvage damaged ones (their complete
-    batches stay as a new part, the original goes to ``trials/damaged/``), each with a ``TrialgridWarning``
-    (``say`` is kept for callers and unused). Returns the parts that count."""
+    batches stay as a new part, the original goes to ``trials/damaged/``), each with a ``TrialgridWarning``.
+    Returns the parts that count."""
     good, issues = inspect_parts(trials_dir, sweep_id)
     for issue in issues:
         where = trials_dir / (FOREIGN_DIR if issue.problem == "foreign" else DAMAGED_DIR)

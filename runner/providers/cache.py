@@ -36,7 +36,6 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -152,8 +151,8 @@ class AnswerStore(Protocol):
 class ResponseCache:
     """``DIR/responses.sqlite`` and the hit / miss / store counts of this process."""
 
-    def __init__(self, directory: Path, say: Callable[[str], None] | None = None) -> None:
-        """``say`` is kept for callers and unused: a damaged or failing cache is a ``TrialgridWarning``."""
+    def __init__(self, directory: Path) -> None:
+        """A damaged or failing cache is a ``TrialgridWarning``, never a failed run."""
         self.directory = directory
         self._warned = False
         self.hits = 0

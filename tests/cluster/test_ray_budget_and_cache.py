@@ -27,6 +27,7 @@ from tests.cluster.conftest import http_sweep, kill_a_worker_after
 from tests.cluster.test_ray_run import OUTCOMES
 from tests.conftest import quickstart_dict
 from tests.helpers import write_yaml
+from tests.helpers.messages import heard
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.usefixtures("ray_local")]
 
@@ -124,9 +125,8 @@ def test_killed_worker_loses_no_stored_answer_but_those_in_flight(tmp_path: Path
         killed: list[int] = []
 
         killer = kill_a_worker_after(server, 150, killed)
-        said: list[str] = []
-        result = run_on_ray(loaded, tmp_path / "out", workers=2, chunk_size=40, quiet=True, say=said.append,
-                            cache_dir=cache)
+        with heard() as said:
+            result = run_on_ray(loaded, tmp_path / "out", workers=2, chunk_size=40, quiet=True, cache_dir=cache)
         killer.join(5)
         sent = server.stats()["requests"]
         assert killed and any(" lost (" in line for line in said), said
@@ -154,9 +154,8 @@ def test_the_driver_logs_what_each_worker_does(tmp_path: Path) -> None:
     with ServerThread(ServeOptions(port=0, latency_ms=20.0)) as server:
         loaded = load_sweep(write_yaml(tmp_path / "sweep.yaml", http_sweep(
             server.base_url, runs=4, concurrency=16, models=("careful",), limits={"max_concurrent": 4})))
-        said: list[str] = []
-        result = run_on_ray(loaded, tmp_path / "out", workers=2, chunk_size=16, quiet=True, say=said.append,
-                            watch_interval_s=0.2)
+        with heard() as said:
+            result = run_on_ray(loaded, tmp_path / "out", workers=2, chunk_size=16, quiet=True, watch_interval_s=0.2)
     assert result.status == "complete"
     lines = [line for line in said if "trials/s; workers w0:" in line]
     assert len(lines) >= 2, said  # as it goes, and once at the end

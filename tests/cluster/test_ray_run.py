@@ -20,6 +20,7 @@ from runner.sim.serve import ServeOptions, parse_rule
 from runner.sim.serve.thread import ServerThread
 from tests.cluster.conftest import http_sweep, kill_a_worker_after
 from tests.helpers import write_yaml
+from tests.helpers.messages import heard
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.usefixtures("ray_local")]
 
@@ -37,8 +38,8 @@ def _outcomes(out: Path) -> pl.DataFrame:
 
 def test_ray_output_equals_single_node_and_resumes_either_way(write_sweep, tmp_path: Path) -> None:
     loaded = load_sweep(write_sweep(runs=4))
-    said: list[str] = []
-    result = run_on_ray(loaded, tmp_path / "ray", workers=2, chunk_size=50, quiet=True, say=said.append)
+    with heard() as said:
+        result = run_on_ray(loaded, tmp_path / "ray", workers=2, chunk_size=50, quiet=True)
     run_sweep(loaded, tmp_path / "local", quiet=True)
     ray_df = _trials(tmp_path / "ray")
     assert ray_df.height == len(grid_of(loaded)) == ray_df["trial_id"].n_unique()
@@ -58,11 +59,11 @@ def test_killed_worker_has_its_chunks_requeued_and_every_trial_once(tmp_path: Pa
     with ServerThread(ServeOptions(port=0, latency_ms=25.0)) as server:
         sweep = write_yaml(tmp_path / "sweep.yaml", http_sweep(server.base_url, runs=6, concurrency=12))
         loaded = load_sweep(sweep)
-        said: list[str] = []
         killed: list[int] = []
 
         killer = kill_a_worker_after(server, 150, killed)
-        result = run_on_ray(loaded, tmp_path / "out", workers=2, chunk_size=40, quiet=True, say=said.append)
+        with heard() as said:
+            result = run_on_ray(loaded, tmp_path / "out", workers=2, chunk_size=40, quiet=True)
         killer.join(5)
     df = _trials(tmp_path / "out")
     assert killed, "no worker process found to kill"
@@ -105,8 +106,8 @@ def test_remedy_learned_once_is_shared_by_workers(tmp_path: Path) -> None:
         sweep = write_yaml(tmp_path / "sweep.yaml", http_sweep(server.base_url, runs=2, concurrency=32,
                                                                params={"temperature": 0.3}))
         loaded = load_sweep(sweep)
-        notes: list[str] = []
-        result = run_on_ray(loaded, tmp_path / "out", workers=2, chunk_size=32, quiet=True, notify=notes.append)
+        with heard(notes=True) as notes:
+            result = run_on_ray(loaded, tmp_path / "out", workers=2, chunk_size=32, quiet=True)
         stats = server.stats()
     assert result.counts == {"ok": len(grid_of(loaded))}
     rejected = [n for models in stats["rejections"].values() for params in models.values() for n in params.values()]
@@ -129,14 +130,14 @@ def test_retry_errors_through_ray_repairs_error_rows_as_single_node_does(tmp_pat
     loaded = load_sweep(write_yaml(tmp_path / "sweep.yaml", data))
     out = tmp_path / "out"
     try:
-        first = run_on_ray(loaded, out, workers=2, chunk_size=20, quiet=True, say=lambda line: None)
+        first = run_on_ray(loaded, out, workers=2, chunk_size=20, quiet=True)
     finally:
         faulty.stop()
     errors = first.counts.get("error", 0)
     assert errors > 0
     healthy = ServerThread(ServeOptions(host="127.0.0.1", port=port)).start()  # recovered, same address
     try:
-        second = run_on_ray(loaded, out, workers=2, chunk_size=20, quiet=True, say=lambda line: None,
+        second = run_on_ray(loaded, out, workers=2, chunk_size=20, quiet=True,
                             retry_kinds=("rate_limited", "transient", "timeout"))
     finally:
         healthy.stop()

@@ -10,6 +10,7 @@ from runner.config.sweep import load_sweep
 from runner.core.errors import UserError
 from runner.execution.run import run_sweep
 from tests.conftest import quickstart_dict
+from tests.helpers.messages import heard
 from tests.providers.conftest import outcomes, trials, write
 
 MODULE = "tests.providers.callable_agents"
@@ -49,9 +50,9 @@ def test_callable_errors_are_retried_and_recorded(tmp_path: Path) -> None:
 
 
 def test_callable_remedies_apply_to_params(tmp_path: Path) -> None:
-    lines: list[str] = []
     data = _sweep("echo_params", params={"temperature": 0.3})
-    run_sweep(load_sweep(write(tmp_path, data)), tmp_path / "out", quiet=True, notify=lines.append)
+    with heard(notes=True) as lines:
+        run_sweep(load_sweep(write(tmp_path, data)), tmp_path / "out", quiet=True)
     df = trials(tmp_path / "out")
     assert (df["status"] == "ok").all() and df["remedies"].to_list() == [["drop temperature"]] * df.height
     assert len(lines) == 3  # one per model id

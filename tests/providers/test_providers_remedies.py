@@ -14,6 +14,7 @@ from runner.execution.run import run_sweep
 from runner.providers.errors import Remedy
 from runner.providers.managed import remedy_params
 from runner.sim.serve import parse_rule
+from tests.helpers.messages import heard
 from tests.providers.conftest import http_sweep, trials, write
 
 # per API: a realistic rename for each (Anthropic requires max_tokens, and calls "stop" "stop_sequences")
@@ -34,9 +35,9 @@ def test_one_rejection_per_rule_model_and_parameter(serve, tmp_path: Path, api: 
     server = serve(rules=[parse_rule(r) for r in RULES], latency_ms=2)
     data = http_sweep(server.base_url, api, runs=runs, params=PARAMS, concurrency=64)
     data["engine"] = {"concurrency": 192}
-    lines: list[str] = []
     loaded = load_sweep(write(tmp_path, data))
-    result = run_sweep(loaded, tmp_path / "out", quiet=True, notify=lines.append)
+    with heard(notes=True) as lines:
+        result = run_sweep(loaded, tmp_path / "out", quiet=True)
     assert result.total >= (1000 if api == "openai" else 300)
     assert result.counts == {"ok": result.total}
 
@@ -61,9 +62,8 @@ def test_one_rejection_per_rule_model_and_parameter(serve, tmp_path: Path, api: 
 def test_strict_params_fails_trials_instead(serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     server = serve(rules=[parse_rule("drop:temperature")])
     data = http_sweep(server.base_url, "openai", runs=1, params={"temperature": 0.2})
-    lines: list[str] = []
-    result = run_sweep(load_sweep(write(tmp_path, data)), tmp_path / "out", quiet=True, strict_params=True,
-                       notify=lines.append)
+    with heard(notes=True) as lines:
+        result = run_sweep(load_sweep(write(tmp_path, data)), tmp_path / "out", quiet=True, strict_params=True)
     df = trials(tmp_path / "out")
     assert df.height == result.total and (df["status"] == "error").all()
     assert (df["error_kind"] == "rejected_param").all() and df["decoy_called"].is_null().all()
@@ -83,8 +83,8 @@ def test_resume_applies_remedies_already_learned(serve, tmp_path: Path) -> None:
     shutil.rmtree(out / "trials")
     first.stop()
     second = serve(rules=rules, port=first.port)
-    lines: list[str] = []
-    result = run_sweep(load_sweep(path), out, quiet=True, notify=lines.append)
+    with heard(notes=True) as lines:
+        result = run_sweep(load_sweep(path), out, quiet=True)
     assert result.counts == {"ok": result.total}
     assert second.stats()["by_status"] == {"200": result.total} and not lines
     assert trials(out)["remedies"].to_list() == [["drop temperature"]] * result.total

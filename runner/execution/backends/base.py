@@ -14,7 +14,7 @@ stay cheap.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -25,19 +25,11 @@ if TYPE_CHECKING:
     from runner.execution.session import RunResult
 
 
-def _silent(line: str) -> None:
-    return None
-
-
 @dataclass(frozen=True)
 class RunOptions:
     """How to run, beside the sweep and the output: what a backend reads, each the fields it knows."""
 
     quiet: bool = False
-    #: progress lines (resuming, repaired parts, batches submitted and collected)
-    say: Callable[[str], None] = _silent
-    #: the one line announcing each newly learned parameter remedy
-    notify: Callable[[str], None] | None = None
     #: no remedies: a rejected parameter fails the trial
     strict_params: bool = False
     #: the response cache directory (else the sweep's ``cache``)

@@ -13,8 +13,8 @@ class _LocalBackend:
     name = "local"
 
     def run(self, loaded: LoadedSweep, out: Path, options: RunOptions) -> RunResult:
-        return run_sweep(loaded, out, quiet=options.quiet, say=options.say, strict_params=options.strict_params,
-                         notify=options.notify, cache_dir=options.cache_dir, retry_kinds=options.retry_kinds,
+        return run_sweep(loaded, out, quiet=options.quiet, strict_params=options.strict_params,
+                         cache_dir=options.cache_dir, retry_kinds=options.retry_kinds,
                          wait=options.wait)
 
 

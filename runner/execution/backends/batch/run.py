@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 from runner.config.sweep import LoadedSweep, ModelConfig
 from runner.core.errors import UserError
 from runner.core.manifest import BatchRecord
+from runner.core.messages import say
 from runner.core.types import TrialSpec
 from runner.execution.backends.base import RunOptions
 from runner.execution.backends.batch.capture import CURRENT_TRIAL, ReplayProvider, body_hash, capture_request
@@ -61,7 +62,6 @@ class _Batches:
     def __init__(self, session: Session, ledger: BatchLedger, chosen: set[str], sink: TrialSink) -> None:
         self.session, self.loaded, self.ledger, self.sink = session, session.loaded, ledger, sink
         self.rows: RowSink = session.metered(sink)  # every row, batch or live, counts against the budget
-        self.say = session.say
         loaded = session.loaded
         self.models: dict[str, ModelConfig] = {m.name: m for m in loaded.sweep.models if m.name in chosen}
         self.probes = {p.name: p for p in loaded.probes}
@@ -146,7 +146,7 @@ class _Batches:
         remote = await vendor.submit(items, f"{self.loaded.sweep_id}-{label}")
         self.ledger.add(BatchEntry(label, model, m.provider, vendor.base, remote,
                                    {tid: body_hash(body) for tid, body in items}))
-        self.say(f"submitted batch {label} ({remote['id']}): {len(items):,} requests of model {model!r}")
+        say(f"submitted batch {label} ({remote['id']}): {len(items):,} requests of model {model!r}")
 
     async def collect(self, pending: dict[str, TrialSpec], progress: RunProgress) -> None:
         """Poll until every batch in the ledger is collected."""
@@ -178,7 +178,7 @@ class _Batches:
                 stats = await self.write(specs, progress)
                 entry.state, entry.collected_at = COLLECTED, time.time()
                 self.ledger.save()
-                self.say(f"collected batch {entry.label} ({entry.remote.get('id')}, {poll.status}): "
+                say(f"collected batch {entry.label} ({entry.remote.get('id')}, {poll.status}): "
                          f"{stats.done:,} rows, {stats.errors:,} errors")
             if self.ledger.open_entries():
                 await asyncio.sleep(poll_s)
@@ -215,8 +215,7 @@ def _cut_line(meter: CostMeter, fit: _Tally, cut: _Tally) -> str:
 
 
 def run_batch_sweep(loaded: LoadedSweep, out: Path, *, models: Collection[str], quiet: bool = False,
-                    say: Callable[[str], None] = lambda s: None, worker: str = "local", strict_params: bool = False,
-                    notify: Callable[[str], None] | None = None, retry_kinds: Sequence[str] | None = None,
+                    worker: str = "local", strict_params: bool = False, retry_kinds: Sequence[str] | None = None,
                     wait: bool = False) -> RunResult:
     """Run (or resume) ``loaded`` into ``out``, sending ``models`` through batch APIs and the others live.
 
@@ -225,7 +224,7 @@ def run_batch_sweep(loaded: LoadedSweep, out: Path, *, models: Collection[str], 
     """
     submitting = set(models)
     stats = EngineStats()
-    with Session(loaded, out, say=say, notify=notify, strict_params=strict_params, retry_kinds=retry_kinds,
+    with Session(loaded, out, strict_params=strict_params, retry_kinds=retry_kinds,
                  wait=wait, remedies_apply_to="every later live request") as session:
         ledger = BatchLedger(session.out)
         try:
@@ -286,9 +285,8 @@ class _BatchBackend:
     name = "batch"
 
     def run(self, loaded: LoadedSweep, out: Path, options: RunOptions) -> RunResult:
-        return run_batch_sweep(loaded, out, models=options.batch_models, quiet=options.quiet, say=options.say,
-                               strict_params=options.strict_params, notify=options.notify,
-                               retry_kinds=options.retry_kinds, wait=options.wait)
+        return run_batch_sweep(loaded, out, models=options.batch_models, quiet=options.quiet,
+                               strict_params=options.strict_params, retry_kinds=options.retry_kinds, wait=options.wait)
 
 
 BATCH = _BatchBackend()
