@@ -85,16 +85,20 @@ def warn(lines: list[str]) -> None:
 
 @contextmanager
 def warnings_as_lines() -> Iterator[None]:
-    """While a command runs, each ``TrialgridWarning`` is printed as its ``warning:`` line, each time it is issued
-    (no once-per-process memory: a second command in one process, as under ``CliRunner``, says it again); other
-    warnings show as Python shows them."""
+    """While a command runs, each ``TrialgridWarning`` is printed as its ``warning:`` line, once per command however
+    often it is issued (a server that sends the same bad field in every answer is one line), and again in the
+    next command (no once-per-process memory: a second command in one process, as under ``CliRunner``, says it
+    again); other warnings show as Python shows them."""
     with warnings.catch_warnings():
         shown = warnings.showwarning  # pytest's recorder under a test, else Python's own
+        said: set[str] = set()
 
         def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                  file: TextIO | None = None, line: str | None = None) -> None:
             if issubclass(category, TrialgridWarning):
-                warn([str(message)])
+                if str(message) not in said:
+                    said.add(str(message))
+                    warn([str(message)])
             else:
                 shown(message, category, filename, lineno, file, line)
 

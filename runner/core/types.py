@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from runner.core.errors import warn
+
 Role = Literal["system", "user", "assistant", "tool"]
 
 
@@ -71,10 +73,57 @@ class Message:
     name: str | None = None
 
 
+#: the largest token count a row can hold (its columns are int64)
+MAX_TOKENS = 2**63 - 1
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
+    """Tokens a call used, as its server reported them; None where the server sent no count that can be one."""
+
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
+
+    @classmethod
+    def from_wire(cls, usage: object, input_key: str, output_key: str) -> Usage:
+        """The ``usage`` object of a server's answer, bounded where it is read: each count a non-negative integer
+        that fits a row (``token_count``); anything else, or no usage object at all, is no count (0 when the key
+        is absent, as servers that do not count leave it out; None when it holds something else)."""
+        if not isinstance(usage, Mapping):
+            return cls(0, 0)
+        counts = []
+        for key in (input_key, output_key):
+            value = usage.get(key)
+            count = token_count(value)
+            if count is None:  # the CLI says a repeated warning once; Python's filter, once per place
+                warn(f"a server sent usage.{key} = {value!r:.60}, which is not a token count (a non-negative integer "
+                     "below 2**63): its trials keep their answers, with their token count unknown (null)")
+            counts.append(count)
+        return cls(*counts)
+
+
+def token_count(value: object) -> int | None:
+    """A token count from the wire: absent (None) is 0; a non-negative integer up to ``MAX_TOKENS`` (or a float
+    that is one, ``5.0``) is itself; anything else (``-5``, ``5.5``, ``"5"``, ``2**64``, ``1e300``, NaN, a list,
+    a bool) is None: no count, never a value the output cannot hold or a number that was never counted."""
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        if not value.is_integer():  # NaN and the infinities too
+            return None
+        value = int(value)
+    if isinstance(value, int) and 0 <= value <= MAX_TOKENS:
+        return value
+    return None
+
+
+def add_tokens(total: int | None, more: int | None) -> int | None:
+    """A trial's running token count: unknown (None) once any of its calls' counts is unknown; bounded."""
+    if total is None or more is None:
+        return None
+    return min(total + more, MAX_TOKENS)
 
 
 @dataclass(frozen=True, slots=True)

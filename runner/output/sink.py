@@ -47,7 +47,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from runner.core.calls import first_in_batch
-from runner.core.errors import UserError
+from runner.core.errors import ErrorKind, UserError
 from runner.core.redact import scrub_batch
 from runner.core.schema import ONCE_PER_BATCH
 from runner.output.checksums import ChecksummedWriter, batch_verdict, is_seal, with_scheme
@@ -106,6 +106,44 @@ def to_record_batch(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.
             )
         arrays.append(array)
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def to_record_batch_salvaged(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
+    """``to_record_batch``, except that a row a value of which cannot be converted does not lose the batch: that
+    row is written as an ``internal`` error row, the values that could not be held null and named in its
+    ``error``, everything else (the answer, the calls) kept. A value the wire layer let through unbounded is a
+    bug of trialgrid's, so ``internal``; one bad row never costs the others."""
+    try:
+        return to_record_batch(rows, schema)
+    except TypeError:
+        pass
+    kept = []
+    for row in rows:
+        try:
+            to_record_batch([row], schema)
+        except TypeError:
+            row = _salvaged(row, schema)
+        kept.append(row)
+    return to_record_batch(kept, schema)
+
+
+def _salvaged(row: Mapping[str, Any], schema: pa.Schema) -> dict[str, Any]:
+    """``row`` with each value its column cannot hold set to null, as an ``internal`` error row saying which."""
+    fixed, bad = dict(row), []
+    for field in schema:
+        value = fixed.get(field.name)
+        if value is None or field.name in ONCE_PER_BATCH:
+            continue
+        try:
+            pa.array([value], type=field.type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+            bad.append(f"{field.name} = {value!r:.80}")
+            fixed[field.name] = None
+    why = f"values the output cannot hold, stored as null: {'; '.join(bad) or 'none found'}"
+    earlier = fixed.get("error")
+    fixed.update(status="error", error_kind=ErrorKind.INTERNAL.value,
+                 error=f"{earlier}; {why}" if earlier else why)
+    return fixed
 
 
 def _conversion_error(
@@ -269,16 +307,16 @@ class TrialSink:
         """Write buffered rows as one record batch to the open stream part.
 
         The bytes reach the OS (the file is unbuffered) but are not fsynced: that
-        survives the process dying, which is the failure this sink is built for. If a
-        row cannot be converted, the buffered batch is dropped (like a crash's batch in
-        flight) and ``TypeError`` names the column and row.
+        survives the process dying, which is the failure this sink is built for. A row a
+        value of which cannot be converted is written as an ``internal`` error row naming
+        it (``to_record_batch_salvaged``): the rest of the batch is never lost for it.
         """
         self._last_flush = self._clock()
         if not self._buffer:
             return
         rows, self._buffer = self._buffer, []
         self._journal_pending = []  # these rows reach the part now: no need to journal them
-        self._write(to_record_batch(rows, self.schema))
+        self._write(to_record_batch_salvaged(rows, self.schema))
         if self._journal is not None:
             try:
                 self._journal.clear()  # its rows are in the part now

@@ -95,11 +95,10 @@ def decode_response(data: Any) -> ChatResponse:
                 arguments, error = (value, None) if isinstance(value, dict) else (None, "not a JSON object")
             calls.append(ToolCall(name=block["name"], raw_arguments=raw, arguments=arguments,
                                   id=block.get("id") or "", parse_error=error))
-    usage = data.get("usage") or {}
     return ChatResponse(
         text="".join(texts),
         tool_calls=tuple(calls),
-        usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+        usage=Usage.from_wire(data.get("usage"), "input_tokens", "output_tokens"),
         finish_reason=data.get("stop_reason"),
     )
 

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
 
 from runner.core.calls import CallRecord
-from runner.core.types import ChatRequest, ChatResponse, Message, ToolSpec
+from runner.core.types import ChatRequest, ChatResponse, Message, ToolSpec, add_tokens
 from runner.providers import inflight
 from runner.providers.errors import ProviderError
 from runner.providers.inflight import SendLog
@@ -76,8 +76,9 @@ class Agent:
         self.params, self.tool_choice = split_tool_choice(params)
         self.calls = 0
         self.attempts = 0
-        self.input_tokens = 0
-        self.output_tokens = 0
+        #: the trial's tokens, summed over its calls; None once a server sent a count that is none
+        self.input_tokens: int | None = 0
+        self.output_tokens: int | None = 0
         self.latency_s = 0.0
         self.last: ChatResponse | None = None
         #: every call of the trial, in order: the request as built, the response or the failure
@@ -132,8 +133,8 @@ class Agent:
             self.cache_hits += 1
         if response.remedies:
             self._note(response.remedies)
-        self.input_tokens += response.usage.input_tokens
-        self.output_tokens += response.usage.output_tokens
+        self.input_tokens = add_tokens(self.input_tokens, response.usage.input_tokens)
+        self.output_tokens = add_tokens(self.output_tokens, response.usage.output_tokens)
         self.latency_s += response.latency_s
         self.last = response
         self.record.append(CallRecord(request, response, response.attempts, response.latency_s))

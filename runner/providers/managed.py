@@ -193,7 +193,7 @@ class ManagedProvider:
                 else:
                     inflight.returned()
                     usage = response.usage
-                    await limiter.release(permit, usage.input_tokens + usage.output_tokens, info=slot.info)
+                    await limiter.release(permit, (usage.input_tokens or 0) + (usage.output_tokens or 0), info=slot.info)
                     return replace(response, attempts=attempts,
                                    remedies=response.remedies if self._wire else tuple(applied))
             error.attempts = attempts

@@ -76,7 +76,6 @@ def decode_response(data: Any) -> ChatResponse:
             arguments, error = parse_tool_arguments(raw)
             calls.append(ToolCall(name=item["name"], raw_arguments=raw, arguments=arguments,
                                   id=item.get("call_id") or item.get("id") or "", parse_error=error))
-    usage = data.get("usage") or {}
     if data.get("status") == "incomplete":
         finish = (data.get("incomplete_details") or {}).get("reason") or "incomplete"
     else:
@@ -84,7 +83,7 @@ def decode_response(data: Any) -> ChatResponse:
     return ChatResponse(
         text="".join(texts),
         tool_calls=tuple(calls),
-        usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+        usage=Usage.from_wire(data.get("usage"), "input_tokens", "output_tokens"),
         finish_reason=finish,
     )
 

@@ -65,11 +65,10 @@ def decode_response(data: Any) -> ChatResponse:
         arguments, error = parse_tool_arguments(raw)
         calls.append(ToolCall(name=function["name"], raw_arguments=raw, arguments=arguments,
                               id=raw_call.get("id") or "", parse_error=error))
-    usage = data.get("usage") or {}
     return ChatResponse(
         text=message.get("content") or "",
         tool_calls=tuple(calls),
-        usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
+        usage=Usage.from_wire(data.get("usage"), "prompt_tokens", "completion_tokens"),
         finish_reason=choice.get("finish_reason"),
     )
 

@@ -174,16 +174,27 @@ def test_unknown_key_is_a_key_error_naming_it(tmp_path: Path) -> None:
     sink.close()
 
 
-def test_unconvertible_value_names_column_and_trial(tmp_path: Path) -> None:
-    sink = TrialSink(tmp_path, SCHEMA, batch_rows=2)
-    sink.append(ids_row(0))
-    sink.append(ids_row(1))  # flushed: one good batch on disk
-    sink.append({"trial_id": "bad", "run": "three"})
+def test_unconvertible_value_names_column_and_trial() -> None:
     with pytest.raises(TypeError, match=r"'run'.*'bad'"):
-        sink.close()
-    # The batches already on disk were still finalized.
-    assert ids_of(tmp_path) == {"00000000", "00000001"}
-    assert files(tmp_path) == ["part-w0-00000.arrow"]
+        to_record_batch([ids_row(0), {"trial_id": "bad", "run": "three"}], SCHEMA)
+
+
+@pytest.mark.internal_rows
+def test_a_row_that_cannot_be_written_costs_no_other_row(tmp_path: Path) -> None:
+    """One value the output cannot hold (a count past int64, a text where a number goes) makes its own row an
+    ``internal`` error row naming it, the value null and the rest of the row kept; the batch is written whole."""
+    schema = pa.schema([("trial_id", pa.string()), ("status", pa.string()), ("error_kind", pa.string()),
+                        ("error", pa.string()), ("output_tokens", pa.int64()), ("response_text", pa.string())])
+    sink = TrialSink(tmp_path, schema, batch_rows=3)
+    sink.append({"trial_id": "a", "status": "ok", "output_tokens": 5, "response_text": "fine"})
+    sink.append({"trial_id": "b", "status": "ok", "output_tokens": 2**64, "response_text": "kept"})
+    sink.append({"trial_id": "c", "status": "ok", "output_tokens": 7, "response_text": "fine too"})
+    sink.close()
+    rows = {r["trial_id"]: r for r in pl.read_ipc(str(tmp_path / "trials" / files(tmp_path)[0])).to_dicts()}
+    assert rows["a"]["status"] == rows["c"]["status"] == "ok" and rows["c"]["output_tokens"] == 7
+    bad = rows["b"]
+    assert bad["status"] == "error" and bad["error_kind"] == "internal" and bad["output_tokens"] is None
+    assert bad["response_text"] == "kept" and "output_tokens = 18446744073709551616" in bad["error"]
 
 
 def test_non_nullable_column_rejects_missing_value(tmp_path: Path) -> None:

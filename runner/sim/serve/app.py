@@ -280,7 +280,7 @@ class SimServer:
                 status, tag = 200, "ok"
             if drawn is not None:
                 tag = f"fault:{drawn}"
-            tokens = answers[0].usage.input_tokens + sum(a.usage.output_tokens for a in answers)
+            tokens = (answers[0].usage.input_tokens or 0) + sum(a.usage.output_tokens or 0 for a in answers)
             if streamed:
                 frames = self._frames(api, answers, model, body, request.headers)
                 if fault == "drip":

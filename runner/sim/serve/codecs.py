@@ -122,8 +122,8 @@ class OpenAICodec:
             "choices": [{"index": i, "message": OpenAICodec.message(a), "logprobs": None,
                          "finish_reason": "tool_calls" if a.tool_calls else "stop"} for i, a in enumerate(answers)],
             "usage": {"prompt_tokens": usage.input_tokens,
-                      "completion_tokens": sum(a.usage.output_tokens for a in answers),
-                      "total_tokens": usage.input_tokens + sum(a.usage.output_tokens for a in answers)},
+                      "completion_tokens": sum(a.usage.output_tokens or 0 for a in answers),
+                      "total_tokens": (usage.input_tokens or 0) + sum(a.usage.output_tokens or 0 for a in answers)},
         }
 
     @staticmethod

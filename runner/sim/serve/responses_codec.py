@@ -145,5 +145,5 @@ def response_object(response: ChatResponse, model: str, body: Mapping[str, Any],
         "truncation": "disabled", "metadata": body.get("metadata") or {},
         "usage": {"input_tokens": usage.input_tokens, "input_tokens_details": {"cached_tokens": 0},
                   "output_tokens": usage.output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
-                  "total_tokens": usage.input_tokens + usage.output_tokens} if done else None,
+                  "total_tokens": (usage.input_tokens or 0) + (usage.output_tokens or 0)} if done else None,
     }

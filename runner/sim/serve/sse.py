@@ -86,8 +86,8 @@ def openai_frames(answers: tuple[ChatResponse, ...], model: str, include_usage: 
                           for piece in _arg_pieces(c.raw_arguments) if piece)
         frames.append(chunk(i, {}, "tool_calls" if a.tool_calls else "stop"))
     if include_usage:
-        out = sum(a.usage.output_tokens for a in answers)
-        inp = answers[0].usage.input_tokens
+        out = sum(a.usage.output_tokens or 0 for a in answers)
+        inp = (answers[0].usage.input_tokens or 0)
         frames.append(_data_frame({"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
                                   "system_fingerprint": None, "choices": [],
                                   "usage": {"prompt_tokens": inp, "completion_tokens": out,
