@@ -81,14 +81,6 @@ def _read_rows(output: Output, blobs: Blobs) -> Iterator[dict[str, Any]]:
                     yield row
 
 
-def _newer(row: Mapping[str, Any], than: Mapping[str, Any] | None) -> bool:
-    """Whether ``row`` supersedes ``than`` (the same trial read earlier): a later or equal ``finished_at``."""
-    if than is None:
-        return True
-    new, old = row.get("finished_at"), than.get("finished_at")
-    return new is None or old is None or new >= old
-
-
 def _check_empty(dest: Path) -> None:
     if dest.exists() and any(p.name != LOCK_FILE for p in dest.iterdir()):
         raise UserError(f"{dest} is not empty; rescore writes a new output", hint="choose an empty --out directory")
@@ -123,9 +115,7 @@ def _rescored_rows(source: Output, loaded: LoadedSweep) -> tuple[list[dict[str, 
     stored: dict[Cell, dict[str, Any]] = {}
     blobs = Blobs()
     for row in _read_rows(source, blobs):
-        cell = _cell(row)
-        if _newer(row, stored.get(cell)):
-            stored[cell] = row
+        stored[_cell(row)] = row  # parts oldest first, by their writers' sessions: a later row supersedes
     probes = {p.name: p for p in loaded.probes}
     schema_names = trial_schema(loaded.schema_fields).names
     common = {f.name for f in COMMON_FIELDS} - set(_IDS)

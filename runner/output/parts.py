@@ -12,9 +12,11 @@ which applies it once per command), so they agree on three rules:
   copy) or whose checksums fail (``runner.output.checksums``: a flipped bit) is refused
   by readers in one line; a resume keeps every complete record batch whose checksum
   holds in a new part, moves the original to ``trials/damaged/`` and re-runs the rest.
-* **The newest row wins.** ``--retry-errors`` writes a trial again; the row with the
-  latest ``finished_at`` (then the later part, then the later row) supersedes older
-  rows of the same trial id, for every reader.
+* **The newest row wins.** ``--retry-errors`` writes a trial again; the row of the later
+  session (the session index each part's record carries, a number the writer owns), then
+  the later part and row, supersedes older rows of the same trial id, for every reader.
+  No clock decides: a clock set back, a stepped clock or a Ray worker whose clock lags
+  changes nothing (``finished_at`` is a record of when, never of which came after).
 
 Finding the newest rows is a sort of every row, and even checking that no trial repeats
 (``n_unique`` over every key) costs memory in proportion to the output (≈ 260 MiB per
@@ -102,6 +104,12 @@ class PartRecord:
     session: str
     supersedes: int
 
+    @property
+    def session_index(self) -> int:
+        """The writing session's place in the manifest (``session_token``), or -1 where the token has none."""
+        head = self.session.split("|", 1)[0]
+        return int(head) if head.isdigit() else -1
+
 
 def session_token(index: int, session: SessionRecord) -> str:
     """A session as a part names it: its place in the manifest, start time and process id (a part copied from
@@ -137,11 +145,10 @@ def recorded_unique(records: Sequence[PartRecord | None], manifest: Manifest | N
     return not any(r.supersedes for r in records if r is not None)
 
 
-def _part_order(path: Path) -> tuple[int, str]:
-    try:
-        return path.stat().st_mtime_ns, path.name
-    except OSError:
-        return 0, path.name
+def _part_order(path: Path, record: PartRecord | None) -> tuple[int, str]:
+    """Parts oldest first by what their writer recorded: the session's place in the manifest (a part without a
+    record, an import's or a rescore's, first), then the part's name (a session numbers its parts in order)."""
+    return (record.session_index if record is not None else -1), path.name
 
 
 def _footer(path: Path, verify: bool = True) -> pa.Schema | str:
@@ -196,7 +203,7 @@ def survey_parts(trials_dir: Path, sweep_id: str | None, verify: bool = True) ->
     survey = Survey([], [], [])
     if not trials_dir.is_dir():
         return survey
-    for path in sorted(trials_dir.glob("*.arrow"), key=_part_order):
+    for path in sorted(trials_dir.glob("*.arrow")):
         schema = _footer(path, verify)
         if isinstance(schema, str):
             survey.issues.append(PartIssue(path, "damaged", schema))
@@ -208,6 +215,8 @@ def survey_parts(trials_dir: Path, sweep_id: str | None, verify: bool = True) ->
             continue
         survey.parts.append(path)
         survey.records.append(_record(schema.metadata))
+    order = sorted(range(len(survey.parts)), key=lambda i: _part_order(survey.parts[i], survey.records[i]))
+    survey.parts[:], survey.records[:] = [survey.parts[i] for i in order], [survey.records[i] for i in order]
     return survey
 
 
@@ -251,11 +260,10 @@ def trial_key(names: list[str]) -> list[str]:
 
 
 def latest(frame: pl.LazyFrame) -> pl.LazyFrame:
-    """Each trial once: its newest row (latest ``finished_at``, then the later part and row)."""
+    """Each trial once: its newest row, the last one in ``frame``'s order (parts oldest first, as the survey
+    orders them by their writers' sessions; never by a clock)."""
     names = frame.collect_schema().names()
-    order = [c for c in ("finished_at",) if c in names]
     return (frame.with_row_index(_ROW)
-            .sort([*order, _ROW], nulls_last=False)
             .unique(subset=trial_key(names), keep="last", maintain_order=False)
             .sort(_ROW).drop(_ROW))
 
