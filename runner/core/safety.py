@@ -75,6 +75,16 @@ def _kind_of(mode: int) -> str:
     return "not a regular file"
 
 
+def not_regular(path: Path) -> str | None:
+    """What ``path`` is when it exists and is not a regular file (``"a FIFO (named pipe)"``, ``"a device"``...),
+    else None. A ``stat``, which never blocks: opening a FIFO to read it would wait for a writer forever."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISREG(mode) else _kind_of(mode)
+
+
 def check_regular_file(path: Path, *, what: str) -> int:
     """The size of ``path`` if it is a regular file within the cap; otherwise a located ``UserError``."""
     try:

@@ -47,8 +47,9 @@ import pyarrow.ipc as ipc
 
 from runner.core.errors import UserError, warn
 from runner.core.manifest import Manifest, SessionRecord, read_manifest
+from runner.core.safety import not_regular
 from runner.output.checksums import verify_part
-from runner.output.sink import TRIALS_DIR, completed_trial_keys, salvage_part, trial_keys
+from runner.output.sink import DAMAGED_DIR, TRIALS_DIR, completed_trial_keys, salvage_part, set_aside, trial_keys
 from runner.output.verified import is_verified, note_verified
 
 __all__ = [
@@ -79,17 +80,17 @@ __all__ = [
 SWEEP_ID_KEY = b"trialgrid.sweep_id"
 SESSION_KEY = b"trialgrid.session"
 SUPERSEDES_KEY = b"trialgrid.supersedes"
-DAMAGED_DIR = "damaged"
 FOREIGN_DIR = "foreign"
 _ROW = "__trialgrid_row"
 
 
 @dataclass(frozen=True)
 class PartIssue:
-    """A finished part that does not count: ``damaged`` (does not read) or ``foreign`` (another sweep's)."""
+    """A finished part that does not count: ``damaged`` (does not read), ``foreign`` (another sweep's) or
+    ``not a file`` (a FIFO, socket, device or folder under a part's name: never opened, a FIFO would block)."""
 
     path: Path
-    problem: str  # "damaged" | "foreign"
+    problem: str  # "damaged" | "foreign" | "not a file"
     detail: str
 
     def __str__(self) -> str:
@@ -204,6 +205,10 @@ def survey_parts(trials_dir: Path, sweep_id: str | None, verify: bool = True) ->
     if not trials_dir.is_dir():
         return survey
     for path in sorted(trials_dir.glob("*.arrow")):
+        kind = not_regular(path)
+        if kind is not None:
+            survey.issues.append(PartIssue(path, "not a file", f"is {kind}, not a trial part"))
+            continue
         schema = _footer(path, verify)
         if isinstance(schema, str):
             survey.issues.append(PartIssue(path, "damaged", schema))
@@ -233,6 +238,8 @@ def refuse_issues(trials_dir: Path, issues: list[PartIssue]) -> None:
         more = f" (and {len(issues) - 1} more)" if len(issues) > 1 else ""
         if first.problem == "foreign":
             hint = "move it out of trials/ (or rerun the sweep on this output: resume moves it to trials/foreign/)"
+        elif first.problem == "not a file":
+            hint = "move it out of trials/ (or rerun the sweep on this output: resume moves it to trials/damaged/)"
         else:
             hint = ("rerun the sweep on this output (`trialgrid run SWEEP --out OUT`): it keeps the part's complete, "
                     "verified batches, moves the original to trials/damaged/ and re-runs the missing trials")
@@ -374,6 +381,9 @@ def quarantine_parts(trials_dir: Path, sweep_id: str) -> list[Path]:
         if issue.problem == "foreign":
             os.replace(issue.path, moved)
             warn(f"moved {issue.path.name} to trials/{FOREIGN_DIR}/: it {issue.detail}; its rows are not counted")
+            continue
+        if issue.problem == "not a file":
+            set_aside(issue.path, issue.detail)
             continue
         size = issue.path.stat().st_size
         if _free_bytes(trials_dir) < size + (1 << 20):

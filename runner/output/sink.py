@@ -47,8 +47,9 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from runner.core.calls import first_in_batch
-from runner.core.errors import ErrorKind, UserError
+from runner.core.errors import ErrorKind, UserError, warn
 from runner.core.redact import scrub_batch
+from runner.core.safety import not_regular
 from runner.core.schema import ONCE_PER_BATCH
 from runner.output.checksums import ChecksummedWriter, batch_verdict, is_seal, with_scheme
 from runner.output.journal import JOURNAL_GLOB, Journal, journal_path, read_journal
@@ -68,6 +69,8 @@ __all__ = [
 ]
 
 TRIALS_DIR = "trials"
+#: where a part, stream or journal that cannot be read is moved (``trials/damaged/``)
+DAMAGED_DIR = "damaged"
 _STREAM_SUFFIX = ".arrows"
 _FILE_SUFFIX = ".arrow"
 _TMP_SUFFIX = ".arrow.tmp"
@@ -474,6 +477,15 @@ class RepairNote:
         return f"{self.stream.name} -> {self.part.name}: kept {self.batches} batches ({self.rows} rows){tail}"
 
 
+def set_aside(path: Path, detail: str) -> None:
+    """Move ``path`` (of ``trials/``) to ``trials/damaged/`` unopened, with a ``TrialgridWarning``: what is under a
+    part's or a journal's name but is no file to read."""
+    where = path.parent / DAMAGED_DIR
+    where.mkdir(exist_ok=True)
+    os.replace(path, where / path.name)
+    warn(f"moved {path.name} to trials/{DAMAGED_DIR}/ unread: it {detail}; its trials run again")
+
+
 def repair_parts(trials_dir: Path) -> list[RepairNote]:
     """Finalize the parts a crash left behind in ``trials_dir``; one note per leftover part.
 
@@ -492,6 +504,10 @@ def repair_parts(trials_dir: Path) -> list[RepairNote]:
         tmp.unlink()
     notes = []
     for stream in sorted(trials_dir.glob(f"part-*{_STREAM_SUFFIX}")):
+        kind = not_regular(stream)
+        if kind is not None:
+            set_aside(stream, f"is {kind}, not an unfinished part")
+            continue
         final = _final_path(stream)
         if final.exists():
             stream.unlink()
@@ -693,6 +709,10 @@ def replay_journals(trials_dir: Path, schema: pa.Schema) -> list[RepairNote | Re
     notes: list[RepairNote | ReplayNote] = []
     journals = sorted(trials_dir.glob(JOURNAL_GLOB)) if trials_dir.is_dir() else []
     for path in journals:
+        kind = not_regular(path)
+        if kind is not None:
+            set_aside(path, f"is {kind}, not a journal")
+            continue
         content = read_journal(path)
         rows, written = content.rows, 0
         if rows and content.metadata is not None:

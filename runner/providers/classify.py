@@ -17,6 +17,7 @@ every other 4xx (auth, not found, ...) is fatal.
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from collections.abc import Mapping
@@ -42,9 +43,12 @@ def retry_after_s(headers: Mapping[str, str], *, now: float | None = None) -> fl
     value = headers.get("retry-after-ms")
     if value is not None:
         try:
-            return max(0.0, float(value) / 1000.0)
+            seconds = float(value) / 1000.0
         except ValueError:
             pass
+        else:
+            if not math.isnan(seconds):
+                return max(0.0, seconds)
     value = headers.get("retry-after")
     if value is not None:
         parsed = _seconds_or_date(value, now)
@@ -74,15 +78,17 @@ def _exhausted(remaining: str | None) -> bool:
 
 
 def _seconds_or_date(value: str, now: float) -> float | None:
+    """Seconds from a ``Retry-After`` (a number, or an HTTP date): never negative, never NaN (no wait at all);
+    a wait past any bound (``1e400``, a date in 2100) stays as large as it is, for the retry loop to refuse."""
     value = value.strip()
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - now)
-    except (TypeError, ValueError, IndexError):
-        return None
+        try:
+            seconds = parsedate_to_datetime(value).timestamp() - now
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+    return None if math.isnan(seconds) else max(0.0, seconds)
 
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")

@@ -183,8 +183,12 @@ class ManagedProvider:
                     inflight.returned()
                     info = slot.info
                     rate_limited = exc.kind is ErrorKind.RATE_LIMITED
+                    # the pace learns from a wait no longer than one call may wait: a server asking a billion
+                    # seconds (or a day) must not set the key's pace to nothing for every trial behind it
+                    asked = exc.retry_after_s
                     await limiter.release(permit, None, info=slot.info, rate_limited=rate_limited,
-                                          retry_after_s=exc.retry_after_s, answered=exc.status_code is not None)
+                                          retry_after_s=None if asked is None else min(asked, policy.max_wait_s),
+                                          answered=exc.status_code is not None)
                     error = exc
                 except BaseException:
                     inflight.returned()

@@ -306,7 +306,9 @@ class Pacer:
         wait = retry_after_s or 0.0
         # the pace we kept met the limit — unless it had grown far past what was sent (it did not bind)
         estimated = 1.5 * self._estimate(now, wait) if interval > 0 else self._estimate(now, wait)
-        failing = min(pace, estimated)
+        # never slower than one request a window: no real limit is lower, and a pace of nothing would hold every
+        # trial behind it forever (a hostile Retry-After, a server answering only 429s)
+        failing = max(min(pace, estimated), 1.0 / self.window_s)
         if failing < pace:
             self._estimated_cut = (now, pace, wait)
         self.ceiling = failing

@@ -63,3 +63,27 @@ def test_readers_refuse_damage_in_one_line(tmp_path: Path) -> None:
 
     with pytest.raises(UserError, match="no finished trial files"):
         readable_parts(tmp_path)
+
+
+@pytest.mark.parametrize("name", ["part-local-00001.arrow", "part-local-00001.arrows", "journal-local.jsonl"])
+def test_a_fifo_in_place_of_a_file_of_an_output_is_refused_not_opened(tmp_path: Path, name: str) -> None:
+    """A FIFO would block whoever opens it: readers refuse it in one line, a resume sets it aside unread."""
+    import os
+
+    from tests.helpers.cli import invoke, trialgrid
+    from tests.helpers.files import quickstart_sweep
+
+    sweep = quickstart_sweep(tmp_path, runs=1)
+    out = tmp_path / "out"
+    assert invoke("run", str(sweep), "--out", str(out), "-q").exit_code == 0
+    os.mkfifo(out / "trials" / name)
+    report = trialgrid("report", str(out), "-q", timeout=60)  # a reader that opened it would block here
+    if name.endswith(".arrow"):
+        assert report.returncode == 2 and "FIFO" in report.stderr and "move it out of trials/" in report.stderr
+    else:
+        assert report.returncode in (0, 2), report.stderr
+    resumed = invoke("run", str(sweep), "--out", str(out), "-q")
+    assert resumed.exit_code == 0, resumed.output
+    assert (out / "trials" / "damaged" / name).exists() and not (out / "trials" / name).exists()
+    assert f"moved {name} to trials/damaged/ unread" in resumed.stderr
+    assert invoke("report", str(out), "-q").exit_code == 0
