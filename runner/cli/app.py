@@ -47,14 +47,21 @@ from runner.core.safety import check_output_dir, one_line, term_text
 def _os_error(exc: OSError) -> UserError:
     """An operating-system failure (disk full, no permission, a file where a folder goes) as one located line."""
     where = exc.filename if exc.filename is not None else None
-    reason = exc.strerror or type(exc).__name__
+    # strerror is the system's sentence ("Illegal seek"); without one, the exception's own text, never its class
+    # name lower-cased ("oSError")
+    if exc.strerror:
+        reason = exc.strerror[0].lower() + exc.strerror[1:]
+    else:
+        reason = str(exc).strip() or f"{type(exc).__name__} with no message"
     if exc.errno == errno.ENOSPC:
         return UserError("no space left on the device", file=where,
                          hint="free some space (or choose another --out) and rerun the same command; "
                               "finished trials are kept")
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return UserError(f"cannot write or read here: {reason}", file=where, hint="choose a path you may write")
-    return UserError(reason[0].lower() + reason[1:] if reason else "operating-system error", file=where)
+    return UserError(f"operating-system error: {reason}", file=where,
+                     hint="check the files this command reads and writes (a pipe, a device or a full disk where a "
+                          "file should be); finished trials are kept")
 
 
 _RETRY_ERRORS, _RETRY_KINDS = "--retry-errors", "--retry-kinds"

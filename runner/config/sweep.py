@@ -149,9 +149,13 @@ class ModelConfig(BaseModel):
             if not value.replace("_", "").isalnum():
                 raise ValueError("api_key_env is the *name* of an environment variable (letters, digits, _), "
                                  "never the key itself")
-            if not os.environ.get(value, "").strip():
+            key = os.environ.get(value, "").strip()
+            if not key:
                 raise ValueError(f"environment variable {value} is not set; export it with the API key, "
                                  "or set api_key_env: null for an endpoint that needs no key")
+            if any(ord(c) < 32 or ord(c) == 127 for c in key):  # CR LF would split the header it is sent in
+                raise ValueError(f"environment variable {value} holds a control character (a line break, a tab...) "
+                                 "inside the key: no server accepts that; export the key alone, on one line")
         return value
 
     @field_validator("headers")

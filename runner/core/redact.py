@@ -54,6 +54,7 @@ def remember(key: str) -> None:
         return
     with _lock:
         _keys.add(key)
+        _keys.update(v for v in _encodings(key) if len(v) >= MIN_KEY)
         found: dict[str, None] = {}
         for k in sorted(_keys, key=len, reverse=True):
             found[k] = None
@@ -63,6 +64,25 @@ def remember(key: str) -> None:
                     found.setdefault(k[i:i + FRAGMENT], None)
         _patterns = tuple(found)
         _regex = "|".join(re.escape(p) for p in _patterns)
+
+
+def _encodings(key: str) -> set[str]:
+    """The forms a server may echo a key in besides its own: upper and lower case, percent-encoded, and base64
+    (standard and URL-safe) at each of the three alignments it can sit at inside a longer encoded text (a Basic
+    credential, a JSON blob), keeping only the characters the neighbours cannot change."""
+    import base64
+    from urllib.parse import quote
+
+    forms = {key.upper(), key.lower(), quote(key, safe="")}
+    raw = key.encode()
+    for shift in range(3):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            text = encode(b"\0" * shift + raw + b"\0\0").decode()
+            start = -(-4 * shift // 3) + (1 if shift else 0)  # past the characters the prefix shares
+            stable = (4 * (shift + len(raw))) // 3  # before those the suffix shares
+            forms.add(text[start:stable])
+    forms.discard(key)
+    return forms
 
 
 def remember_env(names: Iterable[str | None]) -> None:

@@ -51,5 +51,8 @@ def secret_from_env(name: str) -> Secret:
     value = os.environ.get(name)
     if value is None or not value.strip():
         raise KeyError(f"environment variable {name} is not set (it should hold the API key)")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value.strip()):
+        raise KeyError(f"environment variable {name} holds a control character inside the key (a line break, a "
+                       "tab...): export the key alone, on one line")
     return Secret(value.strip(), f"${name}")
 
