@@ -223,6 +223,10 @@ def run(
     wait: bool = typer.Option(False, "--wait", help="If another process is writing this output, wait for it to "
                               "finish and then resume (default: refuse)."),
     gate: list[str] = typer.Option([], "--gate", metavar="GATE", help=_GATE_HELP),
+    preflight: bool = typer.Option(True, "--preflight/--no-preflight",
+                                   help="Before the grid, check each model's endpoint with one request that bills "
+                                        "nothing (GET …/models/MODEL): nothing answering, a refused key or an "
+                                        "unknown model is one line and exit 2 within the model's timeout_s."),
 ) -> None:
     """Run a sweep (or resume it: trial ids already in the output are skipped).
 
@@ -254,9 +258,10 @@ def run(
             result = modes.run(loaded, target, mode=modes.BATCH if batch else None, address=ray, workers=workers,
                                cache=cache, quiet=quiet, strict_params=strict_params,
                                retry_errors=kinds, wait=wait, max_error_rate=max_error_rate,
-                               fail_on=fail_on or (), gates=gate)
+                               fail_on=fail_on or (), gates=gate, preflight=preflight)
     except UserError as exc:
-        raise fail(exc) from None
+        # a sweep's problems: the first and a count (validate lists them); each model the preflight found: a line
+        raise fail(exc, every=getattr(exc, "every_line", False)) from None
     except KeyboardInterrupt:
         if terminated is not None and terminated.received:
             err.print("terminated (SIGTERM): finished trials are saved; rerun the same command to resume", soft_wrap=True)

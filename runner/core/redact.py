@@ -38,6 +38,8 @@ MIN_KEY = 8
 
 _lock = threading.Lock()
 _keys: set[str] = set()
+#: the other forms of those keys a server may echo (``_encodings``)
+_forms: set[str] = set()
 #: what to look for, longest first: every remembered key whole, then each of its fragments
 _patterns: tuple[str, ...] = ()
 #: the same as one RE2 alternation (Arrow's regex kernels are linear-time): one pass over a column, not one per
@@ -54,9 +56,11 @@ def remember(key: str) -> None:
         return
     with _lock:
         _keys.add(key)
-        _keys.update(v for v in _encodings(key) if len(v) >= MIN_KEY)
+        # other forms are scrubbed whole, never by fragment: a fragment of a case-folded key ("PREFLI") is
+        # ordinary text too often (an environment variable's name)
+        _forms.update(v for v in _encodings(key) if len(v) >= MIN_KEY)
         found: dict[str, None] = {}
-        for k in sorted(_keys, key=len, reverse=True):
+        for k in sorted(_keys | _forms, key=len, reverse=True):
             found[k] = None
         for k in sorted(_keys, key=len, reverse=True):
             if len(k) >= 2 * FRAGMENT:
@@ -180,5 +184,6 @@ def forget_all() -> None:
     global _patterns, _regex
     with _lock:
         _keys.clear()
+        _forms.clear()
         _patterns = ()
         _regex = ""

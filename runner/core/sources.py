@@ -49,10 +49,13 @@ _MAX_PROBLEMS = 20
 
 
 class Problems(UserError):
-    """Several located problems at once; ``str()`` is the first with a count of the rest."""
+    """Several located problems at once; ``str()`` is the first with a count of the rest. ``every_line``: a
+    command that prints only the first of a sweep's problems prints each of these (they are few and each says
+    what to do about a different model)."""
 
-    def __init__(self, problems: list[UserError]) -> None:
+    def __init__(self, problems: list[UserError], *, every_line: bool = False) -> None:
         self.problems = problems
+        self.every_line = every_line
         first = problems[0]
         rest = len(problems) - 1
         more = (f"+{rest} more problem{'s' if rest > 1 else ''}; `trialgrid validate` lists them all")

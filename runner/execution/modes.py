@@ -124,7 +124,7 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
         mode: str | None = None, address: str | None = None, workers: int | None = None,
         cache: str | os.PathLike[str] | None = None, strict_params: bool = False, quiet: bool = False,
         retry_errors: Sequence[str] | None = None, wait: bool = False, max_error_rate: float = 0.0,
-        fail_on: Sequence[str] = (), gates: Sequence[str | Gate] = ()) -> RunResult:
+        fail_on: Sequence[str] = (), gates: Sequence[str | Gate] = (), preflight: bool = True) -> RunResult:
     """Run (or resume) a sweep — a file or a ``load_sweep`` result — into ``out`` (default: the sweep's ``output``).
 
     The backend is picked from the sweep (``plan``): a model with ``mode: batch`` goes
@@ -139,6 +139,10 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     with ``retry_errors`` (error kinds, e.g. ``DEFAULT_RETRY_KINDS``), trials whose newest
     row is an error of one of those kinds: they run again and their new row supersedes
     the old one. ``wait``: wait for another process writing ``out`` instead of refusing.
+
+    ``preflight``: before anything runs, one request that bills nothing per model endpoint
+    (``runner.providers.preflight``); an endpoint that does not answer, refuses the key or
+    does not know the model is a ``UserError`` naming each such model entry.
 
     The result's ``ending`` says how the run ended and its ``exit_code`` is the one
     ``trialgrid run`` exits with (``runner.analysis.verdict``): error rows beyond
@@ -165,6 +169,8 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     chosen = plan(loaded, target, mode=mode, address=address, workers=workers, cache=cache_dir)
     if chosen.note:
         say(chosen.note)
+    if preflight:
+        check_endpoints_of(loaded)
     # the Ray plug-in's own options travel as a mapping it validates (cluster.options); runner knows no Ray fields
     ray_options = {k: v for k, v in (("address", address), ("workers", workers)) if v is not None}
     options = RunOptions(quiet=quiet, strict_params=strict_params, cache_dir=cache_dir,
@@ -176,6 +182,18 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     output = result.output or Output.open(target)
     ending = judge(output, stopped=result.stopped, max_error_rate=max_error_rate, fail_on=fail_on, gates=judged)
     return replace(result, output=output, ending=ending)
+
+
+def check_endpoints_of(loaded: LoadedSweep) -> None:
+    """The preflight of every model of ``loaded`` that has an HTTP endpoint: ``Problems``, one per model entry
+    whose endpoint does not answer, refuses its key or does not know its model."""
+    from runner.core.sources import Problems
+    from runner.providers.preflight import Endpoint, check_endpoints
+
+    endpoints = [Endpoint(m.name, m.provider, m.model_id, m.connection) for m in loaded.sweep.models]
+    findings = check_endpoints(endpoints)
+    if findings:
+        raise Problems([UserError(f.line(), file=loaded.path, hint=f.hint) for f in findings], every_line=True)
 
 
 def _check_fail_on(loaded: LoadedSweep, names: Sequence[str]) -> None:

@@ -116,7 +116,8 @@ class AnthropicProvider(HttpProvider):
         base = super().api_base(base_url)
         return base if base.endswith("/v1") else base + "/v1"
 
-    def auth_headers(self, secret: Secret | None) -> dict[str, str]:
+    @staticmethod
+    def auth_headers(secret: Secret | None) -> dict[str, str]:
         headers = {"anthropic-version": _API_VERSION}
         if secret is not None:
             headers["x-api-key"] = secret.reveal()

@@ -99,7 +99,8 @@ class HttpProvider:
         """The API root from the sweep's ``base_url`` (the vendor's default when unset), without a trailing slash."""
         return (base_url or DEFAULT_BASE_URL[cls.name]).rstrip("/")
 
-    def auth_headers(self, secret: Secret | None) -> dict[str, str]:
+    @staticmethod
+    def auth_headers(secret: Secret | None) -> dict[str, str]:
         raise NotImplementedError
 
     def encode(self, request: ChatRequest) -> dict[str, Any]:

@@ -79,7 +79,8 @@ class OpenAIProvider(HttpProvider):
     name = "openai"
     path = "/chat/completions"
 
-    def auth_headers(self, secret: Secret | None) -> dict[str, str]:
+    @staticmethod
+    def auth_headers(secret: Secret | None) -> dict[str, str]:
         return {"authorization": f"Bearer {secret.reveal()}"} if secret is not None else {}
 
     def encode(self, request: ChatRequest) -> dict[str, Any]:

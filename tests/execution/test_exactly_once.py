@@ -127,7 +127,8 @@ def test_a_model_whose_server_is_not_running_gets_a_hint_not_only_a_retry_comman
         port = probe.getsockname()[1]
     data = http_sweep(f"http://127.0.0.1:{port}/v1", "openai", runs=1,
                       retry={"max_attempts": 2, "backoff_base_s": 0.01, "backoff_max_s": 0.02})
-    done = invoke("run", str(write(tmp_path, data)), "--out", str(tmp_path / "out"), "--no-report")
+    # --no-preflight: the server is gone during the run (the preflight says so before it: tests/providers)
+    done = invoke("run", str(write(tmp_path, data)), "--out", str(tmp_path / "out"), "--no-report", "--no-preflight")
     assert done.exit_code == 3, done.stderr
     assert "all 39 trials ended as transient errors; first error: connection failed" in done.stderr
     assert "nothing answered at the model's base_url" in done.stderr

@@ -28,7 +28,7 @@ def test_a_failing_run_never_writes_or_prints_the_key(serve, tmp_path: Path, api
     monkeypatch.setenv("TG_SECRET_TEST_KEY", KEY)
     # in-process: the CLI's own streams, and (capfd) anything written to file descriptors 1 and 2 around them,
     # such as a logging handler or a warning that holds the real stderr
-    done = invoke("run", str(path), "--out", str(out))
+    done = invoke("run", str(path), "--out", str(out), "--no-preflight")  # the run's own failures, not the check's
     leaked = capfd.readouterr()
     assert done.exit_code == 3, done.stderr  # finished, every row an error: exit 3, with the first error printed
     assert "all 39 trials failed fatally" in done.stderr

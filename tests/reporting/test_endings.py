@@ -92,7 +92,8 @@ def test_a_lost_server_is_said_first_and_one_never_reached_too(tmp_path: Path) -
         common = {"provider": "openai", "api_key_env": None, "retry": {"max_attempts": 1}}
         data["models"] = [{"name": "flaky", "model": "typical", "base_url": server.base_url, **common},
                           {"name": "gone", "model": "typical", "base_url": f"http://127.0.0.1:{closed}/v1", **common}]
-        result = invoke("run", str(write_yaml(tmp_path / "s.yaml", data)), "--out", str(tmp_path / "out"))
+        result = invoke("run", str(write_yaml(tmp_path / "s.yaml", data)), "--out", str(tmp_path / "out"),
+                        "--no-preflight")
     assert result.exit_code == 3, result.output
     rows = written_rows(tmp_path / "out")
     lost = rows.filter(pl.col("error").str.starts_with(CONNECTION_FAILED).fill_null(False))

@@ -15,7 +15,8 @@ import orjson
 from aiohttp import web
 
 from runner.sim.auditor import AUDITORS
-from runner.sim.personas import PERSONAS
+from runner.sim.oracle import is_oracle
+from runner.sim.personas import PERSONAS, persona_for_model
 from runner.sim.serve.codec_table import CODECS
 from runner.sim.serve.codecs import BadRequest
 
@@ -28,6 +29,18 @@ _JSON = "application/json"
 
 def model_ids() -> list[str]:
     return [*PERSONAS, *AUDITORS]
+
+
+def _serves(model_id: str) -> bool:
+    """Whether a chat request for ``model_id`` would be answered: the oracle, or a persona or an auditor persona it
+    names (``typical-a``, ``sim-careful``), as the chat routes read it."""
+    if is_oracle(model_id):
+        return True
+    try:
+        persona_for_model(model_id)
+    except ValueError:
+        return False
+    return True
 
 
 def _json(status: int, body: Any) -> web.Response:
@@ -69,7 +82,7 @@ class CatalogRoutes:
         if (denied := self.server.denied(request, api)) is not None:
             return denied
         model_id = request.match_info["id"]
-        if model_id not in model_ids():
+        if not _serves(model_id):
             status, body = CODECS[api].unknown_model(model_id)
             return _json(status, body)
         return _json(200, _model(model_id, anthropic))
