@@ -9,17 +9,58 @@ an MCP server's ``tools/list`` answer:
 - MCP: ``{"name", "description", "inputSchema"}`` (other MCP keys such as ``annotations`` are ignored)
 - plain: ``{"name", "description", "parameters"}``
 
-The file is a list of entries, or a mapping with a ``tools`` list.
+The file is a list of entries, or a mapping with a ``tools`` list. Each entry is checked as
+it is read: a key its form does not have but spelt like one (``"paramters"``) is an error
+with a did-you-mean, since a misspelt schema would send every tool with no arguments (other
+unknown keys are the vendors' extensions, left alone); the argument schema must be
+a valid JSON Schema (checked against the meta-schema by ``jsonschema``: a misspelt type, an
+invalid ``pattern``, a ``required`` that is not a list); a tool with no argument schema at
+all is a warning (``parameters: {}`` says it takes none on purpose).
 """
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any
 
-from runner.core.errors import UserError
+from runner.core.errors import UserError, warn
 from runner.core.sources import Source, load_source
 from runner.core.types import ToolSpec
+
+#: the keys each form of an entry may have (the vendors' documented ones; what trialgrid does not read is allowed)
+_OPENAI_OUTER = frozenset({"type", "function"})
+_OPENAI_FUNCTION = frozenset({"name", "description", "parameters", "strict"})
+_ANTHROPIC = frozenset({"name", "description", "input_schema", "cache_control", "type"})
+_MCP = frozenset({"name", "title", "description", "inputSchema", "outputSchema", "annotations", "icons", "_meta"})
+_PLAIN = frozenset({"name", "description", "parameters", "strict"})
+
+
+_EVERY_KEY = sorted(_OPENAI_OUTER | _OPENAI_FUNCTION | _ANTHROPIC | _MCP | _PLAIN)
+
+
+def _unknown_keys(body: dict[str, Any], known: frozenset[str], fail: Any, sub: tuple) -> None:
+    """A key of ``body`` its form does not have, spelt like one a form has, is a typo: an error. Other keys are
+    the vendors' own extensions (new ones appear), which trialgrid does not read."""
+    for key in body:
+        if key in known or key in _EVERY_KEY:  # another form's key: harmless here
+            continue
+        close = difflib.get_close_matches(str(key), _EVERY_KEY, n=1, cutoff=0.75)
+        if close:
+            raise fail(f"unknown key {key!r} in a tool (did you mean {close[0]!r}? valid keys here: "
+                       f"{', '.join(sorted(known))})", sub + (key,))
+
+
+def _check_schema(schema: dict[str, Any], fail: Any, at: tuple) -> None:
+    """``schema`` against the JSON Schema meta-schema (the draft its ``$schema`` names, else 2020-12)."""
+    from jsonschema import exceptions, validators
+
+    cls = validators.validator_for(schema, default=validators.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except exceptions.SchemaError as exc:
+        where = tuple(exc.absolute_path)
+        raise fail(f"not a valid JSON Schema: {exc.message[:200]}", at + where) from None
 
 
 def _entry(item: Any, source: Source, path: tuple) -> ToolSpec:
@@ -32,16 +73,21 @@ def _entry(item: Any, source: Source, path: tuple) -> ToolSpec:
     if "function" in item:
         if item.get("type", "function") != "function":
             raise fail(f"unsupported tool type {item.get('type')!r} (only 'function')", ("type",))
+        _unknown_keys(item, _OPENAI_OUTER, fail, ())
         fn = item["function"]
         if not isinstance(fn, dict):
             raise fail("'function' must be a mapping", ("function",))
         body, sub, schema_key = fn, ("function",), "parameters"
+        _unknown_keys(fn, _OPENAI_FUNCTION, fail, sub)
     elif "input_schema" in item:
         body, sub, schema_key = item, (), "input_schema"
+        _unknown_keys(item, _ANTHROPIC, fail, sub)
     elif "inputSchema" in item:
         body, sub, schema_key = item, (), "inputSchema"
+        _unknown_keys(item, _MCP, fail, sub)
     else:
         body, sub, schema_key = item, (), "parameters"
+        _unknown_keys(item, _PLAIN, fail, sub)
     name = body.get("name")
     if not isinstance(name, str) or not name.strip():
         raise fail("tool needs a non-empty string 'name'", sub + ("name",))
@@ -50,9 +96,14 @@ def _entry(item: Any, source: Source, path: tuple) -> ToolSpec:
         description = ""
     if not isinstance(description, str):
         raise fail("'description' must be a string", sub + ("description",))
+    if schema_key not in body:
+        line = source.line_of(path)
+        warn(f"{source.path}{f':{line}' if line else ''}: tool {name!r} has no {schema_key!r}: it is offered with no "
+             f"arguments (write {schema_key}: {{}} to say so)")
     schema = body.get(schema_key, {"type": "object", "properties": {}})
     if not isinstance(schema, dict) or schema.get("type", "object") != "object":
         raise fail("the argument schema must be a JSON-schema object ({'type': 'object', ...})", sub + (schema_key,))
+    _check_schema(schema, fail, sub + (schema_key,))
     props = schema.get("properties", {})
     if not isinstance(props, dict):
         raise fail("'properties' must be a mapping", sub + (schema_key, "properties"))
