@@ -41,7 +41,7 @@ from runner.cli.console import (
 from runner.cli.view import register as register_view
 from runner.core.errors import TrialgridError, UserError
 from runner.core.exits import DEFAULT_RETRY_KINDS
-from runner.core.safety import check_output_dir, one_line, term_text
+from runner.core.safety import one_line, term_text
 
 
 def _os_error(exc: OSError) -> UserError:
@@ -227,13 +227,21 @@ def run(
                                    help="Before the grid, check each model's endpoint with one request that bills "
                                         "nothing (GET …/models/MODEL): nothing answering, a refused key or an "
                                         "unknown model is one line and exit 2 within the model's timeout_s."),
+    model: list[str] = typer.Option([], "--model", metavar="NAME",
+                                    help="A try: only this model of the sweep (repeatable). A narrowed sweep is "
+                                         "another sweep, written beside the sweep's output (OUTPUT-try-ID)."),
+    runs: int | None = typer.Option(None, "--runs", metavar="K", help="A try: K runs per cell instead of the "
+                                    "sweep's (written beside the sweep's output, as --model)."),
+    limit: int | None = typer.Option(None, "--limit", metavar="N",
+                                     help="A try: run at most N trials (in grid order), written beside the sweep's "
+                                          "output unless --out is given; e.g. --limit 1 --model NAME."),
 ) -> None:
     """Run a sweep (or resume it: trial ids already in the output are skipped).
 
     Exits 0 when every trial is ok, 3 when error rows remain (see --retry-errors, --max-error-rate), 4 when the
     budget stopped it before the grid was finished."""
     from runner.cli.signals import sigterm_as_interrupt
-    from runner.config.sweep import load_sweep
+    from runner.config.sweep import Narrowing, load_sweep
     from runner.execution import modes
     from runner.output import Output
     from runner.reporting.terminal import print_report
@@ -247,18 +255,18 @@ def run(
     terminated = None
     try:
         _parse_gates(gate)  # a malformed gate is bad input, found before the sweep loads (an MCP server starts)
-        loaded = load_sweep(sweep)  # a sweep that names an MCP server starts it: a note says so
-        target = out_dir or Path(loaded.sweep.output)
-        check_output_dir(target)
+        # a sweep that names an MCP server starts it: a note says so
+        loaded = load_sweep(sweep, narrow=Narrowing(tuple(model), runs))
         # --quiet keeps the notes and the warnings (a damaged part set aside, a damaged cache rebuilt), not progress
         if quiet:
             quiet_messages()
         # the mode and every rule about it are runner.run's (runner/execution/modes.py): --ray is an address
         with sigterm_as_interrupt() as terminated:
-            result = modes.run(loaded, target, mode=modes.BATCH if batch else None, address=ray, workers=workers,
+            result = modes.run(loaded, out_dir, mode=modes.BATCH if batch else None, address=ray, workers=workers,
                                cache=cache, quiet=quiet, strict_params=strict_params,
                                retry_errors=kinds, wait=wait, max_error_rate=max_error_rate,
-                               fail_on=fail_on or (), gates=gate, preflight=preflight)
+                               fail_on=fail_on or (), gates=gate, preflight=preflight, limit=limit)
+        target = result.out
     except UserError as exc:
         # a sweep's problems: the first and a count (validate lists them); each model the preflight found: a line
         raise fail(exc, every=getattr(exc, "every_line", False)) from None

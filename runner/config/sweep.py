@@ -9,6 +9,7 @@ the same sweep written to two directories has the same trial ids.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
@@ -299,6 +300,44 @@ class Sweep(BaseModel):
 
 
 #: longest model or probe label; labels become table rows and (hashed when unsafe) file names
+@dataclass(frozen=True)
+class Narrowing:
+    """A try of a sweep before the whole of it: only these models (by name), this many runs per cell. A narrowed
+    sweep is another sweep (its own sweep id), so it never mixes into the whole sweep's output."""
+
+    models: tuple[str, ...] = ()
+    runs: int | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.models) or self.runs is not None
+
+    def describe(self) -> str:
+        parts = [f"--model {m}" for m in self.models] + ([f"--runs {self.runs}"] if self.runs is not None else [])
+        return " ".join(parts)
+
+    def apply(self, data: dict[str, Any], path: Path) -> dict[str, Any]:
+        """The sweep file's data with the narrowing applied (a copy); ``UserError`` for a model it does not have."""
+        data = dict(data)
+        if self.models:
+            found = data.get("models")
+            entries: list[Any] = found if isinstance(found, list) else []
+            names = [m.get("name") for m in entries if isinstance(m, dict)]
+            for name in self.models:
+                if name not in names:
+                    close = difflib.get_close_matches(name, [str(n) for n in names], n=1)
+                    raise UserError(f"--model {name!r}: the sweep has no model of that name"
+                                    + (f" (did you mean {close[0]!r}?)" if close else ""), file=path,
+                                    hint=f"its models: {', '.join(str(n) for n in names)}")
+            data["models"] = [m for m in entries if isinstance(m, dict) and m.get("name") in self.models]
+        if self.runs is not None:
+            if self.runs < 1:
+                raise UserError(f"--runs {self.runs}: at least 1 run per cell")
+            given = data.get("probes")
+            probes: list[Any] = given if isinstance(given, list) else []
+            data["probes"] = [{**p, "runs": self.runs} if isinstance(p, dict) else p for p in probes]
+        return data
+
+
 @dataclass
 class LoadedSweep:
     """A validated sweep with its probes' case files loaded."""
@@ -313,6 +352,8 @@ class LoadedSweep:
     unstarted: list[str] = field(default_factory=list)
     #: per callable model: its code's identity (``version``, or its module file's sha256), part of ``sweep_id``
     function_sources: dict[str, str] = field(default_factory=dict)
+    #: how the sweep file was narrowed for a try (``--model``, ``--runs``), or None: the whole sweep
+    narrowing: Narrowing | None = None
 
     @property
     def schema_fields(self) -> list:
@@ -395,7 +436,7 @@ def _server_command(entry: Any) -> str | None:
     return " ".join(shlex.quote(a) for a in [server.command, *server.args])
 
 
-def load_sweep(path: Path | str, *, start_servers: bool = True) -> LoadedSweep:
+def load_sweep(path: Path | str, *, start_servers: bool = True, narrow: Narrowing | None = None) -> LoadedSweep:
     """Read and check a sweep file and everything it names. Raises ``UserError``.
 
     A sweep file that names an MCP server is code: loading it starts that command. With
@@ -406,7 +447,8 @@ def load_sweep(path: Path | str, *, start_servers: bool = True) -> LoadedSweep:
     source: Source = load_source(path, what="sweep file")
     if not isinstance(source.data, dict):
         raise UserError("a sweep file must be a mapping with keys name, models, probes", file=path, line=1)
-    sweep: Sweep = validate(Sweep, source.data, source, context={"folder": str(path.parent.resolve())})
+    data = narrow.apply(source.data, path) if narrow else source.data
+    sweep: Sweep = validate(Sweep, data, source, context={"folder": str(path.parent.resolve())})
     remember_env(m.api_key_env for m in sweep.models)  # every key of the sweep scrubbed from all it writes
     _check_shared_limits(sweep, source)
     base = path.parent
@@ -437,7 +479,7 @@ def load_sweep(path: Path | str, *, start_servers: bool = True) -> LoadedSweep:
     warnings = [w for p in probes for w in p.warnings] + lint_warnings + _local_server_warnings(sweep)
     sources = function_sources(sweep)
     loaded = LoadedSweep(sweep, path, probes, _sweep_identity(sweep, probes, sources), source.sha256, warnings,
-                         unstarted, sources)
+                         unstarted, sources, narrow or None)
     loaded.schema_fields  # noqa: B018 — surface column type conflicts at load time
     for line in warnings + unstarted:  # whoever loads the sweep hears them: a notebook as the CLI does
         warn(line)

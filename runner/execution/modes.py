@@ -19,11 +19,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from runner.config.sweep import LoadedSweep, load_sweep
+from runner.config.sweep import LoadedSweep, Narrowing, load_sweep
 from runner.core.errors import UserError
 from runner.core.exits import DEFAULT_RETRY_KINDS
 from runner.core.gates import Gate, parse_gate
 from runner.core.messages import say
+from runner.core.safety import check_output_dir
 from runner.execution.backends import RunOptions, backend, backend_names
 from runner.execution.backends.batch.ledger import has_open_batches
 from runner.execution.backends.batch.vendors import VENDORS
@@ -124,7 +125,8 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
         mode: str | None = None, address: str | None = None, workers: int | None = None,
         cache: str | os.PathLike[str] | None = None, strict_params: bool = False, quiet: bool = False,
         retry_errors: Sequence[str] | None = None, wait: bool = False, max_error_rate: float = 0.0,
-        fail_on: Sequence[str] = (), gates: Sequence[str | Gate] = (), preflight: bool = True) -> RunResult:
+        fail_on: Sequence[str] = (), gates: Sequence[str | Gate] = (), preflight: bool = True,
+        models: Sequence[str] = (), runs: int | None = None, limit: int | None = None) -> RunResult:
     """Run (or resume) a sweep — a file or a ``load_sweep`` result — into ``out`` (default: the sweep's ``output``).
 
     The backend is picked from the sweep (``plan``): a model with ``mode: batch`` goes
@@ -139,6 +141,11 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     with ``retry_errors`` (error kinds, e.g. ``DEFAULT_RETRY_KINDS``), trials whose newest
     row is an error of one of those kinds: they run again and their new row supersedes
     the old one. ``wait``: wait for another process writing ``out`` instead of refusing.
+
+    A try before the whole sweep: ``models`` (names) and ``runs`` (per cell) narrow the
+    sweep, which makes it another sweep (its own id); ``limit`` runs at most that many
+    trials, in this process. A narrowed run writes, unless ``out`` is given, to its own
+    output beside the sweep's (``narrowed_output``), never into the whole sweep's.
 
     ``preflight``: before anything runs, one request that bills nothing per model endpoint
     (``runner.providers.preflight``); an endpoint that does not answer, refuses the key or
@@ -156,24 +163,36 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     """
     if not 0 <= max_error_rate <= 1:  # NaN fails this too
         raise UserError(f"--max-error-rate {max_error_rate:g}: a share of trials, between 0 and 1")
+    if limit is not None and limit < 1:
+        raise UserError(f"--limit {limit}: at least 1 trial")
     # a malformed gate is bad input, found before the sweep loads and anything is sent
     judged = [g if isinstance(g, Gate) else parse_gate(g, "--gate") for g in gates]
-    if isinstance(sweep, LoadedSweep):
+    narrow = Narrowing(tuple(models), runs)
+    if isinstance(sweep, LoadedSweep) and (not narrow or sweep.narrowing == narrow):
         loaded = sweep
-    else:
-        loaded = load_sweep(Path(sweep))  # its warnings are TrialgridWarnings, issued as it loads
+    else:  # its warnings are TrialgridWarnings, issued as it loads
+        loaded = load_sweep(sweep.path if isinstance(sweep, LoadedSweep) else Path(sweep), narrow=narrow)
+    narrow = loaded.narrowing or narrow
     judged += [parse_gate(text, "gate") for text in loaded.sweep.gates]  # the sweep's own, checked as it loaded
     _check_fail_on(loaded, fail_on)
-    target = Path(out) if out is not None else Path(loaded.sweep.output)
+    tried = bool(narrow) or limit is not None
+    target = Path(out) if out is not None else narrowed_output(loaded) if tried else Path(loaded.sweep.output)
+    check_output_dir(target)
     cache_dir = Path(cache) if cache is not None else None
     chosen = plan(loaded, target, mode=mode, address=address, workers=workers, cache=cache_dir)
+    if limit is not None and chosen.backend != LOCAL:
+        raise UserError(f"--limit tries a few trials in this process; it does not go with a {chosen.backend} run",
+                        hint="drop --limit, or drop --ray / --batch (and a model's `mode: batch`) for the try")
+    if tried:
+        what = " ".join(filter(None, [narrow.describe(), f"--limit {limit}" if limit is not None else ""]))
+        say(f"a try ({what}): a part of the sweep, written to {target}, not to the sweep's output")
     if chosen.note:
         say(chosen.note)
     if preflight:
         check_endpoints_of(loaded)
     # the Ray plug-in's own options travel as a mapping it validates (cluster.options); runner knows no Ray fields
     ray_options = {k: v for k, v in (("address", address), ("workers", workers)) if v is not None}
-    options = RunOptions(quiet=quiet, strict_params=strict_params, cache_dir=cache_dir,
+    options = RunOptions(quiet=quiet, limit=limit, strict_params=strict_params, cache_dir=cache_dir,
                          batch_models=chosen.batch_models, retry_kinds=_check_retry_kinds(retry_errors), wait=wait,
                          backend_options=ray_options if chosen.backend == RAY else {})
     result = backend(chosen.backend).run(loaded, target, options)
@@ -182,6 +201,12 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     output = result.output or Output.open(target)
     ending = judge(output, stopped=result.stopped, max_error_rate=max_error_rate, fail_on=fail_on, gates=judged)
     return replace(result, output=output, ending=ending)
+
+
+def narrowed_output(loaded: LoadedSweep) -> Path:
+    """Where a try of a sweep writes unless told: beside the sweep's output, named by the narrowed sweep's id, so a
+    try never mixes into the whole sweep's output and two different tries never into each other's."""
+    return Path(f"{loaded.sweep.output.rstrip('/')}-try-{loaded.sweep_id[:8]}")
 
 
 def check_endpoints_of(loaded: LoadedSweep) -> None:

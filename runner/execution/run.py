@@ -84,7 +84,7 @@ def response_cache_dir(loaded: LoadedSweep, given: Path | None) -> Path | None:
 
 def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False, worker: str = "local",
               strict_params: bool = False, cache_dir: Path | None = None, retry_kinds: Sequence[str] | None = None,
-              wait: bool = False) -> RunResult:
+              wait: bool = False, limit: int | None = None) -> RunResult:
     """Run (or resume) ``loaded`` into ``out`` in this process, live (the ``local`` backend).
 
     Inside its session, the local middle is: build the trial runner (providers, the
@@ -96,12 +96,13 @@ def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False, worker: st
     ``strict_params`` turns remedies off: a rejected parameter fails the trial;
     ``cache_dir`` (else the sweep's ``cache``) answers repeated requests from disk;
     ``retry_kinds`` re-attempts error rows of those kinds; ``wait`` waits for another
-    process writing ``out`` instead of refusing. Raises ``UserError`` for a mismatched ``out``.
+    process writing ``out`` instead of refusing; ``limit`` runs at most that many pending trials. Raises
+    ``UserError`` for a mismatched ``out``.
     """
     cache_dir = response_cache_dir(loaded, cache_dir)
     stats = EngineStats()
     with Session(loaded, out, strict_params=strict_params, retry_kinds=retry_kinds,
-                 wait=wait) as session:
+                 wait=wait, limit=limit) as session:
         cache = ResponseCache(cache_dir) if cache_dir is not None else None
         try:
             execute, providers = build_trial_runner(loaded, strict_params=strict_params, on_learn=session.learned,

@@ -37,6 +37,7 @@ watch) in ``cluster``; the lifecycle is this one.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -140,8 +141,10 @@ class Session:
 
     def __init__(self, loaded: LoadedSweep, out: Path, *, strict_params: bool = False,
                  retry_kinds: Sequence[str] | None = None, wait: bool = False,
-                 remedies_apply_to: str = "every later request") -> None:
+                 remedies_apply_to: str = "every later request", limit: int | None = None) -> None:
         self.loaded, self.out = loaded, out
+        #: run at most this many of the pending trials (a try: ``--limit``); None: all of them
+        self.limit = limit
         self.strict_params, self.retry_kinds, self.wait = strict_params, retry_kinds, wait
         self.remedies_apply_to = remedies_apply_to
         self.phase = Phase.NEW
@@ -294,8 +297,10 @@ class Session:
         return self.out / "trials"
 
     def pending(self) -> Iterator[TrialSpec]:
-        """The grid's specs not yet written, in grid order (lazily; the done ones are never built)."""
-        return self.grid.pending(self.done) if self._by_index else skip_done(self.grid, self.done)
+        """The grid's specs not yet written, in grid order (lazily; the done ones are never built), at most
+        ``limit`` of them."""
+        specs = self.grid.pending(self.done) if self._by_index else skip_done(self.grid, self.done)
+        return specs if self.limit is None else itertools.islice(specs, self.limit)
 
     def sink(self, worker: str) -> TrialSink:
         """A writer for this session's rows (use it as a context manager); its rows count as the session's."""

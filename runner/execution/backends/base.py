@@ -40,6 +40,8 @@ class RunOptions:
     retry_kinds: tuple[str, ...] | None = None
     #: every backend: wait for another process writing the output instead of refusing (``--wait``)
     wait: bool = False
+    #: local: run at most this many pending trials (a try: ``--limit``); None: all
+    limit: int | None = None
     #: a plug-in backend's own options, which it validates itself (ray: ``address``, ``workers``; see cluster.options)
     backend_options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 

@@ -15,7 +15,7 @@ class _LocalBackend:
     def run(self, loaded: LoadedSweep, out: Path, options: RunOptions) -> RunResult:
         return run_sweep(loaded, out, quiet=options.quiet, strict_params=options.strict_params,
                          cache_dir=options.cache_dir, retry_kinds=options.retry_kinds,
-                         wait=options.wait)
+                         wait=options.wait, limit=options.limit)
 
 
 LOCAL = _LocalBackend()

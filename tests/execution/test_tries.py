@@ -1,0 +1,60 @@
+"""A try before the whole sweep: ``--model``, ``--runs`` and ``--limit`` narrow the run, which writes beside the
+sweep's output, never into it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+import runner
+from runner.config.sweep import Narrowing
+from runner.execution.modes import narrowed_output
+from tests.helpers.cli import invoke
+from tests.helpers.files import bundled_sweep
+from tests.helpers.rows import written_rows
+
+BUNDLED = ["quickstart.yaml", "negatives.yaml", "phantom.yaml", "propagation.yaml"]
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_limit_1_and_one_model_runs_exactly_one_trial(tmp_path: Path, name: str) -> None:
+    sweep = _in(tmp_path, name)
+    first = yaml.safe_load(sweep.read_text())["models"][0]["name"]
+    result = invoke("run", str(sweep), "--limit", "1", "--model", first, "-q")
+    assert result.exit_code == 0, result.output
+    tries = list(tmp_path.glob("full-try-*"))
+    assert len(tries) == 1 and not (tmp_path / "full").exists()  # never the whole sweep's output
+    rows = written_rows(tries[0])
+    assert rows.height == 1 and rows["model"].to_list() == [first]
+
+
+def _in(tmp_path: Path, name: str) -> Path:
+    """A bundled sweep whose output is under ``tmp_path / "full"``."""
+    sweep = bundled_sweep(tmp_path, name, runs=2)
+    data = yaml.safe_load(sweep.read_text())
+    data["output"] = str(tmp_path / "full")
+    sweep.write_text(yaml.safe_dump(data, sort_keys=False))
+    return sweep
+
+
+def test_a_try_is_another_sweep_and_says_so(tmp_path: Path) -> None:
+    sweep = _in(tmp_path, "quickstart.yaml")
+    whole = runner.load_sweep(sweep)
+    tried = runner.run(sweep, quiet=True, models=["sim-careful"], runs=1)
+    narrowed = runner.load_sweep(sweep, narrow=Narrowing(("sim-careful",), 1))
+    assert narrowed.sweep_id != whole.sweep_id
+    assert tried.out == narrowed_output(narrowed) and tried.total == 39
+    assert tried.counts == {"ok": 39} and tried.exit_code == 0
+    again = invoke("run", str(sweep), "--model", "sim-careful", "--runs", "1")
+    assert again.exit_code == 0 and "a try (--model sim-careful --runs 1): a part of the sweep" in again.stderr
+
+
+def test_an_unknown_model_is_one_line_with_a_did_you_mean(tmp_path: Path) -> None:
+    sweep = _in(tmp_path, "quickstart.yaml")
+    result = invoke("run", str(sweep), "--model", "sim-carefull", "-q")
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.exit_code == 2 and len(errors) == 1 and "did you mean 'sim-careful'" in errors[0]
+    assert invoke("run", str(sweep), "--limit", "0", "-q").exit_code == 2
+    assert not (tmp_path / "full").exists() and not list(tmp_path.glob("full-try-*"))
