@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import shlex
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
@@ -400,11 +401,13 @@ def _sweep_identity(sweep: Sweep, probes: list[Probe], sources: dict[str, str]) 
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def _local_server_warnings(sweep: Sweep) -> list[str]:
-    """A model on a local server with several requests in flight or retries: they queue behind each other."""
+def local_server_warnings(sweep: Sweep, except_models: Collection[str] = ()) -> list[str]:
+    """A model on a local server with several requests in flight or retries: they queue behind each other. Said
+    when a run starts (``runner.run``), not when the sweep loads: the preflight's answer tells ``trialgrid serve``
+    (``except_models``), which answers many at once, from a server that runs one request at a time."""
     out = []
     for m in sweep.models:
-        if not is_loopback(m.base_url) or (m.concurrency == 1 and m.retry.max_attempts == 1):
+        if m.name in except_models or not is_loopback(m.base_url) or (m.concurrency == 1 and m.retry.max_attempts == 1):
             continue
         out.append(f"model {m.name!r} is served on this machine ({redact_url(m.base_url or '')}) with concurrency {m.concurrency} and "
                    f"retry.max_attempts {m.retry.max_attempts}: a server that runs one request at a time (llama.cpp, "
@@ -476,7 +479,7 @@ def load_sweep(path: Path | str, *, start_servers: bool = True, narrow: Narrowin
             note(f"starting the MCP server of probes[{i}] ({entry.name or entry.kind}): {command}")
         probes.append(PROBES[entry.kind](entry, base, locate))
     lint_warnings = lint_probes(probes)  # case files against their catalogues: unpassable cases are errors
-    warnings = [w for p in probes for w in p.warnings] + lint_warnings + _local_server_warnings(sweep)
+    warnings = [w for p in probes for w in p.warnings] + lint_warnings
     sources = function_sources(sweep)
     loaded = LoadedSweep(sweep, path, probes, _sweep_identity(sweep, probes, sources), source.sha256, warnings,
                          unstarted, sources, narrow or None)

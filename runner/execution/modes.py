@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from runner.config.sweep import LoadedSweep, Narrowing, load_sweep
-from runner.core.errors import UserError
+from runner.config.sweep import LoadedSweep, Narrowing, load_sweep, local_server_warnings
+from runner.core.errors import UserError, warn
 from runner.core.exits import DEFAULT_RETRY_KINDS
 from runner.core.gates import Gate, parse_gate
 from runner.core.messages import say
@@ -190,6 +190,9 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
         say(chosen.note)
     if preflight:
         check_endpoints_of(loaded)
+    else:
+        for line in local_server_warnings(loaded.sweep):  # no answer to tell the simulated agent from the rest
+            warn(line)
     # the Ray plug-in's own options travel as a mapping it validates (cluster.options); runner knows no Ray fields
     ray_options = {k: v for k, v in (("address", address), ("workers", workers)) if v is not None}
     options = RunOptions(quiet=quiet, limit=limit, strict_params=strict_params, cache_dir=cache_dir,
@@ -216,9 +219,13 @@ def check_endpoints_of(loaded: LoadedSweep) -> None:
     from runner.providers.preflight import Endpoint, check_endpoints
 
     endpoints = [Endpoint(m.name, m.provider, m.model_id, m.connection) for m in loaded.sweep.models]
-    findings = check_endpoints(endpoints)
-    if findings:
-        raise Problems([UserError(f.line(), file=loaded.path, hint=f.hint) for f in findings], every_line=True)
+    checked = check_endpoints(endpoints)
+    if checked.findings:
+        raise Problems([UserError(f.line(), file=loaded.path, hint=f.hint) for f in checked.findings],
+                       every_line=True)
+    # a local server that runs one request at a time queues a sweep's concurrency; the simulated agent does not
+    for line in local_server_warnings(loaded.sweep, except_models=checked.simulated):
+        warn(line)
 
 
 def _check_fail_on(loaded: LoadedSweep, names: Sequence[str]) -> None:

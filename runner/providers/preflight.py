@@ -33,7 +33,10 @@ from runner.providers.http_base import HttpProvider
 from runner.providers.secrets import secret_from_env
 from runner.providers.settings import Connection, redact_url
 
-__all__ = ["Endpoint", "Finding", "check_endpoints"]
+__all__ = ["Checked", "Endpoint", "Finding", "check_endpoints"]
+
+#: the ``Server`` header ``trialgrid serve``'s model routes answer with (``runner.sim.serve.catalog.SERVER``)
+_SIMULATED = "trialgrid-serve"
 
 
 @dataclass(frozen=True)
@@ -70,31 +73,46 @@ def _provider_class(name: str) -> type[HttpProvider] | None:
     return classes.get(name)
 
 
-def check_endpoints(endpoints: Sequence[Endpoint]) -> list[Finding]:
+@dataclass(frozen=True)
+class Checked:
+    """What the preflight found: the problems, and the model entries ``trialgrid serve`` answered for."""
+
+    findings: list[Finding]
+    simulated: frozenset[str]
+
+
+def check_endpoints(endpoints: Sequence[Endpoint]) -> Checked:
     """One request per distinct endpoint and model; the findings, in the order of ``endpoints``. Endpoints of a
     provider with no HTTP API (``sim``, ``callable``) are not checked."""
-    distinct: dict[tuple[str, str, Connection], Endpoint] = {}
+    distinct: dict[tuple[str, str, Connection], list[Endpoint]] = {}
     for e in endpoints:
         if _provider_class(e.provider) is not None:
-            distinct.setdefault((e.provider, e.model_id, e.connection), e)
+            distinct.setdefault((e.provider, e.model_id, e.connection), []).append(e)
     if not distinct:
-        return []
+        return Checked([], frozenset())
 
-    async def all_of() -> list[Finding | None]:
-        return list(await asyncio.gather(*(_check(e) for e in distinct.values())))
+    async def all_of() -> list[tuple[Finding | None, bool]]:
+        return list(await asyncio.gather(*(_check(group[0]) for group in distinct.values())))
 
     found = asyncio.run(all_of())
-    return [f for f in found if f is not None]
+    simulated = {e.name for (_, served), group in zip(found, distinct.values(), strict=True) if served for e in group}
+    return Checked([f for f, _ in found if f is not None], frozenset(simulated))
 
 
-async def _check(e: Endpoint) -> Finding | None:
+async def _check(e: Endpoint) -> tuple[Finding | None, bool]:
+    """The finding about ``e``'s endpoint (None: nothing proven wrong), and whether ``trialgrid serve`` answered."""
+    finding, response = await _ask(e)
+    return finding, response is not None and response.headers.get("server") == _SIMULATED
+
+
+async def _ask(e: Endpoint) -> tuple[Finding | None, httpx.Response | None]:
     cls = _provider_class(e.provider)
     assert cls is not None
     connection = e.connection
     try:
         secret = secret_from_env(connection.api_key_env) if connection.api_key_env else None
     except KeyError:
-        return None  # the sweep's loader says this one, in its own words
+        return None, None  # the sweep's loader says this one, in its own words
     url = f"{cls.api_base(connection.base_url)}/models/{quote(e.model_id, safe='')}"
     headers = {"accept": "application/json", **cls.auth_headers(secret), **connection.header_map}
     timeout = connection.timeout_s
@@ -104,20 +122,20 @@ async def _check(e: Endpoint) -> Finding | None:
             response = await asyncio.wait_for(client.get(url, headers=headers), timeout)
     except (TimeoutError, httpx.TimeoutException):
         return Finding(e, f"no answer within its {timeout:g} s timeout_s",
-                       "start the server, or correct base_url; --no-preflight skips this check")
+                       "start the server, or correct base_url; --no-preflight skips this check"), None
     except (httpx.TransportError, OSError) as exc:
         return Finding(e, f"nothing answered ({_cause(exc)})",
                        "start the server it names (a local model server, `trialgrid serve`) or correct base_url; "
-                       "--no-preflight skips this check")
+                       "--no-preflight skips this check"), None
     status = response.status_code
     if status in (401, 403):
         key = f"the key in ${connection.api_key_env}" if connection.api_key_env else "a request without a key"
         return Finding(e, f"the server refused {key} ({status}: {_message(response)})",
-                       "check the key the model's api_key_env names, and that it may use this model")
+                       "check the key the model's api_key_env names, and that it may use this model"), response
     if status == 404 and _names_the_model(response, e.model_id):
         return Finding(e, f"the server does not know this model ({_message(response)})",
-                       "check the model id (for a local server: the name it serves the model under)")
-    return None
+                       "check the model id (for a local server: the name it serves the model under)"), response
+    return None, response
 
 
 def _cause(exc: BaseException) -> str:

@@ -131,3 +131,18 @@ def test_a_route_the_server_lacks_proves_nothing_and_no_preflight_skips_it(tmp_p
                                                             timeout_s=1, retry={"max_attempts": 1}), "dead.yaml")),
                     "--out", str(tmp_path / "dead"), "-q", "--no-preflight")
     assert closed.exit_code == 3  # the run went ahead: every trial an error row
+
+
+def test_the_local_server_warning_is_for_a_local_model_server_not_for_trialgrid_serve(tmp_path: Path) -> None:
+    queues = "queues the rest"
+    with serving() as server:
+        simulated = _run(tmp_path, server.base_url)
+    assert simulated.exit_code == 0 and queues not in simulated.stderr, simulated.stderr
+    from tests.helpers.hostile import HostileServer, chat_answer
+
+    with HostileServer(lambda n, body: (200, {}, chat_answer(usage={"prompt_tokens": 1, "completion_tokens": 1}))) \
+            as other:
+        data = http_sweep(other.base_url, "openai", runs=1, timeout_s=2)
+        data["models"] = data["models"][:1]
+        local = invoke("run", str(write(tmp_path, data, "local.yaml")), "--out", str(tmp_path / "local"), "-q")
+    assert local.exit_code == 0 and local.stderr.count(queues) == 1, local.stderr

@@ -43,8 +43,13 @@ def _serves(model_id: str) -> bool:
     return True
 
 
+#: the ``Server`` header of the model routes: how trialgrid's preflight tells the simulated agent from a local model
+#: server (which runs one request at a time, where the simulated agent answers many at once)
+SERVER = "trialgrid-serve"
+
+
 def _json(status: int, body: Any) -> web.Response:
-    return web.Response(status=status, body=orjson.dumps(body), content_type=_JSON)
+    return web.Response(status=status, body=orjson.dumps(body), content_type=_JSON, headers={"Server": SERVER})
 
 
 def _anthropic(request: web.Request) -> bool:
