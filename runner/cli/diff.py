@@ -10,11 +10,9 @@ from enum import Enum
 from pathlib import Path
 
 import typer
-from rich.text import Text
 
 from runner.cli.console import EXIT_GATE, fail, out
 from runner.core.errors import UserError
-from runner.core.safety import term_text
 
 
 class FailOn(str, Enum):
@@ -45,11 +43,12 @@ def diff(
         result = diff_runs(Output.open(old), Output.open(new), force=force, strict=strict)
     except UserError as exc:
         raise fail(exc) from None
-    for line in result.lines():
-        out.print(Text(term_text(line)), soft_wrap=True)
+    from runner.reporting.textgrid import fit_width, say
+
+    width = fit_width(out)  # a terminal's width or COLUMNS: long lines wrap there; a pipe keeps each line whole
     past = result.past_bound(max_regression) if max_regression is not None else []
-    for line in past:
-        out.print(Text(term_text(line)), soft_wrap=True)
+    for line in [*result.lines(), *past]:
+        say(out, line, width)
     if (result.regressions or past) and fail_on is FailOn.regression:
         raise typer.Exit(EXIT_GATE)
 

@@ -3,6 +3,7 @@ kind; cells to watch that are not verdicts; the opt-in --strict gate; refusal of
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -143,3 +144,22 @@ def test_max_regression_gates_on_the_intervals_lower_bound_not_on_the_point(tmp_
     assert high.exit_code == 0 and "GATE" not in high.output
     # the same data backwards is a fix: no regression bound is passed, whatever PP
     assert cli.invoke(app, ["diff", str(new), str(old), "--max-regression", "0"]).exit_code == 0
+
+
+def test_diff_fits_the_terminal_it_is_given(tmp_path: Path) -> None:
+    """At COLUMNS=80 no line of diff is over 80 characters; through a pipe each line stays whole."""
+    from tests.helpers.cli import invoke, trialgrid
+    from tests.helpers.files import quickstart_sweep
+
+    outs = []
+    for seed in (1, 2):
+        sweep = quickstart_sweep(tmp_path, runs=2, name=f"s{seed}.yaml", seed=seed)
+        outs.append(tmp_path / f"out{seed}")
+        assert invoke("run", str(sweep), "--out", str(outs[-1]), "-q").exit_code == 0
+    wide = trialgrid("diff", str(outs[0]), str(outs[1]), "--force", "--fail-on", "never",
+                     env={**os.environ, "COLUMNS": "80"})
+    assert wide.returncode == 0, wide.stderr
+    lines = wide.stdout.splitlines()
+    assert lines and max(len(line) for line in lines) <= 80, max(lines, key=len)
+    piped = trialgrid("diff", str(outs[0]), str(outs[1]), "--force", "--fail-on", "never")
+    assert max(len(line) for line in piped.stdout.splitlines()) > 80  # a log keeps each line whole
