@@ -129,6 +129,7 @@ if TYPE_CHECKING:
     from runner.analysis.gates import Gate
     from runner.analysis.leaderboard import Summary
     from runner.analysis.verdict import Ending
+    from runner.config.sweep import LoadedSweep
     from runner.output import Output
 
 # --gate of run and report (runner.analysis.gates)
@@ -252,7 +253,7 @@ def run(
         raise fail(UserError(f"--workers {workers}: at least 1 worker", hint="omit it for one per CPU of the cluster"))
     if retry_kinds and not retry_errors:
         raise fail(UserError(f"{_RETRY_KINDS} only goes with {_RETRY_ERRORS}"))
-    terminated = None
+    terminated, loaded = None, None
     try:
         _parse_gates(gate)  # a malformed gate is bad input, found before the sweep loads (an MCP server starts)
         # a sweep that names an MCP server starts it: a note says so
@@ -271,10 +272,11 @@ def run(
         # a sweep's problems: the first and a count (validate lists them); each model the preflight found: a line
         raise fail(exc, every=getattr(exc, "every_line", False)) from None
     except KeyboardInterrupt:
+        saved = _saved(loaded, out_dir, limit) if loaded is not None else "finished trials are saved"
         if terminated is not None and terminated.received:
-            err.print("terminated (SIGTERM): finished trials are saved; rerun the same command to resume", soft_wrap=True)
+            plain(f"terminated (SIGTERM): {saved}; rerun the same command to resume")
             raise typer.Exit(EXIT_TERMINATED) from None
-        err.print("interrupted: finished trials are saved; rerun the same command to resume", soft_wrap=True)
+        plain(f"interrupted: {saved}; rerun the same command to resume")
         raise typer.Exit(EXIT_INTERRUPTED) from None
     if result.stopped:
         done = result.skipped + result.stats.done
@@ -301,6 +303,23 @@ def run(
         _print_gates(list(ending.failing_gates), len(ending.gates))
     if ending.exit_code:
         raise typer.Exit(ending.exit_code)
+
+
+def _saved(loaded: LoadedSweep, out_dir: Path | None, limit: int | None) -> str:
+    """How many trials an interrupted run's output holds, as its manifest recorded them at the stop."""
+    from runner.core.manifest import read_manifest
+    from runner.execution.modes import output_of
+
+    target = output_of(loaded, out_dir, limit)
+    try:
+        manifest = read_manifest(target)
+    except UserError:
+        manifest = None
+    if manifest is None or not manifest.sessions:
+        return "finished trials are saved"
+    done = sum(manifest.counts.values())
+    return (f"{manifest.sessions[-1].trials_run:,} trials run in this session are saved, {done:,} of "
+            f"{manifest.trials_total:,} in {target}")
 
 
 def _all_errors(output: Output) -> bool:

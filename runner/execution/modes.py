@@ -176,7 +176,7 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     judged += [parse_gate(text, "gate") for text in loaded.sweep.gates]  # the sweep's own, checked as it loaded
     _check_fail_on(loaded, fail_on)
     tried = bool(narrow) or limit is not None
-    target = Path(out) if out is not None else narrowed_output(loaded) if tried else Path(loaded.sweep.output)
+    target = output_of(loaded, out, limit)
     check_output_dir(target)
     cache_dir = Path(cache) if cache is not None else None
     chosen = plan(loaded, target, mode=mode, address=address, workers=workers, cache=cache_dir)
@@ -204,6 +204,14 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     output = result.output or Output.open(target)
     ending = judge(output, stopped=result.stopped, max_error_rate=max_error_rate, fail_on=fail_on, gates=judged)
     return replace(result, output=output, ending=ending)
+
+
+def output_of(loaded: LoadedSweep, out: str | os.PathLike[str] | None, limit: int | None = None) -> Path:
+    """Where a run of ``loaded`` writes: ``out`` when given, else a try's own output (``narrowed_output``) for a
+    narrowed sweep or a ``limit``, else the sweep's ``output``."""
+    if out is not None:
+        return Path(out)
+    return narrowed_output(loaded) if loaded.narrowing or limit is not None else Path(loaded.sweep.output)
 
 
 def narrowed_output(loaded: LoadedSweep) -> Path:

@@ -269,6 +269,8 @@ def test_sigterm_flushes_finalizes_and_resume_equals_an_uninterrupted_run(tmp_pa
         assert session["status"] == "interrupted" and session["finished_at"]
         written = runner.load(out).collect().height
         assert 0 < written < 702 and session["trials_run"] == written
+        # the stop says how many were kept
+        assert f"{written:,} trials run in this session are saved, {written:,} of 702 in {out}" in stderr
 
         resumed = trialgrid("run", str(sweep), "--out", str(out), "--quiet")
         assert resumed.returncode == 0, resumed.stderr
