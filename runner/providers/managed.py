@@ -28,6 +28,11 @@ Per call:
    jittered backoff) alone, without pausing the key;
    on anything else, raise — the trial becomes an ``error`` row carrying the kind
    and ``attempts``.
+
+A server that died mid-run is not retried by every trial of the grid: once every
+attempt on the endpoint has failed to connect for ``DOWN_AFTER_S`` with no answer
+between, its calls end at once as ``transient`` rows ("connection failed: … not
+sent"), one probe request every ``PROBE_EVERY_S`` finding out whether it is back.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from runner.core.errors import CONNECTION_FAILED
 from runner.core.types import ChatRequest, ChatResponse
 from runner.providers import inflight
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
@@ -49,6 +55,10 @@ from runner.providers.settings import RetryPolicy
 
 #: remedy re-sends allowed in one call (each must apply a remedy not applied before)
 _MAX_REMEDY_RESENDS = 8
+#: every attempt on an endpoint failed to connect for this long, none answered: it is down (see the docstring)
+DOWN_AFTER_S = 30.0
+#: while it is down, one request this often still goes out, to find it back
+PROBE_EVERY_S = 5.0
 _DEFAULT_OUTPUT_ESTIMATE = 256
 
 
@@ -119,6 +129,34 @@ class ManagedProvider:
         self._sleep = sleep
         self._clock = clock
         self._wire = bool(getattr(inner, "accepts_remedies", False))
+        #: since when every attempt failed to connect with no answer between (None: the endpoint answers)
+        self._failing_since: float | None = None
+        self._last_probe = 0.0
+
+    def _refuse_if_down(self, attempts: int) -> None:
+        """A call to an endpoint that has not answered for ``DOWN_AFTER_S`` ends at once, unless it is the probe."""
+        since = self._failing_since
+        if since is None:
+            return
+        now = self._clock()
+        if now - since < DOWN_AFTER_S:  # not down yet: retried as any transient failure
+            return
+        if now - self._last_probe >= PROBE_EVERY_S:  # this one goes out, to find the server back
+            self._last_probe = now
+            return
+        refused = ProviderError(ErrorKind.TRANSIENT, f"{CONNECTION_FAILED}: no connection to {self.endpoint} for "
+                                f"{now - since:.0f} s, so not sent (rerun with --retry-errors once the server is "
+                                "back)")
+        refused.attempts = attempts
+        raise refused
+
+    def _note_connection(self, error: ProviderError | None) -> None:
+        """After an attempt: a failure to connect starts (or continues) the endpoint's outage; any answer ends it."""
+        if error is not None and error.status_code is None and error.message.startswith(CONNECTION_FAILED):
+            if self._failing_since is None:
+                self._failing_since = self._clock()
+        else:
+            self._failing_since = None
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         key: BookKey = (self.name, self.endpoint, request.model)
@@ -167,6 +205,7 @@ class ManagedProvider:
                                         "waited out: run it again with --retry-errors")
                 refused.attempts = attempts
                 raise refused
+            self._refuse_if_down(attempts)
             # a re-send has had its turn in the key's queue once: it goes ahead of first sends
             permit = await limiter.acquire(estimate, first=attempts > 0)
             attempts += 1
@@ -189,6 +228,7 @@ class ManagedProvider:
                     await limiter.release(permit, None, info=slot.info, rate_limited=rate_limited,
                                           retry_after_s=None if asked is None else min(asked, policy.max_wait_s),
                                           answered=exc.status_code is not None)
+                    self._note_connection(exc)
                     error = exc
                 except BaseException:
                     inflight.returned()
@@ -196,6 +236,7 @@ class ManagedProvider:
                     raise
                 else:
                     inflight.returned()
+                    self._note_connection(None)
                     usage = response.usage
                     await limiter.release(permit, (usage.input_tokens or 0) + (usage.output_tokens or 0), info=slot.info)
                     return replace(response, attempts=attempts,
