@@ -18,7 +18,6 @@ without it, ``run --ray`` and these commands say so in one line (``cluster.sessi
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from runner.core.errors import UserError
-from runner.core.messages import is_note, logger
+from runner.core.messages import logger
 
 if TYPE_CHECKING:
     from runner.config.sweep import LoadedSweep
@@ -159,14 +158,6 @@ def register(app: typer.Typer) -> None:
             raise fail(exc) from None
 
 
-class _JobLines(logging.Formatter):
-    """A record of the ``trialgrid`` logger as a job's log line: a note prefixed ``note:``."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        line = record.getMessage()
-        return f"note: {line}" if is_note(record) else line
-
-
 def job_main(argv: list[str] | None = None) -> int:
     """``python -m cluster run SWEEP --out OUT``: the entrypoint of a submitted job (driver on the head).
 
@@ -186,17 +177,10 @@ def job_main(argv: list[str] | None = None) -> int:
     run.add_argument("--strict-params", action="store_true")
     run.add_argument("--cache", type=Path, default=None)
     args = parser.parse_args(argv)
-    # what the run says goes to the job's log (stderr): progress lines as they are, notes as `note:` lines
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_JobLines())
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
+    from runner.cli.console import messages_as_lines
+
+    with messages_as_lines():  # what the run says goes to the job's log (stderr), as on the command line
         return _job_run(args)
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
 
 
 def _job_run(args: Any) -> int:

@@ -45,6 +45,7 @@ from runner.probes import PROBES, Probe, ProbeConfig
 from runner.providers import CONFIGURED, check_model
 from runner.providers.callable_provider import load_function, source_digest
 from runner.providers.managed import estimate_usage
+from runner.providers.secrets import unsendable_key
 from runner.providers.settings import (
     DEFAULT_KEY_ENV,
     Connection,
@@ -151,13 +152,12 @@ class ModelConfig(BaseModel):
             if not value.replace("_", "").isalnum():
                 raise ValueError("api_key_env is the *name* of an environment variable (letters, digits, _), "
                                  "never the key itself")
-            key = os.environ.get(value, "").strip()
-            if not key:
+            if not os.environ.get(value, "").strip():
                 raise ValueError(f"environment variable {value} is not set; export it with the API key, "
                                  "or set api_key_env: null for an endpoint that needs no key")
-            if any(ord(c) < 32 or ord(c) == 127 for c in key):  # CR LF would split the header it is sent in
-                raise ValueError(f"environment variable {value} holds a control character (a line break, a tab...) "
-                                 "inside the key: no server accepts that; export the key alone, on one line")
+            problem = unsendable_key(value)
+            if problem is not None:
+                raise ValueError(problem)
         return value
 
     @field_validator("headers")

@@ -12,8 +12,8 @@ Three kinds of message, each with one way out:
 
 A library caller sees no progress or notes unless it configures logging
 (``logging.basicConfig(level="INFO")``, or a handler on ``logging.getLogger("trialgrid")``);
-the ``trialgrid`` command prints INFO records as plain lines and NOTE records as ``note:``
-lines on stderr, and ``--quiet`` keeps the notes only.
+the ``trialgrid`` command (and a Ray job's entrypoint) prints progress lines as they are and
+notes as ``note:`` lines on stderr, and ``--quiet`` keeps the notes only.
 """
 
 from __future__ import annotations

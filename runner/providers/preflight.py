@@ -33,10 +33,11 @@ from runner.providers.http_base import HttpProvider
 from runner.providers.secrets import secret_from_env
 from runner.providers.settings import Connection, redact_url
 
-__all__ = ["Checked", "Endpoint", "Finding", "check_endpoints"]
+__all__ = ["SIMULATED_SERVER", "Checked", "Endpoint", "Finding", "check_endpoints"]
 
-#: the ``Server`` header ``trialgrid serve``'s model routes answer with (``runner.sim.serve.catalog.SERVER``)
-_SIMULATED = "trialgrid-serve"
+#: the ``Server`` header ``trialgrid serve``'s model routes answer with: how the preflight tells the simulated agent
+#: from a local model server (which runs one request at a time, where the simulated agent answers many at once)
+SIMULATED_SERVER = "trialgrid-serve"
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def check_endpoints(endpoints: Sequence[Endpoint]) -> Checked:
 async def _check(e: Endpoint) -> tuple[Finding | None, bool]:
     """The finding about ``e``'s endpoint (None: nothing proven wrong), and whether ``trialgrid serve`` answered."""
     finding, response = await _ask(e)
-    return finding, response is not None and response.headers.get("server") == _SIMULATED
+    return finding, response is not None and response.headers.get("server") == SIMULATED_SERVER
 
 
 async def _ask(e: Endpoint) -> tuple[Finding | None, httpx.Response | None]:

@@ -46,13 +46,22 @@ class Secret:
         return (secret_from_env, (self.source.lstrip("$"),))
 
 
+def unsendable_key(name: str) -> str | None:
+    """Why the key environment variable ``name`` holds cannot be sent (naming only the variable), or None; an unset
+    variable is its callers' to say, with their own advice."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in os.environ.get(name, "").strip()):  # CR LF would split the header
+        return (f"environment variable {name} holds a control character (a line break, a tab...) inside the key: "
+                "no server accepts that; export the key alone, on one line")
+    return None
+
+
 def secret_from_env(name: str) -> Secret:
-    """The key held by environment variable ``name``; ``KeyError`` naming only the variable if unset."""
-    value = os.environ.get(name)
-    if value is None or not value.strip():
+    """The key held by environment variable ``name``; ``KeyError`` naming only the variable if it holds none."""
+    value = os.environ.get(name, "").strip()
+    if not value:
         raise KeyError(f"environment variable {name} is not set (it should hold the API key)")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value.strip()):
-        raise KeyError(f"environment variable {name} holds a control character inside the key (a line break, a "
-                       "tab...): export the key alone, on one line")
-    return Secret(value.strip(), f"${name}")
+    problem = unsendable_key(name)
+    if problem is not None:
+        raise KeyError(problem)
+    return Secret(value, f"${name}")
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aiohttp import web
 
+from runner.providers.preflight import SIMULATED_SERVER
 from runner.sim.auditor import AUDITORS
 from runner.sim.oracle import is_oracle
 from runner.sim.personas import PERSONAS, persona_for_model
@@ -43,13 +44,8 @@ def _serves(model_id: str) -> bool:
     return True
 
 
-#: the ``Server`` header of the model routes: how trialgrid's preflight tells the simulated agent from a local model
-#: server (which runs one request at a time, where the simulated agent answers many at once)
-SERVER = "trialgrid-serve"
-
-
 def _json(status: int, body: Any) -> web.Response:
-    return web.Response(status=status, body=orjson.dumps(body), content_type=_JSON, headers={"Server": SERVER})
+    return web.Response(status=status, body=orjson.dumps(body), content_type=_JSON, headers={"Server": SIMULATED_SERVER})
 
 
 def _anthropic(request: web.Request) -> bool:
