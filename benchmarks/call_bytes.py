@@ -69,12 +69,12 @@ def _scaled_quickstart(tmp: Path, trials: int) -> Path:
 
 
 def measure(sweep: Path, tmp: Path, label: str) -> None:
+    import runner
     from runner.config.sweep import load_sweep
-    from runner.execution.run import run_sweep
 
     out = tmp / f"out-{label}"
     started = time.perf_counter()
-    run_sweep(load_sweep(sweep), out, quiet=True)
+    runner.run(load_sweep(sweep), out, quiet=True)
     elapsed = time.perf_counter() - started
     after = _bytes(out / "trials")
     before, blobs, rows = _without_calls(out / "trials", tmp / f"v1-{label}")

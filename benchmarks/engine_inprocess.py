@@ -49,13 +49,13 @@ def scaled_sweep(tmp: Path, trials: int, **engine: object) -> Path:
 
 
 def run_once(trials: int, **engine: object) -> dict:
+    import runner
     from runner.config.sweep import load_sweep
-    from runner.execution.run import run_sweep
 
     with tempfile.TemporaryDirectory() as tmp:
         loaded = load_sweep(scaled_sweep(Path(tmp), trials, **engine))
         started, cpu_started = time.perf_counter(), time.process_time()
-        result = run_sweep(loaded, Path(tmp) / "out", quiet=True)
+        result = runner.run(loaded, Path(tmp) / "out", quiet=True)
         elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         rows = sum(result.counts.values())
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

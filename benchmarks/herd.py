@@ -90,8 +90,8 @@ def run_case(headers: bool, *, ray: bool, rpm: int, runs: int, fault_rate: float
              log_out: Path | None = None, random_429: float = 0.0, burst_rule: bool = True) -> dict[str, Any]:
     import polars as pl
 
+    import runner
     from runner.config.sweep import load_sweep
-    from runner.execution.run import run_sweep
     from runner.providers import pacing
 
     # off: one 429 is a burst (every header-less 429 cuts and pauses). In-process only: Ray workers keep the rule.
@@ -107,11 +107,10 @@ def run_case(headers: bool, *, ray: bool, rpm: int, runs: int, fault_rate: float
                 loaded = load_sweep(path)
             started = time.monotonic()
             if ray:
-                from cluster.driver import run_on_ray
 
-                run_on_ray(loaded, Path(tmp) / "out", address="local", workers=2, num_cpus=2, quiet=True)
+                runner.run(loaded, Path(tmp) / "out", mode="ray", address="local", workers=2, quiet=True, backend_options={"num_cpus": 2})
             else:
-                run_sweep(loaded, Path(tmp) / "out", quiet=True)
+                runner.run(loaded, Path(tmp) / "out", quiet=True)
             wall = time.monotonic() - started
             df = pl.scan_ipc(str(Path(tmp) / "out" / "trials" / "*.arrow")).collect()
         with urllib.request.urlopen(url + "/stats?log=1") as response:

@@ -12,7 +12,7 @@ Starts ``trialgrid serve --port 0 --latency-ms 50`` in a subprocess on 127.0.0.1
    concurrency, runs misselection trials (probe → Agent → OpenAI wire format → HTTP
    → decode → score) for ``--seconds`` after a warm-up, and prints trials/s;
 2. runs the quickstart sweep with ``provider: openai`` against the server through
-   ``run_sweep`` (sink included) at engine concurrency 256 with the default
+   ``runner.run`` (sink included) at engine concurrency 256 with the default
    transport, and prints trials/s;
 3. with ``--rpm N``: runs with ``limits: {rpm: N}`` for ``--rpm-minutes`` against the
    server, then reads the server's own request log and prints the largest count in
@@ -121,19 +121,19 @@ async def _n_trials(probe, provider, models, specs, n: int) -> None:  # type: ig
 
 
 def end_to_end(tmp: Path, base_url: str, concurrency: int) -> tuple[int, float]:
-    from runner.execution.run import run_sweep
+    import runner
 
     data = sweep_dict(base_url, runs=60, concurrency=concurrency)
     data["engine"] = {"concurrency": concurrency}
     loaded = load(tmp, data, "e2e.yaml")
     started = time.perf_counter()
-    result = run_sweep(loaded, tmp / "e2e-out", quiet=True)
+    result = runner.run(loaded, tmp / "e2e-out", quiet=True)
     elapsed = time.perf_counter() - started
     return sum(result.counts.values()), elapsed
 
 
 def rpm_check(tmp: Path, base_url: str, rpm: int, minutes: float) -> None:
-    from runner.execution.run import run_sweep
+    import runner
 
     data = sweep_dict(base_url, runs=max(1, int(rpm * minutes * 1.3 / (3 * 13 * 3)) + 1),
                       limits={"rpm": rpm}, concurrency=64)
@@ -148,7 +148,7 @@ def rpm_check(tmp: Path, base_url: str, rpm: int, minutes: float) -> None:
 
     def run() -> None:
         try:
-            run_sweep(loaded, tmp / "rpm-out", quiet=True)
+            runner.run(loaded, tmp / "rpm-out", quiet=True)
         except Exception as exc:
             print("run failed:", exc)
 
@@ -209,7 +209,7 @@ def main() -> None:
                 mark = "  <- chosen (DEFAULT_TRANSPORT)" if transport == DEFAULT_TRANSPORT else ""
                 print(f"{transport:<14}" + "".join(cells) + mark)
             n, elapsed = end_to_end(tmp, base_url, 256)
-            print(f"end to end (run_sweep, sink included, engine concurrency 256, {DEFAULT_TRANSPORT}): "
+            print(f"end to end (runner.run, sink included, engine concurrency 256, {DEFAULT_TRANSPORT}): "
                   f"{n:,} trials in {elapsed:.1f} s = {n / elapsed:,.0f} trials/s")
     finally:
         proc.terminate()

@@ -52,7 +52,6 @@ from stop_signal import OUTCOMES, sweep  # noqa: E402  (the quickstart over HTTP
 
 import runner  # noqa: E402
 from runner.config.sweep import load_sweep  # noqa: E402
-from runner.execution.run import run_sweep  # noqa: E402
 
 
 class Serve:
@@ -145,7 +144,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ref = Path(tmp) / "reference.yaml"
         ref.write_text(yaml.safe_dump(sweep(None, args.runs, args.concurrency), sort_keys=False))
-        run_sweep(load_sweep(ref), Path(tmp) / "reference", quiet=True)
+        runner.run(load_sweep(ref), Path(tmp) / "reference", quiet=True)
         expected = runner.load(Path(tmp) / "reference").collect().select(OUTCOMES).sort(OUTCOMES[:4])
         totals = {"answered": 0, "answered_resent": 0, "in_flight_resent": 0}
         for i in range(args.tries):

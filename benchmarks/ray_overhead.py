@@ -8,7 +8,7 @@ Both runs send the quickstart design over HTTP (``provider: openai``) to a
 ``trialgrid serve`` simulated server started as its own process on 127.0.0.1 (so
 the server shares the machine's cores, as in the issue's measurement, but not the
 client's GIL). Single-node is
-``run_sweep``; Ray mode is ``run_on_ray`` on a private local Ray with ``--workers``
+``runner.run``; Ray mode is ``run_on_ray`` on a private local Ray with ``--workers``
 workers splitting the same total concurrency. Ray start-up is excluded (the Ray
 figure is the run itself, as the single-node one is).
 
@@ -122,9 +122,8 @@ def main() -> None:
 
     import ray
 
-    from cluster.driver import run_on_ray
+    import runner
     from runner.config.sweep import load_sweep
-    from runner.execution.run import run_sweep
     tmp = Path(tempfile.mkdtemp(prefix="tgb", dir="/tmp"))
     try:
         with Server(args.latency_ms) as server:
@@ -132,14 +131,14 @@ def main() -> None:
                                            budget_usd=args.budget))
             cache_of = {"local": tmp / "cache-local", "ray": tmp / "cache-ray"} if args.cache else {}
             started = time.perf_counter()
-            local = run_sweep(loaded, tmp / "local", quiet=True, cache_dir=cache_of.get("local"))
+            local = runner.run(loaded, tmp / "local", quiet=True, cache=cache_of.get("local"))
             local_s = time.perf_counter() - started
             local_rate = local.stats.done / local_s
 
             ray.init(num_cpus=os.cpu_count() or 2, include_dashboard=False, _node_ip_address="127.0.0.1",
                      _temp_dir=str(tmp / "r"), log_to_driver=False, configure_logging=False)
             try:
-                result = run_on_ray(loaded, tmp / "ray", workers=args.workers, quiet=True, cache_dir=cache_of.get("ray"))
+                result = runner.run(loaded, tmp / "ray", mode="ray", workers=args.workers, quiet=True, cache=cache_of.get("ray"))
                 ray_rate = result.stats.done / result.elapsed_s
                 extras = ", ".join(x for x in ("response cache" if args.cache else "",
                                                f"budget ${args.budget:g}" if args.budget is not None else "") if x)
@@ -151,10 +150,9 @@ def main() -> None:
                 if args.cache:
                     before = server.stats()["requests"]
                     started = time.perf_counter()
-                    local_again = run_sweep(loaded, tmp / "local-again", quiet=True, cache_dir=cache_of["local"])
+                    local_again = runner.run(loaded, tmp / "local-again", quiet=True, cache=cache_of["local"])
                     local_again_rate = local_again.stats.done / (time.perf_counter() - started)
-                    ray_again = run_on_ray(loaded, tmp / "ray-again", workers=args.workers, quiet=True,
-                                           cache_dir=cache_of["ray"])
+                    ray_again = runner.run(loaded, tmp / "ray-again", mode="ray", workers=args.workers, quiet=True, cache=cache_of["ray"])
                     ray_again_rate = ray_again.stats.done / ray_again.elapsed_s
                     sent = server.stats()["requests"] - before
                     print(f"cached reruns (every trial a cache hit; requests sent by both: {sent}):")
@@ -168,7 +166,7 @@ def main() -> None:
                     lim_sweep = load_sweep(sweep_file(tmp, server.base_url, trials, 64, rpm=args.rpm,
                                                       models=("careful",), name="limited.yaml"))
                     before = server.stats()["requests"]
-                    lim = run_on_ray(lim_sweep, tmp / "limited", workers=4, quiet=True)
+                    lim = runner.run(lim_sweep, tmp / "limited", mode="ray", workers=4, quiet=True)
                     times = np.array(server.stats(with_log=True)["log"]["t"][before:])
                     span = times.max() - times.min()
                     peak = max_in_window(times, window)

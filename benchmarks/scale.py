@@ -82,9 +82,9 @@ def _time_opening() -> dict[str, float]:
 def _step(name: str, sweep: Path, out: Path) -> dict[str, object]:
     started, cpu = time.perf_counter(), time.process_time()
     if name in ("run", "resume"):
+        import runner
         import runner.output.sink as sink_module
         from runner.config.sweep import load_sweep
-        from runner.execution.run import run_sweep
 
         first: list[float] = []
         append = sink_module.TrialSink.append
@@ -101,7 +101,7 @@ def _step(name: str, sweep: Path, out: Path) -> dict[str, object]:
             append(self, row)  # type: ignore[arg-type]
 
         sink_module.TrialSink.append = timed_append  # type: ignore[method-assign]
-        result = run_sweep(load_sweep(sweep), out, quiet=True)
+        result = runner.run(load_sweep(sweep), out, quiet=True)
         return _figures(started, cpu, trials=sum(result.counts.values()), skipped=result.skipped,
                         run=result.stats.done, first_new_trial_s=round(first[0], 3) if first else None,
                         **{k: round(v, 3) for k, v in opening.items()})
@@ -190,7 +190,7 @@ def _linked_copy(out: Path, dest: Path) -> Path:
 def _kill_and_resume(sweep: Path, scratch: Path, build_wall: float) -> dict[str, object]:
     shutil.rmtree(scratch, ignore_errors=True)
     code = ("from pathlib import Path; import sys; from runner.config.sweep import load_sweep; "
-            "from runner.execution.run import run_sweep; run_sweep(load_sweep(Path(sys.argv[1])), Path(sys.argv[2]), "
+            "import runner; runner.run(load_sweep(Path(sys.argv[1])), Path(sys.argv[2]), "
             "quiet=True)")
     proc = subprocess.Popen([sys.executable, "-c", code, str(sweep), str(scratch)])
     time.sleep(build_wall / 2)

@@ -34,7 +34,6 @@ sys.path.insert(0, str(ROOT))
 
 import runner  # noqa: E402
 from runner.config.sweep import load_sweep  # noqa: E402
-from runner.execution.run import run_sweep  # noqa: E402
 from runner.sim.serve import ServeOptions, ServerThread  # noqa: E402
 
 QUICKSTART = ROOT / "configs" / "quickstart.yaml"
@@ -107,7 +106,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ref = Path(tmp) / "reference.yaml"
         ref.write_text(yaml.safe_dump(sweep(None, args.runs, args.concurrency), sort_keys=False))
-        run_sweep(load_sweep(ref), Path(tmp) / "reference", quiet=True)
+        runner.run(load_sweep(ref), Path(tmp) / "reference", quiet=True)
         expected = runner.load(Path(tmp) / "reference").collect().select(OUTCOMES).sort(OUTCOMES[:4])
         good = 0
         for i in range(args.tries):

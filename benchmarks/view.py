@@ -63,9 +63,9 @@ SEARCH = "f.decoy_called=true&q=quorbis"
 
 def build(cache: Path, trials: int) -> Path:
     """The quickstart scaled to ``trials`` (at least), run by the engine into ``cache/out-N`` unless already there."""
+    import runner
     from runner.config.sweep import load_sweep
     from runner.core.manifest import read_manifest
-    from runner.execution.run import run_sweep
 
     out = cache / f"out-{trials}"
     manifest = read_manifest(out) if (out / "manifest.json").exists() else None
@@ -80,7 +80,7 @@ def build(cache: Path, trials: int) -> Path:
     path = cache / f"quickstart-{trials}.yaml"
     path.write_text(yaml.safe_dump(sweep))
     started = time.perf_counter()
-    run_sweep(load_sweep(path), out, quiet=True)
+    runner.run(load_sweep(path), out, quiet=True)
     print(f"  built {out} in {time.perf_counter() - started:.0f} s")
     return out
 

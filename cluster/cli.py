@@ -1,13 +1,13 @@
 """Cluster mode's part of the ``trialgrid`` command line, found through entry points.
 
 ``runner`` must never import ``cluster``, yet ``trialgrid run --ray`` and
-``trialgrid submit`` are one command line. pyproject.toml registers, under the
+``trialgrid job submit`` are one command line. pyproject.toml registers, under the
 entry-point groups ``runner.cli.app`` looks up by name:
 
 - ``trialgrid.backends``: ``ray = cluster.cli:ray_backend`` — the backend ``runner.run`` picks for
   ``mode="ray"`` (``trialgrid run --ray``);
-- ``trialgrid.commands``: ``cluster = cluster.cli:register`` — adds ``submit``,
-  ``status``, ``logs`` and ``jobs`` to the app.
+- ``trialgrid.commands``: ``cluster = cluster.cli:register`` — adds the ``job`` group
+  (``trialgrid job submit|status|logs``: Ray Jobs) to the app.
 
 The lookup runs on every ``trialgrid`` command (``--version`` and ``--help`` too), so this
 module imports nothing heavy at load — not Ray, not the sweep, engine or backend modules
@@ -30,7 +30,8 @@ from runner.core.messages import logger
 
 if TYPE_CHECKING:
     from runner.config.sweep import LoadedSweep
-    from runner.execution.backends import RunOptions
+    from runner.execution.backends import Plan
+    from runner.execution.options import RunOptions
     from runner.execution.run import RunResult
 
 _ADDRESS_ENV = "RAY_ADDRESS"
@@ -46,18 +47,16 @@ class _RayBackend:
 
     name = "ray"
 
-    def run(self, loaded: LoadedSweep, out: Path, options: RunOptions) -> RunResult:
+    def run(self, loaded: LoadedSweep, out: Path, options: RunOptions, plan: Plan) -> RunResult:
         from cluster.options import RayOptions
         from cluster.session import require_ray
 
-        ray_options = RayOptions.of(options.backend_options)
+        given = {k: v for k, v in (("address", options.address), ("workers", options.workers)) if v is not None}
+        ray_options = RayOptions.of({**options.backend_options, **given})
         require_ray("--ray")  # before the output is touched
         from cluster.driver import run_on_ray
 
-        return run_on_ray(loaded, out, address=ray_options.address, workers=ray_options.workers,
-                          quiet=options.quiet, strict_params=options.strict_params,
-                          cache_dir=options.cache_dir, retry_kinds=options.retry_kinds,
-                          wait=options.wait)
+        return run_on_ray(loaded, out, options, ray_options)
 
 
 #: what the ``trialgrid.backends`` entry point ``ray`` names
@@ -75,15 +74,19 @@ def _stdout(text: str) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    """Add the Ray Jobs commands to the ``trialgrid`` app."""
+    """Add the Ray Jobs commands to the ``trialgrid`` app, as the group ``trialgrid job``."""
     from cluster.session import require_ray
     from runner.cli import err, fail, out, plain
+
+    job = typer.Typer(help="Run a sweep as a Ray Job on a cluster, and follow it (submit, status, logs).",
+                      no_args_is_help=True, add_completion=False)
+    app.add_typer(job, name="job")
 
     address_option = typer.Option(..., "--address", envvar=_ADDRESS_ENV,
                                   help="The head's Ray Jobs (dashboard) address, e.g. http://HEAD:8265 "
                                        f"(default: ${_ADDRESS_ENV}).")
 
-    @app.command()
+    @job.command()
     def submit(
         sweep: Path = typer.Argument(..., help="Sweep file (YAML), inside the project directory."),
         address: str = address_option,
@@ -99,19 +102,20 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run a sweep on a Ray cluster through Ray Jobs (the project directory travels with it)."""
         try:
-            require_ray("trialgrid submit")
+            require_ray("trialgrid job submit")
             from cluster import jobs
             from runner.config.sweep import load_sweep
             from runner.execution.modes import RAY, plan
+            from runner.execution.options import RunOptions
 
             # a broken sweep, or one that cannot run on Ray, fails here, not on the cluster
-            plan(load_sweep(sweep), None, mode=RAY, workers=workers, cache=Path(cache) if cache else None)
+            plan(load_sweep(sweep), None, RunOptions(mode=RAY, workers=workers, cache=cache))
             job_id = jobs.submit(sweep, address=address, out=out_dir, project=project, workers=workers,
                                  strict_params=strict_params, cache=cache)
         except UserError as exc:
             raise fail(exc) from None
         plain(f"submitted job {job_id} to {address}; output: {out_dir} on the head node")
-        plain(f"  follow: trialgrid logs {job_id} --address {address} --follow")
+        plain(f"  follow: trialgrid job logs {job_id} --address {address} --follow")
         out.print(job_id, markup=False, highlight=False)
         if wait:
             state = jobs.follow(job_id, address=address, write=_stderr)
@@ -119,7 +123,7 @@ def register(app: typer.Typer) -> None:
             if state != "SUCCEEDED":
                 raise typer.Exit(1)
 
-    @app.command()
+    @job.command()
     def status(job_id: str = typer.Argument(..., help="Job id printed by submit."),
                address: str = address_option) -> None:
         """Print a submitted job's status (PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED) and its run's summary.
@@ -130,7 +134,7 @@ def register(app: typer.Typer) -> None:
         readable here (on the head node, or a shared filesystem).
         """
         try:
-            require_ray("trialgrid status")
+            require_ray("trialgrid job status")
             from cluster import jobs
             from cluster.watch import output_summary
 
@@ -141,13 +145,13 @@ def register(app: typer.Typer) -> None:
         if where is not None:
             err.print(output_summary(Path(where)), markup=False, highlight=False)
 
-    @app.command()
+    @job.command()
     def logs(job_id: str = typer.Argument(..., help="Job id printed by submit."),
              address: str = address_option,
              follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing until the job ends.")) -> None:
         """Print a submitted job's log (the driver's output: progress, remedies, the report)."""
         try:
-            require_ray("trialgrid logs")
+            require_ray("trialgrid job logs")
             from cluster import jobs
 
             if follow:
@@ -167,7 +171,7 @@ def job_main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m cluster", description="Run a sweep on the Ray cluster "
-                                     "this process belongs to (the entrypoint `trialgrid submit` gives a job).")
+                                     "this process belongs to (the entrypoint `trialgrid job submit` gives a job).")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run")
     run.add_argument("sweep", type=Path)

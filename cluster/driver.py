@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cluster.options import RayOptions
 from cluster.records import RaySessionRecord, put_ray_record
 from cluster.scheduler import Dispatcher, DispatchStats, chunked
 from cluster.session import check_reachable, ray_session
@@ -29,6 +30,7 @@ from cluster.worker import TrialWorker
 from runner.config.sweep import LoadedSweep
 from runner.core.messages import say
 from runner.execution.engine import EngineStats
+from runner.execution.options import RunOptions
 from runner.execution.progress import RunProgress
 from runner.execution.run import RunResult, response_cache_dir
 from runner.execution.session import Session
@@ -51,47 +53,44 @@ def default_chunk_size(loaded: LoadedSweep, workers: int) -> int:
     return max(64, min(4096, 2 * per_worker))
 
 
-def run_on_ray(loaded: LoadedSweep, out: Path, *, address: str = "auto", workers: int | None = None,
-               chunk_size: int | None = None, in_flight: int = 2, quiet: bool = False,
-               strict_params: bool = False, num_cpus: int | None = None,
-               temp_dir: str | None = None, ship_code: bool | None = None,
-               limiter_window_s: float = 60.0, cache_dir: Path | None = None,
-               watch_interval_s: float = 5.0, retry_kinds: tuple[str, ...] | None = None,
-               wait: bool = False) -> RunResult:
-    """Run (or resume) ``loaded`` into ``out`` on Ray. Raises ``UserError`` for a mismatched ``out``.
+def run_on_ray(loaded: LoadedSweep, out: Path, options: RunOptions | None = None,
+               ray_options: RayOptions | None = None) -> RunResult:
+    """Run (or resume) ``loaded`` into ``out`` on Ray (``runner.run``'s ``ray`` backend). ``UserError`` for a bad ``out``.
 
-    ``address``: ``auto``, ``local`` or a cluster address (see ``cluster.session``);
-    ``num_cpus`` and ``temp_dir`` apply to ``local`` only. If this process is already
-    connected to Ray, that connection is used as is. ``ship_code`` (default: unless
-    inside a Ray Job) sends trialgrid's packages to the workers as ``py_modules``. ``strict_params`` means
-    what it means for ``run_sweep`` (progress lines and notes: ``runner.core.messages``); ``limiter_window_s`` shortens the rate
-    window (tests only: providers count per minute). ``cache_dir`` (else the sweep's
-    ``cache``) is the response cache, served to every worker by one actor on this node.
-    A sweep's ``budget`` is metered across all workers (``cluster.spend``). Every
-    ``watch_interval_s`` the cluster's summary is logged and written into the manifest.
+    ``options``: the run's ``RunOptions`` (quiet, strict_params, cache, retry_errors,
+    wait), as ``runner.run`` checked them; ``ray_options``: the cluster and its tuning
+    (``cluster.options.RayOptions``: address ``auto``, ``local`` or a cluster's; if this
+    process is already connected to Ray, that connection is used as is). The response
+    cache is served to every worker by one actor on this node; a sweep's ``budget`` is
+    metered across all workers (``cluster.spend``); the cluster's summary is logged and
+    written into the manifest every ``watch_interval_s``.
     """
+    options = options or RunOptions()
+    ray_options = ray_options or RayOptions()
+    address, in_flight, quiet = ray_options.address, ray_options.in_flight, options.quiet
+    strict_params = options.strict_params
     import ray
 
     from cluster.shared import SharedServices
 
-    cache_dir = response_cache_dir(loaded, cache_dir)
+    cache_dir = response_cache_dir(loaded, options.cache_dir)
     if cache_dir is not None:  # the cache actor runs on this node: a directory it cannot open fails here, in one line
         ResponseCache(cache_dir).close()
     check_reachable(address)  # a dead address fails in one line, before the output is touched
     dispatch = DispatchStats()
     by_status: dict[str, int] = {}
     # a wrong --out fails here, before any cluster work; the lock is held from here to the session's finish
-    with Session(loaded, out, strict_params=strict_params, retry_kinds=retry_kinds,
-                 wait=wait) as session, \
-            ray_session(address, num_cpus=num_cpus, temp_dir=temp_dir, ship_code=ship_code):
+    with Session(loaded, out, options) as session, \
+            ray_session(address, num_cpus=ray_options.num_cpus, temp_dir=ray_options.temp_dir,
+                        ship_code=ray_options.ship_code):
         put_ray_record(session.manifest.sessions[-1], RaySessionRecord(address=address))
-        n = workers or default_workers()
-        size = chunk_size or default_chunk_size(loaded, n)
+        n = ray_options.workers or default_workers()
+        size = ray_options.chunk_size or default_chunk_size(loaded, n)
         cpus = float(ray.cluster_resources().get("CPU", 1))
         cpu_each = 1.0 if n <= cpus else cpus / n  # more workers than CPUs: fractional, never unschedulable
         meter = session.meter
         services = SharedServices.start(loaded, session.manifest, strict_params=strict_params,
-                                        window_s=limiter_window_s, cache_dir=cache_dir,
+                                        window_s=ray_options.limiter_window_s, cache_dir=cache_dir,
                                         spent=(meter.usd, meter.tokens) if meter is not None else None)
         dispatcher: Dispatcher | None = None
         try:
@@ -110,7 +109,7 @@ def run_on_ray(loaded: LoadedSweep, out: Path, *, address: str = "auto", workers
             say(f"ray: {n} workers on {nodes} node(s), chunks of {size} trials, {in_flight} in flight per worker")
             session.begin()
             _dispatch(session, dispatcher, services, size, dispatch, by_status, quiet=quiet,
-                      cache_on=cache_dir is not None, watch_interval_s=watch_interval_s)
+                      cache_on=cache_dir is not None, watch_interval_s=ray_options.watch_interval_s)
         finally:
             if dispatcher is not None:
                 _close_workers(dispatcher.workers)

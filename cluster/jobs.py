@@ -69,7 +69,7 @@ def submit(sweep: Path, *, address: str, out: str, project: Path, workers: int |
         relative = sweep.resolve().relative_to(project)
     except ValueError:
         raise UserError(f"the sweep file must be inside the project directory {project} (uploaded as the job's "
-                        "working directory)", file=sweep, hint="run `trialgrid submit` from the project directory, "
+                        "working directory)", file=sweep, hint="run `trialgrid job submit` from the project directory, "
                         "or pass --project") from None
     if not Path(out).is_absolute() and "://" not in out:
         raise UserError(f"--out {out!r} is relative: the job would write it inside its temporary working directory, "

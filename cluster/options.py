@@ -1,8 +1,9 @@
-"""The Ray backend's own options: what ``RunOptions.backend_options`` may hold for ``mode="ray"``.
+"""The Ray backend's own options: ``RunOptions``' ``address`` and ``workers``, and what its ``backend_options`` may hold.
 
-``runner``'s generic ``RunOptions`` carries no Ray fields: a backend's options travel as a
-mapping (``runner.run(address=..., workers=...)`` puts them there) and the backend reads
-them through its own model, so a misspelt or ill-typed one fails in one line here.
+``runner``'s ``RunOptions`` knows the cluster only as an address and a worker count (the
+``--ray`` and ``--workers`` flags); the Ray backend's tuning travels as the mapping
+``backend_options`` (``runner.run(..., mode="ray", backend_options={"chunk_size": 64})``)
+and is read through this model, so a misspelt or ill-typed one fails in one line here.
 """
 
 from __future__ import annotations
@@ -16,12 +17,23 @@ from runner.core.errors import UserError
 
 
 class RayOptions(BaseModel):
-    """How to run on Ray, beside the generic options (quiet, say, cache, retries...)."""
+    """How to run on Ray, beside the generic options (quiet, cache, retries...)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     address: str = Field(default="auto", description="the cluster: auto, local or an address (cluster.session)")
     workers: int | None = Field(default=None, ge=1, description="worker actors (default: one per CPU of the cluster)")
+    chunk_size: int | None = Field(default=None, ge=1, description="trials per chunk handed to a worker "
+                                                                  "(default: twice a worker's concurrency)")
+    in_flight: int = Field(default=2, ge=1, description="chunks outstanding per worker")
+    num_cpus: int | None = Field(default=None, ge=1, description="CPUs of a cluster started here (address local)")
+    temp_dir: str | None = Field(default=None, description="Ray's temp dir for a cluster started here")
+    ship_code: bool | None = Field(default=None, description="send trialgrid's packages to the workers "
+                                                             "(default: unless inside a Ray Job)")
+    limiter_window_s: float = Field(default=60.0, gt=0, description="the shared rate limiter's window "
+                                                                    "(providers count per minute)")
+    watch_interval_s: float = Field(default=5.0, gt=0, description="how often the cluster's summary is logged "
+                                                                   "and written into the manifest")
 
     @classmethod
     def of(cls, options: Mapping[str, Any]) -> RayOptions:

@@ -3,7 +3,7 @@
 The core manifest (``runner.core.manifest``) knows nothing of Ray: each session has an
 ``extensions`` mapping, one JSON object per plug-in, which the core keeps verbatim. Cluster
 mode owns the ``"ray"`` entry and its shape: the address asked for, and the live summary
-(``watch``) the driver rewrites as it goes and ``trialgrid status JOB`` prints. ``ray_record``
+(``watch``) the driver rewrites as it goes and ``trialgrid job status JOB`` prints. ``ray_record``
 reads it back through these models, so a damaged entry fails in one located line here,
 not in every reader.
 
@@ -41,7 +41,7 @@ class WorkerWatch(_Record):
 
 
 class WatchRecord(_Record):
-    """A cluster run's live summary (``trialgrid status JOB`` prints it while the job runs)."""
+    """A cluster run's live summary (``trialgrid job status JOB`` prints it while the job runs)."""
 
     at: str = Field(description="when it was written (ISO 8601, UTC)")
     done: int = Field(description="trials written, this session and before")

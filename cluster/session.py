@@ -8,7 +8,7 @@ When the driver joins an existing cluster, trialgrid's own packages are shipped 
 the workers as ``py_modules``: the code a worker runs is then always the driver's
 code, even on a node with an older (or no) trialgrid install. Third-party
 dependencies (pyarrow, polars, pydantic, httpx, ...) must be installed on every node.
-Inside a Ray Job (``trialgrid submit``) nothing is shipped: the job's working
+Inside a Ray Job (``trialgrid job submit``) nothing is shipped: the job's working
 directory already carries the project to every worker.
 """
 

@@ -7,7 +7,7 @@ against the budget. ``Watch`` gathers that on the driver (it polls the workers' 
 shared services' counters once per interval), puts it on the progress line, logs it
 as a line (what a Ray Job's log shows, where there is no terminal) and writes it into
 the session's Ray record (``cluster.records``: ``sessions[-1].extensions.ray.watch``),
-which ``trialgrid status JOB`` prints.
+which ``trialgrid job status JOB`` prints.
 ``CountingLimiter`` is how a worker counts the waits: it wraps whatever limiter the
 pool builds, so the limiters themselves need not know.
 """
@@ -57,7 +57,7 @@ class CountingLimiter:
 
 
 def summary_line(record: WatchRecord) -> str:
-    """The one-line summary of a cluster run (the driver's log and ``trialgrid status``)."""
+    """The one-line summary of a cluster run (the driver's log and ``trialgrid job status``)."""
     head = f"{record.done:,}/{record.total:,} trials; {record.trials_per_s:,.0f} trials/s"
     return f"{head}; {detail_line(record)}"
 
@@ -79,7 +79,7 @@ def detail_line(record: WatchRecord) -> str:
 
 
 def output_summary(out: Path) -> str:
-    """What ``trialgrid status JOB`` prints below the job's state: the output's last summary, read from its manifest."""
+    """What ``trialgrid job status JOB`` prints below the job's state: the output's last summary, read from its manifest."""
     manifest = read_manifest(out) if (out / MANIFEST).is_file() else None
     if manifest is None or not manifest.sessions:
         return f"output {out}: no manifest yet (the run has not started, or {out} is on another machine's disk)"

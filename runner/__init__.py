@@ -1,7 +1,7 @@
 """trialgrid's single-node product: config, grid, probes, providers, engine, sink, report, CLI.
 
-``run`` is the one entry point for running a sweep (``trialgrid run`` calls it too;
-``run_sweep`` is its earlier name, kept as an alias); every error trialgrid raises to a
+``run`` is the one entry point for running a sweep (``trialgrid run`` calls it too),
+and ``RunOptions`` says how; every error trialgrid raises to a
 caller derives from ``TrialgridError`` and every warning is a ``TrialgridWarning`` issued
 through ``warnings`` (the tree: ``runner.core.errors``).
 
@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from runner.core.manifest import RunStatus
     from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, TrialSpec, Usage
     from runner.execution.grid import Grid
-    from runner.execution.modes import run, run_sweep
+    from runner.execution.modes import run
+    from runner.execution.options import RunOptions
     from runner.execution.session import RunResult
 
 #: public name -> "module:attribute"
@@ -46,14 +47,14 @@ _EXPORTS: dict[str, str] = {
     "Grid": "runner.execution.grid:Grid",
     "RunResult": "runner.execution.session:RunResult",
     "run": "runner.execution.modes:run",
-    "run_sweep": "runner.execution.modes:run_sweep",
+    "RunOptions": "runner.execution.options:RunOptions",
     "ErrorKind": "runner.core.errors:ErrorKind",
     "ProviderError": "runner.core.errors:ProviderError",
 }
 
-__all__ = ["ChatRequest", "ChatResponse", "ErrorKind", "Grid", "LoadedSweep", "Message", "ProviderError", "RunResult",
-           "RunStatus", "Sweep", "ToolCall", "ToolSpec", "TrialSpec", "TrialgridError", "TrialgridWarning", "Usage",
-           "UserError", "load", "load_summary", "load_sweep", "run", "run_sweep"]
+__all__ = ["ChatRequest", "ChatResponse", "ErrorKind", "Grid", "LoadedSweep", "Message", "ProviderError", "RunOptions",
+           "RunResult", "RunStatus", "Sweep", "ToolCall", "ToolSpec", "TrialSpec", "TrialgridError", "TrialgridWarning",
+           "Usage", "UserError", "load", "load_summary", "load_sweep", "run"]
 
 
 def __getattr__(name: str) -> Any:

@@ -315,7 +315,7 @@ def main() -> int:
             path = sweep_file(base, mode, port, queued=leg == "queued")
             loaded = runner.load_sweep(path)
             started = time.monotonic()
-            runner.run_sweep(loaded, base / leg, quiet=True)
+            runner.run(loaded, base / leg, quiet=True)
             f, bad, s = check(base / leg, loaded, leg, base / f"server-{leg}.log")
             f["wall_s"] = round(time.monotonic() - started, 1)
             if args.judge and leg != "queued":

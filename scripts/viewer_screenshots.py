@@ -17,9 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import runner  # noqa: E402
 from runner.config.sweep import load_sweep  # noqa: E402
 from runner.core.errors import TrialgridWarning  # noqa: E402
-from runner.execution.run import run_sweep  # noqa: E402
 from tests.helpers.files import quickstart_sweep  # noqa: E402
 from tests.viewer.conftest import PRICES, served  # noqa: E402
 
@@ -43,7 +43,7 @@ def main() -> None:
         def run() -> None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TrialgridWarning)
-                run_sweep(load_sweep(quickstart_sweep(Path(tmp), runs=2, prices=PRICES)), Path(tmp) / "out", quiet=True)
+                runner.run(load_sweep(quickstart_sweep(Path(tmp), runs=2, prices=PRICES)), Path(tmp) / "out", quiet=True)
 
         with ThreadPoolExecutor(1) as pool:
             pool.submit(run).result()

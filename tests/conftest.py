@@ -84,11 +84,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.fixture(scope="session")
 def quickstart_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A finished quickstart run with 6 runs per cell, shared read-only by the tests that read one."""
+    import runner
     from runner.config.sweep import load_sweep
-    from runner.execution.run import run_sweep
 
     tmp = tmp_path_factory.mktemp("quickstart")
-    run_sweep(load_sweep(quickstart_sweep(tmp, runs=6)), tmp / "out", quiet=True)
+    runner.run(load_sweep(quickstart_sweep(tmp, runs=6)), tmp / "out", quiet=True)
     return tmp / "out"
 
 

@@ -80,7 +80,7 @@ def earlier_digest(frame: pl.DataFrame) -> str:
 
 def run_bundled(name: str, out: Path) -> pl.DataFrame:
     loaded = runner.load_sweep(CONFIGS / f"{name}.yaml")
-    runner.run_sweep(loaded, out, quiet=True)
+    runner.run(loaded, out, quiet=True)
     return runner.load(out).collect()
 
 

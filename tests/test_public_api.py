@@ -11,9 +11,9 @@ import pytest
 import runner
 
 ROOT = Path(__file__).resolve().parents[1]
-PUBLIC = ["ChatRequest", "ChatResponse", "ErrorKind", "Grid", "LoadedSweep", "Message", "ProviderError", "RunResult",
-          "RunStatus", "Sweep", "ToolCall", "ToolSpec", "TrialSpec", "TrialgridError", "TrialgridWarning", "Usage", "UserError",
-          "load", "load_summary", "load_sweep", "run", "run_sweep"]
+PUBLIC = ["ChatRequest", "ChatResponse", "ErrorKind", "Grid", "LoadedSweep", "Message", "ProviderError", "RunOptions",
+          "RunResult", "RunStatus", "Sweep", "ToolCall", "ToolSpec", "TrialSpec", "TrialgridError", "TrialgridWarning",
+          "Usage", "UserError", "load", "load_summary", "load_sweep", "run"]
 HEAVY = ("numba", "polars", "pyarrow")
 
 

@@ -244,29 +244,28 @@ def run(
     from runner.cli.signals import sigterm_as_interrupt
     from runner.config.sweep import Narrowing, load_sweep
     from runner.execution import modes
+    from runner.execution.options import RunOptions
     from runner.output import Output
     from runner.reporting.terminal import print_report
 
     kinds = (retry_kinds.split(",") if retry_kinds else []) if retry_errors else None
-    # checked here, not by click's ranges: a bad value is the project's one `error:` line, not a usage block
-    if workers is not None and workers < 1:
-        raise fail(UserError(f"--workers {workers}: at least 1 worker", hint="omit it for one per CPU of the cluster"))
     if retry_kinds and not retry_errors:
         raise fail(UserError(f"{_RETRY_KINDS} only goes with {_RETRY_ERRORS}"))
     terminated, loaded = None, None
     try:
-        _parse_gates(gate)  # a malformed gate is bad input, found before the sweep loads (an MCP server starts)
+        # checked as it is made (a malformed gate, --workers 0...): bad input, found before the sweep loads (an MCP
+        # server starts); the mode and every rule about it are runner.run's (runner/execution/modes.py)
+        options = RunOptions(mode=modes.BATCH if batch else None, address=ray, workers=workers, cache=cache,
+                             quiet=quiet, strict_params=strict_params, retry_errors=kinds, wait=wait,
+                             max_error_rate=max_error_rate, fail_on=fail_on or (), gates=gate, preflight=preflight,
+                             models=model, runs=runs, limit=limit)
         # a sweep that names an MCP server starts it: a note says so
         loaded = load_sweep(sweep, narrow=Narrowing(tuple(model), runs))
         # --quiet keeps the notes and the warnings (a damaged part set aside, a damaged cache rebuilt), not progress
         if quiet:
             quiet_messages()
-        # the mode and every rule about it are runner.run's (runner/execution/modes.py): --ray is an address
         with sigterm_as_interrupt() as terminated:
-            result = modes.run(loaded, out_dir, mode=modes.BATCH if batch else None, address=ray, workers=workers,
-                               cache=cache, quiet=quiet, strict_params=strict_params,
-                               retry_errors=kinds, wait=wait, max_error_rate=max_error_rate,
-                               fail_on=fail_on or (), gates=gate, preflight=preflight, limit=limit)
+            result = modes.run(loaded, out_dir, options)
         target = result.out
     except UserError as exc:
         # a sweep's problems: the first and a count (validate lists them); each model the preflight found: a line

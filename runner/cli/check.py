@@ -32,15 +32,15 @@ if TYPE_CHECKING:
 def oracle_run(loaded: LoadedSweep) -> Iterator[tuple[Proof, Output | None]]:
     """The oracle's one-run sweep of ``loaded`` and its rows, in a temporary folder removed afterwards (no rows when
     no probe of the sweep is one the oracle answers)."""
+    import runner
     from runner.config.prove import oracle_sweep
-    from runner.execution.run import run_sweep
 
     proof = oracle_sweep(loaded)
     if not proof.loaded.probes:
         yield proof, None
         return
     with tempfile.TemporaryDirectory(prefix="trialgrid-oracle-") as tmp:
-        result = run_sweep(proof.loaded, Path(tmp) / "oracle", quiet=True)
+        result = runner.run(proof.loaded, Path(tmp) / "oracle", quiet=True)
         yield proof, result.output
 
 

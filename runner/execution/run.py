@@ -1,4 +1,4 @@
-"""A run of a sweep in this process (``run_sweep``, the local backend), and the trial runner every backend builds.
+"""A run of a sweep in this process (``run_local``, the local backend), and the trial runner every backend builds.
 
 A run's lifecycle (lock, manifest, resume, budget, remedies, finish) is its session
 (``runner.execution.session``); what turns pending specs into rows is a backend. The
@@ -11,7 +11,7 @@ shared limiters, the cache) and read ``per_model_concurrency`` and the
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from runner.core.errors import UserError
 from runner.core.exits import DEFAULT_RETRY_KINDS
 from runner.core.types import TrialSpec
 from runner.execution.engine import EngineStats, RowSink, run_trials
+from runner.execution.options import RunOptions
 from runner.execution.progress import RunProgress
 from runner.execution.session import RunResult, Session, count_statuses, grid_of
 from runner.execution.trial import ModelBinding, TrialRunner
@@ -32,7 +33,7 @@ from runner.sim.oracle import learn as learn_keys
 
 #: ``RunResult``, ``grid_of`` and ``count_statuses`` live in the session now; re-exported here, their first home
 __all__ = ["DEFAULT_RETRY_KINDS", "RunResult", "build_trial_runner", "count_statuses", "grid_of",
-           "per_model_concurrency", "response_cache_dir", "run_sweep"]
+           "per_model_concurrency", "response_cache_dir", "run_local"]
 
 
 
@@ -82,27 +83,22 @@ def response_cache_dir(loaded: LoadedSweep, given: Path | None) -> Path | None:
     return given
 
 
-def run_sweep(loaded: LoadedSweep, out: Path, *, quiet: bool = False, worker: str = "local",
-              strict_params: bool = False, cache_dir: Path | None = None, retry_kinds: Sequence[str] | None = None,
-              wait: bool = False, limit: int | None = None) -> RunResult:
-    """Run (or resume) ``loaded`` into ``out`` in this process, live (the ``local`` backend).
+def run_local(loaded: LoadedSweep, out: Path, options: RunOptions | None = None, *,
+              worker: str = "local") -> RunResult:
+    """Run (or resume) ``loaded`` into ``out`` in this process, live (the ``local`` backend of ``runner.run``).
 
     Inside its session, the local middle is: build the trial runner (providers, the
     response cache), run the pending specs through the engine into the session's
-    metered sink while ``should_stop`` is false, close what it opened.
-
+    metered sink while ``should_stop`` is false, close what it opened. ``options``
+    (``RunOptions``) as ``runner.run`` checked them; ``worker`` names the parts written.
     Each newly learned parameter remedy is a note (``runner.core.messages``), and written
-    into the manifest at once, so a crash keeps it;
-    ``strict_params`` turns remedies off: a rejected parameter fails the trial;
-    ``cache_dir`` (else the sweep's ``cache``) answers repeated requests from disk;
-    ``retry_kinds`` re-attempts error rows of those kinds; ``wait`` waits for another
-    process writing ``out`` instead of refusing; ``limit`` runs at most that many pending trials. Raises
-    ``UserError`` for a mismatched ``out``.
+    into the manifest at once, so a crash keeps it. Raises ``UserError`` for a mismatched ``out``.
     """
-    cache_dir = response_cache_dir(loaded, cache_dir)
+    options = options or RunOptions()
+    strict_params, quiet = options.strict_params, options.quiet
+    cache_dir = response_cache_dir(loaded, options.cache_dir)
     stats = EngineStats()
-    with Session(loaded, out, strict_params=strict_params, retry_kinds=retry_kinds,
-                 wait=wait, limit=limit) as session:
+    with Session(loaded, out, options) as session:
         cache = ResponseCache(cache_dir) if cache_dir is not None else None
         try:
             execute, providers = build_trial_runner(loaded, strict_params=strict_params, on_learn=session.learned,

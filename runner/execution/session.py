@@ -21,7 +21,7 @@ A backend opens a session, builds what it needs (providers, vendors, Ray actors)
 calls ``begin``, writes rows into ``sink(...)`` — through ``metered`` — while
 ``should_stop`` is false, and returns ``result(stats)``::
 
-    with Session(loaded, out, strict_params=...) as session:
+    with Session(loaded, out, options) as session:
         runner = build(...)              # an exception here: the session ends "failed"
         session.begin()                  # from here an exception ends it "interrupted"
         with session.sink("local") as sink:
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -59,6 +59,7 @@ from runner.core.types import TrialSpec
 from runner.execution.budget import CostMeter
 from runner.execution.engine import EngineStats
 from runner.execution.grid import Grid, skip_done
+from runner.execution.options import RunOptions
 from runner.output.lock import OutputLock, lock_output
 from runner.output.manifest import finish_manifest, start_manifest, sweep_snapshot
 from runner.output.parts import (
@@ -133,19 +134,20 @@ class Session:
     """One session of ``loaded`` on ``out`` (see the module's docstring for what it owns).
 
     Progress lines (resuming, repaired parts) and the note announcing each newly learned
-    remedy go to ``runner.core.messages``; ``strict_params`` is recorded in the manifest;
-    ``retry_kinds`` re-attempts error rows of those kinds; ``wait`` waits for another
-    process writing ``out`` instead of refusing; ``remedies_apply_to`` ends the remedy
-    announcement (batch mode's remedies apply to its live requests only).
+    remedy go to ``runner.core.messages``. Of ``options`` (``RunOptions``) the session reads
+    ``strict_params`` (recorded in the manifest), ``retry_errors`` (error rows of those
+    kinds are attempted again), ``wait`` (wait for another process writing ``out`` instead
+    of refusing) and ``limit``; ``remedies_apply_to`` ends the remedy announcement (batch
+    mode's remedies apply to its live requests only).
     """
 
-    def __init__(self, loaded: LoadedSweep, out: Path, *, strict_params: bool = False,
-                 retry_kinds: Sequence[str] | None = None, wait: bool = False,
-                 remedies_apply_to: str = "every later request", limit: int | None = None) -> None:
+    def __init__(self, loaded: LoadedSweep, out: Path, options: RunOptions | None = None, *,
+                 remedies_apply_to: str = "every later request") -> None:
+        options = options or RunOptions()
         self.loaded, self.out = loaded, out
         #: run at most this many of the pending trials (a try: ``--limit``); None: all of them
-        self.limit = limit
-        self.strict_params, self.retry_kinds, self.wait = strict_params, retry_kinds, wait
+        self.limit = options.limit
+        self.strict_params, self.retry_kinds, self.wait = options.strict_params, options.retry_kinds, options.wait
         self.remedies_apply_to = remedies_apply_to
         self.phase = Phase.NEW
         self.grid = grid_of(loaded)

@@ -9,10 +9,10 @@ import numpy as np
 import polars as pl
 import pytest
 
+import runner
 import stats
 from runner.analysis.cells import N_RESAMPLES, analyze
 from runner.config.sweep import load_sweep
-from runner.execution.run import run_sweep
 from runner.output import Output
 from tests.conftest import quickstart_dict
 
@@ -74,7 +74,7 @@ def test_error_rows_are_counted_as_errors_not_trials_of_the_rate(tmp_path: Path,
     data = quickstart_dict()
     data["models"] = [{"name": "hb", "provider": "halfbroken", "model": "typical"}]
     data["probes"][0]["runs"] = 4
-    run_sweep(load_sweep(write_sweep(data)), tmp_path / "out", quiet=True)
+    runner.run(load_sweep(write_sweep(data)), tmp_path / "out", quiet=True)
     [a] = analyze(tmp_path / "out")
     trials = Output.open(tmp_path / "out").scan().collect()
     errors = int((trials["status"] == "error").sum())
@@ -88,7 +88,7 @@ def test_error_rows_are_counted_as_errors_not_trials_of_the_rate(tmp_path: Path,
 
 def test_a_null_outcome_is_not_a_miss(tmp_path: Path, write_sweep) -> None:
     """Rates use their own denominator: ok trials where the outcome exists."""
-    run_sweep(load_sweep(write_sweep(runs=2)), tmp_path / "out", quiet=True)
+    runner.run(load_sweep(write_sweep(runs=2)), tmp_path / "out", quiet=True)
     part = next((tmp_path / "out" / "trials").glob("*.arrow"))
     frame = pl.read_ipc(part)
     blanked = frame.with_columns(pl.when(pl.col("condition") == "groundable_known").then(None)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import yaml
 
+import runner
 from runner.config.sweep import load_sweep
-from runner.execution.run import run_sweep
 from tests.helpers.cli import invoke
 from tests.helpers.files import bundled_sweep, write_yaml
 from tests.helpers.rows import written_rows
@@ -35,7 +35,7 @@ def test_validate_with_prices_estimates_what_the_grid_will_be_sent(tmp_path: Pat
     # the input tokens are what the same grid bills when the oracle answers it: run it and compare
     data["models"] = [{"name": "o", "provider": "sim", "model": "oracle"}]
     data.pop("prices"), data.pop("budget")
-    run_sweep(load_sweep(write_yaml(tmp_path / "o.yaml", data)), tmp_path / "out", quiet=True)
+    runner.run(load_sweep(write_yaml(tmp_path / "o.yaml", data)), tmp_path / "out", quiet=True)
     billed = written_rows(tmp_path / "out")
     assert {int(r[3].replace(",", "")) for r in rows} == {int(billed["input_tokens"].sum())}
     assert {int(r[5].replace(",", "")) for r in rows} == {int(billed["output_tokens"].sum())}

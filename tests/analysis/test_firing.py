@@ -8,9 +8,9 @@ import polars as pl
 import pytest
 from rich.console import Console
 
+import runner
 from runner.analysis.leaderboard import summarize
 from runner.config.sweep import load_sweep
-from runner.execution.run import run_sweep
 from runner.output import Output
 from runner.reporting.terminal import print_summary
 from tests.helpers.files import bundled_sweep
@@ -20,7 +20,7 @@ from tests.helpers.rows import written_rows
 @pytest.fixture(scope="module")
 def negatives(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("firing")
-    run_sweep(load_sweep(bundled_sweep(folder, "negatives.yaml", runs=2)), folder / "out", quiet=True)
+    runner.run(load_sweep(bundled_sweep(folder, "negatives.yaml", runs=2)), folder / "out", quiet=True)
     return folder / "out"
 
 

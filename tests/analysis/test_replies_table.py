@@ -17,7 +17,6 @@ import pytest
 import runner
 from runner.analysis.replies import _reply_table
 from runner.config.sweep import load_sweep
-from runner.execution.run import run_sweep
 from runner.probes.replies import is_empty
 from tests.helpers import bundled_sweep
 
@@ -66,7 +65,7 @@ def oracle(frame: pl.LazyFrame, probe: str) -> pl.DataFrame:
 @pytest.mark.parametrize(("name", "runs"), [("quickstart.yaml", 2), ("negatives.yaml", 1), ("phantom.yaml", 1)])
 def test_the_view_equals_the_row_loop_on_bundled_outputs(tmp_path: Path, name: str, runs: int) -> None:
     out = tmp_path / "out"
-    run_sweep(load_sweep(bundled_sweep(tmp_path, name, runs)), out, quiet=True)
+    runner.run(load_sweep(bundled_sweep(tmp_path, name, runs)), out, quiet=True)
     frame = runner.load(out)
     for probe in frame.select("probe").unique().collect()["probe"].to_list():
         expected = oracle(frame, probe)

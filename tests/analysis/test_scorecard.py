@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import runner
 from runner.analysis.leaderboard import summarize
 from runner.analysis.scorecard import (
     ALPHA,
@@ -23,7 +24,6 @@ from runner.analysis.scorecard import (
     scorecard_table,
 )
 from runner.config.sweep import load_sweep
-from runner.execution.run import run_sweep
 from tests.conftest import quickstart_dict
 
 # a clear, significant, gradeable case: every rule passes, retention 0.90
@@ -132,6 +132,6 @@ def test_a_design_with_two_prompts_is_inconclusive(tmp_path: Path) -> None:
     data["probes"][0].update(cases=str(tmp_path / "triples.yaml"), runs=5)
     data["models"] = data["models"][:1]
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
-    run_sweep(load_sweep(tmp_path / "s.yaml"), tmp_path / "out", quiet=True)
+    runner.run(load_sweep(tmp_path / "s.yaml"), tmp_path / "out", quiet=True)
     row = scorecard_table(summarize([tmp_path / "out"])).row(0, named=True)
     assert row["floor"] > ALPHA and row["verdict"] == "inconclusive"

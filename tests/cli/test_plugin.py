@@ -61,7 +61,8 @@ from runner.execution.backends import backend
 load_plugins(app)  # what main() does before every command
 ray_backend = backend("ray")  # what runner.run resolves for --ray
 results = {"backend": ray_backend.name}
-for args in (["--version"], ["--help"], ["run", "--help"], ["submit", "--help"], ["status", "--help"]):
+for args in (["--version"], ["--help"], ["run", "--help"], ["job", "submit", "--help"],
+             ["job", "status", "--help"]):
     outcome = CliRunner().invoke(app, args)
     results[" ".join(args)] = [outcome.exit_code, outcome.output[:200]]
 """ + _REPORT_MODULES
@@ -71,7 +72,7 @@ for args in (["--version"], ["--help"], ["run", "--help"], ["submit", "--help"],
     for args, (code_, output) in results.items():
         assert code_ == 0, (args, output)
     assert results["--version"][1].startswith("trialgrid ")
-    assert "submit" in results["--help"][1] or "Usage" in results["--help"][1]
+    assert "job" in results["--help"][1] or "Usage" in results["--help"][1]
     modules = found["modules"]
     assert isinstance(modules, list)
     assert sorted({m.split(".")[0] for m in modules} & HEAVY) == []
@@ -111,8 +112,8 @@ def test_run_ray_without_ray_says_what_to_install_in_one_line(tmp_path: Path, mo
     assert not (out / "manifest.json").exists()  # refused before the output was opened
 
 
-@pytest.mark.parametrize("command", [["submit", "SWEEP", "--out", "/data/out"], ["status", "raysubmit_1"],
-                                     ["logs", "raysubmit_1"]])
+@pytest.mark.parametrize("command", [["job", "submit", "SWEEP", "--out", "/data/out"], ["job", "status", "raysubmit_1"],
+                                     ["job", "logs", "raysubmit_1"]])
 def test_the_ray_jobs_commands_without_ray_say_what_to_install(command: list[str], monkeypatch: pytest.MonkeyPatch,
                                                                write_sweep) -> None:
     from runner.cli.app import load_plugins
@@ -124,7 +125,7 @@ def test_the_ray_jobs_commands_without_ray_say_what_to_install(command: list[str
     result = CliRunner().invoke(plugins, [*args, "--address", "http://127.0.0.1:9"])
     assert result.exit_code == 2, result.output
     assert result.output.strip().splitlines() == [
-        f"error: trialgrid {command[0]} needs Ray, which is not installed ({INSTALL})"]
+        f"error: trialgrid job {command[1]} needs Ray, which is not installed ({INSTALL})"]
 
 
 def test_runner_run_on_ray_without_ray_is_a_user_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

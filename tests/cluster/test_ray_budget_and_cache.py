@@ -15,11 +15,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from cluster.driver import run_on_ray
+import runner
 from cluster.records import ray_record
 from runner.config.sweep import load_sweep
 from runner.core.manifest import read_manifest
-from runner.execution.run import grid_of, run_sweep
+from runner.execution.run import grid_of
 from runner.providers.cache import ResponseCache
 from runner.sim.serve import ServeOptions
 from runner.sim.serve.thread import ServerThread
@@ -59,11 +59,10 @@ def test_budget_stops_within_one_window_resumes_and_ends_like_single_node(tmp_pa
     ray_out, local_out = tmp_path / "ray", tmp_path / "local"
     ray_results, ray_spent = [], []
     for i, usd in enumerate(steps):
-        ray_results.append(run_on_ray(load_sweep(_budget_sweep(tmp_path, usd, f"r{i}.yaml")), ray_out, workers=2,
-                                      chunk_size=64, quiet=True))
+        ray_results.append(runner.run(load_sweep(_budget_sweep(tmp_path, usd, f"r{i}.yaml")), ray_out, mode="ray", workers=2, quiet=True, backend_options={"chunk_size": 64}))
         ray_spent.append(sum(_costs(_trials(ray_out))))
     for i, usd in enumerate(steps):
-        run_sweep(load_sweep(_budget_sweep(tmp_path, usd, f"l{i}.yaml")), local_out, quiet=True)
+        runner.run(load_sweep(_budget_sweep(tmp_path, usd, f"l{i}.yaml")), local_out, quiet=True)
     ray_df, local_df = _trials(ray_out), _trials(local_out)
     max_trial = max(_costs(local_df))
     first = ray_results[0]
@@ -95,11 +94,11 @@ def test_cached_rerun_through_ray_sends_nothing_and_shares_keys_with_single_node
     with ServerThread(ServeOptions(port=0, latency_ms=2.0)) as server:
         loaded = load_sweep(write_yaml(tmp_path / "sweep.yaml", http_sweep(server.base_url, runs=2, concurrency=16)))
         total = len(grid_of(loaded))
-        first = run_on_ray(loaded, tmp_path / "a", workers=2, chunk_size=32, quiet=True, cache_dir=cache)
+        first = runner.run(loaded, tmp_path / "a", mode="ray", workers=2, quiet=True, cache=cache, backend_options={"chunk_size": 32})
         sent = server.stats()["requests"]
-        again = run_on_ray(loaded, tmp_path / "b", workers=2, chunk_size=32, quiet=True, cache_dir=cache)
+        again = runner.run(loaded, tmp_path / "b", mode="ray", workers=2, quiet=True, cache=cache, backend_options={"chunk_size": 32})
         after_ray = server.stats()["requests"]
-        run_sweep(loaded, tmp_path / "c", quiet=True, cache_dir=cache)  # single-node on the Ray-filled cache
+        runner.run(loaded, tmp_path / "c", quiet=True, cache=cache)  # single-node on the Ray-filled cache
         after_local = server.stats()["requests"]
     assert first.status == again.status == "complete"
     assert sent == total and after_ray == sent and after_local == sent  # the reruns sent 0 requests
@@ -126,11 +125,11 @@ def test_killed_worker_loses_no_stored_answer_but_those_in_flight(tmp_path: Path
 
         killer = kill_a_worker_after(server, 150, killed)
         with heard() as said:
-            result = run_on_ray(loaded, tmp_path / "out", workers=2, chunk_size=40, quiet=True, cache_dir=cache)
+            result = runner.run(loaded, tmp_path / "out", mode="ray", workers=2, quiet=True, cache=cache, backend_options={"chunk_size": 40})
         killer.join(5)
         sent = server.stats()["requests"]
         assert killed and any(" lost (" in line for line in said), said
-        rerun = run_on_ray(loaded, tmp_path / "again", workers=2, chunk_size=40, quiet=True, cache_dir=cache)
+        rerun = runner.run(loaded, tmp_path / "again", mode="ray", workers=2, quiet=True, cache=cache, backend_options={"chunk_size": 40})
         after = server.stats()["requests"]
     assert result.status == rerun.status == "complete"
     stored = ResponseCache(cache)
@@ -155,7 +154,7 @@ def test_the_driver_logs_what_each_worker_does(tmp_path: Path) -> None:
         loaded = load_sweep(write_yaml(tmp_path / "sweep.yaml", http_sweep(
             server.base_url, runs=4, concurrency=16, models=("careful",), limits={"max_concurrent": 4})))
         with heard() as said:
-            result = run_on_ray(loaded, tmp_path / "out", workers=2, chunk_size=16, quiet=True, watch_interval_s=0.2)
+            result = runner.run(loaded, tmp_path / "out", mode="ray", workers=2, quiet=True, backend_options={"chunk_size": 16, "watch_interval_s": 0.2})
     assert result.status == "complete"
     lines = [line for line in said if "trials/s; workers w0:" in line]
     assert len(lines) >= 2, said  # as it goes, and once at the end

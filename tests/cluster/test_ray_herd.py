@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from cluster.driver import run_on_ray
+import runner
 from runner.config.sweep import load_sweep
 from tests.helpers import write_yaml
 from tests.providers.conftest import ServeProcess, http_sweep, limit_used, trials
@@ -31,7 +31,7 @@ def test_two_workers_learn_one_pace_and_lose_nothing(tmp_path: Path) -> None:
     try:
         data = http_sweep(server.url + "/v1", "openai", runs=1)  # 117 trials, no limits:
         loaded = load_sweep(write_yaml(tmp_path / "sweep.yaml", data))
-        result = run_on_ray(loaded, tmp_path / "out", workers=2, chunk_size=20, quiet=True)
+        result = runner.run(loaded, tmp_path / "out", mode="ray", workers=2, quiet=True, backend_options={"chunk_size": 20})
         log = server.stats()["log"]
     finally:
         server.close()

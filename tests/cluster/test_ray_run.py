@@ -10,11 +10,10 @@ import polars as pl
 import pytest
 
 import runner
-from cluster.driver import run_on_ray
 from cluster.records import ray_record
 from runner.config.sweep import load_sweep
 from runner.core.manifest import read_manifest
-from runner.execution.run import grid_of, run_sweep
+from runner.execution.run import grid_of
 from runner.output import Output
 from runner.sim.serve import ServeOptions, parse_rule
 from runner.sim.serve.thread import ServerThread
@@ -39,15 +38,15 @@ def _outcomes(out: Path) -> pl.DataFrame:
 def test_ray_output_equals_single_node_and_resumes_either_way(write_sweep, tmp_path: Path) -> None:
     loaded = load_sweep(write_sweep(runs=4))
     with heard() as said:
-        result = run_on_ray(loaded, tmp_path / "ray", workers=2, chunk_size=50, quiet=True)
-    run_sweep(loaded, tmp_path / "local", quiet=True)
+        result = runner.run(loaded, tmp_path / "ray", mode="ray", workers=2, quiet=True, backend_options={"chunk_size": 50})
+    runner.run(loaded, tmp_path / "local", quiet=True)
     ray_df = _trials(tmp_path / "ray")
     assert ray_df.height == len(grid_of(loaded)) == ray_df["trial_id"].n_unique()
     assert _outcomes(tmp_path / "ray").equals(_outcomes(tmp_path / "local"))
     assert result.status == "complete" and result.counts == {"ok": ray_df.height}
     assert any("2 workers" in line for line in said)
     # the same directory format: a single-node rerun finds nothing left to do, and vice versa
-    again = run_sweep(loaded, tmp_path / "ray", quiet=True)
+    again = runner.run(loaded, tmp_path / "ray", quiet=True)
     assert again.skipped == ray_df.height and again.stats.done == 0
     manifest = read_manifest(tmp_path / "ray")
     record = ray_record(manifest.sessions[0]) if manifest is not None else None
@@ -63,7 +62,7 @@ def test_killed_worker_has_its_chunks_requeued_and_every_trial_once(tmp_path: Pa
 
         killer = kill_a_worker_after(server, 150, killed)
         with heard() as said:
-            result = run_on_ray(loaded, tmp_path / "out", workers=2, chunk_size=40, quiet=True)
+            result = runner.run(loaded, tmp_path / "out", mode="ray", workers=2, quiet=True, backend_options={"chunk_size": 40})
         killer.join(5)
     df = _trials(tmp_path / "out")
     assert killed, "no worker process found to kill"
@@ -86,8 +85,7 @@ def test_rpm_shared_by_four_workers_holds_in_every_window(tmp_path: Path) -> Non
                                                                models=("careful",), limits={"rpm": rpm}))
         loaded = load_sweep(sweep)
         started = time.monotonic()
-        result = run_on_ray(loaded, tmp_path / "out", workers=4, chunk_size=16, quiet=True,
-                            limiter_window_s=window)
+        result = runner.run(loaded, tmp_path / "out", mode="ray", workers=4, quiet=True, backend_options={"chunk_size": 16, "limiter_window_s": window})
         elapsed = time.monotonic() - started
         log = server.stats(with_log=True)["log"]
     times = np.array(log["t"])
@@ -107,7 +105,7 @@ def test_remedy_learned_once_is_shared_by_workers(tmp_path: Path) -> None:
                                                                params={"temperature": 0.3}))
         loaded = load_sweep(sweep)
         with heard(notes=True) as notes:
-            result = run_on_ray(loaded, tmp_path / "out", workers=2, chunk_size=32, quiet=True)
+            result = runner.run(loaded, tmp_path / "out", mode="ray", workers=2, quiet=True, backend_options={"chunk_size": 32})
         stats = server.stats()
     assert result.counts == {"ok": len(grid_of(loaded))}
     rejected = [n for models in stats["rejections"].values() for params in models.values() for n in params.values()]
@@ -130,15 +128,14 @@ def test_retry_errors_through_ray_repairs_error_rows_as_single_node_does(tmp_pat
     loaded = load_sweep(write_yaml(tmp_path / "sweep.yaml", data))
     out = tmp_path / "out"
     try:
-        first = run_on_ray(loaded, out, workers=2, chunk_size=20, quiet=True)
+        first = runner.run(loaded, out, mode="ray", workers=2, quiet=True, backend_options={"chunk_size": 20})
     finally:
         faulty.stop()
     errors = first.counts.get("error", 0)
     assert errors > 0
     healthy = ServerThread(ServeOptions(host="127.0.0.1", port=port)).start()  # recovered, same address
     try:
-        second = run_on_ray(loaded, out, workers=2, chunk_size=20, quiet=True,
-                            retry_kinds=("rate_limited", "transient", "timeout"))
+        second = runner.run(loaded, out, mode="ray", workers=2, quiet=True, retry_errors=("rate_limited", "transient", "timeout"), backend_options={"chunk_size": 20})
     finally:
         healthy.stop()
     assert second.counts == {"ok": len(grid_of(loaded))}
@@ -157,7 +154,7 @@ def test_the_oracle_passes_every_case_on_ray_workers_too(tmp_path: Path) -> None
     from tests.helpers.files import bundled_sweep
 
     proof = oracle_sweep(load_sweep(bundled_sweep(tmp_path, "quickstart.yaml", runs=2)))
-    result = run_on_ray(proof.loaded, tmp_path / "ray", workers=2, chunk_size=40, quiet=True)
+    result = runner.run(proof.loaded, tmp_path / "ray", mode="ray", workers=2, quiet=True, backend_options={"chunk_size": 40})
     assert result.status == "complete"
     rows = _trials(tmp_path / "ray")
     assert rows.height == sum(p.n_cells for p in proof.loaded.probes) and (rows["status"] == "ok").all()

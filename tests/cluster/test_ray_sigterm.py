@@ -26,7 +26,6 @@ import pytest
 
 import runner
 from runner.config.sweep import load_sweep
-from runner.execution.run import run_sweep
 from tests.cluster.conftest import ray_temp
 from tests.helpers import ROOT, serving, written_rows
 from tests.providers.conftest import OUTCOMES, http_sweep, outcomes, write
@@ -110,7 +109,7 @@ def test_sigterm_to_a_ray_driver_exits_143_leaves_no_process_and_the_rerun_is_wh
         df = runner.load(out).collect()
         assert df.height == df["trial_id"].n_unique() == 117  # every trial exactly once
         reference = tmp_path / "reference"
-        run_sweep(load_sweep(sweep), reference, quiet=True)
+        runner.run(load_sweep(sweep), reference, quiet=True)
     expected = outcomes(runner.load(reference).collect())
     assert outcomes(df).equals(expected), [c for c in OUTCOMES if not outcomes(df)[c].equals(expected[c])]
 

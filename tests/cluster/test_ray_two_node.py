@@ -3,13 +3,13 @@
 Covers the acceptance runs that need a cluster started outside the driver:
 ``trialgrid run --ray ADDRESS`` across both nodes against ``trialgrid serve``
 (outcomes equal to the single-node run), a killed driver's output resumed by a
-single-node run, and ``trialgrid submit`` / ``status`` through Ray Jobs on the head.
+single-node run, and ``trialgrid job submit`` / ``status`` through Ray Jobs on the head.
 
 Each ``ray start --block`` runs in its own session, and teardown kills exactly those
 process groups (never ``ray stop --force``, which would stop every Ray on the
 machine, including other users' and other test runs'). One CPU per node; each node's
 temp dir is in the module's pytest tmp folder. Only the head runs the dashboard, and
-only because the Ray Jobs API (``trialgrid submit``) lives there; without ray[default]'s
+only because the Ray Jobs API (``trialgrid job submit``) lives there; without ray[default]'s
 dashboard modules the head starts without it and the Jobs test is skipped (failed on CI).
 A node that does not come up fails the fixture with the tail of its log.
 
@@ -37,11 +37,12 @@ import polars as pl
 import psutil
 import pytest
 
+import runner
 from cluster.reaper import start_reaper
 from cluster.records import ray_record
 from runner.config.sweep import load_sweep
 from runner.core.manifest import read_manifest
-from runner.execution.run import grid_of, run_sweep
+from runner.execution.run import grid_of
 from runner.sim.serve import ServeOptions
 from runner.sim.serve.thread import ServerThread
 from tests.cluster.conftest import http_sweep, log_tail, ray_temp, session_logs
@@ -302,7 +303,7 @@ def test_two_node_run_equals_single_node(cluster: Cluster, server: ServerThread,
                       "--no-report")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "2 workers on 2 node(s)" in " ".join(done.stderr.split()), done.stderr
-    run_sweep(loaded, tmp_path / "local", quiet=True)
+    runner.run(loaded, tmp_path / "local", quiet=True)
     ray_df = _outcomes(tmp_path / "ray")
     assert ray_df.height == len(grid_of(loaded)) == ray_df["trial_id"].n_unique()
     assert ray_df.equals(_outcomes(tmp_path / "local"))
@@ -364,7 +365,7 @@ def test_killed_driver_leaves_output_that_resumes_single_node(cluster: Cluster, 
         proc.wait(30)
     leftover = list((out / "trials").glob("*.arrows"))
     assert leftover, "the killed driver left no stream to repair"
-    result = run_sweep(loaded, out, quiet=True)
+    result = runner.run(loaded, out, quiet=True)
     df = pl.scan_ipc(str(out / "trials" / "*.arrow")).collect()
     assert result.repaired and 0 < result.skipped < len(grid_of(loaded))
     assert df.height == len(grid_of(loaded)) == df["trial_id"].n_unique()
@@ -379,16 +380,16 @@ def test_submit_through_ray_jobs(jobs_api: Cluster, server: ServerThread, tmp_pa
         probe["cases"], probe["catalogue"] = "misselection/triples.yaml", "misselection/tools.json"
     sweep = write_yaml(project / "sweep.yaml", data)
     out = tmp_path / "job-out"
-    done = _trialgrid("submit", str(sweep), "--address", cluster.jobs_address, "--out", str(out),
+    done = _trialgrid("job", "submit", str(sweep), "--address", cluster.jobs_address, "--out", str(out),
                       "--project", str(project), "--workers", "2")
     assert done.returncode == 0, f"{done.stderr[-8000:]}\n{cluster.log_tails()}"
     job_id = done.stdout.strip().splitlines()[-1]
-    status = _trialgrid("status", job_id, "--address", cluster.jobs_address)
+    status = _trialgrid("job", "status", job_id, "--address", cluster.jobs_address)
     assert status.stdout.strip() == "SUCCEEDED", f"{status.stdout}{status.stderr}\n{cluster.log_tails()}"
     # the run's summary, from the output's manifest (this machine sees the head's disk)
     summary = " ".join(status.stderr.split())
     assert f"output {out}: complete (its last of 1 session)" in summary and "trials/s" in summary, status.stderr
     df = pl.scan_ipc(str(out / "trials" / "*.arrow")).collect()
     assert df.height == len(grid_of(load_sweep(sweep))) == df["trial_id"].n_unique()
-    logs = _trialgrid("logs", job_id, "--address", cluster.jobs_address)
+    logs = _trialgrid("job", "logs", job_id, "--address", cluster.jobs_address)
     assert "trials run" in logs.stdout

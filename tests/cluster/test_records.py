@@ -2,7 +2,7 @@
 
 The core manifest keeps a plug-in's record verbatim; these tests check that cluster mode
 reads its own back (including from a manifest written when the core held Ray's records),
-writes it where ``trialgrid status`` finds it, and refuses a damaged one or a misspelt
+writes it where ``trialgrid job status`` finds it, and refuses a damaged one or a misspelt
 option in one located line. None of them starts Ray.
 """
 
@@ -30,7 +30,7 @@ def test_a_legacy_ray_manifest_reads_through_the_plugins_records(tmp_path: Path)
     assert record.watch is not None and record.watch.done == legacy["watch"]["done"]
     assert [w.model_dump() for w in record.watch.workers] == legacy["watch"]["workers"]
     shutil.copy(LEGACY, tmp_path / MANIFEST)
-    summary = output_summary(tmp_path)  # what `trialgrid status JOB` prints below the job's state
+    summary = output_summary(tmp_path)  # what `trialgrid job status JOB` prints below the job's state
     assert "complete (its last of 1 session)" in summary and "w0:49/s w1:52/s" in summary, summary
 
 

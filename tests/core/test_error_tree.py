@@ -64,4 +64,4 @@ def test_internal_control_flow_is_outside_the_root() -> None:
 def test_the_root_and_its_branches_are_exported() -> None:
     assert (runner.TrialgridError, runner.UserError, runner.ProviderError, runner.ErrorKind) == \
         (TrialgridError, UserError, ProviderError, ErrorKind)
-    assert {"TrialgridError", "UserError", "ProviderError", "ErrorKind", "run", "run_sweep"} <= set(runner.__all__)
+    assert {"TrialgridError", "UserError", "ProviderError", "ErrorKind", "run", "RunOptions"} <= set(runner.__all__)

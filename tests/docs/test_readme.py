@@ -51,7 +51,7 @@ def test_commands_table_lists_every_command_of_the_cli() -> None:
     plugins = typer.Typer()
     load_plugins(plugins)  # cluster mode's commands, without touching the app other tests use
     commands = dict(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
-    if plugins.registered_commands:
+    if plugins.registered_commands or plugins.registered_groups:
         commands.update(typer.main.get_command(plugins).commands)  # type: ignore[attr-defined]
     assert {"run", "report", "import"} <= set(commands)
     rows = [line for line in TEXT.split("## Commands", 1)[1].split("\n## ", 1)[0].splitlines() if line.startswith("| `")]
@@ -69,11 +69,11 @@ def test_commands_table_lists_every_command_of_the_cli() -> None:
 def test_quickstart_output_in_the_readme_is_what_the_quickstart_prints(tmp_path: Path) -> None:
     from rich.console import Console
 
+    import runner
     from runner.config.sweep import load_sweep
-    from runner.execution.run import run_sweep
     from runner.reporting.terminal import print_report
 
-    run_sweep(load_sweep(ROOT / "configs" / "quickstart.yaml"), tmp_path / "out", quiet=True)
+    runner.run(load_sweep(ROOT / "configs" / "quickstart.yaml"), tmp_path / "out", quiet=True)
     console = Console(width=80, record=True, file=io.StringIO(), color_system=None)
     print_report(tmp_path / "out", console)
     printed = {line.rstrip() for line in console.export_text().splitlines()}
@@ -81,3 +81,16 @@ def test_quickstart_output_in_the_readme_is_what_the_quickstart_prints(tmp_path:
     missing = [line for line in excerpt.splitlines()
                if line.strip() and line.strip() != "…" and line.rstrip() not in printed]  # … marks a cut
     assert not missing, f"README lines the quickstart no longer prints: {missing}"
+
+
+def test_the_python_example_in_the_readme_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's ``runner.run`` block, run from a copy of the project's configs: exit 0 and one row per trial."""
+    import shutil
+
+    block = TEXT.split("```python\n", 1)[1].split("```", 1)[0]
+    shutil.copytree(ROOT / "configs", tmp_path / "configs")
+    monkeypatch.chdir(tmp_path)
+    scope: dict[str, object] = {}
+    exec(compile(block, "README.md", "exec"), scope)  # the README's own example
+    result = scope["result"]
+    assert result.exit_code == 0 and scope["trials"].height == result.total  # type: ignore[attr-defined]

@@ -26,11 +26,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+import runner
 from runner.cli.app import app
 from runner.config.sweep import load_sweep
 from runner.core.calls import Blobs, decode_calls, encode_calls, first_in_batch, referenced_blobs, row_calls
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage
-from runner.execution.run import run_sweep
 from runner.output import Output
 from runner.output.sink import to_record_batch
 from runner.probes.misselection import DEFAULT_SYSTEM
@@ -122,7 +122,7 @@ def test_the_recorded_request_is_the_body_serve_received(tmp_path: Path, monkeyp
     monkeypatch.setattr(OpenAICodec, "decode", staticmethod(logged))
     with ServerThread(ServeOptions(host="127.0.0.1", port=0)) as server:
         sweep = _sweep_on(tmp_path, name, 1, provider="openai", base_url=server.base_url, api_key_env=None)
-        run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True)
+        runner.run(load_sweep(sweep), tmp_path / "out", quiet=True)
     frame = pl.scan_ipc(str(tmp_path / "out" / "trials" / "*.arrow")).collect()
     blobs = Output.open(tmp_path / "out").blobs()
     recorded = [orjson.dumps(encode_request(c.request), option=orjson.OPT_SORT_KEYS)
@@ -139,7 +139,7 @@ def test_report_examples_come_from_the_output_with_the_case_files_deleted(tmp_pa
     triples = yaml.safe_load((tmp_path / "triples.yaml").read_text())
     asked = {v for t in (triples["triples"] if isinstance(triples, dict) else triples) for v in t.values()
              if isinstance(v, str)}
-    run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True)
+    runner.run(load_sweep(sweep), tmp_path / "out", quiet=True)
     for name in ("triples.yaml", "tools.json", "quickstart.yaml"):
         (tmp_path / name).unlink()
     html = tmp_path / "r.html"
@@ -168,7 +168,7 @@ def test_a_repeated_system_prompt_and_catalogue_are_stored_once_per_batch(tmp_pa
     sizes: dict[int, tuple[int, set[int]]] = {}
     for runs in (2, 8):
         out = tmp_path / f"out{runs}"
-        run_sweep(load_sweep(_sweep_on(tmp_path, "quickstart", runs)), out, quiet=True)
+        runner.run(load_sweep(_sweep_on(tmp_path, "quickstart", runs)), out, quiet=True)
         (part,) = (out / "trials").glob("*.arrow")
         with pa.memory_map(str(part)) as source:
             reader = ipc.open_file(source)
@@ -190,7 +190,7 @@ def test_a_repeated_system_prompt_and_catalogue_are_stored_once_per_batch(tmp_pa
 
 
 def test_an_output_from_before_calls_were_recorded_still_reports(tmp_path: Path) -> None:
-    run_sweep(load_sweep(_sweep_on(tmp_path, "quickstart", 2)), tmp_path / "out", quiet=True)
+    runner.run(load_sweep(_sweep_on(tmp_path, "quickstart", 2)), tmp_path / "out", quiet=True)
     old = _drop_call_columns(tmp_path / "out", tmp_path / "old")
     done = CliRunner().invoke(app, ["report", str(old), "--html", str(tmp_path / "r.html"),
                                     "--json", str(tmp_path / "s.json")])

@@ -8,11 +8,11 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
+import runner
 from runner.cli.app import app
 from runner.cli.console import EXIT_BUDGET
 from runner.config.sweep import load_sweep
 from runner.core.errors import UserError
-from runner.execution.run import run_sweep
 from tests.conftest import quickstart_dict
 
 PRICES = {"sim-careful": {"input": 1.0, "output": 5.0}, "sim-typical": {"input": 3.0, "output": 15.0},
@@ -52,7 +52,7 @@ def test_prices_and_budget_are_not_part_of_the_sweep_identity(write_sweep) -> No
 def test_budget_stops_within_one_window_and_resumes_when_raised(write_sweep, tmp_path: Path) -> None:
     out = tmp_path / "out"
     max_trial = 0.0
-    first = run_sweep(load_sweep(_sweep(write_sweep, {"usd": 0.3})), out, quiet=True)
+    first = runner.run(load_sweep(_sweep(write_sweep, {"usd": 0.3})), out, quiet=True)
     assert first.status == "stopped_budget" and first.stopped and "budget of $0.30 reached" in first.stopped
     written = first.stats.done
     assert 0 < written < first.total
@@ -65,10 +65,10 @@ def test_budget_stops_within_one_window_and_resumes_when_raised(write_sweep, tmp
     # reached the budget, and overshot by at most the trials in flight (one engine window)
     assert 0.3 <= spent <= 0.3 + CONCURRENCY * max_trial
     # rerunning with the same budget runs nothing more
-    again = run_sweep(load_sweep(_sweep(write_sweep, {"usd": 0.3})), out, quiet=True)
+    again = runner.run(load_sweep(_sweep(write_sweep, {"usd": 0.3})), out, quiet=True)
     assert again.stats.done == 0 and again.status == "stopped_budget"
     # raised: continues where it stopped, no duplicates, and finishes
-    raised = run_sweep(load_sweep(_sweep(write_sweep, {"usd": 1000})), out, quiet=True)
+    raised = runner.run(load_sweep(_sweep(write_sweep, {"usd": 1000})), out, quiet=True)
     assert raised.status == "complete" and raised.skipped == written
     final = pl.scan_ipc(str(out / "trials" / "*.arrow")).collect()
     assert final.height == first.total and final["trial_id"].n_unique() == first.total

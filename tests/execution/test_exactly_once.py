@@ -30,7 +30,7 @@ import pytest
 import runner
 from runner.config.sweep import load_sweep
 from runner.core.errors import TrialgridWarning, UserError
-from runner.execution.run import grid_of, run_sweep
+from runner.execution.run import grid_of
 from runner.output.lock import LOCK_FILE, lock_output
 from runner.sim.serve import ServeOptions, ServerThread
 from tests.conftest import on_ci
@@ -52,7 +52,7 @@ def check_exactly_once(out: Path, sweep: Path) -> pl.DataFrame:
 
 
 def reference(tmp_path: Path, sweep: Path) -> pl.DataFrame:
-    run_sweep(load_sweep(sweep), tmp_path / "reference", quiet=True)
+    runner.run(load_sweep(sweep), tmp_path / "reference", quiet=True)
     return outcomes(runner.load(tmp_path / "reference").collect())
 
 
@@ -140,7 +140,7 @@ def test_anthropic_base_url_works_with_or_without_v1(tmp_path: Path) -> None:
     try:
         for i, base in enumerate((server.url, server.url + "/v1")):  # the SDK's way, and trialgrid's
             sweep = write(tmp_path, http_sweep(base, "anthropic", runs=1), f"s{i}.yaml")
-            result = run_sweep(load_sweep(sweep), tmp_path / f"out{i}", quiet=True)
+            result = runner.run(load_sweep(sweep), tmp_path / f"out{i}", quiet=True)
             assert result.counts == {"ok": 117}
     finally:
         server.stop()
@@ -232,7 +232,7 @@ def test_rescore_holds_the_lock_of_its_destination(tmp_path: Path) -> None:
     from runner.execution.rescore import rescore
 
     sweep = sim_sweep(tmp_path, runs=1)
-    run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True)
+    runner.run(load_sweep(sweep), tmp_path / "out", quiet=True)
     with lock_output(tmp_path / "dest"), pytest.raises(UserError, match="is being written by"):
         rescore(tmp_path / "out", tmp_path / "dest", sweep)
     assert rescore(tmp_path / "out", tmp_path / "dest", sweep).rows == 117
@@ -333,11 +333,11 @@ def test_a_kill_9_resends_no_answered_trial(tmp_path: Path) -> None:
 def test_a_session_a_kill_left_running_is_marked_crashed(tmp_path: Path) -> None:
     sweep = sim_sweep(tmp_path, runs=1)
     out = tmp_path / "out"
-    run_sweep(load_sweep(sweep), out, quiet=True)
+    runner.run(load_sweep(sweep), out, quiet=True)
     manifest = json.loads((out / "manifest.json").read_text())
     manifest["sessions"][-1]["status"] = "running"  # what SIGKILL leaves
     (out / "manifest.json").write_text(json.dumps(manifest))
-    run_sweep(load_sweep(sweep), out, quiet=True)
+    runner.run(load_sweep(sweep), out, quiet=True)
     sessions = json.loads((out / "manifest.json").read_text())["sessions"]
     assert [s["status"] for s in sessions] == ["crashed", "complete"]
     assert sessions[0]["trials_run"] == 117 and sessions[1]["trials_run"] == 0
@@ -349,7 +349,7 @@ def test_a_session_a_kill_left_running_is_marked_crashed(tmp_path: Path) -> None
 def test_a_torn_finished_part_is_refused_by_report_and_repaired_by_resume(tmp_path: Path) -> None:
     sweep = sim_sweep(tmp_path, runs=4, batch_rows=50)
     out = tmp_path / "out"
-    run_sweep(load_sweep(sweep), out, quiet=True)
+    runner.run(load_sweep(sweep), out, quiet=True)
     [part] = list((out / "trials").glob("*.arrow"))
     part.write_bytes(part.read_bytes()[:-5])
 
@@ -373,8 +373,8 @@ def test_a_foreign_part_is_refused_by_report_and_set_aside_by_resume(tmp_path: P
     other["probes"][0]["runs"] = 1  # another sweep's part is foreign whatever its size (it was 20 runs: 2,340 rows)
     other_sweep = write(tmp_path, other, "other.yaml")
     out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
-    run_sweep(load_sweep(sweep), out, quiet=True)
-    run_sweep(load_sweep(other_sweep), elsewhere, quiet=True)
+    runner.run(load_sweep(sweep), out, quiet=True)
+    runner.run(load_sweep(other_sweep), elsewhere, quiet=True)
     [foreign] = list((elsewhere / "trials").glob("*.arrow"))
     shutil.copy(foreign, out / "trials" / "part-copied-00000.arrow")
 
@@ -411,11 +411,11 @@ def test_a_replaced_cache_table_is_set_aside_and_never_becomes_error_rows(tmp_pa
 def test_a_malformed_cached_value_is_a_miss(tmp_path: Path) -> None:
     sweep = sim_sweep(tmp_path, runs=1)
     cache = tmp_path / "cache"
-    run_sweep(load_sweep(sweep), tmp_path / "a", quiet=True, cache_dir=cache)
+    runner.run(load_sweep(sweep), tmp_path / "a", quiet=True, cache=cache)
     with sqlite3.connect(cache / "responses.sqlite") as db:
         db.execute("UPDATE responses SET value = X'7b2274657874223a317d'")  # {"text":1}
     with pytest.warns(TrialgridWarning, match="failed to read an answer"):
-        result = run_sweep(load_sweep(sweep), tmp_path / "b", quiet=True, cache_dir=cache)
+        result = runner.run(load_sweep(sweep), tmp_path / "b", quiet=True, cache=cache)
     assert result.counts == {"ok": 117}
 
 
@@ -425,9 +425,9 @@ def test_a_cache_file_that_is_not_a_database_is_rebuilt(tmp_path: Path) -> None:
     cache.mkdir()
     (cache / "responses.sqlite").write_bytes(os.urandom(8192))  # corrupt pages from the first byte
     with pytest.warns(TrialgridWarning, match="is damaged.*started an empty cache"):
-        result = run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True, cache_dir=cache)
+        result = runner.run(load_sweep(sweep), tmp_path / "out", quiet=True, cache=cache)
     assert result.counts == {"ok": 117}
-    again = run_sweep(load_sweep(sweep), tmp_path / "again", quiet=True, cache_dir=cache)
+    again = runner.run(load_sweep(sweep), tmp_path / "again", quiet=True, cache=cache)
     assert again.counts == {"ok": 117}  # the rebuilt cache works
 
 

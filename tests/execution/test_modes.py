@@ -19,6 +19,7 @@ from runner.config.sweep import load_sweep
 from runner.execution.backends import Backend, backend
 from runner.execution.backends.batch.ledger import BatchEntry, BatchLedger
 from runner.execution.modes import plan
+from runner.execution.options import RunOptions
 from tests.conftest import CONFIGS, quickstart_dict
 
 NOWHERE = "http://127.0.0.1:9/v1"
@@ -76,10 +77,10 @@ def test_the_cli_prints_the_same_rule_and_exits_2(tmp_path: Path) -> None:
 
 def test_cluster_mode_takes_a_budget_and_a_cache_and_runs_batch_on_the_driver(tmp_path: Path) -> None:
     data = {"budget": {"tokens": 1000}, "cache": "c"}
-    assert plan(load_sweep(_sweep(tmp_path, **data)), None, address="local").backend == "ray"
-    batch = plan(load_sweep(_sweep(tmp_path, mode="batch")), None, address="local")
+    assert plan(load_sweep(_sweep(tmp_path, **data)), None, RunOptions(address="local")).backend == "ray"
+    batch = plan(load_sweep(_sweep(tmp_path, mode="batch")), None, RunOptions(address="local"))
     assert batch.backend == "batch" and batch.note is not None and "no Ray workers are started" in batch.note
-    assert plan(load_sweep(_sweep(tmp_path)), None, mode="batch", address="local").backend == "batch"
+    assert plan(load_sweep(_sweep(tmp_path)), None, RunOptions(mode="batch", address="local")).backend == "batch"
 
 
 def test_open_batches_in_the_output_pick_batch_mode(tmp_path: Path) -> None:
@@ -90,14 +91,14 @@ def test_open_batches_in_the_output_pick_batch_mode(tmp_path: Path) -> None:
     BatchLedger(out).add(BatchEntry("b0001", loaded.sweep.models[0].name, "openai", NOWHERE, {"id": "x"}, {}))
     assert plan(loaded, out).backend == "batch"
     with pytest.raises(runner.UserError, match="holds batches submitted and not yet collected"):
-        plan(loaded, out, mode="local")
+        plan(loaded, out, RunOptions(mode="local"))
 
 
 def test_the_mode_is_picked_from_the_sweep(tmp_path: Path) -> None:
     live = load_sweep(_sweep(tmp_path))
-    assert plan(live, None) == plan(live, None, mode="local")
-    assert plan(live, None).backend == "local" and plan(live, None, address="auto").backend == "ray"
-    everything = plan(live, None, mode="batch")
+    assert plan(live, None) == plan(live, None, RunOptions(mode="local"))
+    assert plan(live, None).backend == "local" and plan(live, None, RunOptions(address="auto")).backend == "ray"
+    everything = plan(live, None, RunOptions(mode="batch"))
     assert everything.backend == "batch" and everything.batch_models == {m.name for m in live.sweep.models}
     data = yaml.safe_load(_sweep(tmp_path).read_text())
     data["models"][1]["mode"] = "batch"
@@ -115,16 +116,16 @@ def test_built_in_backends_are_backends(name: str) -> None:
 def test_a_backend_registered_in_process_is_what_runner_run_uses(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """How the Ray Jobs entrypoint reaches ``runner.run`` on a head without installed entry points."""
-    from runner.execution.backends import RunOptions, register_backend, registry
+    from runner.execution.backends import Plan, register_backend, registry
 
     calls: list[tuple[str, RunOptions]] = []
 
     class _Recording:
         name = "recording"
 
-        def run(self, loaded: Any, out: Path, options: RunOptions) -> Any:
+        def run(self, loaded: Any, out: Path, options: RunOptions, plan: Plan) -> Any:
             calls.append((loaded.sweep.name, options))
-            return local.run(loaded, out, options)  # recorded, then run as the local backend runs it
+            return local.run(loaded, out, options, plan)  # recorded, then run as the local backend runs it
 
     local = registry.backend("local")
     monkeypatch.setattr(registry, "_REGISTERED", {})

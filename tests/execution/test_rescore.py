@@ -16,6 +16,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+import runner
 from runner.cli.app import app
 from runner.config.sweep import load_sweep
 from runner.core.errors import UserError
@@ -24,7 +25,6 @@ from runner.core.types import ChatResponse
 from runner.execution import replay
 from runner.execution.replay import NotReplayable, ReplayAgent, ReplayExhausted, responses_from_steps, stored_responses
 from runner.execution.rescore import rescore
-from runner.execution.run import run_sweep
 from runner.output import Output
 from runner.sim.serve import ServeOptions, ServerThread
 from tests.conftest import CONFIGS
@@ -64,7 +64,7 @@ def test_a_new_forbidden_token_changes_exactly_the_rows_that_hold_it(tmp_path: P
     try:
         sweep = _copy_sweep(tmp_path, "negatives", 4, provider="openai", base_url=server.base_url, api_key_env=None,
                             retry={"max_attempts": 1})
-        run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True)
+        runner.run(load_sweep(sweep), tmp_path / "out", quiet=True)
         before = _rows(tmp_path / "out")
         errors = before.filter(pl.col("status") == "error")
         assert errors.height > 0
@@ -129,7 +129,7 @@ def _token_in_some_calls(rows: list[dict[str, Any]]) -> tuple[str, str]:
 @pytest.mark.parametrize("name", ["propagation", "phantom", "quickstart"])
 def test_an_unchanged_sweep_rescores_to_the_same_outcomes(tmp_path: Path, name: str) -> None:
     sweep = _copy_sweep(tmp_path, name, 1)
-    run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True)
+    runner.run(load_sweep(sweep), tmp_path / "out", quiet=True)
     result = rescore(tmp_path / "out", tmp_path / "new")
     before, after = _rows(tmp_path / "out"), _rows(tmp_path / "new")
     # every call is replayed as it went, an auditor's failed one included: every column the same (the blobs are
@@ -144,7 +144,7 @@ def test_propagation_rescores_from_the_recorded_calls_not_from_the_injection_not
     """The model's own arguments are on the row (``calls``); the loop's prose notes are never parsed back."""
     assert not hasattr(replay, "_uninjected")
     sweep = _copy_sweep(tmp_path, "propagation", 2)
-    run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True)
+    runner.run(load_sweep(sweep), tmp_path / "out", quiet=True)
     before = _rows(tmp_path / "out")
     injected = 0
     for row in before.filter(pl.col("status") == "ok").iter_rows(named=True):
@@ -185,7 +185,7 @@ def _drop_call_columns(out: Path, dest: Path) -> Path:
 @pytest.mark.parametrize("name", ["quickstart", "phantom"])
 def test_an_output_from_before_calls_were_recorded_still_rescores(tmp_path: Path, name: str) -> None:
     sweep = _copy_sweep(tmp_path, name, 1)
-    run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True)
+    runner.run(load_sweep(sweep), tmp_path / "out", quiet=True)
     old = _drop_call_columns(tmp_path / "out", tmp_path / "old")
     rescore(old, tmp_path / "new")
     before, after = _rows(old), _rows(tmp_path / "new")
@@ -207,7 +207,7 @@ def test_a_format_1_multi_step_row_with_a_corrupted_call_is_refused_not_guessed(
     (first,) = responses_from_steps([{**s, "injected": None} for s in steps])
     assert first.tool_calls[0].arguments == {"city": "Madrid", "date": "2024-05-22"}
     sweep = _copy_sweep(tmp_path, "propagation", 1)
-    run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True)
+    runner.run(load_sweep(sweep), tmp_path / "out", quiet=True)
     old = _drop_call_columns(tmp_path / "out", tmp_path / "old")
     with pytest.raises(UserError, match="stores only the corrupted argument"):
         rescore(old, tmp_path / "new")
@@ -225,7 +225,7 @@ def test_a_probe_asking_for_more_than_was_stored_is_refused() -> None:
 
 def test_a_changed_seed_or_a_missing_source_is_refused_clearly(tmp_path: Path) -> None:
     sweep = _copy_sweep(tmp_path, "negatives", 1)
-    run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True)
+    runner.run(load_sweep(sweep), tmp_path / "out", quiet=True)
     data = yaml.safe_load(sweep.read_text())
     data["seed"] += 1
     reseeded = tmp_path / "reseeded.yaml"
@@ -241,7 +241,7 @@ def test_a_changed_seed_or_a_missing_source_is_refused_clearly(tmp_path: Path) -
 def test_calls_read_from_the_text_are_still_from_the_text_after_rescore(tmp_path: Path, name: str) -> None:
     sweep = _copy_sweep(tmp_path, name, 2, provider="callable", function="tests.execution.text_call_agents:hermes_text",
                         tool_call_parser="hermes")
-    run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True)
+    runner.run(load_sweep(sweep), tmp_path / "out", quiet=True)
     before = _rows(tmp_path / "out")
     assert before["calls_from_text"].sum() > 0  # the sweep really has calls read from text
     result = rescore(tmp_path / "out", tmp_path / "new")

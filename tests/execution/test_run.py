@@ -15,12 +15,13 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
+import runner
 from runner.cli.app import app
 from runner.config.sweep import load_sweep
 from runner.core.schema import COMMON_FIELDS
 from runner.core.types import ChatRequest, ChatResponse
 from runner.execution.grid import Grid
-from runner.execution.run import grid_of, run_sweep
+from runner.execution.run import grid_of
 from runner.providers import PROVIDERS, ErrorKind, ProviderError
 from runner.sim import SimProvider
 from tests.conftest import ROOT, quickstart_dict
@@ -35,7 +36,7 @@ def _trials(out: Path) -> pl.DataFrame:
 
 def test_one_row_per_grid_trial_with_unique_ids(write_sweep, tmp_path: Path) -> None:
     loaded = load_sweep(write_sweep(runs=4))
-    result = run_sweep(loaded, tmp_path / "out", quiet=True)
+    result = runner.run(loaded, tmp_path / "out", quiet=True)
     df = _trials(tmp_path / "out")
     grid_ids = {s.trial_id for s in grid_of(loaded)}
     assert df.height == len(grid_of(loaded)) == len(grid_ids) == 3 * 13 * 3 * 4
@@ -47,15 +48,15 @@ def test_one_row_per_grid_trial_with_unique_ids(write_sweep, tmp_path: Path) -> 
 
 def test_same_sweep_twice_gives_identical_outcomes(write_sweep, tmp_path: Path) -> None:
     path = write_sweep(runs=3)
-    run_sweep(load_sweep(path), tmp_path / "a", quiet=True)
-    run_sweep(load_sweep(path), tmp_path / "b", quiet=True)
+    runner.run(load_sweep(path), tmp_path / "a", quiet=True)
+    runner.run(load_sweep(path), tmp_path / "b", quiet=True)
     a = _trials(tmp_path / "a").sort("trial_id").select(OUTCOMES)
     b = _trials(tmp_path / "b").sort("trial_id").select(OUTCOMES)
     assert a.equals(b)
 
 
 def test_conditions_differ_and_personas_differ(write_sweep, tmp_path: Path) -> None:
-    run_sweep(load_sweep(write_sweep(runs=10)), tmp_path / "out", quiet=True)
+    runner.run(load_sweep(write_sweep(runs=10)), tmp_path / "out", quiet=True)
     rates = (_trials(tmp_path / "out").group_by("model", "condition").agg(pl.col("decoy_called").mean())
              .pivot(on="condition", index="model", values="decoy_called"))
     for row in rates.iter_rows(named=True):
@@ -66,14 +67,14 @@ def test_conditions_differ_and_personas_differ(write_sweep, tmp_path: Path) -> N
 
 def test_rerun_into_same_output_skips_everything(write_sweep, tmp_path: Path) -> None:
     path = write_sweep(runs=2)
-    first = run_sweep(load_sweep(path), tmp_path / "out", quiet=True)
-    second = run_sweep(load_sweep(path), tmp_path / "out", quiet=True)
+    first = runner.run(load_sweep(path), tmp_path / "out", quiet=True)
+    second = runner.run(load_sweep(path), tmp_path / "out", quiet=True)
     assert second.skipped == first.total and second.stats.done == 0
     assert _trials(tmp_path / "out").height == first.total
 
 
 def test_a_different_sweep_into_the_same_output_is_refused(write_sweep, tmp_path: Path) -> None:
-    run_sweep(load_sweep(write_sweep(runs=2)), tmp_path / "out", quiet=True)
+    runner.run(load_sweep(write_sweep(runs=2)), tmp_path / "out", quiet=True)
     other = write_sweep(runs=3, name="other.yaml")
     result = CliRunner().invoke(app, ["run", str(other), "--out", str(tmp_path / "out"), "--quiet"])
     assert result.exit_code == 2
@@ -107,7 +108,7 @@ def test_sigkill_then_rerun_completes_without_duplicates(write_sweep, tmp_path: 
     resumed = _trials(out)
     loaded = load_sweep(path)
     assert resumed["trial_id"].n_unique() == resumed.height == len(grid_of(loaded))
-    run_sweep(loaded, tmp_path / "clean", quiet=True)
+    runner.run(loaded, tmp_path / "clean", quiet=True)
     clean = _trials(tmp_path / "clean").sort("trial_id").select(OUTCOMES)
     assert resumed.sort("trial_id").select(OUTCOMES).equals(clean)
 
@@ -142,7 +143,7 @@ def test_errors_become_rows_never_passes_or_fails(write_sweep, tmp_path: Path, m
     data["probes"][0]["runs"] = 2
     data["engine"] = {"timeout_s": 0.2, "concurrency": 64}
     loaded = load_sweep(write_sweep(data))
-    run_sweep(loaded, tmp_path / "out", quiet=True)
+    runner.run(loaded, tmp_path / "out", quiet=True)
     df = _trials(tmp_path / "out")
     assert df.height == len(grid_of(loaded)) and df["trial_id"].n_unique() == df.height
     kinds = df.with_columns((pl.col("seed") % 5).alias("k"))
@@ -202,7 +203,7 @@ def test_unit_seed_is_shared_across_conditions_and_follows_the_sweep_seed(write_
 
 def test_resume_into_parts_of_another_schema_is_refused(write_sweep, tmp_path: Path) -> None:
     path = write_sweep(runs=2)
-    run_sweep(load_sweep(path), tmp_path / "out", quiet=True)
+    runner.run(load_sweep(path), tmp_path / "out", quiet=True)
     part = next((tmp_path / "out" / "trials").glob("*.arrow"))
     pl.read_ipc(part).drop("response_text").write_ipc(part)  # as if an older version wrote it
     result = CliRunner().invoke(app, ["run", str(path), "--out", str(tmp_path / "out"), "--quiet"])
@@ -234,7 +235,7 @@ def test_a_session_finishes_once_with_a_typed_status_however_it_ends(write_sweep
     assert ended(RuntimeError("setup"), begin=False) == RunStatus.FAILED
     assert ended(RuntimeError("mid-run"), begin=True) == RunStatus.INTERRUPTED
     assert ended(KeyboardInterrupt(), begin=False) == RunStatus.INTERRUPTED
-    result = run_sweep(loaded, out, quiet=True)  # the lock was released every time
+    result = runner.run(loaded, out, quiet=True)  # the lock was released every time
     assert result.status is RunStatus.COMPLETE and result.status == "complete"
     sessions = json.loads((out / "manifest.json").read_text())["sessions"]
     assert [s["status"] for s in sessions] == ["failed", "interrupted", "interrupted", "complete"]

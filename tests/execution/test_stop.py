@@ -21,7 +21,6 @@ import pytest
 
 import runner
 from runner.config.sweep import load_sweep
-from runner.execution.run import run_sweep
 from runner.sim.serve import ServerThread
 from tests.helpers import ROOT, invoke, serving, written_rows
 from tests.providers.conftest import OUTCOMES, http_sweep, outcomes, write
@@ -101,7 +100,7 @@ def test_sigterm_stops_a_throttled_run_at_once_and_the_rerun_equals_an_uninterru
     df = runner.load(out).collect()
     assert df.height == df["trial_id"].n_unique() == 117
     reference = tmp_path / "reference"
-    run_sweep(load_sweep(sweep), reference, quiet=True)
+    runner.run(load_sweep(sweep), reference, quiet=True)
     expected = outcomes(runner.load(reference).collect())
     assert outcomes(df).equals(expected), [c for c in OUTCOMES if not outcomes(df)[c].equals(expected[c])]
 
@@ -134,7 +133,7 @@ def test_a_budget_stop_cancels_the_trials_in_flight_and_they_run_on_resume(tmp_p
         data["prices"] = {m["name"]: prices for m in data["models"]}
         data["budget"] = {"usd": 1e-6}  # the first answer spends it
         sweep, out = write(tmp_path, data), tmp_path / "out"
-        first = run_sweep(load_sweep(sweep), out, quiet=True)
+        first = runner.run(load_sweep(sweep), out, quiet=True)
         assert first.status == "stopped_budget", first.status
         rows = _no_internal(out)
         assert rows.height >= 1 and set(rows["status"]) == {"ok"}, rows.select("error_kind", "error").to_dicts()[:3]
@@ -142,7 +141,7 @@ def test_a_budget_stop_cancels_the_trials_in_flight_and_they_run_on_resume(tmp_p
         data["budget"] = {"usd": 100.0}
         data["engine"]["timeout_s"] = 60
         server.set_faults({})  # the incident is over
-        resumed = run_sweep(load_sweep(write(tmp_path, data)), out, quiet=True)
+        resumed = runner.run(load_sweep(write(tmp_path, data)), out, quiet=True)
     assert resumed.status == "complete"
     df = runner.load(out).collect()
     assert df.height == df["trial_id"].n_unique() == first.total

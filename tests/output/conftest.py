@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+import runner
 from runner.config.sweep import load_sweep
-from runner.execution.run import run_sweep
 from tests.helpers import quickstart_sweep
 
 
@@ -17,5 +17,5 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     small batches, so per-batch records and checksums are exercised. One per test module."""
     tmp = tmp_path_factory.mktemp("built")
     sweep = quickstart_sweep(tmp, runs=2, engine={"batch_rows": 16})
-    run_sweep(load_sweep(sweep), tmp / "out", quiet=True)
+    runner.run(load_sweep(sweep), tmp / "out", quiet=True)
     return sweep, tmp / "out"

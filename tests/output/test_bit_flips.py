@@ -22,7 +22,6 @@ from runner.analysis.completeness import incomplete_lines
 from runner.analysis.leaderboard import summarize
 from runner.config.sweep import load_sweep
 from runner.core.errors import UserError
-from runner.execution.run import run_sweep
 from runner.output import Output
 from runner.output.checksums import CHECKSUMS_KEY, verify_part
 from tests.helpers.rows import written_rows
@@ -101,7 +100,7 @@ def test_a_rerun_after_a_flip_sets_the_part_aside_and_equals_an_undamaged_run(
         assert where == "schema_at_start" and seen.equals(read_back(reference))
         return
     with pytest.warns(UserWarning, match=f"damaged part {part.name}"):
-        run_sweep(load_sweep(sweep), out, quiet=True)
+        runner.run(load_sweep(sweep), out, quiet=True)
     assert (out / "trials" / "damaged" / part.name).exists()
     rows = written_rows(out)
     assert rows.height == rows["trial_id"].n_unique() == 234

@@ -24,7 +24,7 @@ import runner
 from runner.config.sweep import load_sweep
 from runner.core.manifest import MANIFEST, RunStatus, read_manifest
 from runner.execution.grid import Grid
-from runner.execution.run import grid_of, run_sweep
+from runner.execution.run import grid_of
 from runner.output import Output
 from runner.output.checksums import CHECKSUMS_KEY
 from runner.output.parts import SESSION_KEY, SUPERSEDES_KEY, latest, session_token, sorted_unique
@@ -105,7 +105,7 @@ def test_a_retry_session_records_what_it_supersedes_and_every_reader_takes_the_n
     rewrite(part, part, table=edited)
     assert Output.open(out).unique is True  # the first session's record: no trial repeats yet
 
-    run_sweep(load_sweep(sweep), out, quiet=True, retry_kinds=("transient",))
+    runner.run(load_sweep(sweep), out, quiet=True, retry_errors=("transient",))
     output = Output.open(out)
     assert output.unique is False  # the retry's part says it supersedes rows
     newest = [p for p in sorted((out / "trials").glob("*.arrow")) if p != part]
@@ -136,7 +136,7 @@ def test_a_resume_after_losing_batches_in_the_middle_equals_an_uninterrupted_run
         return spec_at(self, index)
 
     monkeypatch.setattr(Grid, "spec_at", counted)
-    result = run_sweep(load_sweep(sweep), out, quiet=True)
+    result = runner.run(load_sweep(sweep), out, quiet=True)
     assert result.skipped == kept and result.stats.done == 234 - kept
     assert len(built_specs) == 234 - kept  # only the specs left were built
     rows = written_rows(out)
@@ -179,7 +179,7 @@ def test_a_crashed_session_records_the_rows_it_wrote(built: tuple[Path, Path], t
     data["sessions"][0].update(status="running", finished_at=None, trials_run=0, elapsed_s=None)
     data["status"] = "running"
     (out / MANIFEST).write_text(json.dumps(data))
-    run_sweep(load_sweep(sweep), out, quiet=True)
+    runner.run(load_sweep(sweep), out, quiet=True)
     manifest = read_manifest(out)
     assert manifest is not None
     first, second = manifest.sessions

@@ -115,12 +115,12 @@ def test_an_unwritable_record_folder_only_means_verifying_again(
 
 def test_the_writer_does_not_read_back_the_parts_it_just_wrote(
         tmp_path: Path, checks: list[str]) -> None:
+    import runner
     from runner.config.sweep import load_sweep
-    from runner.execution.run import run_sweep
     from tests.helpers import quickstart_sweep
 
     sweep = quickstart_sweep(tmp_path, runs=1)
-    result = run_sweep(load_sweep(sweep), tmp_path / "out", quiet=True)
+    result = runner.run(load_sweep(sweep), tmp_path / "out", quiet=True)
     assert sum(result.counts.values()) == 117
     assert checks == []  # the session's finish counted its own parts without reading their bytes again
     verified.forget()

@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 import yaml
 
+import runner
 from runner.config.sweep import load_sweep
 from runner.core.errors import UserError
-from runner.execution.run import run_sweep
 from runner.probes.judge import heuristic_verdict, parse_verdict
 from runner.probes.judge_report import calibrated_rate, human_references, kappas, rater_table, read_human_labels
 
@@ -97,7 +97,7 @@ def test_judge_sweep_with_sim_judges_and_human_labels(tmp_path: Path) -> None:
                                                      for p in ("careful", "typical", "reckless")],
              "probes": [{"kind": "judge", "traces": "traces.yaml", "human_labels": ["labels.csv"], "runs": 3}]}
     (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(sweep))
-    run_sweep(load_sweep(tmp_path / "sweep.yaml"), tmp_path / "out", quiet=True)
+    runner.run(load_sweep(tmp_path / "sweep.yaml"), tmp_path / "out", quiet=True)
     rows = pl.scan_ipc(str(tmp_path / "out" / "trials" / "*.arrow")).collect()
     assert rows.height == 27 and set(rows["status"]) == {"ok"} and rows["parse_failed"].sum() == 0
     raters = rater_table(rows, "judge", None)

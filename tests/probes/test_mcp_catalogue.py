@@ -19,10 +19,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+import runner
 from runner.cli.app import app
 from runner.config.sweep import load_sweep
 from runner.core.errors import UserError
-from runner.execution.run import run_sweep
 from runner.probes.catalogue import load_catalogue
 from runner.probes.mcp import catalogue_sha256
 from tests.conftest import CONFIGS, quickstart_dict
@@ -64,8 +64,8 @@ def test_served_quickstart_catalogue_gives_the_file_catalogues_outcomes(tmp_path
     file_sweep = load_sweep(mcp_sweep(tmp_path, None, name="file.yaml"))
     served = load_sweep(mcp_sweep(tmp_path, server_entry(env={"TG_MCP_CALLS": str(calls)}), name="mcp.yaml"))
     assert served.probes[0].tools == file_sweep.probes[0].tools  # same ToolSpecs, same order, decoy appended
-    run_sweep(file_sweep, tmp_path / "file-out", quiet=True)
-    run_sweep(served, tmp_path / "mcp-out", quiet=True)
+    runner.run(file_sweep, tmp_path / "file-out", quiet=True)
+    runner.run(served, tmp_path / "mcp-out", quiet=True)
 
     def outcomes(out: Path) -> pl.DataFrame:
         df = pl.scan_ipc(str(out / "trials" / "*.arrow")).collect()
@@ -79,7 +79,7 @@ def test_served_quickstart_catalogue_gives_the_file_catalogues_outcomes(tmp_path
 
 def test_manifest_records_the_served_catalogue_and_its_hash(tmp_path: Path) -> None:
     loaded = load_sweep(mcp_sweep(tmp_path, server_entry(page_size=4)))
-    run_sweep(loaded, tmp_path / "out", quiet=True)
+    runner.run(loaded, tmp_path / "out", quiet=True)
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     probe = manifest["probes"]["misselection"]
     record = probe["mcp_catalogue"]

@@ -298,7 +298,7 @@ def test_a_gold_less_phantom_sweep_reports_flag_rates_and_agreement(tmp_path: Pa
     _write(tmp_path / "t.jsonl", GOLDLESS)
     (tmp_path / "s.yaml").write_text("name: s\nmodels: [{name: a, provider: sim, model: auditor-balanced}]\n"
                                      "probes: [{kind: phantom, traces: t.jsonl, runs: 2}]\n")
-    runner.run_sweep(runner.load_sweep(tmp_path / "s.yaml"), tmp_path / "o", quiet=True)
+    runner.run(runner.load_sweep(tmp_path / "s.yaml"), tmp_path / "o", quiet=True)
     summary = runner.load_summary(tmp_path / "o")
     views = {v.key: v for v in summary.probe_views(summary.runs[0], "phantom")}
     assert views["fields"].table.height == 0  # no gold: no precision / recall
@@ -316,7 +316,7 @@ def test_report_findings_of_a_phantom_run_are_keyed_by_the_source_ids(tmp_path: 
     _write(tmp_path / "t.jsonl", GOLDLESS)
     (tmp_path / "s.yaml").write_text("name: s\nmodels: [{name: a, provider: sim, model: auditor-strict}]\n"
                                      "probes: [{kind: phantom, traces: t.jsonl, runs: 1}]\n")
-    runner.run_sweep(runner.load_sweep(tmp_path / "s.yaml"), tmp_path / "o", quiet=True)
+    runner.run(runner.load_sweep(tmp_path / "s.yaml"), tmp_path / "o", quiet=True)
     result = cli.invoke(app, ["report", str(tmp_path / "o"), "--findings", str(tmp_path / "f.jsonl")])
     assert result.exit_code == 0, result.output
     found = [json.loads(x) for x in (tmp_path / "f.jsonl").read_text().splitlines()]

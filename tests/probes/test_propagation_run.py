@@ -10,9 +10,9 @@ import polars as pl
 import pytest
 import yaml
 
+import runner
 from runner.config.sweep import load_sweep
 from runner.core.types import ChatRequest, ChatResponse, TrialSpec
-from runner.execution.run import run_sweep
 from runner.execution.trial import ModelBinding, TrialRunner
 from runner.providers.errors import ErrorKind, ProviderError
 from runner.reporting.terminal import print_report
@@ -43,7 +43,7 @@ def outcomes(out: Path) -> pl.DataFrame:
 @pytest.fixture(scope="module")
 def offline_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("prop")
-    run_sweep(load_sweep(small_sweep(tmp)), tmp / "out", quiet=True)
+    runner.run(load_sweep(small_sweep(tmp)), tmp / "out", quiet=True)
     return tmp / "out"
 
 
@@ -71,7 +71,7 @@ def test_personas_order_as_designed(offline_run: Path) -> None:
 
 
 def test_rerun_gives_identical_outcomes(offline_run: Path, tmp_path: Path) -> None:
-    run_sweep(load_sweep(small_sweep(tmp_path)), tmp_path / "again", quiet=True)
+    runner.run(load_sweep(small_sweep(tmp_path)), tmp_path / "again", quiet=True)
     assert outcomes(tmp_path / "again").equals(outcomes(offline_run))
 
 
@@ -130,7 +130,7 @@ def test_over_http_the_outcomes_are_identical(offline_run: Path, tmp_path: Path)
                    "api_key_env": None, "concurrency": 32} for m in ("careful", "typical", "reckless")]
         # one run per cell over HTTP (a trial's seed does not depend on how many runs the sweep has), against
         # the same runs of the offline output: every multi-turn exchange goes over the wire as well as with two
-        run_sweep(load_sweep(small_sweep(tmp_path, runs=1, models=models)), tmp_path / "http", quiet=True)
+        runner.run(load_sweep(small_sweep(tmp_path, runs=1, models=models)), tmp_path / "http", quiet=True)
     http = outcomes(tmp_path / "http")
     assert http.height and set(http["run"]) == {0}
     assert http.equals(outcomes(offline_run).filter(pl.col("run") == 0))

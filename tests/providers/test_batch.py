@@ -20,7 +20,6 @@ import pytest
 
 import runner
 from runner.config.sweep import load_sweep
-from runner.execution.run import run_sweep
 from tests.conftest import CONFIGS, ROOT
 from tests.helpers import invoke
 from tests.providers.conftest import CELL, http_sweep, trials, write
@@ -52,7 +51,7 @@ COMPARED = ["model", "probe", "case_id", "condition", "run", "seed", "status", "
 def test_batch_mode_gives_the_live_outcomes(serve, tmp_path: Path, provider: str) -> None:  # type: ignore[no-untyped-def]
     server = serve()
     path = write(tmp_path, batch_sweep(server.base_url, provider))
-    live = run_sweep(load_sweep(path), tmp_path / "live", quiet=True)
+    live = runner.run(load_sweep(path), tmp_path / "live", quiet=True)
     before = server.stats()
     batch = runner.run(path, tmp_path / "batch", mode="batch", quiet=True)
     after = server.stats()
@@ -70,19 +69,17 @@ def test_batch_mode_gives_the_live_outcomes(serve, tmp_path: Path, provider: str
     assert [b["id"] for b in manifest["batches"]] == [e["remote"]["id"] for e in ledger["batches"]]
 
 
-@pytest.mark.parametrize("entry", ["run", "run_sweep"])
+@pytest.mark.parametrize("entry", ["path", "loaded"])
 def test_a_mode_batch_model_goes_through_the_batch_api_from_the_python_api(serve, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                                         entry: str) -> None:
-    """``runner.run`` (and its older name) picks batch mode from the sweep: batches created, no live request."""
+    """``runner.run`` (given a file or a loaded sweep) picks batch mode from the sweep: batches created, no live
+    request."""
     server = serve()
     data = batch_sweep(server.base_url, "openai")
     for m in data["models"]:
         m["mode"] = "batch"
     path = write(tmp_path, data)
-    if entry == "run":
-        result = runner.run(path, tmp_path / "out", quiet=True)
-    else:
-        result = runner.run_sweep(load_sweep(path), tmp_path / "out", quiet=True)
+    result = runner.run(path if entry == "path" else load_sweep(path), tmp_path / "out", quiet=True)
     stats = server.stats()
     assert result.status == "complete" and result.stats.done == result.total
     assert stats["requests"] == 0
@@ -122,7 +119,7 @@ def test_phantom_auditor_runs_in_batch_mode(serve, tmp_path: Path) -> None:  # t
     data["probes"] = [dict(PHANTOM)]
     data["engine"] = {"batch_poll_s": 0.05}
     path = write(tmp_path, data)
-    run_sweep(load_sweep(path), tmp_path / "live", quiet=True)
+    runner.run(load_sweep(path), tmp_path / "live", quiet=True)
     runner.run(path, tmp_path / "batch", mode="batch", quiet=True)
     columns = COMPARED + ["pred_fields", "auditor_error", "auditor_exact", "baseline_fields"]
     same_outcomes(trials(tmp_path / "live"), trials(tmp_path / "batch"), columns)

@@ -15,9 +15,9 @@ from typing import Any
 import polars as pl
 import pytest
 
+import runner
 from runner.config.sweep import load_sweep
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage
-from runner.execution.run import run_sweep
 from runner.providers.cache import CachedProvider, ResponseCache, request_key
 from runner.providers.errors import ErrorKind, ProviderError
 from runner.sim.serve import ServerThread
@@ -52,11 +52,11 @@ def _rows(out: Path) -> pl.DataFrame:
 def test_cached_rerun_sends_no_request_and_gives_identical_outcomes(tmp_path: Path, server: ServerThread) -> None:
     cache = tmp_path / "cache"
     loaded = load_sweep(_sweep(tmp_path, server.base_url, cache=str(cache)))
-    first = run_sweep(loaded, tmp_path / "live", quiet=True)
+    first = runner.run(loaded, tmp_path / "live", quiet=True)
     sent = server.stats()["requests"]
     assert sent == first.total == TRIALS
 
-    again = run_sweep(loaded, tmp_path / "cached", quiet=True)
+    again = runner.run(loaded, tmp_path / "cached", quiet=True)
     assert server.stats()["requests"] == sent  # not one request reached the server
     live, cached = _rows(tmp_path / "live"), _rows(tmp_path / "cached")
     same = [c for c in live.columns if c not in LIVE_ONLY]
@@ -81,11 +81,11 @@ def test_errors_are_never_cached_so_a_rerun_asks_again_for_exactly_those(tmp_pat
     with serving(faults={"500": 0.25}, fault_seed=7) as thread:
         loaded = load_sweep(_sweep(tmp_path, thread.base_url))
         cache_dir = tmp_path / "cache"
-        run_sweep(loaded, tmp_path / "one", quiet=True, cache_dir=cache_dir)
+        runner.run(loaded, tmp_path / "one", quiet=True, cache=cache_dir)
         failed = _rows(tmp_path / "one").filter(pl.col("status") == "error")
         assert 0 < len(failed) < TRIALS
         sent = thread.stats()["requests"]
-        run_sweep(loaded, tmp_path / "two", quiet=True, cache_dir=cache_dir)
+        runner.run(loaded, tmp_path / "two", quiet=True, cache=cache_dir)
         # one attempt each (max_attempts: 1) for the trials that failed, and nothing for the rest
         assert thread.stats()["requests"] - sent == len(failed)
         two = _rows(tmp_path / "two")

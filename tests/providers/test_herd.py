@@ -3,7 +3,7 @@
 The server is ``trialgrid serve`` in its own process (``--rpm 300 --rpm-mode bucket``:
 a bucket of one second's worth of requests (5) refilled continuously, as the vendors
 enforce per-minute limits, with 5% 500s and 5% 503s); the client is a full single-node
-``run_sweep`` of 117 trials, about 25 s at 300 rpm. (It ran at 60 rpm, two minutes a
+``runner.run`` of 117 trials, about 25 s at 300 rpm. (It ran at 60 rpm, two minutes a
 case, until CI time ran short; the client learns the same way at either rate, and the
 shares measured at 300 rpm were 0.98–1.03.) Both ways a client can learn the limit
 are checked: from the rate-limit headers on every answer, and — without them —
@@ -20,8 +20,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import runner
 from runner.config.sweep import load_sweep
-from runner.execution.run import run_sweep
 from tests.providers.conftest import ServeProcess, http_sweep, limit_used, trials, write
 
 RPM = 300
@@ -44,7 +44,7 @@ def test_no_limits_configured_learns_the_limit_and_loses_nothing(bucket_server: 
     data = http_sweep(bucket_server.url + "/v1", "openai", runs=1)  # 117 trials, no limits:
     assert not any("limits" in m for m in data["models"])
     loaded = load_sweep(write(tmp_path, data))
-    run_sweep(loaded, tmp_path / "out", quiet=True)
+    runner.run(loaded, tmp_path / "out", quiet=True)
     df = trials(tmp_path / "out")
     log = bucket_server.stats()["log"]
     assert df.height == 117 and df.filter(pl.col("status") != "ok").is_empty(), \

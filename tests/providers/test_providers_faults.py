@@ -12,8 +12,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import runner
 from runner.config.sweep import load_sweep
-from runner.execution.run import grid_of, run_sweep
+from runner.execution.run import grid_of
 from runner.sim.serve import ServeOptions
 from tests.conftest import ROOT, quickstart_dict
 from tests.providers.conftest import CELL, OUTCOMES, http_sweep, outcomes, rows_over_messages_api, trials, write
@@ -30,7 +31,7 @@ CLIENT = dict(timeout_s=2.0, retry={"max_attempts": 2, "backoff_base_s": 0.005, 
 def _in_process(tmp_path: Path, runs: int) -> pl.DataFrame:
     data = quickstart_dict()
     data["probes"][0]["runs"] = runs
-    run_sweep(load_sweep(write(tmp_path, data, "sim.yaml")), tmp_path / "sim", quiet=True)
+    runner.run(load_sweep(write(tmp_path, data, "sim.yaml")), tmp_path / "sim", quiet=True)
     return outcomes(trials(tmp_path / "sim"))
 
 
@@ -56,7 +57,7 @@ def _check(df: pl.DataFrame, loaded, reference: pl.DataFrame) -> None:  # type: 
 def test_mixed_faults_every_trial_once(serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     server = serve(**FAULTY)
     loaded = load_sweep(write(tmp_path, http_sweep(server.base_url, "openai", runs=3, **CLIENT)))
-    result = run_sweep(loaded, tmp_path / "out", quiet=True)
+    result = runner.run(loaded, tmp_path / "out", quiet=True)
     df = trials(tmp_path / "out")
     _check(df, loaded, _in_process(tmp_path, 3))
     stats = server.stats()

@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import runner
 from runner.config.sweep import load_sweep
-from runner.execution.run import run_sweep
 from runner.providers.errors import Remedy
 from runner.providers.managed import remedy_params
 from runner.sim.serve import parse_rule
@@ -37,7 +37,7 @@ def test_one_rejection_per_rule_model_and_parameter(serve, tmp_path: Path, api: 
     data["engine"] = {"concurrency": 192}
     loaded = load_sweep(write(tmp_path, data))
     with heard(notes=True) as lines:
-        result = run_sweep(loaded, tmp_path / "out", quiet=True)
+        result = runner.run(loaded, tmp_path / "out", quiet=True)
     assert result.total >= (1000 if api == "openai" else 300)
     assert result.counts == {"ok": result.total}
 
@@ -63,7 +63,7 @@ def test_strict_params_fails_trials_instead(serve, tmp_path: Path) -> None:  # t
     server = serve(rules=[parse_rule("drop:temperature")])
     data = http_sweep(server.base_url, "openai", runs=1, params={"temperature": 0.2})
     with heard(notes=True) as lines:
-        result = run_sweep(load_sweep(write(tmp_path, data)), tmp_path / "out", quiet=True, strict_params=True)
+        result = runner.run(load_sweep(write(tmp_path, data)), tmp_path / "out", quiet=True, strict_params=True)
     df = trials(tmp_path / "out")
     assert df.height == result.total and (df["status"] == "error").all()
     assert (df["error_kind"] == "rejected_param").all() and df["decoy_called"].is_null().all()
@@ -77,14 +77,14 @@ def test_resume_applies_remedies_already_learned(serve, tmp_path: Path) -> None:
     first = serve(rules=rules)
     path = write(tmp_path, http_sweep(first.base_url, "openai", runs=1, params={"temperature": 0.2}))
     out = tmp_path / "out"
-    run_sweep(load_sweep(path), out, quiet=True)
+    runner.run(load_sweep(path), out, quiet=True)
     assert len(json.loads((out / "manifest.json").read_text())["remedies"]) == 3
     # lose every row (as if killed before the first flush) and resume against a fresh server on the same port
     shutil.rmtree(out / "trials")
     first.stop()
     second = serve(rules=rules, port=first.port)
     with heard(notes=True) as lines:
-        result = run_sweep(load_sweep(path), out, quiet=True)
+        result = runner.run(load_sweep(path), out, quiet=True)
     assert result.counts == {"ok": result.total}
     assert second.stats()["by_status"] == {"200": result.total} and not lines
     assert trials(out)["remedies"].to_list() == [["drop temperature"]] * result.total

@@ -9,9 +9,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+import runner
 from runner.config.sweep import load_sweep
 from runner.core.types import ChatRequest, Message, ToolCall, ToolSpec
-from runner.execution.run import run_sweep
 from runner.providers.anthropic_wire import AnthropicProvider
 from runner.providers.anthropic_wire import decode_response as anthropic_decode
 from runner.providers.anthropic_wire import encode_request as anthropic_body
@@ -192,9 +192,9 @@ def test_quickstart_over_http_matches_in_process(serve, tmp_path: Path, provider
     server = serve()
     local = quickstart_dict()
     local["probes"][0]["runs"] = 3
-    run_sweep(load_sweep(write(tmp_path, local, "sim.yaml")), tmp_path / "sim", quiet=True)
+    runner.run(load_sweep(write(tmp_path, local, "sim.yaml")), tmp_path / "sim", quiet=True)
     remote = http_sweep(server.base_url, provider, runs=3)
-    result = run_sweep(load_sweep(write(tmp_path, remote, "http.yaml")), tmp_path / "http", quiet=True)
+    result = runner.run(load_sweep(write(tmp_path, remote, "http.yaml")), tmp_path / "http", quiet=True)
     assert result.counts == {"ok": result.total}
     sim, http = trials(tmp_path / "sim"), trials(tmp_path / "http")
     a, b = outcomes(sim), outcomes(http)

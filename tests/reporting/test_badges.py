@@ -13,9 +13,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+import runner
 from runner.cli.app import app
 from runner.config.sweep import load_sweep
-from runner.execution.run import run_sweep
 from runner.reporting.badges import COLORS, badge_svg, verdict_badge
 from tests.conftest import CONFIGS, quickstart_dict
 from tests.reporting.test_html_report import CHROMIUM_FLAGS, chromium
@@ -29,7 +29,7 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     data = quickstart_dict()
     data["probes"][0]["runs"] = 5
     (tmp / "s.yaml").write_text(yaml.safe_dump(data))
-    run_sweep(load_sweep(tmp / "s.yaml"), tmp / "out", quiet=True)
+    runner.run(load_sweep(tmp / "s.yaml"), tmp / "out", quiet=True)
     return tmp / "out"
 
 
@@ -57,7 +57,7 @@ def test_badge_for_a_run_without_misselection_is_a_clear_error(tmp_path: Path) -
             probe[key] = str(CONFIGS / probe[key])
     data["models"] = data["models"][:1]
     (tmp_path / "n.yaml").write_text(yaml.safe_dump(data))
-    run_sweep(load_sweep(tmp_path / "n.yaml"), tmp_path / "out", quiet=True)
+    runner.run(load_sweep(tmp_path / "n.yaml"), tmp_path / "out", quiet=True)
     result = CliRunner().invoke(app, ["report", str(tmp_path / "out"), "-q", "--badge", str(tmp_path / "b")])
     assert result.exit_code == 2
     assert "no misselection probe" in " ".join(result.output.split())

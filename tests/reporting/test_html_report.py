@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+import runner
 from runner.analysis.leaderboard import summarize
 from runner.config.sweep import load_sweep
-from runner.execution.run import run_sweep
 from runner.reporting.html import render_html
 from tests.conftest import CONFIGS, quickstart_dict
 
@@ -49,7 +49,7 @@ def outs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     for sweep in sweeps:
         path = tmp / f"{sweep['name']}.yaml"
         path.write_text(yaml.safe_dump(sweep))
-        run_sweep(load_sweep(path), tmp / sweep["name"], quiet=True)
+        runner.run(load_sweep(path), tmp / sweep["name"], quiet=True)
         result.append(tmp / sweep["name"])
     return result
 

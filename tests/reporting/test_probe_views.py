@@ -11,10 +11,10 @@ import pytest
 import yaml
 from rich.console import Console
 
+import runner
 from runner.analysis.leaderboard import Summary, summarize
 from runner.config.sweep import load_sweep
 from runner.core.views import FIELDS, STAGES, ProbeView
-from runner.execution.run import run_sweep
 from runner.output import Output
 from runner.probes.judge_report import human_references, kappas, rater_table, read_human_labels
 from runner.probes.propagation_report import _rows, hop_rates
@@ -50,7 +50,7 @@ def outs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
              "phantom": bundled_sweep(tmp, "phantom.yaml", 1)}
     result = {}
     for name, path in paths.items():
-        run_sweep(load_sweep(path), tmp / name, quiet=True)
+        runner.run(load_sweep(path), tmp / name, quiet=True)
         result[name] = tmp / name
     return result
 

@@ -16,7 +16,6 @@ from runner.analysis.leaderboard import summarize
 from runner.analysis.scorecard import scorecard_table
 from runner.cli.app import app
 from runner.config.sweep import load_sweep
-from runner.execution.run import run_sweep
 from runner.reporting.summary_json import schema_path
 from tests.conftest import CONFIGS, quickstart_dict
 
@@ -38,7 +37,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     for data in (first, second):
         path = tmp / f"{data['name']}.yaml"
         path.write_text(yaml.safe_dump(data))
-        run_sweep(load_sweep(path), tmp / data["name"], quiet=True)
+        runner.run(load_sweep(path), tmp / data["name"], quiet=True)
         outs.append(tmp / data["name"])
     return outs
 
@@ -137,7 +136,7 @@ def test_bundled_sweeps_all_report_together(tmp_path: Path) -> None:
             loaded = load_sweep(path)
         except runner.UserError:
             continue  # a sweep naming files this test does not rewrite; the others still count
-        run_sweep(loaded, tmp_path / sweep.stem, quiet=True)
+        runner.run(loaded, tmp_path / sweep.stem, quiet=True)
         outs.append(tmp_path / sweep.stem)
     assert len(outs) >= 2
     result = cli.invoke(app, ["report", *map(str, outs)])

@@ -7,11 +7,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import runner
 from runner.analysis.proof import unpassable_cases
 from runner.config.prove import oracle_sweep
 from runner.config.sweep import load_sweep
 from runner.core.types import ChatRequest, Message
-from runner.execution.run import run_sweep
 from runner.providers.errors import ErrorKind, ProviderError
 from runner.sim import SimProvider
 from tests.helpers.cli import invoke
@@ -23,7 +23,7 @@ from tests.helpers.rows import written_rows
 def test_the_oracle_passes_every_case_of_a_bundled_sweep(tmp_path: Path, name: str) -> None:
     proof = oracle_sweep(load_sweep(bundled_sweep(tmp_path, name, runs=5)))
     assert proof.skipped == ()
-    result = run_sweep(proof.loaded, tmp_path / "out", quiet=True)
+    result = runner.run(proof.loaded, tmp_path / "out", quiet=True)
     assert result.output is not None
     asked, failed = unpassable_cases(result.output, {p.name: p.kind for p in proof.loaded.probes})
     rows = written_rows(tmp_path / "out")

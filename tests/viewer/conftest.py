@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+import runner
 from runner.config.sweep import load_sweep
 from runner.core.errors import TrialgridWarning
-from runner.execution.run import run_sweep
 from tests.conftest import chromium, missing
 from tests.helpers.files import quickstart_sweep
 
@@ -71,7 +71,7 @@ def quick_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     def run() -> None:
         with warnings.catch_warnings():  # "runs=2 is fewer than 5 per cell": few on purpose, the tests count trials
             warnings.simplefilter("ignore", TrialgridWarning)
-            run_sweep(load_sweep(quickstart_sweep(tmp, runs=2, prices=PRICES)), tmp / "out", quiet=True)
+            runner.run(load_sweep(quickstart_sweep(tmp, runs=2, prices=PRICES)), tmp / "out", quiet=True)
 
     # in a thread of its own: Playwright's sync API keeps an event loop running in this one
     with ThreadPoolExecutor(1) as pool:

@@ -19,11 +19,11 @@ from typing import Any
 import polars as pl
 import pytest
 
+import runner
 from runner.analysis.leaderboard import summarize
 from runner.analysis.scorecard import scorecard_table
 from runner.config.sweep import load_sweep
 from runner.core.errors import TrialgridWarning
-from runner.execution.run import run_sweep
 from runner.output import Output
 from tests.helpers.files import bundled_sweep
 
@@ -46,7 +46,7 @@ def view_outs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", TrialgridWarning)
             for name, out in outs.items():
-                run_sweep(load_sweep(bundled_sweep(tmp, f"{name}.yaml", 1)), out, quiet=True)
+                runner.run(load_sweep(bundled_sweep(tmp, f"{name}.yaml", 1)), out, quiet=True)
 
     with ThreadPoolExecutor(1) as pool:  # Playwright's sync API keeps an event loop running in this thread
         pool.submit(run).result()

@@ -14,36 +14,25 @@ stay cheap.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from runner.config.sweep import LoadedSweep
+    from runner.execution.options import RunOptions
     from runner.execution.session import RunResult
 
 
 @dataclass(frozen=True)
-class RunOptions:
-    """How to run, beside the sweep and the output: what a backend reads, each the fields it knows."""
+class Plan:
+    """What ``runner.execution.modes.plan`` decided: the backend, and the models it sends through batch APIs."""
 
-    quiet: bool = False
-    #: no remedies: a rejected parameter fails the trial
-    strict_params: bool = False
-    #: the response cache directory (else the sweep's ``cache``)
-    cache_dir: Path | None = None
+    backend: str
     #: batch: the models sent through their vendor's batch API (the others run live meanwhile)
     batch_models: frozenset[str] = frozenset()
-    #: every backend: error rows of these kinds are run again (``--retry-errors``); None: errors are kept
-    retry_kinds: tuple[str, ...] | None = None
-    #: every backend: wait for another process writing the output instead of refusing (``--wait``)
-    wait: bool = False
-    #: local: run at most this many pending trials (a try: ``--limit``); None: all
-    limit: int | None = None
-    #: a plug-in backend's own options, which it validates itself (ray: ``address``, ``workers``; see cluster.options)
-    backend_options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    #: a note for the user about how the plan differs from what was asked (printed before the run)
+    note: str | None = None
 
 
 @runtime_checkable
@@ -52,4 +41,4 @@ class Backend(Protocol):
 
     name: str
 
-    def run(self, loaded: LoadedSweep, out: Path, options: RunOptions) -> RunResult: ...
+    def run(self, loaded: LoadedSweep, out: Path, options: RunOptions, plan: Plan) -> RunResult: ...

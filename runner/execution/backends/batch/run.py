@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +42,13 @@ from runner.core.errors import UserError
 from runner.core.manifest import BatchRecord
 from runner.core.messages import say
 from runner.core.types import TrialSpec
-from runner.execution.backends.base import RunOptions
+from runner.execution.backends.base import Plan
 from runner.execution.backends.batch.capture import CURRENT_TRIAL, ReplayProvider, body_hash, capture_request
 from runner.execution.backends.batch.ledger import COLLECTED, ENDED, BatchEntry, BatchLedger
 from runner.execution.backends.batch.vendors import VENDORS, VendorBatches
 from runner.execution.budget import CostMeter
 from runner.execution.engine import EngineStats, RowSink, run_trials
+from runner.execution.options import RunOptions
 from runner.execution.progress import RunProgress
 from runner.execution.run import RunResult, build_trial_runner, per_model_concurrency
 from runner.execution.session import Session
@@ -214,18 +215,18 @@ def _cut_line(meter: CostMeter, fit: _Tally, cut: _Tally) -> str:
             f"{spent} already spent); the other {cut.n:,} are not")
 
 
-def run_batch_sweep(loaded: LoadedSweep, out: Path, *, models: Collection[str], quiet: bool = False,
-                    worker: str = "local", strict_params: bool = False, retry_kinds: Sequence[str] | None = None,
-                    wait: bool = False) -> RunResult:
+def run_batch_sweep(loaded: LoadedSweep, out: Path, options: RunOptions, *, models: Collection[str],
+                    worker: str = "local") -> RunResult:
     """Run (or resume) ``loaded`` into ``out``, sending ``models`` through batch APIs and the others live.
 
     ``models`` comes checked from ``runner.execution.modes.batch_models`` (``runner.run``
     calls this through ``BATCH``): each has a batch API and every probe is single-turn.
+    ``options``: the run's ``RunOptions``, as ``runner.run`` checked them.
     """
     submitting = set(models)
+    strict_params, quiet = options.strict_params, options.quiet
     stats = EngineStats()
-    with Session(loaded, out, strict_params=strict_params, retry_kinds=retry_kinds,
-                 wait=wait, remedies_apply_to="every later live request") as session:
+    with Session(loaded, out, options, remedies_apply_to="every later live request") as session:
         ledger = BatchLedger(session.out)
         try:
             covered = ledger.covered()
@@ -280,13 +281,12 @@ def run_batch_sweep(loaded: LoadedSweep, out: Path, *, models: Collection[str], 
 
 
 class _BatchBackend:
-    """The ``batch`` backend: ``options.batch_models`` through the vendors' batch APIs, the rest live."""
+    """The ``batch`` backend: the plan's ``batch_models`` through the vendors' batch APIs, the rest live."""
 
     name = "batch"
 
-    def run(self, loaded: LoadedSweep, out: Path, options: RunOptions) -> RunResult:
-        return run_batch_sweep(loaded, out, models=options.batch_models, quiet=options.quiet,
-                               strict_params=options.strict_params, retry_kinds=options.retry_kinds, wait=options.wait)
+    def run(self, loaded: LoadedSweep, out: Path, options: RunOptions, plan: Plan) -> RunResult:
+        return run_batch_sweep(loaded, out, options, models=plan.batch_models)
 
 
 BATCH = _BatchBackend()
