@@ -54,8 +54,8 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.errors import UserError
+from runner.core.jsonlines import BadLine, read_json_lines
 from runner.core.jsonwalk import canonical_number, normalise, numbers_in
-from runner.core.safety import check_regular_file
 
 _CATEGORIES = {
     "irrelevance": "irrelevance", "live_irrelevance": "irrelevance", "live_relevance": "relevance",
@@ -188,37 +188,29 @@ def _messages(turn: list[dict[str, Any]]) -> list[dict[str, str]]:
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    check_regular_file(path, what="BFCL file")
-    with path.open(encoding="utf-8") as fh:
-        lines = enumerate(fh, start=1)
-        while True:
-            try:
-                number, line = next(lines)
-            except StopIteration:
-                return
-            except UnicodeDecodeError:
-                raise UserError("BFCL file is not UTF-8 text; is it a binary file?", file=path) from None
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UserError(f"line is not valid JSON: {exc.msg} (column {exc.colno})", file=path, line=number) from None
-            except (RecursionError, ValueError) as exc:  # too deep, or an integer too long to convert
-                raise UserError(f"line does not read: {type(exc).__name__}: {str(exc).split(';')[0][:100]}",
-                                file=path, line=number) from None
-            if not isinstance(item, dict) or "id" not in item:
-                raise UserError("expected a JSON object with an 'id'", file=path, line=number, key_path=("id",))
-            # minimal shape guard: the converters index these without checking
-            question, function = item.get("question", [[]]), item.get("function", [])
-            if not (isinstance(question, list) and question
-                    and all(isinstance(t, list) and all(isinstance(m, dict) for m in t) for t in question)):
-                raise UserError("'question' must be a non-empty list of turns, each a list of message objects",
-                                file=path, line=number, key_path=("question",))
-            if not (isinstance(function, list) and all(isinstance(f, dict) for f in function)):
-                raise UserError("'function' must be a list of function objects", file=path, line=number,
-                                key_path=("function",))
-            yield number, item
+    for number, item in _bfcl_lines(path):
+        if not isinstance(item, dict) or "id" not in item:
+            raise UserError("expected a JSON object with an 'id'", file=path, line=number, key_path=("id",))
+        # minimal shape guard: the converters index these without checking
+        question, function = item.get("question", [[]]), item.get("function", [])
+        if not (isinstance(question, list) and question
+                and all(isinstance(t, list) and all(isinstance(m, dict) for m in t) for t in question)):
+            raise UserError("'question' must be a non-empty list of turns, each a list of message objects",
+                            file=path, line=number, key_path=("question",))
+        if not (isinstance(function, list) and all(isinstance(f, dict) for f in function)):
+            raise UserError("'function' must be a list of function objects", file=path, line=number,
+                            key_path=("function",))
+        yield number, item
+
+
+def _bfcl_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` of each line of a BFCL data file; its first bad line is a ``UserError`` (BFCL's
+    own files have none: a bad line means the wrong file, or a damaged one)."""
+    for number, item in read_json_lines(path, what="BFCL file"):
+        if isinstance(item, BadLine):
+            raise UserError(f"{item.reason}: {item.detail}", file=path, line=number,
+                            hint="BFCL data files hold one JSON object per line; is this one of them?")
+        yield number, item
 
 
 def _answers(path: Path) -> dict[str, Any]:
@@ -448,7 +440,7 @@ def _multi_turn_docs(data_dir: Path) -> dict[str, list[dict[str, Any]]]:
     for cls, filename in _MULTI_TURN_DOCS.items():
         path = doc_dir / filename
         if path.is_file():
-            docs[cls] = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            docs[cls] = [item for _number, item in _bfcl_lines(path)]
     return docs
 
 

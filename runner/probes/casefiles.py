@@ -10,13 +10,14 @@ BFCL and most eval tooling write). Whatever the layout, every record comes with 
 from __future__ import annotations
 
 import hashlib
-import json
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from runner.core.errors import UserError
-from runner.core.sources import Source, load_source, read_text
+from runner.core.jsonlines import BadLine, json_lines
+from runner.core.sources import Problems, Source, load_source, read_text
 
 _JSONL_SUFFIXES = (".jsonl", ".ndjson")
 
@@ -55,23 +56,20 @@ def load_records(path: Path, *, what: str, key: str) -> tuple[list[Record], str]
 
 
 def _jsonl(path: Path, *, what: str) -> tuple[list[Record], str]:
-    text, raw = read_text(path, what=what)
-    records = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"line is not valid JSON: {exc.msg} (column {exc.colno})", file=path, line=number,
-                            hint="JSON lines files hold one complete JSON object per line") from None
-        except (RecursionError, ValueError) as exc:  # too deep, or an integer too long to convert
-            raise UserError(f"line does not read: {type(exc).__name__}: {str(exc).split(';')[0][:100]}", file=path,
-                            line=number) from None
-        if not isinstance(item, dict):
-            raise UserError(f"each line must be a JSON object, got {type(item).__name__}", file=path, line=number)
-        # every key of a one-line record lives on that line
-        records.append(Record(item, Source(path=path, data=item, lines={(): number}), ()))
+    """The records of a JSON lines case file; every bad line is a problem, listed all at once (``Problems``)."""
+    _text, raw = read_text(path, what=what)  # within the size cap, UTF-8
+    records, bad = [], []
+    for number, item in json_lines(io.BytesIO(raw)):
+        if isinstance(item, BadLine):
+            bad.append(UserError(f"{item.reason}: {item.detail}", file=path, line=number,
+                                 hint="JSON lines files hold one complete JSON object per line"))
+        elif not isinstance(item, dict):
+            bad.append(UserError(f"each line must be a JSON object, got {type(item).__name__}", file=path,
+                                 line=number))
+        else:  # every key of a one-line record lives on that line
+            records.append(Record(item, Source(path=path, data=item, lines={(): number}), ()))
+    if bad:
+        raise Problems(bad)
     if not records:
         raise UserError(f"{what} has no records", file=path)
     return records, hashlib.sha256(raw).hexdigest()

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,7 +36,8 @@ import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from runner.core.errors import UserError
-from runner.core.safety import bounded_lines, confined
+from runner.core.jsonlines import BadLine, NotJSON, parse_line, raw_lines
+from runner.core.safety import confined
 from runner.core.skips import Skips
 from runner.probes.phantom import Trace, baseline_fields, conversation_of
 from runner.probes.phantom_report import COUNT
@@ -186,23 +186,20 @@ def _raw_lines(path: Path, summary: AuditSummary) -> Iterator[tuple[int, bytes]]
     except OSError as exc:
         raise UserError(f"cannot read the trace file: {exc.strerror}", file=path) from None
     with fh:
-        for number, raw, _size in bounded_lines(fh, MAX_LINE_BYTES):
-            if raw is None:
-                summary.skip("line too long", f"{path}:{number}", f"longer than {MAX_LINE_BYTES >> 20} MiB; skipped")
-            elif raw.strip():
+        for number, raw in raw_lines(fh, MAX_LINE_BYTES):
+            if isinstance(raw, BadLine):
+                summary.skip(raw.reason, f"{path}:{number}", f"longer than {MAX_LINE_BYTES >> 20} MiB; skipped")
+            else:
                 yield number, raw
 
 
 def _parse(raw: bytes, where: str, summary: AuditSummary) -> Trace | None:
     """The trace on one line, or ``None`` with the reason counted."""
     try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError:  # what orjson refuses and json reads (NaN, huge integers, a BOM…), or its message
-        try:
-            data = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-            summary.skip("not JSON", where, f"not valid JSON ({str(exc)[:80]})")
-            return None
+        data = parse_line(raw)
+    except NotJSON as exc:
+        summary.skip("not JSON", where, f"not valid JSON ({str(exc)[:80]})")
+        return None
     if not isinstance(data, dict):
         summary.skip("not a trace", where, f"a trace is an object, got {type(data).__name__}")
         return None

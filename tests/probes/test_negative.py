@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -127,12 +128,24 @@ def test_malformed_case_files_fail_with_file_line_field_exit_2(tmp_path: Path, n
     assert "Traceback" not in result.output
 
 
+def test_validate_names_every_bad_line_of_a_json_lines_case_file(tmp_path: Path) -> None:
+    """Each bad line is its own located line (not the first one alone), and the good ones are not blamed."""
+    good = [json.dumps({"id": i, "user": "hi", "expect_action": "no_call"}) for i in ("a", "b", "c")]
+    lines = [good[0], '{"id": "x", "user": ', good[1], "[1, 2]", "", "not json at all", good[2]]
+    _sweep(tmp_path, "\n".join(lines) + "\n", "cases.jsonl")
+    result = cli.invoke(app, ["validate", str(tmp_path / "sweep.yaml")])
+    assert result.exit_code == 2, result.output
+    named = sorted({int(n) for n in re.findall(r"cases\.jsonl:(\d+)", result.output)})
+    assert named == [2, 4, 6], result.output
+    assert "Traceback" not in result.output
+
+
 def test_bad_json_line_fails_with_line(tmp_path: Path) -> None:
     good = json.dumps({"id": "a", "user": "hi", "expect_action": "no_call"})
     _sweep(tmp_path, good + "\n" + '{"id": "b", "user": \n', "cases.jsonl")
     result = cli.invoke(app, ["run", str(tmp_path / "sweep.yaml"), "--out", str(tmp_path / "o")])
     assert result.exit_code == 2
-    assert "cases.jsonl:2" in result.output and "not valid JSON" in result.output
+    assert "cases.jsonl:2" in result.output and "not JSON" in result.output
     with pytest.raises(UserError, match=r"cases.jsonl:1 must_not_call\[0\]"):
         (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "a", "user": "hi", "must_not_call": ["nope"]}))
         load_sweep(tmp_path / "sweep.yaml")

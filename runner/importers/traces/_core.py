@@ -35,7 +35,8 @@ from typing import IO, Any
 
 import orjson
 
-from runner.core.safety import bounded_lines, one_line
+from runner.core.jsonlines import BadLine, json_lines
+from runner.core.safety import one_line
 from runner.core.skips import Skips
 
 MAX_RECORD_BYTES = 32 * 1024 * 1024
@@ -220,25 +221,20 @@ def records(path: Path, limit: int = MAX_RECORD_BYTES) -> Iterator[tuple[int, An
     own but the whole file is: an array's items are its records (numbered from 0), an object is record 0.
     A first line that is neither (a JSON lines file whose first record is cut short) is one bad record."""
     with (gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")) as fh:
-        for line_no, line, size in bounded_lines(fh, limit):
-            if line is None:
-                yield line_no, BadRecord("record too large", f"{size:,} bytes on one line (the limit is "
-                                         f"{limit:,}; --max-record-mb)")
-                continue
-            if not line.strip():
-                continue
-            try:
-                value = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
+        for line_no, value in json_lines(fh, limit):
+            if not isinstance(value, BadLine):
+                yield line_no, value
+            elif value.raw is None:
+                yield line_no, BadRecord("record too large", f"{value.detail}; --max-record-mb")
+            else:
+                line = value.raw
                 if line_no == 1 and line.strip()[:1] in (b"{", b"[") and not line.rstrip().endswith((b"}", b"]")):
                     document = _document(fh, line, limit)
                     if document is not None:
                         yield from document
                         return
                     fh.seek(len(line))  # not one document either: JSON lines whose first record is broken
-                yield line_no, BadRecord("not JSON", str(exc)[:120])
-                continue
-            yield line_no, value
+                yield line_no, BadRecord("not JSON", value.detail[:120])
 
 
 def _document(fh: Any, first: bytes, limit: int) -> list[tuple[int, Any]] | None:

@@ -25,14 +25,16 @@ failures with the model's retry policy; anything else raises ``ProviderError``.
 from __future__ import annotations
 
 import asyncio
+import io
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
 import httpx
 import orjson
 
+from runner.core.jsonlines import json_lines
 from runner.core.types import ChatRequest
 from runner.execution.backends.batch.capture import Answer
 from runner.providers import ErrorKind, ProviderError, make_provider
@@ -167,10 +169,8 @@ class _OpenAIBatches(VendorBatches):
                 continue
             content = (await self._send("GET", f"{self.base}/files/{file_id}/content",
                                         f"downloading the {key[:-8]} file of batch {batch_id}")).content
-            for line in content.splitlines():
-                if line.strip():
-                    item = orjson.loads(line)
-                    answers[item["custom_id"]] = self._answer(item, batch_id)
+            for item in _result_lines(content):
+                answers[item["custom_id"]] = self._answer(item, batch_id)
         failed = poll.status == "failed"
         why = "; ".join(str(e.get("message")) for e in ((poll.info.get("errors") or {}).get("data") or ()))
         for tid in trial_ids:
@@ -181,11 +181,12 @@ class _OpenAIBatches(VendorBatches):
         return answers
 
     def _answer(self, item: dict[str, Any], batch_id: str) -> Answer:
-        response, error = item.get("response"), item.get("error")
+        response, error = _mapping(item.get("response")), _mapping(item.get("error"))
         if response is not None and response.get("status_code") == 200:
             return self._decoded(response.get("body"), batch_id)
         if response is not None:
-            status, body = int(response.get("status_code") or 0), response.get("body")
+            code_given = response.get("status_code")
+            status, body = code_given if isinstance(code_given, int) else 0, response.get("body")
             try:
                 message, param, code = self.wire.error_fields(body)
             except (KeyError, TypeError, AttributeError):
@@ -239,16 +240,13 @@ class _AnthropicBatches(VendorBatches):
         url = poll.info.get("results_url") or f"{self.base}/messages/batches/{batch_id}/results"
         content = (await self._send("GET", url, f"downloading the results of batch {batch_id}")).content
         answers: dict[str, Answer] = {}
-        for line in content.splitlines():
-            if not line.strip():
-                continue
-            item = orjson.loads(line)
-            result = item.get("result") or {}
+        for item in _result_lines(content):
+            result = _mapping(item.get("result")) or {}
             kind = result.get("type")
             if kind == "succeeded":
                 answers[item["custom_id"]] = self._decoded(result.get("message"), batch_id)
             elif kind == "errored":
-                outer = result.get("error") or {}
+                outer = _mapping(result.get("error")) or {}
                 inner: dict[str, Any] = outer["error"] if isinstance(outer.get("error"), dict) else outer
                 status = _ANTHROPIC_STATUS.get(str(inner.get("type")), 500)
                 answers[item["custom_id"]] = Answer(error=classify_http(
@@ -268,3 +266,16 @@ class _AnthropicBatches(VendorBatches):
 
 VENDORS: dict[str, type[VendorBatches]] = {"openai": _OpenAIBatches, "anthropic": _AnthropicBatches,
                                            "openai-responses": _OpenAIResponsesBatches}
+
+
+def _result_lines(content: bytes) -> Iterator[dict[str, Any]]:
+    """The records of a vendor's results file that name a request (``custom_id``); a line that does not read, or
+    names none, answers no trial, which then gets the missing-answer error (a server may send anything)."""
+    for _number, item in json_lines(io.BytesIO(content)):
+        if isinstance(item, dict) and isinstance(item.get("custom_id"), str):
+            yield item
+
+
+def _mapping(value: Any) -> dict[str, Any] | None:
+    """``value`` if it is a JSON object, else None: a results file's fields are read as what they claim to be."""
+    return value if isinstance(value, dict) else None
