@@ -51,8 +51,9 @@ from runner.core.errors import ErrorKind, UserError, warn
 from runner.core.redact import scrub_batch
 from runner.core.safety import not_regular
 from runner.core.schema import ONCE_PER_BATCH
-from runner.output.checksums import ChecksummedWriter, batch_verdict, is_seal, with_scheme
+from runner.output.checksums import ChecksummedWriter, with_scheme
 from runner.output.journal import JOURNAL_GLOB, Journal, journal_path, read_journal
+from runner.output.unfinished import UnfinishedPart
 from runner.output.verified import note_written
 
 __all__ = [
@@ -605,61 +606,39 @@ def _next_free_seq(trials_dir: Path, worker: str) -> int:
     return max(seqs, default=-1) + 1
 
 
-_FILE_MAGIC = b"ARROW1"
-
-
 def salvage_part(source_path: Path, final: Path) -> tuple[int, int, bool]:
     """Copy the complete record batches of ``source_path`` into ``final`` (IPC file, fsynced tmp + rename).
 
-    The source may be an unfinished part (an IPC file without its footer), a finished
-    part cut short, or a plain IPC stream (what older versions wrote while running):
-    its body is read as a stream until the first incomplete batch. A batch whose checksum
-    fails (``runner.output.checksums``) is left out, so its trials run again; the copy is
-    written with fresh checksums. Batch by batch from a plain file, so memory stays at one
-    batch. Returns (batches, rows, torn tail dropped); with zero complete batches nothing
-    is written.
+    The source may be an unfinished part (an IPC file without its footer) or a finished
+    part cut short; its batches are read by ``UnfinishedPart`` until the first incomplete
+    one, and a batch whose checksum fails is left out, so its trials run again. The copy
+    is written with fresh checksums, batch by batch, so memory stays at one batch.
+    Returns (batches, rows, torn tail dropped); with zero complete batches nothing is
+    written.
     """
     tmp = final.with_name(final.name + ".tmp")
     batches = rows = 0
-    torn = False
     writer: ChecksummedWriter | None = None
     sink: pa.NativeFile | None = None
+    part = UnfinishedPart(source_path)
     try:
-        with pa.OSFile(str(source_path), "rb") as source:
-            head = source.read(8)
-            source.seek(8 if head.startswith(_FILE_MAGIC) else 0)
-            try:
-                reader = ipc.open_stream(source)
-            except _TORN:
-                return 0, 0, source_path.stat().st_size > 0
-            index = -1
-            while True:
-                index += 1
-                try:
-                    batch, metadata = reader.read_next_batch_with_custom_metadata()
-                    batch.validate()
-                except StopIteration:
-                    break
-                except _TORN:
-                    torn = True
-                    break
-                if is_seal(metadata) or batch_verdict(batch, metadata, index, reader.schema) is False:
-                    continue  # the seal is written anew; a batch whose checksum fails is set aside: its trials rerun
-                if writer is None:
-                    sink = pa.OSFile(str(tmp), "wb")
-                    writer = ChecksummedWriter(sink, with_scheme(reader.schema))
-                writer.write_batch(batch)
-                batches += 1
-                rows += batch.num_rows
+        for batch in part.batches():
+            if writer is None:
+                assert part.schema is not None
+                sink = pa.OSFile(str(tmp), "wb")
+                writer = ChecksummedWriter(sink, with_scheme(part.schema))
+            writer.write_batch(batch)
+            batches += 1
+            rows += batch.num_rows
         if writer is None:
-            return 0, 0, torn
+            return 0, 0, part.torn
         writer.close()
         assert sink is not None
         sink.close()
         _fsync(tmp)
         os.replace(tmp, final)
         _fsync(final.parent)
-        return batches, rows, torn
+        return batches, rows, part.torn
     finally:
         # On failure the half-written tmp is abandoned, so its writer needs no footer.
         if sink is not None and not sink.closed:

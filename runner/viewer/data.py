@@ -22,7 +22,7 @@ import shutil
 import tempfile
 import threading
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 from polars.datatypes import DataTypeClass
 
 from runner.core.calls import Blobs, RecordedCall, row_calls
@@ -39,6 +38,7 @@ from runner.core.errors import UserError
 from runner.core.schema import CALL_COLUMNS, COMMON_FIELDS
 from runner.output.parts import damaged_parts, latest, refuse_issues, trial_key
 from runner.output.reader import Output
+from runner.output.unfinished import UnfinishedPart
 
 if TYPE_CHECKING:
     from runner.analysis.leaderboard import Summary
@@ -286,7 +286,8 @@ def _unlink(files: Sequence[Path]) -> None:
 
 class _OpenPart:
     """What was read of one part still being written (an Arrow IPC file without its footer yet: its body is a
-    stream): its complete batches so far, scanned lazily like a closed part. A re-read reads only the bytes written
+    stream): its complete batches so far whose checksums hold (``runner.output.unfinished``, the reader crash repair
+    uses too, so the live view shows no trial repair would drop), scanned lazily like a closed part. A re-read reads only the bytes written
     since, from where the last complete batch ended (the open part holds up to a million rows; reading all of it
     on every poll of a live run was the viewer's cost that grew with the run).
 
@@ -300,8 +301,7 @@ class _OpenPart:
     def __init__(self, spill: Path) -> None:
         self.spill = spill
         self.inode = -1
-        self.offset = 0  # where the next message starts: after the magic, the schema and every complete batch read
-        self.schema: pa.Schema | None = None
+        self.part: UnfinishedPart | None = None  # reads on from where the last complete, verified batch ended
         self.files: list[Path] = []  # the spilled batches, oldest first
         self.retired: list[Path] = []  # spilled files the next snapshot no longer scans (``Source._read``)
 
@@ -310,25 +310,26 @@ class _OpenPart:
             st = path.stat()
         except OSError:  # finalized and renamed since the listing: the next listing has it as a closed part
             return self.frame()
-        if st.st_ino != self.inode or st.st_size < self.offset:  # another file under the name: start again
+        if self.part is None or st.st_ino != self.inode or st.st_size < self.part.offset:  # another file: start again
             self.retired += self.files
-            self.inode, self.offset, self.schema, self.files = st.st_ino, 0, None, []
+            self.inode, self.part, self.files = st.st_ino, UnfinishedPart(path), []
         import pyarrow.ipc as ipc
 
         # each batch written out as soon as it is read: one batch in memory at a time, not the whole new stretch
         target = self.spill / f"{path.stem}-{st.st_ino}-{len(self.files):06d}.arrow"
-        start, writer = self.offset, None
+        part, writer = self.part, None
+        start = (part.offset, part.index, part.failed)
         try:
-            for batch in self._new_batches(path):
+            for batch in part.batches():
                 if writer is None:
-                    assert self.schema is not None
-                    writer = ipc.new_file(str(target), self.schema)
+                    assert part.schema is not None
+                    writer = ipc.new_file(str(target), part.schema)
                 writer.write_batch(batch)
         except BaseException:
             if writer is not None:
                 writer.close()
             target.unlink(missing_ok=True)
-            self.offset = start  # read again next time
+            part.offset, part.index, part.failed = start  # read again next time
             raise
         if writer is not None:
             writer.close()
@@ -337,30 +338,6 @@ class _OpenPart:
 
     def frame(self) -> pl.LazyFrame | None:
         return pl.scan_ipc([str(f) for f in self.files], glob=False) if self.files else None
-
-    def _new_batches(self, path: Path) -> Iterator[pa.RecordBatch]:
-        """The complete record batches written past ``offset`` (which moves past each), up to the first one not
-        fully written."""
-        import pyarrow.ipc as ipc
-
-        try:
-            with pa.OSFile(str(path)) as source:
-                if self.schema is None:
-                    source.seek(8)  # the file magic (6 bytes, padded to 8) before the stream body
-                    self.schema = ipc.read_schema(ipc.MessageReader.open_stream(source).read_next_message())
-                    self.offset = source.tell()
-                source.seek(self.offset)
-                messages = ipc.MessageReader.open_stream(source)
-                while True:
-                    try:
-                        batch = ipc.read_record_batch(messages.read_next_message(), self.schema)
-                        batch.validate()
-                    except (StopIteration, pa.ArrowInvalid, OSError, EOFError):
-                        return  # the end, or a torn tail: read again from ``offset`` next time
-                    self.offset = source.tell()
-                    yield batch
-        except (StopIteration, pa.ArrowInvalid, OSError, EOFError):
-            return  # no schema yet, or the writer finalized and renamed it since the listing
 
 
 @dataclass

@@ -23,6 +23,7 @@ import runner.output.sink as sink_module
 from runner.core.errors import UserError
 from runner.core.manifest import MANIFEST
 from runner.output import Output
+from runner.output.checksums import ChecksummedWriter, with_scheme
 from runner.output.sink import (
     RepairNote,
     TrialSink,
@@ -417,11 +418,11 @@ def test_repair_keeps_exactly_the_complete_batches_at_any_cut(tmp_path: Path, no
             path.unlink()
 
 
-def test_repair_of_a_cleanly_ended_stream_reports_no_torn_tail(tmp_path: Path) -> None:
+def test_repair_of_a_part_ending_at_a_batch_reports_no_torn_tail(tmp_path: Path) -> None:
     trials = tmp_path / "trials"
     trials.mkdir()
-    with pa.OSFile(str(trials / "part-w0-00000.arrows"), "wb") as f, ipc.new_stream(f, SCHEMA) as w:
-        w.write_batch(to_record_batch([ids_row(0), ids_row(1)], SCHEMA))
+    with pa.OSFile(str(trials / "part-w0-00000.arrows"), "wb") as f:
+        ChecksummedWriter(f, with_scheme(SCHEMA)).write_batch(to_record_batch([ids_row(0), ids_row(1)], SCHEMA))
     [note] = repair_parts(trials)
     assert (note.batches, note.rows, note.torn_tail, note.already_finalized) == (1, 2, False, False)
     assert str(note) == "part-w0-00000.arrows -> part-w0-00000.arrow: kept 1 batches (2 rows)"

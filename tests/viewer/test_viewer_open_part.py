@@ -30,11 +30,12 @@ def test_the_open_part_is_read_incrementally_and_equals_a_read_from_scratch(quic
         source = Source(live, "live", Output.open(live))
         assert _ids(source) == sorted(r["trial_id"] for r in rows[:8])
         [opened] = source._open.values()
-        read_before = opened.offset
+        assert opened.part is not None
+        read_before = opened.part.offset
         for row in rows[8:10]:
             sink.append(row)  # one more batch in the same open part
         assert _ids(source) == sorted(r["trial_id"] for r in rows[:10])
-        assert list(source._open.values()) == [opened] and opened.offset > read_before  # the same reader, read on
+        assert list(source._open.values()) == [opened] and opened.part.offset > read_before  # the same reader, read on
         fresh = Source(live, "again", Output.open(live))  # the same output read from scratch
         assert _ids(fresh) == _ids(source)
         assert fresh.snapshot().frame.collect().equals(source.snapshot().frame.collect())  # type: ignore[union-attr]
