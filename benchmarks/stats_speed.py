@@ -227,7 +227,7 @@ def write_big_run(out: Path, prompts: int = BIG_PROMPTS, runs: int = BIG_RUNS, s
         with ipc.new_file(str(out / "trials" / f"part-{i:05d}.arrow"), table.schema) as w:
             w.write_table(table.slice(i * step, step), max_chunksize=1 << 20)
     (out / "manifest.json").write_text(json.dumps({
-        "format_version": 1, "sweep_name": "synthetic-10M", "sweep_id": "synthetic", "status": "finished",
+        "format_version": 2, "sweep_name": "synthetic-10M", "sweep_id": "synthetic", "status": "finished",
         "seed": seed, "trials_total": total, "counts": {"ok": int(total - error.sum()), "error": int(error.sum())},
         "probes": {"misselection": {"kind": "misselection"}},
         "sweep": {"models": [{"name": "sim-10m", "provider": "sim", "model": "sim-10m"}], "seed": seed},

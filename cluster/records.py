@@ -6,10 +6,6 @@ mode owns the ``"ray"`` entry and its shape: the address asked for, and the live
 (``watch``) the driver rewrites as it goes and ``trialgrid job status JOB`` prints. ``ray_record``
 reads it back through these models, so a damaged entry fails in one located line here,
 not in every reader.
-
-Manifests written before the slot existed kept the same data in ``sessions[].engine``
-(``{"mode": "ray", "address": ...}``) and ``sessions[].watch``; the core converts those
-into ``extensions["ray"]`` on read, so they read through here unchanged.
 """
 
 from __future__ import annotations

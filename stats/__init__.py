@@ -4,17 +4,9 @@ Imports neither ``runner`` nor ``cluster``. The cluster (prompt, case, task)
 is the unit of inference throughout; inputs are per-cell counts. Every public
 function has a numpydoc docstring (Parameters, Returns, the method and a
 reference), in the style of ``scipy.stats``.
-
-Deprecated aliases (same objects, a ``DeprecationWarning`` on use; not in
-``__all__``): ``cluster_bootstrap_ci`` → ``cluster_rate_ci``,
-``cluster_bootstrap_many`` → ``cluster_rate_ci_many``, ``BootstrapResult`` →
-``ClusterIntervalResult`` (``stats._deprecated`` says how).
 """
 
-from typing import Any
-
 from stats._clusters import factorize_clusters
-from stats._deprecated import renamed_attribute
 from stats.agreement import average_ranks, cohen_kappa, spearman
 from stats.cluster_intervals import (
     DEFAULT_METHOD,
@@ -24,10 +16,6 @@ from stats.cluster_intervals import (
     cluster_rate_ci_many,
     paired_difference_ci,
 )
-
-# deprecated aliases: attributes, not in __all__ (they warn when called)
-from stats.cluster_intervals import cluster_bootstrap_ci as cluster_bootstrap_ci
-from stats.cluster_intervals import cluster_bootstrap_many as cluster_bootstrap_many
 from stats.comparison import holm, paired_permutation_test
 from stats.consistency import PassHatKCurve, PassHatKResult, pass_hat_k, pass_hat_k_curve
 from stats.contingency import fisher_exact, mcnemar_exact
@@ -90,10 +78,3 @@ __all__ = [
     "spearman",
     "wilson_interval",
 ]
-
-_RENAMED = {"BootstrapResult": ("stats.ClusterIntervalResult", ClusterIntervalResult)}
-
-
-def __getattr__(name: str) -> Any:
-    """``BootstrapResult``, the former name of ``ClusterIntervalResult``, with a DeprecationWarning."""
-    return renamed_attribute(__name__, name, _RENAMED)

@@ -24,13 +24,9 @@ the order statistic one place too high at both ends).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from stats import _kernels as K
-from stats import results as _results
-from stats._deprecated import renamed_attribute
 from stats._rng import SeedLike, kernel_seed
 from stats.results import ClusterIntervalResult, ConfidenceInterval
 
@@ -173,18 +169,3 @@ def percentile_many(cols_h: list[np.ndarray], cols_n: list[np.ndarray], k: int,
         out.append(_result(stat, dist_a - dist_b, confidence_level,
                            "difference of pooled rates A − B (clusters resampled once for both arms)", r, k, shared))
     return tuple(out)
-
-
-_RENAMED = {"BootstrapResult": ("stats.ClusterIntervalResult", ClusterIntervalResult),
-            # imported as the module, so the old names stay absent here and reach __getattr__
-            "METHODS": ("stats.cluster_intervals.METHODS", _results.METHODS),
-            "DEFAULT_METHOD": ("stats.cluster_intervals.DEFAULT_METHOD", _results.DEFAULT_METHOD)}
-
-
-def __getattr__(name: str) -> Any:
-    """Names that used to live here (``METHODS``, ``DEFAULT_METHOD``, ``BootstrapResult``), with a DeprecationWarning.
-
-    The former functions ``cluster_bootstrap_ci`` / ``cluster_bootstrap_many`` are aliased in ``stats``
-    (where they were public): defining them here would make this module import the one that uses it.
-    """
-    return renamed_attribute(__name__, name, _RENAMED)

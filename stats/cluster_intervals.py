@@ -4,10 +4,6 @@ Why this exists: ``cluster_rate_ci`` and ``cluster_rate_ci_many`` are the one
 entry point for every cluster interval the reports print, whatever the method.
 The default (``method="korn-graubard-tilted"``) is analytic and draws no
 resamples; only ``method="percentile"`` resamples clusters (``stats.bootstrap``).
-These functions were called ``cluster_bootstrap_ci`` / ``cluster_bootstrap_many``
-(and their result ``BootstrapResult``) when the percentile bootstrap was the
-default; those names remain as deprecated aliases (at the end of this module and
-in ``stats.results``; the mechanism is ``stats._deprecated``).
 
 The default was chosen by the simulation study benchmarks/interval_coverage.py
 (table and discussion in docs/statistics-coverage.md): the percentile interval
@@ -23,7 +19,6 @@ most skewed cells). The formulas are in ``stats.intervals``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -31,7 +26,6 @@ from numpy.typing import ArrayLike
 from stats import bootstrap as B
 from stats import intervals as I
 from stats._clusters import as_counts, cluster_table, factorize_clusters
-from stats._deprecated import warn_renamed
 from stats._rng import SeedLike
 from stats.results import (
     DEFAULT_METHOD,
@@ -468,15 +462,3 @@ def cluster_rate_ci_many(
         nB = np.array([nc[b].sum(axis=0) for _, b in pairs])
         out += difference_results(hA, nA, hB, nB, confidence_level, method)
     return tuple(out)
-
-
-def cluster_bootstrap_ci(*args: Any, **kwargs: Any) -> ClusterIntervalResult:
-    """Deprecated alias of ``cluster_rate_ci`` (same arguments, same result), with a DeprecationWarning."""
-    warn_renamed("stats.cluster_bootstrap_ci", "stats.cluster_rate_ci")
-    return cluster_rate_ci(*args, **kwargs)
-
-
-def cluster_bootstrap_many(*args: Any, **kwargs: Any) -> tuple[ClusterIntervalResult, ...]:
-    """Deprecated alias of ``cluster_rate_ci_many`` (same arguments, same results), with a DeprecationWarning."""
-    warn_renamed("stats.cluster_bootstrap_many", "stats.cluster_rate_ci_many")
-    return cluster_rate_ci_many(*args, **kwargs)

@@ -10,11 +10,9 @@ record of what was computed, not something to be edited.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, get_args
+from typing import Literal, NamedTuple, get_args
 
 import numpy as np
-
-from stats._deprecated import renamed_attribute
 
 
 class ConfidenceInterval(NamedTuple):
@@ -120,8 +118,7 @@ IntervalKey = Literal["korn-graubard-tilted", "mover-korn-graubard-tilted", "kor
 class ClusterIntervalResult:
     """Cluster confidence interval of a pooled rate or a difference (``stats.cluster_rate_ci`` / ``_many``).
 
-    Formerly ``BootstrapResult`` (a deprecated alias remains): the default
-    interval is analytic and draws no resamples.
+    The default interval is analytic and draws no resamples.
 
     Attributes
     ----------
@@ -329,11 +326,3 @@ class Firing(NamedTuple):
 
     firing: int
     clusters: int
-
-
-_RENAMED = {"BootstrapResult": ("stats.ClusterIntervalResult", ClusterIntervalResult)}
-
-
-def __getattr__(name: str) -> Any:
-    """``BootstrapResult``, the former name of ``ClusterIntervalResult``, with a DeprecationWarning."""
-    return renamed_attribute(__name__, name, _RENAMED)

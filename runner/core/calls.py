@@ -388,7 +388,7 @@ def decode_calls(calls: Sequence[Mapping[str, Any]] | None, blobs: Blobs, model:
 
 def row_calls(row: Mapping[str, Any], blobs: Blobs) -> list[RecordedCall] | None:
     """Each model call of a stored ``row`` with its request rebuilt exactly (``blobs``: the output's, from
-    ``runner.output.Output.blobs``); ``None`` when the row records no calls (an output of format 1)."""
+    ``runner.output.Output.blobs``); ``None`` when the row records no calls (trials imported from another harness)."""
     if row.get("calls") is None:
         return None
     return decode_calls(row["calls"], blobs, str(row.get("model_id") or ""), row.get("seed"))

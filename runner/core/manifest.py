@@ -9,13 +9,11 @@ The record is the bottom layer: it imports nothing of ``runner`` but ``runner.co
 Creating a manifest from a loaded sweep is ``runner.output.manifest``'s job (it may
 know the config); analysis, probes and reporting only read it, through this module.
 
-``format_version`` is the version of the whole output. 1 is exactly what trialgrid
-wrote before the record was typed; 2 has the same manifest shape, and its
-trial rows carry every model call (the ``calls`` and ``call_blobs`` columns,
-``runner.core.calls``). Every version-1 file reads unchanged (its version kept: its
-rows have no calls, and readers go by the columns a part has), and rewriting one
-keeps its keys.
-Two rules keep it so:
+``format_version`` is the version of the whole output: 2 is what trialgrid 0.2.0
+writes (its trial rows carry every model call: the ``calls`` and ``call_blobs``
+columns, ``runner.core.calls``). An output of another version is refused in one
+line: one from before 0.2.0 was never released, and a newer one needs a newer
+trialgrid. Rewriting a manifest keeps its keys; two rules keep it so:
 
 * a key a writer never set is not written: an optional field left at its ``None``
   default is omitted, while one set to ``None`` (``"finished_at": null`` of a running
@@ -24,14 +22,12 @@ Two rules keep it so:
   older reader), except in the three records that copy another layer's open data
   verbatim — the sweep snapshot, its models, and a probe's identity — which keep them.
 
-A change of shape bumps ``FORMAT_VERSION`` and converts older files in
-``_upgrade`` before validation.
+A change of shape bumps ``FORMAT_VERSION``; ``_check_version`` says which versions
+read.
 
 A plug-in's records are not the core's: each session has an ``extensions`` slot, one
 JSON object per plug-in name, kept verbatim here and validated by the plug-in that wrote
-it (cluster mode: ``cluster.records``). The one exception to "rewriting keeps its keys":
-a Ray session written before the slot existed, whose ``engine`` and ``watch`` keys are
-read (and so rewritten) as ``extensions["ray"]``.
+it (cluster mode: ``cluster.records``).
 """
 
 from __future__ import annotations
@@ -59,7 +55,7 @@ from runner.core.safety import printable_label, read_capped
 from runner.core.sources import Source, load_source, validate
 
 MANIFEST = "manifest.json"
-#: the on-disk shape this version writes and reads (older ones are converted on read)
+#: the on-disk shape this version writes and reads (no other is read)
 FORMAT_VERSION = 2
 
 _HINT = "restore it, or start the sweep in an empty --out directory"
@@ -326,44 +322,19 @@ class Manifest(ManifestRecord):
         return [r for r in self.remedies if r.provider == model.provider and r.model_id == model.model_id]
 
 
-#: session keys a plug-in wrote before ``SessionRecord.extensions`` existed (cluster mode: ``engine`` held
-#: ``{"mode": "ray", "address": ...}``, ``watch`` its live summary); read into ``extensions[mode]``
-_LEGACY_SESSION_KEYS = ("engine", "watch")
-
-
-def _upgrade_session(session: Any) -> Any:
-    """A session written with the legacy plug-in keys, with them moved into ``extensions`` (others as they are)."""
-    if not isinstance(session, dict) or not any(k in session for k in _LEGACY_SESSION_KEYS):
-        return session
-    session = dict(session)
-    engine, watch = session.pop("engine", None), session.pop("watch", None)
-    if not isinstance(engine, dict) or not isinstance(engine.get("mode"), str):
-        return session  # nothing a plug-in can read (only the cluster driver ever wrote these keys)
-    extensions = dict(session.get("extensions") or {})
-    record = {k: v for k, v in engine.items() if k != "mode"}
-    if watch is not None:
-        record["watch"] = watch
-    extensions.setdefault(engine["mode"], record)
-    session["extensions"] = extensions
-    return session
-
-
-def _upgrade(data: Any, path: Path) -> Any:
-    """Convert an older shape to ``FORMAT_VERSION``; refuse a newer one.
-
-    1 → 2 needs nothing: the manifest's shape is the same (format 2 adds the rows' recorded calls). Sessions with
-    the legacy plug-in keys (``engine``, ``watch``) get them in ``extensions``; an older trialgrid reads a newer
-    file's ``extensions`` as an unknown key.
-    """
-    if isinstance(data, dict):
-        version = data.get("format_version")
-        if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
-            raise UserError(f"manifest format {version} is newer than this trialgrid reads ({FORMAT_VERSION})",
-                            file=path, key_path=("format_version",), hint="upgrade trialgrid to read this output")
-        sessions = data.get("sessions")
-        if isinstance(sessions, list):
-            data = {**data, "sessions": [_upgrade_session(s) for s in sessions]}
-    return data
+def _check_version(data: Any, path: Path) -> None:
+    """Refuse a manifest of another ``format_version`` than ``FORMAT_VERSION``, in one line."""
+    if not isinstance(data, dict):
+        return  # the model's validation says what is wrong
+    version = data.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version == FORMAT_VERSION:
+        return
+    if version > FORMAT_VERSION:
+        raise UserError(f"manifest format {version} is newer than this trialgrid reads ({FORMAT_VERSION})",
+                        file=path, key_path=("format_version",), hint="upgrade trialgrid to read this output")
+    raise UserError(f"manifest format {version} was written before trialgrid 0.2.0, which reads format "
+                    f"{FORMAT_VERSION} only", file=path, key_path=("format_version",),
+                    hint="run the sweep again into a new output directory")
 
 
 def read_manifest_file(path: Path) -> Manifest:
@@ -381,7 +352,7 @@ def read_manifest_file(path: Path) -> Manifest:
                         hint=_HINT) from None
     except RecursionError:
         raise UserError("the run manifest nests too deep to be one", file=path, hint=_HINT) from None
-    data = _upgrade(data, path)
+    _check_version(data, path)
     try:
         return Manifest.model_validate(data)
     except ValidationError:

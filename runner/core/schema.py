@@ -92,7 +92,7 @@ COMMON_FIELDS: tuple[pa.Field, ...] = (
     pa.field("call_blobs", pa.list_(BLOB)),               # content the calls name, once per record batch
 )
 
-#: the columns that record the exchange rather than an outcome (absent from outputs of format 1)
+#: the columns that record the exchange rather than an outcome (absent from trials imported from another harness)
 CALL_COLUMNS = ("calls", "call_blobs")
 #: columns whose values the writer keeps once per record batch (``runner.core.calls.first_in_batch``)
 ONCE_PER_BATCH = frozenset({"call_blobs"})

@@ -38,7 +38,7 @@ from runner.core.manifest import Manifest, RescoredFrom, RunStatus, write_manife
 from runner.core.messages import say
 from runner.core.schema import COMMON_FIELDS, STATUS_ERROR, STATUS_OK, trial_schema
 from runner.core.types import TrialSpec
-from runner.execution.replay import NotReplayable, ReplayAgent, ReplayExhausted, stored_responses
+from runner.execution.replay import ReplayAgent, ReplayExhausted, stored_responses
 from runner.execution.run import count_statuses, grid_of
 from runner.output.lock import LOCK_FILE, lock_output
 from runner.output.manifest import finish_manifest, start_manifest
@@ -94,6 +94,9 @@ def rescore(source: Path, dest: Path, sweep_path: Path | None = None) -> Rescore
     """Re-score ``source`` into the new output ``dest``. Raises ``UserError``; writes nothing on refusal."""
     output = Output.open(source)  # the manifest and the part footers, read once; damaged or foreign parts refused
     manifest = output.manifest
+    if "calls" not in output.scan().collect_schema().names():
+        raise UserError(f"{source} records no model calls (trials imported from another harness): there is "
+                        "nothing to re-score from", hint="run the sweep instead: trialgrid run SWEEP --out NEW")
     if sweep_path is None:
         sweep_path = Path(manifest.sweep_file or "")
         if not sweep_path.is_file():
@@ -158,8 +161,7 @@ def _rescored_rows(source: Output, loaded: LoadedSweep) -> tuple[list[dict[str, 
     asyncio.run(score_all())
     if refused:
         raise UserError(f"{len(refused):,} stored row(s) cannot be replayed, e.g. {refused[0]}; nothing was written",
-                        hint="a probe that now needs more model turns than were stored, or a multi-step trial of an "
-                             "output written before calls were recorded (format 1), must be rerun: "
+                        hint="a probe that now needs more model turns than were stored must be rerun: "
                              "`trialgrid run SWEEP` into a new output")
     dropped = len(stored) - len(matched)
     if dropped:
@@ -178,8 +180,6 @@ async def _replay(probe: Probe, spec: TrialSpec, old: Mapping[str, Any]) -> tupl
         outcome = await probe.run(spec, agent)
     except ReplayExhausted as exc:
         return {}, str(exc)
-    except NotReplayable as exc:
-        return {}, f"trial {old['trial_id']}: {exc}"
     except ProviderError as exc:
         return {}, f"trial {old['trial_id']}: an ok row without a stored answer ({exc.message})"
     except Exception as exc:

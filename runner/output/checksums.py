@@ -15,9 +15,9 @@ part (so a footer pointing twice at one batch is caught), its CRC, and the CRC o
 empty *seal* batch records the batch and row counts, so a footer that lost a batch is caught too. The schema
 metadata carries ``trialgrid.checksums`` (the scheme), so a part whose footer lost every batch is refused.
 
-A part none of whose batches carries a checksum reads as before, unverified: one written before checksums, or
-rewritten by a tool that copied a part's schema. A single flip cannot strip them all (the seal carries one too),
-and a part where some batches carry one and others not is refused.
+Every part trialgrid writes carries them (the sink, crash repair, rescore and the importers all write through
+``ChecksummedWriter``), so a part without any is refused like a damaged one: written by another tool, or by a
+trialgrid before 0.2.0. A part where some batches carry one and others not is refused too.
 
 Cost (``python benchmarks/part_checksums.py --rows 100000 --out OUT``, 2 shared cores at load 11–12): a sink
 writing checksums keeps 0.973 of the rows/s of one that does not; a report's CPU is 1.004 of the unverified one on the quickstart
@@ -87,12 +87,15 @@ class ChecksummedWriter:
         self._writer.close()
 
 
+#: the problem of a part that carries no checksum at all: not damage, a part trialgrid 0.2.0 did not write
+NO_CHECKSUMS = "it carries no checksums (written by another tool, or by a trialgrid before 0.2.0)"
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """What checking a part found: ``problem`` None when it verifies (or predates checksums); ``good``: the
-    indices of the batches whose checksum holds (all of them for a part that verifies)."""
+    """What checking a part found: ``problem`` None when it verifies; ``good``: the indices of the batches whose
+    checksum holds (all of them for a part that verifies)."""
 
-    checked: bool
     problem: str | None
     good: tuple[int, ...]
 
@@ -111,7 +114,6 @@ def _fields(metadata: Mapping[bytes, bytes] | None, key: bytes) -> list[int] | N
 def verify_part(reader: ipc.RecordBatchFileReader) -> Verdict:
     """Check every batch of an opened part against its recorded CRC, the schema, and the seal.
 
-    A part with neither the scheme key nor any batch metadata predates checksums: ``checked`` False, no problem.
     Never raises for damage: a batch that does not decode is a failed batch."""
     n = reader.num_record_batches
     claims = (reader.schema.metadata or {}).get(CHECKSUMS_KEY) is not None
@@ -157,9 +159,8 @@ def verify_part(reader: ipc.RecordBatchFileReader) -> Verdict:
         good.append(i)
         rows += batch.num_rows
     if not any_metadata and (n or not claims):
-        # no batch carries a checksum: a part written before checksums, or rewritten by a tool that copied the
-        # schema (a single flip cannot strip every batch's metadata, the seal's included)
-        return Verdict(False, None, tuple(range(n)))
+        # no batch carries a checksum (a single flip cannot strip every batch's metadata, the seal's included)
+        return Verdict(NO_CHECKSUMS, ())
     if bare and first_problem is None:
         first_problem = f"{bare} of its {n} batches have lost their checksums"
     if first_problem is None:
@@ -169,13 +170,13 @@ def verify_part(reader: ipc.RecordBatchFileReader) -> Verdict:
             first_problem = "its footer does not match its seal (a batch is missing or repeated)"
         elif seal[1] != rows:
             first_problem = "its row count does not match its seal"
-    return Verdict(True, first_problem, tuple(good))
+    return Verdict(first_problem, tuple(good))
 
 
 def batch_verdict(batch: pa.RecordBatch, metadata: Mapping[bytes, bytes] | None, index: int,
                   schema: pa.Schema) -> bool | None:
-    """For a salvage reading a part as a stream: True when the batch's checksum holds, False when it fails,
-    None when it carries none (an old part, or the seal)."""
+    """For a reader of a part as a stream: True when the batch's checksum holds, False when it fails, None when
+    it carries none (the seal)."""
     fields = _fields(metadata, _BATCH_KEY)
     if fields is None:
         return None

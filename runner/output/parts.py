@@ -48,7 +48,7 @@ import pyarrow.ipc as ipc
 from runner.core.errors import UserError, warn
 from runner.core.manifest import Manifest, SessionRecord, read_manifest
 from runner.core.safety import not_regular
-from runner.output.checksums import verify_part
+from runner.output.checksums import NO_CHECKSUMS, verify_part
 from runner.output.sink import DAMAGED_DIR, TRIALS_DIR, completed_trial_keys, salvage_part, set_aside, trial_keys
 from runner.output.verified import is_verified, note_verified
 
@@ -171,6 +171,8 @@ def _footer(path: Path, verify: bool = True) -> pa.Schema | str:
     except (pa.ArrowInvalid, OSError) as exc:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return f"does not read as an Arrow file ({text[:120]})"
+    if verdict.problem == NO_CHECKSUMS:
+        return verdict.problem
     if verdict.problem is not None:
         return f"{verdict.problem}: its bytes changed after it was written"
     note_verified(st)

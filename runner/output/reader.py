@@ -132,12 +132,12 @@ class Output:
 
     def blobs(self) -> Blobs:
         """The content the rows' recorded calls name by id (``call_blobs``), from *every* row of every part: a
-        batch's first row naming a blob may be one a newer row of its trial supersedes. Empty for format 1."""
+        batch's first row naming a blob may be one a newer row of its trial supersedes. Empty for trials imported without calls."""
         blobs = Blobs()
         for part in self.parts:
             frame = pl.scan_ipc(str(part), glob=False)  # literal path: OUT may hold [ or *
             if "call_blobs" not in frame.collect_schema().names():
-                continue  # written before calls were recorded
+                continue  # imported trials record no calls
             found = (frame.select(pl.col("call_blobs").explode()).drop_nulls().unnest("call_blobs")
                      .unique("id", keep="first").collect())
             blobs.add(found.iter_rows(named=True))

@@ -20,6 +20,8 @@ from runner.core.jsonlines import BadLine, json_lines
 from runner.core.sources import Problems, Source, load_source, read_text
 
 _JSONL_SUFFIXES = (".jsonl", ".ndjson")
+#: bad lines of a JSON lines case file named one by one; past these, one line counts the rest
+_MAX_BAD_LINES = 10
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,10 @@ def _jsonl(path: Path, *, what: str) -> tuple[list[Record], str]:
                                  line=number))
         else:  # every key of a one-line record lives on that line
             records.append(Record(item, Source(path=path, data=item, lines={(): number}), ()))
+    if len(bad) > _MAX_BAD_LINES:  # a binary or wrong file: the first few say what it is
+        rest = len(bad) - _MAX_BAD_LINES
+        bad = [*bad[:_MAX_BAD_LINES], UserError(f"{rest:,} more line{'s' if rest > 1 else ''} that do not read",
+                                                file=path, hint="is this the JSON lines file you meant?")]
     if bad:
         raise Problems(bad)
     if not records:

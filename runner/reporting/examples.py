@@ -9,7 +9,7 @@ and trials where the headline event happened, since those are the ones a reader
 asks about. What the model was asked comes from the row's recorded calls
 (``runner.execution.exchange``): each request exactly as sent and each response,
 so an example stays true when the case files have changed or are gone. An output
-written before calls were recorded (format 1) shows the last reply only.
+that records no calls (trials imported from another harness) shows the last reply only.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class Example:
     tool_calls: list[tuple[str, str]]    # (tool name, raw arguments)
     reply: str
     outcome: list[tuple[str, str]]       # the probe's outcome columns that hold something
-    calls: tuple[RecordedCall, ...] = () # every model call, its request rebuilt exactly (empty: format 1)
+    calls: tuple[RecordedCall, ...] = () # every model call, its request rebuilt exactly (empty: an import)
 
 
 def shorten(text: str, limit: int = _MAX_TEXT) -> str:

@@ -467,7 +467,7 @@ def _example_html(e: Example) -> str:
     calls = "".join(f"<pre>{escape(name)}({escape(shorten(args, 400))})</pre>" for name, args in e.tool_calls)
     outcome = "".join(f"<dt><code>{escape(k)}</code></dt><dd>{escape(shorten(v, 300))}</dd>" for k, v in e.outcome)
     exchange = "".join(_call_html(i, c) for i, c in enumerate(e.calls))
-    request = escape(shorten(e.request)) if e.request else "(not recorded: this output predates recorded calls)"
+    request = escape(shorten(e.request)) if e.request else "(not recorded: these trials were imported without their calls)"
     return (f'<details class="tg-ex"><summary><b>{escape(e.case_id)}</b> · {escape(e.condition)} · '
             f"{escape(e.model)} · run {e.run} · {'event' if e.event else 'no event'}</summary>"
             f"<div><b>request</b><pre>{request}</pre>"

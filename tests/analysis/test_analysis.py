@@ -15,6 +15,7 @@ from runner.analysis.cells import N_RESAMPLES, analyze
 from runner.config.sweep import load_sweep
 from runner.output import Output
 from tests.conftest import quickstart_dict
+from tests.helpers.rows import write_part
 
 
 @pytest.mark.slow
@@ -93,7 +94,7 @@ def test_a_null_outcome_is_not_a_miss(tmp_path: Path, write_sweep) -> None:
     frame = pl.read_ipc(part)
     blanked = frame.with_columns(pl.when(pl.col("condition") == "groundable_known").then(None)
                                  .otherwise(pl.col("asked")).alias("asked"))
-    blanked.write_ipc(part)
+    write_part(part, blanked.to_arrow())
     [a] = analyze(tmp_path / "out")
     known = a.conditions.filter(pl.col("condition") == "groundable_known")
     assert (known["asked_n"] == 0).all() and known["asked_rate"].is_nan().all()
@@ -119,10 +120,7 @@ def test_an_output_from_before_newer_outcome_columns_still_reports(quickstart_ou
     for part in (old / "trials").glob("*.arrow"):
         with pa.OSFile(str(part), "rb") as source:
             table = ipc.open_file(source).read_all()
-        table = table.drop_columns([c for c in newer if c in table.column_names])  # schema metadata kept
-        with pa.OSFile(str(part.with_suffix(".tmp")), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table)
-        part.with_suffix(".tmp").replace(part)
+        write_part(part, table.drop_columns([c for c in newer if c in table.column_names]))  # schema metadata kept
     [a] = analyze(old)
     assert "decoy_called" in a.rates and not set(newer) & set(a.rates)
     [current] = analyze(quickstart_out)

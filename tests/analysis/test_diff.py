@@ -16,6 +16,7 @@ from runner.analysis.diff import diff_runs
 from runner.cli.app import app
 from runner.core.errors import UserError
 from runner.core.manifest import FORMAT_VERSION, Manifest, ProbeRecord, write_manifest
+from tests.helpers.rows import write_part
 
 
 def _run(out: Path, sweep: str, kind: str, cells: dict[tuple[str, str], tuple[int, int]]) -> Path:
@@ -27,7 +28,7 @@ def _run(out: Path, sweep: str, kind: str, cells: dict[tuple[str, str], tuple[in
             rows.append({"probe": kind, "model": "m", "case_id": case, "condition": condition, "status": "ok",
                          head: i < hits, "reasons": [] if (kind != "negative" or i < hits) else ["leaked x=1"]})
     (out / "trials").mkdir(parents=True)
-    pl.DataFrame(rows).write_ipc(out / "trials" / "part-00000.arrow")
+    write_part(out / "trials" / "part-00000.arrow", pl.DataFrame(rows).to_arrow())
     write_manifest(out, Manifest(format_version=FORMAT_VERSION, sweep_name=sweep, sweep_id=sweep,
                                  probes={kind: ProbeRecord(kind=kind)}, status="complete"))
     return out

@@ -1,11 +1,9 @@
 """The typed manifest: today's files read unchanged, writes round-trip, damage is one located line.
 
-The fixtures are manifests exactly as trialgrid wrote them before the record was
-typed (format 1): a finished and a running quickstart run, a run with a response
-cache, one with learned remedies, one with an MCP-served catalogue, a batch run, a
-rescore and both importers. Only machine-specific path prefixes were replaced.
-``legacy-manifest-v1-ray.json`` is a Ray run's, written by the code before cluster mode's
-records moved into the session's extension slot: it reads with them moved there.
+The fixtures are manifests as each writer writes them: a finished and a running
+quickstart run, a run with a response cache, one with learned remedies, one with an
+MCP-served catalogue, a batch run, a rescore and both importers. Only machine-specific
+path prefixes were replaced. A manifest of another format is refused in one line.
 """
 
 from __future__ import annotations
@@ -32,15 +30,15 @@ from runner.core.manifest import (
 from tests.conftest import ROOT
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-TODAYS = sorted(FIXTURES.glob("manifest-v1-*.json"))
+TODAYS = sorted(FIXTURES.glob("manifest-*.json"))
 
 
 def fixture(name: str) -> Manifest:
-    return read_manifest_file(FIXTURES / f"manifest-v1-{name}.json")
+    return read_manifest_file(FIXTURES / f"manifest-{name}.json")
 
 
 def test_the_fixtures_cover_every_writer() -> None:
-    assert {p.stem.removeprefix("manifest-v1-") for p in TODAYS} >= {
+    assert {p.stem.removeprefix("manifest-") for p in TODAYS} >= {
         "run", "running", "run-cache", "run-remedies", "run-mcp", "batch", "rescore", "import-agentprop",
         "import-trials"}
 
@@ -49,7 +47,7 @@ def test_the_fixtures_cover_every_writer() -> None:
 def test_todays_manifests_read_and_rewrite_unchanged(path: Path, tmp_path: Path) -> None:
     on_disk = json.loads(path.read_text())
     manifest = read_manifest_file(path)
-    assert manifest.format_version == 1 and FORMAT_VERSION == 2  # a version-1 output stays one: its rows have no calls
+    assert manifest.format_version == FORMAT_VERSION == 2
     assert manifest.as_json() == on_disk  # every key kept, no key added (not even a null)
     write_manifest(tmp_path, manifest)
     assert json.loads((tmp_path / MANIFEST).read_text()) == on_disk
@@ -74,7 +72,7 @@ def test_readers_get_typed_attributes() -> None:
 
     remedies = fixture("run-remedies")
     careful = next(m for m in remedies.sweep.models if m.model_id == "careful")
-    raw = json.loads((FIXTURES / "manifest-v1-run-remedies.json").read_text())["remedies"]
+    raw = json.loads((FIXTURES / "manifest-run-remedies.json").read_text())["remedies"]
     expected = [r["remedy"] for r in raw if r["model_id"] == "careful" and r["provider"] == careful.provider]
     assert expected and [r.remedy for r in remedies.remedies_of(careful)] == expected
     assert "drop temperature" in expected and len(expected) < len(raw)
@@ -119,7 +117,7 @@ def test_a_built_manifest_round_trips_and_writes_only_what_was_set(tmp_path: Pat
 
 
 def test_unknown_keys_are_tolerated_and_not_rewritten_except_in_copied_records(tmp_path: Path) -> None:
-    data = json.loads((FIXTURES / "manifest-v1-run.json").read_text())
+    data = json.loads((FIXTURES / "manifest-run.json").read_text())
     data["from_a_newer_version"] = {"x": 1}
     data["sessions"][0]["gpu"] = "none"
     data["sweep"]["a_new_sweep_key"] = 3           # the sweep snapshot is config's: kept verbatim
@@ -135,7 +133,7 @@ def test_unknown_keys_are_tolerated_and_not_rewritten_except_in_copied_records(t
 
 def test_a_plugins_record_is_kept_verbatim_in_its_extension_slot(tmp_path: Path) -> None:
     """The core knows no plug-in's shape: what one writes under its name reads back as written, nested keys and all."""
-    data = json.loads((FIXTURES / "manifest-v1-run.json").read_text())
+    data = json.loads((FIXTURES / "manifest-run.json").read_text())
     data["sessions"][0]["extensions"] = {"ray": {"address": "local", "watch": {"done": 3, "later_key": [1]}},
                                          "other": {"anything": None}}
     (tmp_path / MANIFEST).write_text(json.dumps(data))
@@ -145,22 +143,14 @@ def test_a_plugins_record_is_kept_verbatim_in_its_extension_slot(tmp_path: Path)
     assert _damaged(tmp_path, json.dumps(data, indent=2)).key_path == "sessions[0].extensions.ray"
 
 
-def test_a_ray_manifest_written_before_the_extension_slot_reads_into_it() -> None:
-    """``legacy-manifest-v1-ray.json`` is a Ray run's manifest as trialgrid wrote it when the core manifest held
-    cluster mode's records (``sessions[].engine`` = mode and address, ``sessions[].watch``): it still reads, with
-    those records in ``extensions["ray"]``, and nothing else changes."""
-    path = FIXTURES / "legacy-manifest-v1-ray.json"
-    on_disk = json.loads(path.read_text())
-    (session,) = on_disk["sessions"]
-    assert session["engine"]["mode"] == "ray" and session["watch"]["workers"]  # the legacy shape
-    manifest = read_manifest_file(path)
-    record = manifest.sessions[0].extensions["ray"]
-    assert record["address"] == session["engine"]["address"] and record["watch"] == session["watch"]
-    rewritten = manifest.as_json()
-    upgraded = {k: v for k, v in session.items() if k not in ("engine", "watch")}
-    assert rewritten["sessions"] == [{**upgraded, "extensions": {"ray": record}}]
-    assert {k: v for k, v in rewritten.items() if k != "sessions"} == {
-        k: v for k, v in on_disk.items() if k != "sessions"}
+@pytest.mark.parametrize("version, says", [(1, "written before trialgrid 0.2.0"), (3, "newer than")])
+def test_a_manifest_of_another_format_is_refused_in_one_line(tmp_path: Path, version: int, says: str) -> None:
+    data = json.loads((FIXTURES / "manifest-run.json").read_text())
+    data["format_version"] = version
+    (tmp_path / MANIFEST).write_text(json.dumps(data))
+    with pytest.raises(UserError, match=says) as caught:
+        read_manifest(tmp_path)
+    assert "format_version" in str(caught.value) and "\n" not in str(caught.value)
 
 
 def test_no_manifest_is_none(tmp_path: Path) -> None:
@@ -177,7 +167,7 @@ def _damaged(tmp_path: Path, text: str) -> UserError:
 
 
 def _fixture_with(**edits: object) -> str:
-    data = json.loads((FIXTURES / "manifest-v1-run.json").read_text())
+    data = json.loads((FIXTURES / "manifest-run.json").read_text())
     data.update(edits)
     return json.dumps(data, indent=2)
 
@@ -186,13 +176,13 @@ def test_damaged_manifests_are_one_located_line(tmp_path: Path) -> None:
     bad_json = _damaged(tmp_path, '{\n  "format_version": 1,\n  "sweep_id": \n}')
     assert bad_json.line == 4 and "not valid JSON" in str(bad_json)
 
-    data = json.loads((FIXTURES / "manifest-v1-run.json").read_text())
+    data = json.loads((FIXTURES / "manifest-run.json").read_text())
     data["sessions"][0]["pid"] = "not a pid"
     wrong_type = _damaged(tmp_path, json.dumps(data, indent=2))
     assert wrong_type.key_path == "sessions[0].pid" and "'not a pid'" in str(wrong_type)
     assert wrong_type.line is not None and '"pid"' in json.dumps(data, indent=2).splitlines()[wrong_type.line - 1]
 
-    data = json.loads((FIXTURES / "manifest-v1-run.json").read_text())
+    data = json.loads((FIXTURES / "manifest-run.json").read_text())
     del data["sweep_id"]
     missing = _damaged(tmp_path, json.dumps(data))
     assert missing.key_path == "sweep_id" and "missing" in str(missing)
@@ -208,7 +198,7 @@ def test_damaged_manifests_are_one_located_line(tmp_path: Path) -> None:
 def test_the_cli_reports_a_damaged_manifest_without_a_traceback(tmp_path: Path) -> None:
     from runner.cli.app import app
 
-    data = json.loads((FIXTURES / "manifest-v1-run.json").read_text())
+    data = json.loads((FIXTURES / "manifest-run.json").read_text())
     data["seed"] = "forty-two"
     (tmp_path / MANIFEST).write_text(json.dumps(data, indent=2))
     result = CliRunner().invoke(app, ["report", str(tmp_path)])
@@ -227,7 +217,7 @@ def test_the_record_imports_nothing_above_core() -> None:
 
 def test_names_read_back_are_labels_again(tmp_path: Path) -> None:
     """A manifest someone else wrote cannot smuggle a terminal escape or an over-long name into a report."""
-    data = json.loads((FIXTURES / "manifest-v1-run.json").read_text())
+    data = json.loads((FIXTURES / "manifest-run.json").read_text())
     data["probes"]["evil\x1b]0;t\x07"] = next(iter(data["probes"].values()))
     (tmp_path / "manifest.json").write_text(json.dumps(data))
     with pytest.raises(UserError, match="control character"):

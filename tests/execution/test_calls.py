@@ -39,7 +39,8 @@ from runner.providers.openai_wire import encode_request
 from runner.sim.serve import ServeOptions, ServerThread
 from runner.sim.serve.codecs import OpenAICodec
 from tests.conftest import CONFIGS
-from tests.execution.test_rescore import _copy_sweep, _drop_call_columns
+from tests.execution.test_rescore import _copy_sweep
+from tests.helpers.rows import without_calls
 
 WEATHER = ToolSpec("get_weather", "Weather for a city.", {"type": "object", "properties": {"city": {"type": "string"}}})
 TIME = ToolSpec("get_time", "", {})  # empty description and parameters: stored as they were, not defaulted
@@ -189,14 +190,14 @@ def test_a_repeated_system_prompt_and_catalogue_are_stored_once_per_batch(tmp_pa
     assert large == 4 * small and small_content == large_content  # 4x the trials, the same stored content
 
 
-def test_an_output_from_before_calls_were_recorded_still_reports(tmp_path: Path) -> None:
+def test_trials_imported_without_their_calls_still_report(tmp_path: Path) -> None:
     runner.run(load_sweep(_sweep_on(tmp_path, "quickstart", 2)), tmp_path / "out", quiet=True)
-    old = _drop_call_columns(tmp_path / "out", tmp_path / "old")
+    old = without_calls(tmp_path / "out", tmp_path / "old")
     done = CliRunner().invoke(app, ["report", str(old), "--html", str(tmp_path / "r.html"),
                                     "--json", str(tmp_path / "s.json")])
     assert done.exit_code == 0, done.output
     html = (tmp_path / "r.html").read_text()
-    assert "(not recorded: this output predates recorded calls)" in html
+    assert "(not recorded: these trials were imported without their calls)" in html
     assert json.loads((tmp_path / "s.json").read_text())["runs"]
     assert not list((CONFIGS / "misselection").glob("*.tmp"))
 

@@ -20,14 +20,14 @@ import runner
 from runner.cli.app import app
 from runner.config.sweep import load_sweep
 from runner.core.errors import UserError
-from runner.core.schema import CALL_COLUMNS
 from runner.core.types import ChatResponse
 from runner.execution import replay
-from runner.execution.replay import NotReplayable, ReplayAgent, ReplayExhausted, responses_from_steps, stored_responses
+from runner.execution.replay import ReplayAgent, ReplayExhausted
 from runner.execution.rescore import rescore
 from runner.output import Output
 from runner.sim.serve import ServeOptions, ServerThread
 from tests.conftest import CONFIGS
+from tests.helpers.rows import without_calls
 
 CELL = ["model", "case_id", "condition", "run"]
 
@@ -164,52 +164,13 @@ def test_propagation_rescores_from_the_recorded_calls_not_from_the_injection_not
     assert after.select(CELL + outcome).equals(before.select(CELL + outcome))
 
 
-def _drop_call_columns(out: Path, dest: Path) -> Path:
-    """A copy of ``out`` as an output of format 1 would be: no ``calls`` / ``call_blobs`` columns."""
-    import shutil
-
-    import pyarrow as pa
-    import pyarrow.ipc as ipc
-
-    shutil.copytree(out, dest)
-    for part in (dest / "trials").glob("*.arrow"):
-        with pa.OSFile(str(part), "rb") as source:
-            table = ipc.open_file(source).read_all()
-        table = table.drop_columns([c for c in CALL_COLUMNS if c in table.column_names])
-        with pa.OSFile(str(part.with_suffix(".tmp")), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table)
-        part.with_suffix(".tmp").replace(part)
-    return dest
-
-
-@pytest.mark.parametrize("name", ["quickstart", "phantom"])
-def test_an_output_from_before_calls_were_recorded_still_rescores(tmp_path: Path, name: str) -> None:
-    sweep = _copy_sweep(tmp_path, name, 1)
+def test_an_output_that_records_no_calls_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Trials imported from another harness carry no model calls: nothing to replay, said before anything is
+    written."""
+    sweep = _copy_sweep(tmp_path, "quickstart", 1)
     runner.run(load_sweep(sweep), tmp_path / "out", quiet=True)
-    old = _drop_call_columns(tmp_path / "out", tmp_path / "old")
-    rescore(old, tmp_path / "new")
-    before, after = _rows(old), _rows(tmp_path / "new")
-    assert after["calls"].null_count() == after.height  # nothing invented
-    # single-call probes replay the last response, as before; an auditor that never answered only words why
-    # differently
-    same = [c for c in before.columns if c not in ("finished_at", "auditor_error_detail")]
-    assert before.select(same).equals(after.select(same))
-
-
-def test_a_format_1_multi_step_row_with_a_corrupted_call_is_refused_not_guessed(tmp_path: Path) -> None:
-    steps = [
-        {"index": 0, "role": "assistant", "text": "", "tool": None, "call_id": None, "arguments": None, "injected": None},
-        {"index": 0, "role": "call", "text": "", "tool": "get_weather", "call_id": "c0",
-         "arguments": '{"city":"Madrid","date":"2024-05-22"}', "injected": 'city: "Lisbon" -> "Madrid" (semantic_wrong)'},
-    ]
-    with pytest.raises(NotReplayable, match="stores only the corrupted argument"):
-        responses_from_steps(steps)
-    (first,) = responses_from_steps([{**s, "injected": None} for s in steps])
-    assert first.tool_calls[0].arguments == {"city": "Madrid", "date": "2024-05-22"}
-    sweep = _copy_sweep(tmp_path, "propagation", 1)
-    runner.run(load_sweep(sweep), tmp_path / "out", quiet=True)
-    old = _drop_call_columns(tmp_path / "out", tmp_path / "old")
-    with pytest.raises(UserError, match="stores only the corrupted argument"):
+    old = without_calls(tmp_path / "out", tmp_path / "old")
+    with pytest.raises(UserError, match="records no model calls"):
         rescore(old, tmp_path / "new")
     assert not (tmp_path / "new").exists()
 
@@ -248,12 +209,3 @@ def test_calls_read_from_the_text_are_still_from_the_text_after_rescore(tmp_path
     after = _rows(tmp_path / "new")
     assert after["calls_from_text"].to_list() == before["calls_from_text"].to_list()
     assert result.changed == 0
-
-
-def test_a_row_stored_before_calls_from_text_existed_replays_as_native_calls() -> None:
-    row = {"tool_calls": [{"name": "get_order", "arguments": "{}", "id": "c0", "parse_error": None}],
-           "response_text": "", "steps": None}
-    (response,) = stored_responses(row)  # no calls_from_text column: an older output
-    assert response.calls_from_text == 0 and response.tool_calls[0].name == "get_order"
-    (response,) = stored_responses({**row, "calls_from_text": True})
-    assert response.calls_from_text == 1

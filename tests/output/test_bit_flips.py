@@ -23,7 +23,7 @@ from runner.analysis.leaderboard import summarize
 from runner.config.sweep import load_sweep
 from runner.core.errors import UserError
 from runner.output import Output
-from runner.output.checksums import CHECKSUMS_KEY, verify_part
+from runner.output.checksums import CHECKSUMS_KEY, NO_CHECKSUMS, verify_part
 from tests.helpers.rows import written_rows
 from tests.providers.conftest import outcomes
 
@@ -112,20 +112,21 @@ def test_a_rerun_after_a_flip_sets_the_part_aside_and_equals_an_undamaged_run(
         "folder once you no longer need it"]
 
 
-def test_a_part_without_checksums_reads_unverified(built: tuple[Path, Path], tmp_path: Path) -> None:
+def test_a_part_without_checksums_is_refused_in_one_line(built: tuple[Path, Path], tmp_path: Path) -> None:
+    """Every part trialgrid writes carries checksums: one without (another tool's, or an old trialgrid's) is
+    refused, not read unverified."""
     out = tmp_path / "out"
     shutil.copytree(built[1], out)
     part = sorted((out / "trials").glob("*.arrow"))[0]
     table = ipc.open_file(str(part)).read_all()
-    old = table.schema.with_metadata({k: v for k, v in (table.schema.metadata or {}).items() if k != CHECKSUMS_KEY})
-    with pa.OSFile(str(part), "wb") as sink, ipc.new_file(sink, old) as writer:  # as trialgrid wrote parts before
-        for batch in table.cast(old).to_batches(max_chunksize=16):
-            writer.write_batch(batch)
-    assert verify_part(ipc.open_file(str(part))).checked is False
-    assert read_back(out).equals(read_back(built[1]))
-    with pa.OSFile(str(part), "wb") as sink, ipc.new_file(sink, table.schema) as writer:  # copied schema, no checksums
-        writer.write_table(table)
-    assert read_back(out).equals(read_back(built[1]))
+    bare = table.schema.with_metadata({k: v for k, v in (table.schema.metadata or {}).items() if k != CHECKSUMS_KEY})
+    for schema in (bare, table.schema):  # no scheme key at all; the schema copied, its key kept, no batch checksum
+        with pa.OSFile(str(part), "wb") as sink, ipc.new_file(sink, schema) as writer:
+            for batch in table.cast(schema).to_batches(max_chunksize=16):
+                writer.write_batch(batch)
+        assert verify_part(ipc.open_file(str(part))).problem == NO_CHECKSUMS
+        seen = read_back(out)
+        assert isinstance(seen, UserError) and "carries no checksums" in str(seen) and "\n" not in str(seen)
     with pa.OSFile(str(part), "wb") as sink, ipc.new_file(sink, table.schema) as writer:  # the key, no batch at all
         pass
     seen = read_back(out)

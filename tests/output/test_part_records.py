@@ -28,7 +28,7 @@ from runner.execution.run import grid_of
 from runner.output import Output
 from runner.output.checksums import CHECKSUMS_KEY
 from runner.output.parts import SESSION_KEY, SUPERSEDES_KEY, latest, session_token, sorted_unique
-from tests.helpers.rows import written_rows
+from tests.helpers.rows import write_part, written_rows
 from tests.providers.conftest import outcomes
 
 
@@ -43,12 +43,9 @@ def rewrite(part: Path, dest: Path, *, metadata: dict[bytes, bytes] | None = Non
     original = ipc.open_file(str(part)).read_all()
     table = original if table is None else table
     kept = metadata if metadata is not None else original.schema.metadata
-    # written by another tool: without the checksums a sink's parts carry (runner.output.checksums)
     schema = table.schema.with_metadata({k: v for k, v in (kept or {}).items() if k != CHECKSUMS_KEY})
     batches = table.cast(schema).to_batches(max_chunksize=16)
-    with pa.OSFile(str(dest), "wb") as sink, ipc.new_file(sink, schema) as writer:
-        for batch in batches[keep] if keep is not None else batches:
-            writer.write_batch(batch)
+    write_part(dest, batches[keep] if keep is not None else batches, schema)
 
 
 def the_part(out: Path) -> Path:
@@ -75,7 +72,7 @@ def test_a_part_without_a_trusted_record_falls_back_to_the_full_check(built: tup
     out = copy_of(built, tmp_path)
     part = the_part(out)
     metadata = dict(ipc.open_file(str(part)).schema.metadata)
-    if record == "none":  # a part an older version (or an importer) wrote
+    if record == "none":  # a part whose writer records no session
         metadata = {k: v for k, v in metadata.items() if k not in (SESSION_KEY, SUPERSEDES_KEY)}
     elif record == "unknown session":  # copied in from another output of the same sweep
         metadata[SESSION_KEY] = b"0|2026-01-01T00:00:00+00:00|1"

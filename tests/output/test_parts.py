@@ -6,12 +6,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.ipc as ipc
 import pytest
 
 from runner.core.errors import UserError
 from runner.output.parts import inspect_parts, resume_keys, scan_latest
 from runner.output.sink import TrialSink, trial_keys
+from tests.helpers.rows import write_part
 
 SCHEMA = pa.schema([("trial_id", pa.string()), ("status", pa.string()), ("error_kind", pa.string()),
                     ("finished_at", pa.timestamp("ms", tz="UTC"))], metadata={"trialgrid.sweep_id": "s1"})
@@ -49,9 +49,9 @@ def test_the_newest_row_of_a_trial_supersedes_older_ones(tmp_path: Path) -> None
 def test_a_part_of_another_sweep_is_foreign(tmp_path: Path) -> None:
     write(tmp_path, "a", [("0" * 16, "ok", None, 1)])
     other = SCHEMA.with_metadata({"trialgrid.sweep_id": "s2"})
-    with pa.OSFile(str(tmp_path / "trials" / "part-x-00000.arrow"), "wb") as f, ipc.new_file(f, other) as w:
-        w.write_batch(pa.record_batch([pa.array(["1" * 16]), pa.array(["ok"]), pa.array([None], pa.string()),
-                                       pa.array([at(1)], pa.timestamp("ms", tz="UTC"))], schema=other))
+    write_part(tmp_path / "trials" / "part-x-00000.arrow",
+               [pa.record_batch([pa.array(["1" * 16]), pa.array(["ok"]), pa.array([None], pa.string()),
+                                 pa.array([at(1)], pa.timestamp("ms", tz="UTC"))], schema=other)], other)
     parts, issues = inspect_parts(tmp_path / "trials", "s1")
     assert [p.name for p in parts] == ["part-a-00000.arrow"]
     assert [(i.problem, i.path.name) for i in issues] == [("foreign", "part-x-00000.arrow")]

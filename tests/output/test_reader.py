@@ -18,7 +18,7 @@ from runner.output import Output, spent_in
 from runner.output.parts import SWEEP_ID_KEY
 from runner.output.sink import TrialSink
 
-STOCK_MANIFEST = Path(__file__).resolve().parents[1] / "core" / "fixtures" / "manifest-v1-run.json"
+STOCK_MANIFEST = Path(__file__).resolve().parents[1] / "core" / "fixtures" / "manifest-run.json"
 SCHEMA = pa.schema([("trial_id", pa.string()), ("probe", pa.string()), ("model", pa.string()),
                     ("case_id", pa.string()), ("condition", pa.string()), ("run", pa.int32()),
                     ("status", pa.string()), ("error_kind", pa.string()),

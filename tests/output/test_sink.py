@@ -34,7 +34,7 @@ from runner.output.sink import (
 )
 
 #: a stock run manifest: a sink writes none, and the public reader (``Output``) reads an output with one
-STOCK_MANIFEST = Path(__file__).resolve().parents[1] / "core" / "fixtures" / "manifest-v1-run.json"
+STOCK_MANIFEST = Path(__file__).resolve().parents[1] / "core" / "fixtures" / "manifest-run.json"
 
 
 def opened(out: Path) -> Output:
