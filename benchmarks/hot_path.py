@@ -56,7 +56,7 @@ def _load_average() -> str:
 
 async def record_bodies(loaded, base_url: str, n: int) -> list[bytes]:  # type: ignore[no-untyped-def]
     """The request bodies trialgrid sends for its first ``n`` trials (its client's ``post``, recorded)."""
-    from runner.execution.run import grid_of
+    from runner.execution.grid import grid_of
     from runner.providers import Agent
     from runner.providers.openai_wire import OpenAIProvider
     from runner.providers.settings import Connection

@@ -72,7 +72,7 @@ def load(tmp: Path, data: dict, name: str = "sweep.yaml"):  # type: ignore[no-un
 
 async def transport_rate(loaded, base_url: str, transport: str, concurrency: int, seconds: float) -> tuple[float, int]:  # type: ignore[no-untyped-def]
     """Trials/s of probe → provider → HTTP with ``concurrency`` in flight, for ``seconds``."""
-    from runner.execution.run import grid_of
+    from runner.execution.grid import grid_of
     from runner.providers import Agent
     from runner.providers.openai_wire import OpenAIProvider
     from runner.providers.settings import Connection

@@ -170,7 +170,7 @@ def validate(
     """Check a sweep file and every file it names, without sending anything (every problem, up to 20); with `prices`,
     estimate tokens and dollars per model from an offline calibration run."""
     from runner.config.sweep import load_sweep
-    from runner.execution.run import grid_of
+    from runner.execution.grid import grid_of
 
     try:
         loaded = load_sweep(sweep, start_servers=start_servers)

@@ -19,12 +19,14 @@ pricing lives here, reading an output one layer up.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from runner.core.errors import CONNECTION_FAILED
+
+if TYPE_CHECKING:  # polars loads when a cost is computed: validate and the sweep's loading do not pay for it
+    import polars as pl
 
 PER_MILLION = 1_000_000.0
 
@@ -68,6 +70,8 @@ def prices_from(raw: Mapping[str, Any] | None) -> dict[str, ModelPrice]:
 
 def _cost_expr(prices: Mapping[str, ModelPrice]) -> pl.Expr:
     """Per-row cost in USD; null for a model without a price (unknown, not free)."""
+    import polars as pl
+
     if not prices:
         return pl.lit(None, dtype=pl.Float64)
     models = list(prices)
@@ -82,6 +86,8 @@ def usage_by_model(trials: pl.LazyFrame, prices: Mapping[str, ModelPrice],
                    by: tuple[str, ...] = ("model",)) -> pl.DataFrame:
     """Per model (or per ``by`` group): trials, errors, ``unreachable`` (error rows whose request reached no
     server), tokens, cost (null when unpriced), cost per trial."""
+    import polars as pl
+
     failed = pl.col("status") != "ok"
     # a table written by hand or an old importer may lack the error text: then nothing counts as unreachable
     unreachable = (failed & pl.col("error").str.starts_with(CONNECTION_FAILED).fill_null(False)

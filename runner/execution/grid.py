@@ -20,14 +20,18 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 
 from runner.core.seeding import SEP, stable_hash, stable_int
 from runner.core.types import TrialSpec
 from runner.probes import Probe
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from runner.config.sweep import LoadedSweep
 
 
 def trial_id(sweep_id: str, model: str, probe: str, case_id: str, condition: str, run: int) -> str:
@@ -94,6 +98,8 @@ class Grid:
     def indexes(self, cells: pl.LazyFrame) -> np.ndarray:
         """Sorted distinct grid indexes of the rows ``cells`` (columns probe, case_id, condition, run, model);
         rows naming no cell of this grid are left out. One join with tables the size of the probes' cells."""
+        import polars as pl  # only a resume reads cells: validate and a first run do not pay for polars
+
         n_models = len(self.models)
         tables = [pl.DataFrame({"probe": [probe.name] * len(cs), "case_id": [c for c, _ in cs],
                                 "condition": [k for _, k in cs], "cell": list(range(len(cs))),
@@ -185,3 +191,8 @@ def skip_done(specs: Iterable[TrialSpec], done: np.ndarray, chunk: int = 4096) -
         pos = np.minimum(np.searchsorted(done, keys), len(done) - 1)
         seen = done[pos] == keys
         yield from (s for s, skip in zip(batch, seen, strict=True) if not skip)
+
+
+def grid_of(loaded: LoadedSweep) -> Grid:
+    """The grid of a loaded sweep: its models × every probe's cells × runs, in grid order."""
+    return Grid(loaded.sweep_id, loaded.sweep.seed, [m.name for m in loaded.sweep.models], loaded.probes)

@@ -38,8 +38,9 @@ from runner.core.manifest import Manifest, RescoredFrom, RunStatus, write_manife
 from runner.core.messages import say
 from runner.core.schema import COMMON_FIELDS, STATUS_ERROR, STATUS_OK, trial_schema
 from runner.core.types import TrialSpec
+from runner.execution.grid import grid_of
 from runner.execution.replay import ReplayAgent, ReplayExhausted, stored_responses
-from runner.execution.run import count_statuses, grid_of
+from runner.execution.run import count_statuses
 from runner.output.lock import LOCK_FILE, lock_output
 from runner.output.manifest import finish_manifest, start_manifest
 from runner.output.reader import Output

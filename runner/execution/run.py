@@ -22,7 +22,7 @@ from runner.core.types import TrialSpec
 from runner.execution.engine import EngineStats, RowSink, run_trials
 from runner.execution.options import RunOptions
 from runner.execution.progress import RunProgress
-from runner.execution.session import RunResult, Session, count_statuses, grid_of
+from runner.execution.session import RunResult, Session, count_statuses
 from runner.execution.trial import ModelBinding, TrialRunner
 from runner.providers import CONFIGURED, Provider
 from runner.providers.cache import ResponseCache
@@ -31,9 +31,9 @@ from runner.providers.remedies import Learned, remedy_from_json
 from runner.sim.oracle import is_oracle
 from runner.sim.oracle import learn as learn_keys
 
-#: ``RunResult``, ``grid_of`` and ``count_statuses`` live in the session now; re-exported here, their first home
-__all__ = ["DEFAULT_RETRY_KINDS", "RunResult", "build_trial_runner", "count_statuses", "grid_of",
-           "per_model_concurrency", "response_cache_dir", "run_local"]
+#: ``RunResult`` and ``count_statuses`` live in the session; re-exported here, beside the run that returns them
+__all__ = ["DEFAULT_RETRY_KINDS", "RunResult", "build_trial_runner", "count_statuses", "per_model_concurrency",
+           "response_cache_dir", "run_local"]
 
 
 

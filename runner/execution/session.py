@@ -58,7 +58,7 @@ from runner.core.schema import trial_schema
 from runner.core.types import TrialSpec
 from runner.execution.budget import CostMeter
 from runner.execution.engine import EngineStats
-from runner.execution.grid import Grid, skip_done
+from runner.execution.grid import grid_of, skip_done
 from runner.execution.options import RunOptions
 from runner.output.lock import OutputLock, lock_output
 from runner.output.manifest import finish_manifest, start_manifest, sweep_snapshot
@@ -103,10 +103,6 @@ class RunResult:
     def exit_code(self) -> int:
         """The exit code ``trialgrid run`` exits with for this run (0 before it was judged)."""
         return self.ending.exit_code if self.ending is not None else 0
-
-
-def grid_of(loaded: LoadedSweep) -> Grid:
-    return Grid(loaded.sweep_id, loaded.sweep.seed, [m.name for m in loaded.sweep.models], loaded.probes)
 
 
 def count_statuses(trials_dir: Path, manifest: Manifest | None = None) -> dict[str, int]:

@@ -23,7 +23,6 @@ Scores (``phantom_scores``) are field-level precision / recall / F1 over
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -286,6 +285,8 @@ class PhantomProbe(Probe):
                     raise  # auth, bad parameter...: the trial errored, not the auditor
                 last = exc
                 if attempt == 0 and exc.retry_after_s:
+                    import asyncio  # here: loading a sweep (validate) does not pay for the event loop's modules
+
                     await asyncio.sleep(min(exc.retry_after_s, 60.0))
                 continue
             if response.tool_calls:

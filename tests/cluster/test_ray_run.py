@@ -13,7 +13,7 @@ import runner
 from cluster.records import ray_record
 from runner.config.sweep import load_sweep
 from runner.core.manifest import read_manifest
-from runner.execution.run import grid_of
+from runner.execution.grid import grid_of
 from runner.output import Output
 from runner.sim.serve import ServeOptions, parse_rule
 from runner.sim.serve.thread import ServerThread

@@ -42,7 +42,7 @@ from cluster.reaper import start_reaper
 from cluster.records import ray_record
 from runner.config.sweep import load_sweep
 from runner.core.manifest import read_manifest
-from runner.execution.run import grid_of
+from runner.execution.grid import grid_of
 from runner.sim.serve import ServeOptions
 from runner.sim.serve.thread import ServerThread
 from tests.cluster.conftest import http_sweep, log_tail, ray_temp, session_logs

@@ -30,7 +30,7 @@ import pytest
 import runner
 from runner.config.sweep import load_sweep
 from runner.core.errors import TrialgridWarning, UserError
-from runner.execution.run import grid_of
+from runner.execution.grid import grid_of
 from runner.output.lock import LOCK_FILE, lock_output
 from runner.sim.serve import ServeOptions, ServerThread
 from tests.conftest import on_ci

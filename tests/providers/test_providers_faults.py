@@ -14,7 +14,7 @@ import pytest
 
 import runner
 from runner.config.sweep import load_sweep
-from runner.execution.run import grid_of
+from runner.execution.grid import grid_of
 from runner.sim.serve import ServeOptions
 from tests.conftest import ROOT, quickstart_dict
 from tests.providers.conftest import CELL, OUTCOMES, http_sweep, outcomes, rows_over_messages_api, trials, write
