@@ -544,6 +544,11 @@ def import_traces_cmd(
                    f"({', '.join(f'{k} {v:,}' for k, v in sorted(summary.imported_by.items())) or 'none'}); "
                    f"{skipped:,} skipped" + (f" ({', '.join(f'{k} {v:,}' for k, v in sorted(summary.skipped.items()))})"
                                              if skipped else "")), soft_wrap=True)
+    if summary.incomplete:
+        kept = sum(summary.incomplete.values())
+        out.print(Text(f"{kept:,} tool call{'s' if kept > 1 else ''} kept apart, not to be audited: the source cut "
+                       f"their context short ({', '.join(f'{k}: {v:,}' for k, v in sorted(summary.incomplete.items()))})"
+                       f"; in {dest / 'traces-incomplete.jsonl'}"), soft_wrap=True)
     out.print(Text(f"wrote {dest / 'traces.jsonl'} and {dest / 'import.json'}"), soft_wrap=True)
 
 

@@ -20,8 +20,7 @@ from runner.cli.app import app
 from runner.config.sweep import load_sweep
 from runner.core.schema import COMMON_FIELDS
 from runner.core.types import ChatRequest, ChatResponse
-from runner.execution.grid import Grid
-from runner.execution.grid import grid_of
+from runner.execution.grid import Grid, grid_of
 from runner.providers import PROVIDERS, ErrorKind, ProviderError
 from runner.sim import SimProvider
 from tests.conftest import ROOT, quickstart_dict

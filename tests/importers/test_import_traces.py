@@ -230,7 +230,8 @@ def test_execute_tool_spans_add_only_the_calls_no_model_span_holds(tmp_path: Pat
     path = tmp_path / "doc.json"
     path.write_text(json.dumps(otlp(spans), indent=2))  # one pretty-printed document, as MessageToJson writes
     summary = import_traces([path], tmp_path / "out")
-    assert summary.imported == 3 and summary.notes["calls seen again (imported once)"] == 1
+    assert summary.imported == 3
+    assert summary.notes["execute_tool spans of calls read from their model span (imported once)"] == 1
     by_call = {x.source.call_id: x for x in _imported(tmp_path / "out") if x.source}
     assert by_call["extra"].context == by_call[f"{t.id}-c0"].context and by_call["extra"].source.span_id == f"{91:016x}"
     assert by_call["alone"].context.tool_results == [] and by_call["alone"].context.system == ""

@@ -173,7 +173,13 @@ def _check(out: Path, seen: Seen, fmt: str, *, model_requests: int, answered: in
         assert t.gold_phantoms is None
         if ids:
             assert t.source.trace_id and len(t.source.trace_id) == 32 and t.source.span_id
-            assert t.source.conversation_id == t.source.trace_id
+    if ids:  # no conversation id in the spans: derived from the conversation's start, one per conversation
+        by_start = {(t.context.system, t.context.user[0]): set() for t in traces}  # type: ignore[var-annotated]
+        for t in traces:
+            assert t.source is not None
+            by_start[(t.context.system, t.context.user[0])].add(t.source.conversation_id)
+        assert all(len(ids_) == 1 for ids_ in by_start.values())
+        assert len({i for ids_ in by_start.values() for i in ids_}) == len(by_start)
     summary = json.loads((out / "import.json").read_text())
     assert summary["imported"] == len(traces) and summary["bad_records"] == 0
     return traces
@@ -343,3 +349,38 @@ def test_flattened_gen_ai_attributes_of_older_instrumentations(vendor: str, tmp_
     seen.calls = json.loads((DATA / f"otel_flat_{vendor}.seen.json").read_text())
     import_traces([path], tmp_path / "out")
     _check(tmp_path / "out", seen, "otel-genai-flat", model_requests=0, answered=0)
+
+
+def test_the_sdks_attribute_limit_keeps_a_call_apart_with_its_reason(tmp_path: Path) -> None:
+    """The OTel SDK's own span limit: the input messages set first are dropped when the span fills up (the SDK
+    evicts the oldest); the call the output holds is kept apart, never audited as if no one had said anything."""
+    pytest.importorskip("opentelemetry.sdk.trace")
+    encoder = pytest.importorskip("opentelemetry.exporter.otlp.proto.common.trace_encoder")
+    from google.protobuf.json_format import MessageToJson
+    from opentelemetry.sdk.trace import SpanLimits, TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from runner.importers.traces import INCOMPLETE_FILE
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(span_limits=SpanLimits(max_span_attributes=3))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("app")
+    user = [{"role": "user", "parts": [{"type": "text", "content": "Refund order ORD-77"}]}]
+    out = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "call_0", "name": "refund",
+                                            "arguments": {"order_id": "ORD-77"}}]}]
+    with tracer.start_as_current_span("chat m") as span:
+        span.set_attribute("gen_ai.input.messages", json.dumps(user))  # the oldest: evicted first
+        span.set_attribute("gen_ai.system_instructions", json.dumps([{"type": "text", "content": SYSTEM}]))
+        span.set_attribute("gen_ai.operation.name", "chat")
+        span.set_attribute("gen_ai.request.model", "m")
+        span.set_attribute("gen_ai.output.messages", json.dumps(out))
+    provider.shutdown()
+    path = tmp_path / "spans.otlp.json"
+    path.write_text(MessageToJson(encoder.encode_spans(exporter.get_finished_spans())))
+    summary = import_traces([path], tmp_path / "out")
+    assert summary.imported == 0 and summary.incomplete == {"the SDK's attribute limit dropped 2 attributes": 1}
+    [kept] = [json.loads(line) for line in (tmp_path / "out" / INCOMPLETE_FILE).read_text().splitlines()]
+    assert kept["calls"] == [{"tool": "refund", "args": {"order_id": "ORD-77"}}]
+    assert (tmp_path / "out" / "traces.jsonl").read_text() == ""

@@ -23,8 +23,7 @@ import pytest
 import runner
 from runner.config.sweep import load_sweep
 from runner.core.manifest import MANIFEST, RunStatus, read_manifest
-from runner.execution.grid import Grid
-from runner.execution.grid import grid_of
+from runner.execution.grid import Grid, grid_of
 from runner.output import Output
 from runner.output.checksums import CHECKSUMS_KEY
 from runner.output.parts import SESSION_KEY, SUPERSEDES_KEY, latest, session_token, sorted_unique

@@ -5,9 +5,12 @@ Each reader (``otlp``, ``pairs``, ``langfuse``, ``inspect_log``) knows one forma
 one call, its context, the tools offered and the source's own ids (``TraceSource``) — and writes
 ``DIR/traces.jsonl`` (one trace per line, loadable by a ``kind: phantom`` sweep as
 ``traces: DIR/traces.jsonl``) and ``DIR/import.json`` (what was read, imported and skipped, by reason).
+Calls whose context the source cut short go to ``DIR/traces-incomplete.jsonl`` instead, each with its
+reason, and are counted apart: kept, never audited as if the user had said nothing.
 
-A bad record is skipped in one line naming its file, record and what is wrong; the import fails
-(``UserError``, exit 2) only when every record of every file is bad. Formats:
+A bad record is skipped in one line naming its file, record and what is wrong (at most a few lines per
+reason; every count is in ``import.json``); the import fails (``UserError``, exit 2) when it imports
+nothing, naming why. Formats:
 
 ====================  ================================================================================
 ``otlp``              OTLP JSON traces: OTel GenAI spans (current and older flattened attributes),
@@ -36,7 +39,7 @@ from runner.importers.traces import inspect_log, langfuse, otlp, pairs
 from runner.importers.traces._core import MAX_RECORD_BYTES, BadRecord, Sink, Where, records
 
 FORMATS = ("auto", "otlp", "openai-chat", "openai-responses", "anthropic", "langfuse", "inspect")
-TRACES_FILE, SUMMARY_FILE = "traces.jsonl", "import.json"
+TRACES_FILE, SUMMARY_FILE, INCOMPLETE_FILE = "traces.jsonl", "import.json", "traces-incomplete.jsonl"
 
 
 @dataclass(frozen=True)
@@ -50,19 +53,24 @@ class ImportSummary:
     skipped: dict[str, int]
     notes: dict[str, int]
     out: str
+    #: calls kept apart (``INCOMPLETE_FILE``) because the source cut their context short, by reason
+    incomplete: dict[str, int]
 
     def as_json(self) -> dict[str, Any]:
         return {"version": 1, "files": self.files, "records": self.records, "bad_records": self.bad_records,
                 "imported": self.imported, "imported_by_format": self.imported_by, "skipped": self.skipped,
-                "notes": self.notes, "traces": TRACES_FILE}
+                "notes": self.notes, "traces": TRACES_FILE, "context_incomplete": self.incomplete,
+                "context_incomplete_traces": INCOMPLETE_FILE if self.incomplete else None}
 
 
 def detect(path: Path, limit: int = MAX_RECORD_BYTES) -> str:
     """The format of ``path`` from its extension or its first record; ``UserError`` when none fits."""
     if path.suffix == ".eval":
         return "inspect"
-    for _, value in records(path, limit):
+    first_bad: tuple[int, BadRecord] | None = None
+    for number, value in records(path, limit):
         if isinstance(value, BadRecord):
+            first_bad = first_bad or (number, value)
             continue
         if otlp.looks_like(value):
             return "otlp"
@@ -73,9 +81,12 @@ def detect(path: Path, limit: int = MAX_RECORD_BYTES) -> str:
             return kind
         if isinstance(value, dict) and "eval" in value and "samples" in value:
             return "inspect"
-        break
-    raise UserError("cannot tell the trace format from the first record", file=path,
-                    hint="pass --format: " + ", ".join(FORMATS[1:]))
+        raise UserError("cannot tell the trace format: the first record that reads is none of them", file=path,
+                        line=number or None, hint="pass --format: " + ", ".join(FORMATS[1:]))
+    if first_bad is not None:
+        raise UserError(f"no record reads: the first is {first_bad[1]}", file=path, line=first_bad[0] or None,
+                        hint="is this a trace file? OTLP JSON, request/response pairs and Langfuse exports are JSON")
+    raise UserError("the trace file holds no record", file=path)
 
 
 def _record_reader(fmt: str, sink: Sink) -> Callable[[Any, Where], None]:
@@ -139,21 +150,35 @@ def import_traces(paths: list[Path], out: Path, *, fmt: str = "auto", force: boo
         chosen[str(p)] = detect(p, limit) if fmt == "auto" else fmt
         if fmt == "auto":
             say(f"{p}: format {chosen[str(p)]} (detected)")
-    partial = out / f".{TRACES_FILE}.partial"
-    with partial.open("wb", buffering=1 << 20) as fh:
-        sink = Sink(fh, say)
+    partial, partial_incomplete = out / f".{TRACES_FILE}.partial", out / f".{INCOMPLETE_FILE}.partial"
+    with partial.open("wb", buffering=1 << 20) as fh, partial_incomplete.open("wb") as incomplete_fh:
+        sink = Sink(fh, say, incomplete_fh)
         for p in paths:
             _read_file(p, str(p), chosen[str(p)], sink, limit)
     summary = ImportSummary(files=chosen, records=sink.records, bad_records=sink.bad_records, imported=sink.imported,
                             imported_by=dict(sink.imported_by), skipped=dict(sink.skipped), notes=dict(sink.notes),
-                            out=str(out))
-    if sink.records and sink.bad_records == sink.records:
+                            out=str(out), incomplete=dict(sink.incomplete))
+    if not sink.imported and not sink.incomplete:
         partial.unlink()
-        raise UserError(f"every record ({sink.records:,}) is bad; nothing imported",
-                        hint="check --format, and the lines above for what is wrong")
+        partial_incomplete.unlink()
+        raise UserError(_nothing_imported(sink), hint="check --format, and the lines above for what is wrong")
     os.replace(partial, target)
+    if sink.incomplete:
+        os.replace(partial_incomplete, out / INCOMPLETE_FILE)
+    else:
+        partial_incomplete.unlink()
+        (out / INCOMPLETE_FILE).unlink(missing_ok=True)  # an earlier import's (--force)
     summary_path.write_text(json.dumps(summary.as_json(), indent=1) + "\n", encoding="utf-8")
     return summary
+
+
+def _nothing_imported(sink: Sink) -> str:
+    """Why an import found no call to import: the records, and what each reason counted."""
+    if sink.records and sink.bad_records == sink.records:
+        return f"every record ({sink.records:,}) is bad; nothing imported"
+    why = [f"{k} {v:,}" for k, v in sorted(sink.skipped.items())] + [f"{k} {v:,}" for k, v in sorted(sink.notes.items())]
+    return (f"no tool call imported from {sink.records:,} record{'s' if sink.records != 1 else ''}"
+            + (f" ({'; '.join(why)})" if why else ""))
 
 
 __all__ = ["FORMATS", "ImportSummary", "detect", "import_traces"]

@@ -15,11 +15,20 @@ pretty-printed JSON document, the document — its array's items are then the re
 record over ``max_record_bytes`` is ever held: it is drained and skipped in one line. Parsed values
 whose trace would nest deeper than ``MAX_DEPTH`` are refused: a sweep's loader refuses such a file
 whole (``runner.core.sources``), and the baseline walks values recursively. Ids are made
-here and only here: ``<tool>-<16 hex>``, a hash of the source's own ids (of the file as given and the record, for
-a source without ids), so they are stable across imports and safe as file names whatever the
-source holds. A call seen again (its model span and its ``execute_tool`` span; two
-instrumentations of one call) is imported once, within the last ``DEDUPE_WINDOW`` calls, so memory
-does not grow with the input; a file given twice is read once.
+here and only here: ``<tool>-<16 hex>``, a hash of the call's *key*, so they are stable across imports and
+safe as file names whatever the source holds.
+
+A call's key says where it sits, never what a provider named it: (trace, span, position) for a span,
+(conversation, response, turn, position) for a logged pair, (sample, position) for an inspect log. A
+provider's call ids repeat (many servers number them ``call_0``, ``call_1``… in every response), so a
+call id alone identifies nothing; the same key seen again (a span exported twice, a pair logged twice)
+is imported once, within the last ``DEDUPE_WINDOW`` calls, so memory does not grow with the input; a
+file given twice is read once.
+
+A call whose context the source cut short — the OTel SDK's attribute limit dropped attributes, the
+input messages are null or absent — is kept, not audited: it goes to ``traces-incomplete.jsonl``
+with its reason (``context_incomplete``), and ``import.json`` counts it apart. Audited as it
+stands, every argument of it would look invented.
 """
 
 from __future__ import annotations
@@ -43,8 +52,8 @@ MAX_RECORD_BYTES = 32 * 1024 * 1024
 MAX_ID_CHARS = 1024
 #: the nesting a sweep's loader accepts in a trace file (``runner.core.sources``; a test keeps the two equal)
 MAX_DEPTH = 64
-#: call ids remembered to import each call once (a model span and its execute_tool span, two instrumentations of
-#: one call): the most recent this many, so memory does not grow with the input
+#: call keys remembered to import each call once (a span exported twice, a pair logged twice): the most recent this
+#: many, so memory does not grow with the input
 DEDUPE_WINDOW = 200_000
 _PRINTED_PER_REASON = 5
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_]+")
@@ -87,11 +96,13 @@ class Where:
 
 # -- values ----------------------------------------------------------------------------------------------------------
 
-def loads(text: str | bytes, what: str) -> Any:
+def loads(text: str | bytes, what: str, detail: str = "") -> Any:
+    """``text`` parsed; ``BadRecord`` counted under "``what`` is not JSON" (``what`` names a kind of field, never a
+    value, so the per-reason cap on printed lines holds), ``detail`` (which one) in its line."""
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError as exc:
-        raise BadRecord(f"{what} is not JSON", str(exc)[:120]) from None
+        raise BadRecord(f"{what} is not JSON", f"{detail}: {str(exc)[:120]}" if detail else str(exc)[:120]) from None
 
 
 def maybe_json(value: Any) -> Any:
@@ -110,7 +121,7 @@ def args_of(call: Call) -> dict[str, Any]:
     if args is None or args == "":
         return {}
     if isinstance(args, str):
-        args = loads(args, f"arguments of {call.name!r}")
+        args = loads(args, "arguments", f"{call.name[:80]!r}")
     if not isinstance(args, dict):
         raise BadRecord("arguments not a JSON object", f"{call.name!r} has a JSON {type(args).__name__}")
     return args
@@ -264,8 +275,11 @@ def _slug(tool: str) -> str:
 class Sink:
     """Receives every call the readers find: makes its trace record and id, writes it, counts and reports skips."""
 
-    def __init__(self, fh: IO[bytes] | None, say: Any = None) -> None:
+    def __init__(self, fh: IO[bytes] | None, say: Any = None, incomplete_fh: IO[bytes] | None = None) -> None:
         self.fh = fh
+        self.incomplete_fh = incomplete_fh
+        #: calls kept apart because the source cut their context short, by reason
+        self.incomplete: Counter[str] = Counter()
         self.say = say or (lambda _line: None)
         self.imported = 0
         self.imported_by: Counter[str] = Counter()
@@ -291,11 +305,12 @@ class Sink:
         """Something read that holds no tool call (a span of another kind, a model call that called nothing)."""
         self.notes[what] += n
 
-    def emit(self, fmt: str, where: Where, context: dict[str, Any], call: Call, *, index: int,
+    def emit(self, fmt: str, where: Where, context: dict[str, Any], call: Call, *, key: tuple[Any, ...], index: int,
              tools: list[dict[str, Any]] | None, trace_id: str | None = None, span_id: str | None = None,
-             conversation_id: str | None = None, scope: str | None = None) -> bool:
-        """Write one trace for ``call``; False (counted) when it is a duplicate or cannot be made. A call id is
-        imported once per ``scope`` (default: the trace, else the conversation)."""
+             conversation_id: str | None = None, incomplete: str | None = None) -> bool:
+        """Write one trace for ``call``; False (counted) when its ``key`` was imported already or it cannot be made.
+        ``key``: where the call sits in the source (the module's docstring); ``index``: its place among the calls
+        of its record, for messages; ``incomplete``: why its context is cut short (it is then kept apart)."""
         try:
             if not isinstance(call.name, str) or not call.name:
                 raise BadRecord("call without a tool name")
@@ -304,22 +319,22 @@ class Sink:
         except BadRecord as exc:
             self.bad(where, exc, what=f"call {index}")
             return False
-        if call_id is not None:
-            key = hash((scope or trace_id or conversation_id or where.file, call_id))
-            if key in self._seen:
-                self.note("calls seen again (imported once)")
-                return False
-            self._seen.add(key)
-            self._order.append(key)
-            if len(self._order) > DEDUPE_WINDOW:
-                self._seen.discard(self._order.popleft())
-        basis = "\x1f".join((fmt, trace_id or "", span_id or "", call_id or "", conversation_id or "",
-                             "" if (trace_id or span_id) else f"{where.file}:{where.record}", str(index)))
+        basis = "\x1f".join((fmt, *map(str, key)))
+        seen = hash(basis)
+        if seen in self._seen:
+            self.note("calls seen again (imported once)")
+            return False
+        self._seen.add(seen)
+        self._order.append(seen)
+        if len(self._order) > DEDUPE_WINDOW:
+            self._seen.discard(self._order.popleft())
         # 64 bits of hash: a collision among a billion calls has odds of about 1 in 40
         tid = f"{_slug(call.name)}-{hashlib.blake2b(basis.encode(), digest_size=8).hexdigest()}"
         record = {"id": tid, "context": context, "calls": [{"tool": call.name, "args": args}], "tools": tools,
                   "source": {"format": fmt, "file": where.file, "record": where.record, "trace_id": trace_id,
                              "span_id": span_id, "conversation_id": conversation_id, "call_id": call_id}}
+        if incomplete is not None:
+            record["context_incomplete"] = incomplete
         deep = BadRecord("nested too deeply", f"the trace would nest deeper than {MAX_DEPTH} levels")
         try:
             data = orjson.dumps(record)
@@ -331,6 +346,11 @@ class Sink:
         if data.count(b"{") + data.count(b"[") > MAX_DEPTH and not _depth_ok(record, MAX_DEPTH):
             self.bad(where, deep, what=f"call {index}")
             return False
+        if incomplete is not None:
+            if self.incomplete_fh is not None:
+                self.incomplete_fh.write(data + b"\n")
+            self.incomplete[incomplete] += 1
+            return True
         if self.fh is not None:
             self.fh.write(data + b"\n")
         self.imported += 1
@@ -338,9 +358,15 @@ class Sink:
         return True
 
 
-def conversation_key(messages: list[Msg]) -> str:
-    """A conversation id for sources that have none: a hash of its system text and first user turn, so every
-    request of one conversation (each repeats its start) gets the same one."""
+def conversation_of(given: str | None, messages: list[Msg], fallback: str | None) -> str | None:
+    """The conversation a call belongs to, the same way in every reader: the id the source gives; else, for a
+    request that has a user turn, a hash of its system text and first user turn (every request of one
+    conversation repeats its start, so each gets the same one, whether or not the source groups them: a trace
+    per model call, a log of pairs); else ``fallback`` (its trace, its file)."""
+    if given:
+        return given
     first_user = next((t for m in messages if m.role == "user" for t in m.text if t), "")
+    if not first_user:
+        return fallback
     system = next((t for m in messages if m.role == "system" for t in m.text if t), "")
     return "c-" + hashlib.blake2b(f"{system}\x1f{first_user}".encode(), digest_size=8).hexdigest()

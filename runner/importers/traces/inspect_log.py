@@ -66,8 +66,8 @@ def read(path: Path, label: str, sink: Sink) -> int:
                 if msg.role == "assistant" and msg.calls:
                     context = context_of(msgs)
                     for call in msg.calls:
-                        sink.emit("inspect", where, context, call, index=index, tools=tools, trace_id=run_id,
-                                  span_id=None, conversation_id=conv, scope=conv)
+                        sink.emit("inspect", where, context, call, key=(run_id, conv, index), index=index,
+                                  tools=tools, trace_id=run_id, span_id=None, conversation_id=conv)
                         index += 1
                 msgs.append(msg)
             if index == 0:

@@ -16,7 +16,11 @@ from collections.abc import Callable
 from typing import Any
 
 from runner.importers.traces import _messages as wire
-from runner.importers.traces._core import BadRecord, Call, Msg, Sink, Where, context_of, sid, tools_of
+from runner.importers.traces._core import BadRecord, Call, Msg, Sink, Where, context_of, conversation_of, sid, tools_of
+
+#: Langfuse's observation types (its API's ``ObservationType``); a GENERATION holds a model call
+_OBSERVATION_TYPES = frozenset({"SPAN", "GENERATION", "EVENT", "AGENT", "TOOL", "CHAIN", "RETRIEVER", "EVALUATOR",
+                                "EMBEDDING", "GUARDRAIL"})
 
 
 def _get(obj: dict[str, Any], camel: str, snake: str) -> Any:
@@ -63,7 +67,8 @@ def reader(sink: Sink) -> Callable[[Any, Where], None]:
         if not isinstance(obs, dict):
             raise BadRecord("not a Langfuse observation", f"a JSON {type(obs).__name__}")
         if obs.get("type") != "GENERATION":
-            sink.note(f"observations of type {str(obs.get('type'))[:20]}")
+            kind = obs.get("type")  # a known type names its count; anything else is counted as one reason
+            sink.note(f"observations of type {kind}" if kind in _OBSERVATION_TYPES else "observations of another type")
             return
         msgs, tools = _input(obs.get("input"))
         calls = _calls(obs.get("output"))
@@ -72,13 +77,15 @@ def reader(sink: Sink) -> Callable[[Any, Where], None]:
             return
         meta: dict[str, Any] = obs["metadata"] if isinstance(obs.get("metadata"), dict) else {}
         trace = sid(_get(obs, "traceId", "trace_id"), "traceId")
-        conv = sid(_get(obs, "sessionId", "session_id") or meta.get("session_id"), "sessionId") or trace
+        conv = conversation_of(sid(_get(obs, "sessionId", "session_id") or meta.get("session_id"), "sessionId"), msgs,
+                               trace)
         context = context_of(msgs)
         offered = tools_of(tools if tools is not None else meta.get("tools"))
         span = sid(obs.get("id"), "the observation id")
+        at = (trace, span) if span else (where.file, where.record)  # an observation exported twice is one call
         for i, call in enumerate(calls):
-            sink.emit("langfuse", where, context, call, index=i, tools=offered, trace_id=trace, span_id=span,
-                      conversation_id=conv, scope=span or trace)
+            sink.emit("langfuse", where, context, call, key=(*at, i), index=i, tools=offered, trace_id=trace,
+                      span_id=span, conversation_id=conv)
 
     def record(value: Any, where: Where) -> None:
         if isinstance(value, dict) and isinstance(value.get("data"), list) and "type" not in value:

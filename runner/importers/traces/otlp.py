@@ -18,10 +18,15 @@ the convention its attributes follow, and the one it followed is the trace's ``s
   tool_call_id,tool_calls.M.tool_call.{id,function.name,function.arguments}}``, the same under
   ``llm.output_messages``, tools in ``llm.tools.N.tool.json_schema``, ``session.id``;
 - ``execute_tool`` spans (``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``gen_ai.tool.call.arguments``):
-  a call already read from its model span is not imported again; one without is imported with the
-  context of the latest model span of its trace (empty, and counted, when there is none).
+  a call already read from a model span of its trace (one not yet matched by an earlier tool span: call
+  ids repeat across responses) is not imported again; one without is imported with the context of the
+  latest model span of its trace (empty, and counted, when there is none).
 
-The conversation is ``gen_ai.conversation.id`` or ``session.id`` where the span has one, else its trace.
+A call is keyed by its trace, its span and its position in the span (``_core``'s docstring); its
+conversation is ``gen_ai.conversation.id`` or ``session.id`` where the span has one, else derived from
+its messages as every reader derives it (``_core.conversation_of``), else its trace. A span whose
+attributes the SDK's limit cut (``droppedAttributesCount`` > 0) or whose input messages are null or
+absent has an incomplete context: its calls are kept apart, not audited.
 
 The ``gen_ai.*`` names are those of the semantic conventions (github.com/open-telemetry/semantic-conventions at
 c1212d96, ``model/gen-ai/registry.yaml`` and ``events.yaml``; the message parts from
@@ -44,6 +49,7 @@ from runner.importers.traces._core import (
     Sink,
     Where,
     context_of,
+    conversation_of,
     loads,
     sid,
     text_of,
@@ -197,7 +203,9 @@ def _flat_messages(node: dict[Any, Any], *, nested: bool) -> list[dict[str, Any]
 class _Reader:
     def __init__(self, sink: Sink) -> None:
         self.sink = sink
-        self.contexts: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        #: per trace: the latest model span's context and conversation, for its tool spans, and by call id the calls
+        #: its model spans made that no tool span has matched yet
+        self.traces: OrderedDict[str, tuple[dict[str, Any], str | None, dict[str, int]]] = OrderedDict()
         self._tools: dict[str, list[dict[str, Any]] | None] = {}
 
     def tools(self, raw: Any) -> list[dict[str, Any]] | None:
@@ -220,28 +228,34 @@ class _Reader:
             raise BadRecord("not an OTLP traces record", "no resourceSpans")
         if not isinstance(groups, list):
             raise BadRecord("wrong type", "resourceSpans is not an array")
+        position = 0
         for rs in groups:
             for ss in (_get(rs, "scopeSpans", "scope_spans") or []) if isinstance(rs, dict) else []:
                 for span in (ss.get("spans") or []) if isinstance(ss, dict) else []:
+                    position += 1
                     try:
-                        self.span(span, where)
+                        self.span(span, where, position)
                     except BadRecord as exc:
                         sp = span.get("spanId", span.get("span_id")) if isinstance(span, dict) else None
                         self.sink.bad(where, exc, what=f"span {str(sp)[:40]}")
 
-    def span(self, span: Any, where: Where) -> None:
+    def span(self, span: Any, where: Where, position: int = 0) -> None:
         if not isinstance(span, dict):
             raise BadRecord("wrong type", f"a span is a JSON {type(span).__name__}")
         attrs = _attributes(span.get("attributes"))
+        dropped = _dropped(span)
         if "gen_ai.input.messages" not in attrs and "gen_ai.output.messages" not in attrs:
             for ev in span.get("events") or []:
                 if isinstance(ev, dict) and ev.get("name") == _DETAILS_EVENT:
                     attrs.update(_attributes(ev.get("attributes")))
+                    dropped += _dropped(ev)
         trace_id = _hex_id(_get(span, "traceId", "trace_id"), 16, "traceId")
         span_id = _hex_id(_get(span, "spanId", "span_id"), 8, "spanId")
-        conv = sid(attrs.get("gen_ai.conversation.id") or attrs.get("session.id"), "the conversation id") or trace_id
+        given = sid(attrs.get("gen_ai.conversation.id") or attrs.get("session.id"), "the conversation id")
+        has_input: bool
         if "gen_ai.input.messages" in attrs or "gen_ai.output.messages" in attrs:
             fmt = "otel-genai"
+            has_input = attrs.get("gen_ai.input.messages") not in (None, "", "null", "[]")
             msgs = wire.genai(_json_attr(attrs, "gen_ai.input.messages"))
             system = _json_attr(attrs, "gen_ai.system_instructions")
             if system:
@@ -250,17 +264,19 @@ class _Reader:
             tools = self.tools(attrs.get("gen_ai.tool.definitions"))
         elif any(k.startswith("llm.output_messages.") or k.startswith("llm.input_messages.") for k in attrs):
             fmt = "openinference"
+            has_input = any(k.startswith("llm.input_messages.") for k in attrs)
             msgs = wire.openai_chat(_flat_messages(_unflatten(attrs, "llm.input_messages."), nested=True))
             out = wire.openai_chat(_flat_messages(_unflatten(attrs, "llm.output_messages."), nested=True))
             tools = tools_of([t.get("tool", {}).get("json_schema") for t in _seq(_unflatten(attrs, "llm.tools."))
                               if isinstance(t, dict)])
         elif any(k.startswith("gen_ai.completion.") or k.startswith("gen_ai.prompt.") for k in attrs):
             fmt = "otel-genai-flat"
+            has_input = any(k.startswith("gen_ai.prompt.") for k in attrs)
             msgs = wire.openai_chat(_flat_messages(_unflatten(attrs, "gen_ai.prompt."), nested=False))
             out = wire.openai_chat(_flat_messages(_unflatten(attrs, "gen_ai.completion."), nested=False))
             tools = tools_of(_seq(_unflatten(attrs, "llm.request.functions.")))
         elif attrs.get("gen_ai.operation.name") == "execute_tool" or "gen_ai.tool.call.id" in attrs:
-            self.tool_span(attrs, where, trace_id, span_id, conv)
+            self.tool_span(attrs, where, trace_id, span_id, given, position)
             return
         else:
             self.sink.note("spans without a model call")
@@ -270,26 +286,55 @@ class _Reader:
             self.sink.note("model calls without a tool call")
             return
         context = context_of(msgs)
+        conv = conversation_of(given, msgs, trace_id)
+        incomplete = (f"the SDK's attribute limit dropped {dropped:,} attribute{'s' if dropped > 1 else ''}"
+                      if dropped else None if has_input and msgs else "no input messages recorded")
+        pending: dict[str, int] = {}
         if trace_id:
-            self.contexts[trace_id] = context
-            self.contexts.move_to_end(trace_id)
-            if len(self.contexts) > _CONTEXTS_KEPT:
-                self.contexts.popitem(last=False)
+            earlier = self.traces.get(trace_id)
+            pending = earlier[2] if earlier is not None else pending
+            _remember(self.traces, trace_id, (context, conv, pending))
+        at = (trace_id, span_id) if span_id else (where.file, where.record, position)
         for i, call in enumerate(calls):
-            self.sink.emit(fmt, where, context, call, index=i, tools=tools, trace_id=trace_id, span_id=span_id,
-                           conversation_id=conv)
+            if isinstance(call.id, str):
+                pending[call.id] = pending.get(call.id, 0) + 1
+            self.sink.emit(fmt, where, context, call, key=(*at, i), index=i, tools=tools, trace_id=trace_id,
+                           span_id=span_id, conversation_id=conv, incomplete=incomplete)
 
     def tool_span(self, attrs: dict[str, Any], where: Where, trace_id: str | None, span_id: str | None,
-                  conv: str | None) -> None:
+                  given: str | None, position: int) -> None:
         name = attrs.get("gen_ai.tool.name")
         if not isinstance(name, str) or not name:
             raise BadRecord("call without a tool name", "an execute_tool span without gen_ai.tool.name")
-        context = self.contexts.get(trace_id or "")
+        call = Call(attrs.get("gen_ai.tool.call.id"), name, attrs.get("gen_ai.tool.call.arguments"))
+        context, conv, pending = self.traces.get(trace_id or "", (None, None, {}))
+        if isinstance(call.id, str) and pending.get(call.id):
+            pending[call.id] -= 1  # the call its model span made: imported there, with the model's context
+            self.sink.note("execute_tool spans of calls read from their model span (imported once)")
+            return
         if context is None:
             self.sink.note("execute_tool spans without a model span (imported with an empty context)")
-        call = Call(attrs.get("gen_ai.tool.call.id"), name, attrs.get("gen_ai.tool.call.arguments"))
-        self.sink.emit("otel-genai", where, context or _EMPTY, call, index=0, tools=None, trace_id=trace_id,
-                       span_id=span_id, conversation_id=conv)
+        at = (trace_id, span_id) if span_id else (where.file, where.record, position)
+        self.sink.emit("otel-genai", where, context or _EMPTY, call, key=(*at, 0), index=0, tools=None,
+                       trace_id=trace_id, span_id=span_id, conversation_id=given or conv or trace_id)
+
+
+def _dropped(item: dict[str, Any]) -> int:
+    """The attributes the SDK's limit dropped from a span or event (``droppedAttributesCount``)."""
+    n = _get(item, "droppedAttributesCount", "dropped_attributes_count")
+    try:
+        return max(int(n), 0) if n is not None and not isinstance(n, bool) else 0
+    except (TypeError, ValueError):
+        return 0
+
+
+def _remember(kept: OrderedDict[Any, Any], key: Any, value: Any) -> None:
+    """Keep ``value`` under ``key``, with at most ``_CONTEXTS_KEPT`` keys: the oldest first written goes (a
+    trace's spans arrive together, so memory stays flat and what is dropped is long finished). An OrderedDict:
+    a plain dict emptied from its front scans its dead slots on every ``next(iter())``."""
+    kept[key] = value
+    if len(kept) > _CONTEXTS_KEPT:
+        kept.popitem(last=False)
 
 
 def reader(sink: Sink) -> Any:

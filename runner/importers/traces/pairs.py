@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runner.importers.traces import _messages as wire
-from runner.importers.traces._core import BadRecord, Call, Msg, Sink, Where, context_of, conversation_key, sid, tools_of
+from runner.importers.traces._core import BadRecord, Call, Msg, Sink, Where, context_of, conversation_of, sid, tools_of
 
 
 def _pair(value: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -69,14 +69,19 @@ def reader(fmt: str, sink: Sink) -> Callable[[Any, Where], None]:
             sink.note("model calls without a tool call")
             return
         meta: dict[str, Any] = rec["metadata"] if isinstance(rec.get("metadata"), dict) else {}
-        conv = sid(rec.get("conversation_id") or meta.get("conversation_id"), "conversation_id") or conversation_key(msgs)
+        conv = conversation_of(sid(rec.get("conversation_id") or meta.get("conversation_id"), "conversation_id"), msgs,
+                               f"{where.file}:{where.record}")
         context = context_of(msgs)
         tools = tools_of(req.get("tools"))
         span = sid(resp.get("id"), "the response id")
         trace = sid(rec.get("trace_id") or meta.get("trace_id"), "trace_id")
+        # a pair's place: its conversation, its response (ids repeat: a server may answer every request with the
+        # same one), its turn, the call's position; the same pair logged twice is the same call
+        turn = len(msgs)
         for i, call in enumerate(calls):
-            sink.emit(fmt, where, context, call, index=i, tools=tools, trace_id=trace, span_id=span,
-                      conversation_id=conv, scope=span or f"{where.file}:{where.record}")
+            key = (conv, span or f"{where.file}:{where.record}", turn, i, call.name, str(call.args)[:256])
+            sink.emit(fmt, where, context, call, key=key, index=i, tools=tools, trace_id=trace, span_id=span,
+                      conversation_id=conv)
     return record
 
 
