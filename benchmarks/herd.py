@@ -95,7 +95,7 @@ def run_case(headers: bool, *, ray: bool, rpm: int, runs: int, fault_rate: float
     from runner.providers import pacing
 
     # off: one 429 is a burst (every header-less 429 cuts and pauses). In-process only: Ray workers keep the rule.
-    pacing.BURST_MIN, pacing.BURST_SHARE = (3, 0.2) if burst_rule else (1, 0.0)
+    pacing.BURST_MIN, pacing.BURST_P = (3, 1e-3) if burst_rule else (1, 2.0)
 
     proc, url = start_server(rpm, headers, fault_rate, latency_ms, random_429)
     try:

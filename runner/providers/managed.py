@@ -45,6 +45,7 @@ from dataclasses import replace
 from typing import Any
 
 from runner.core.errors import CONNECTION_FAILED
+from runner.core.parking import parked
 from runner.core.types import ChatRequest, ChatResponse
 from runner.providers import inflight
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
@@ -265,7 +266,8 @@ class ManagedProvider:
                 waited = self._clock() - started
                 left = inflight.time_left()
                 if waited + delay <= policy.max_wait_s and delay < left:
-                    await self._sleep(delay)
+                    async with parked():  # asleep: another trial takes this one's place meanwhile
+                        await self._sleep(delay)
                     continue
                 if waited + delay <= policy.max_wait_s:  # a wait the trial's deadline would cut short: say so now
                     error.message = (f"{error.message} (the server asked to wait {delay:g} s, past this trial's "
@@ -281,7 +283,8 @@ class ManagedProvider:
                     delay = self.backoff_s(failures)
                     if error.retry_after_s is not None:
                         delay = max(delay, error.retry_after_s)
-                    await self._sleep(delay)
+                    async with parked():
+                        await self._sleep(delay)
                     continue
                 error.message = f"{error.message} (gave up after {attempts} attempts)"
             elif error.kind is ErrorKind.REJECTED_PARAM and self.strict_params and remedy is not None:

@@ -85,11 +85,24 @@ _SAMPLE_S = 10.0
 #: a 429 without headers is evidence of the limit in a burst: this many 429s or more among the last
 #: ``_BURST_ANSWERS`` answers to requests sent since the last cut (over ``_SAMPLE_S``)...
 BURST_MIN = 3
-#: ...that are at least this share of those answers (8% random 429s stay under it; a cold-start herd does not)
-BURST_SHARE = 0.2
-#: the answers the burst rule looks back over: enough that 8% noise seldom makes a fifth of them (about 1% of
-#: its 429s), few enough that a change to mostly 429s is a burst within a few dozen answers at any rate
+#: ...so many that the server's background share of 429s (``_NOISE_*``) makes them this unlikely (a binomial
+#: tail): three 429s in a row at a 5% background, or a cold-start herd of them, are a burst; 8% random 429s
+#: reach it about once in 20,000 answers
+BURST_P = 1e-3
+#: the answers the burst rule looks back over: few enough that a change to mostly 429s is a burst within a few
+#: dozen answers at any rate
 _BURST_ANSWERS = 50
+#: the background share of 429s, a moving average over about ``1 / _NOISE_ALPHA`` answers that were no evidence
+#: of the limit, never taken as lower
+#: than ``_NOISE_FLOOR`` (nor higher than ``_NOISE_CEILING``: a share above it is the limit, not background)
+_NOISE_ALPHA = 1 / 256
+_NOISE_FLOOR = 0.05
+_NOISE_CEILING = 0.25
+#: past the last failing rate, an isolated 429 cuts the pace when the 429s since the pace passed that rate are
+#: this unlikely at the background share: the pace met the limit again, not the server's noise
+_PROBE_P = 1e-3
+#: the answers that rule looks back over
+_PROBE_ANSWERS = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +233,9 @@ class Pacer:
         #: it, whose pace came from it — for as long as its sample lasts.
         self._estimated_cut: tuple[float, float, float] | None = None
         self._probes = 0  # answers since the plateau was reached
+        self._noise = _NOISE_FLOOR  # the background share of 429s (moving average)
+        #: the latest answers (was each a 429) while the pace is past the last failing rate
+        self._probe_answers: deque[bool] = deque(maxlen=_PROBE_ANSWERS)
         self.cuts = 0
         self.rate_limited = 0
         self.isolated = 0  # 429s without headers judged noise (neither a cut nor a pause)
@@ -259,12 +275,14 @@ class Pacer:
         if rate_limited and not is_rate_limit(info):
             return False  # a 429 whose headers say budget is left: noise, neither a cut nor an admission
         answers.append((sent_at, rate_limited))
+        if self._probing():
+            self._probe_answers.append(rate_limited)
         evidence = False
         if rate_limited:
             self.rate_limited += 1
             # with headers (budget spent), from the herd a cut has answered, or in a burst: the limit
             evidence = info is not None or sent_at < self._last_cut or self._burst()
-            if evidence or self._probing():
+            if evidence or self._probing_met_the_limit():
                 self._cut(sent_at, now, retry_after_s)  # past the last failing rate, the likely cause is the rate
             if not evidence:
                 self.isolated += 1
@@ -273,20 +291,31 @@ class Pacer:
             if self._estimated_cut is not None and sent_at < self._estimated_cut[0]:
                 self._revise()
             self._grow()
+        if not evidence:  # the background is what comes back when the limit is not met
+            self._noise += _NOISE_ALPHA * (float(rate_limited) - self._noise)
         while self._admitted and self._admitted[0] < cutoff:
             self._admitted.popleft()
         return evidence
+
+    def _background(self) -> float:
+        return min(max(self._noise, _NOISE_FLOOR), _NOISE_CEILING)
 
     def _burst(self) -> bool:
         """Whether the 429 just recorded is part of a burst (see the module docstring): evidence of the limit
         though it carries no headers."""
         since = [limited for sent, limited in self._answers if sent >= self._last_cut]
         limited = sum(since)
-        return limited >= BURST_MIN and limited >= BURST_SHARE * len(since)
+        return limited >= BURST_MIN and _binomial_tail(limited, len(since), self._background()) < BURST_P
 
     def _probing(self) -> bool:
         """Whether the pace is past the rate the last cut was made from (probing past a learned limit)."""
         return self.rate is not None and self.ceiling is not None and self.rate > self.ceiling
+
+    def _probing_met_the_limit(self) -> bool:
+        """Probing past the last failing rate, more 429s came back than the server's background share explains:
+        the pace met the limit again (an isolated 429 among them then cuts, without a pause)."""
+        answers = self._probe_answers
+        return self._probing() and _binomial_tail(sum(answers), len(answers), self._background()) < _PROBE_P
 
     def _headers(self, info: RateInfo, now: float) -> None:
         if info.limit_requests:
@@ -314,6 +343,7 @@ class Pacer:
         self.ceiling = failing
         self.rate = BETA * failing
         self._probes = 0
+        self._probe_answers.clear()
         self._last_cut = now
         self.cuts += 1
 
@@ -357,3 +387,18 @@ class Pacer:
         return {"rate": self.rate, "ceiling": self.ceiling, "header_rate": self.header_rate,
                 "token_rate": self.token_rate, "cuts": self.cuts, "rate_limited": self.rate_limited,
                 "isolated": self.isolated}
+
+
+def _binomial_tail(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p): how unlikely ``k`` 429s in ``n`` answers are at a background share ``p``
+    (``n`` is a window of at most a few hundred answers, ``0 < p < 1``: the terms neither overflow nor vanish)."""
+    if k <= 0:
+        return 1.0
+    if k > n:
+        return 0.0
+    term = (1.0 - p) ** n  # P(X = 0); each next term by the ratio of successive binomial probabilities
+    below = 0.0
+    for i in range(k):
+        below += term
+        term *= (n - i) / (i + 1) * p / (1.0 - p)
+    return max(0.0, 1.0 - below)

@@ -69,7 +69,7 @@ def test_a_herd_of_429s_cuts_once_then_the_rate_climbs_back() -> None:
     # ...one 429 under the rate that failed, among answers, is a blip: it cuts nothing...
     assert not pacer.observe(clock.now - 0.1, info=None, rate_limited=True, retry_after_s=1.0)
     assert pacer.cuts == 1 and pacer.isolated == 3  # (the herd's first two were too, before it was a burst)
-    for _ in range(2):  # ...and a burst of them (3 of the 8 answers since the cut) cuts again
+    for _ in range(4):  # ...and a burst of them (5 of the 10 answers since the cut: not the background) cuts again
         clock.now += 0.1
         evidence = pacer.observe(clock.now - 0.1, info=None, rate_limited=True, retry_after_s=1.0)
     assert evidence and pacer.cuts == 2 and pacer.rate < PLATEAU * ceiling

@@ -104,3 +104,26 @@ def test_isolated_429s_without_headers_are_retried_alone_and_a_burst_of_them_sti
             await pool.aclose()
 
     asyncio.run(both())
+
+
+def test_the_burst_rules_binomial_tail_equals_scipys() -> None:
+    from scipy.stats import binom
+
+    from runner.providers.pacing import _binomial_tail
+
+    for k, n, p in [(3, 3, 0.05), (10, 50, 0.08), (13, 50, 0.08), (5, 10, 0.06), (30, 200, 0.08), (0, 5, 0.1),
+                    (1, 1, 0.25), (120, 200, 0.25)]:
+        assert abs(_binomial_tail(k, n, p) - binom.sf(k - 1, n, p)) < 1e-12, (k, n, p)
+
+
+def test_eight_percent_of_429s_without_headers_never_read_as_the_limit() -> None:
+    """Noise at a steady rate: thousands of answers, one in twelve a 429, and the pace is never cut."""
+    import random
+
+    clock = Clock()
+    pacer = Pacer(clock=clock)
+    draw = random.Random(7)
+    for i in range(20_000):
+        clock.now = 100 + i / 1000  # 1,000 answers a second
+        pacer.observe(clock.now - 0.02, info=None, rate_limited=draw.random() < 0.08, retry_after_s=1.0)
+    assert pacer.cuts == 0 and pacer.rate is None and pacer.isolated == pacer.rate_limited > 1_400
