@@ -71,7 +71,8 @@ from runner.output.parts import (
     survey_parts,
 )
 from runner.output.reader import Output, spent_in
-from runner.output.sink import RepairNote, ReplayNote, TrialSink, repair_parts, replay_journals
+from runner.output.repair import RepairNote, ReplayNote, repair_parts, replay_journals
+from runner.output.sink import TrialSink
 from runner.providers.remedies import Learned
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ process dying from the end of the loop turn that appended it: a kill loses at mo
 turn's rows. One write per row cost about 9 µs of a ~100 µs simulated trial. When the buffer is written as a batch the
 journal is truncated: it only ever holds the rows not yet in a part (the batch in
 flight), a few MB at most, never a second copy of the output. The next session's open
-replays it (``runner.output.sink.replay_journals``) into a part of the session that
+replays it (``runner.output.repair.replay_journals``) into a part of the session that
 wrote it, before the resume set is read, so those trials are done, not re-sent.
 
 Like the parts, the journal survives the process, not the machine: it is not fsynced

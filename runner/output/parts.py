@@ -49,7 +49,9 @@ from runner.core.errors import UserError, warn
 from runner.core.manifest import Manifest, SessionRecord, read_manifest
 from runner.core.safety import not_regular
 from runner.output.checksums import NO_CHECKSUMS, verify_part
-from runner.output.sink import DAMAGED_DIR, TRIALS_DIR, completed_trial_keys, salvage_part, set_aside, trial_keys
+from runner.output.keys import completed_trial_keys, trial_keys
+from runner.output.repair import salvage_part, set_aside
+from runner.output.sink import DAMAGED_DIR, TRIALS_DIR
 from runner.output.verified import is_verified, note_verified
 
 __all__ = [

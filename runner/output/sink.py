@@ -10,9 +10,9 @@ unreadable. So each worker's ``TrialSink`` writes an IPC file under the name
 is written), and finalizing a part is writing the footer and renaming it to
 ``part-W-NNNNN.arrow`` — no second copy, so a part needs its own size free, never
 twice. Only finalized files match ``trials/*.arrow``, so a glob scan never sees a
-half-written part. After a crash, ``repair_parts`` turns leftover parts into files,
-keeping the complete batches and dropping a torn tail (older trialgrid versions wrote
-plain streams; they are repaired the same way).
+half-written part. After a crash, ``runner.output.repair`` turns leftover parts into
+files, keeping the complete batches and dropping a torn tail; the resume set is
+``runner.output.keys``.
 
 Rows are converted column by column with ``pa.array(values, type=field.type)``:
 Arrow's C++ converter walks nested Python values (lists, dicts for structs) faster
@@ -35,39 +35,23 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.ipc as ipc
 
 from runner.core.calls import first_in_batch
-from runner.core.errors import ErrorKind, UserError, warn
+from runner.core.errors import ErrorKind, UserError
 from runner.core.redact import scrub_batch
-from runner.core.safety import not_regular
 from runner.core.schema import ONCE_PER_BATCH
 from runner.output.checksums import ChecksummedWriter, with_scheme
-from runner.output.journal import JOURNAL_GLOB, Journal, journal_path, read_journal
-from runner.output.unfinished import UnfinishedPart
+from runner.output.journal import Journal, journal_path
 from runner.output.verified import note_written
 
-__all__ = [
-    "TRIALS_DIR",
-    "RepairNote",
-    "ReplayNote",
-    "TrialSink",
-    "completed_trial_keys",
-    "repair_parts",
-    "replay_journals",
-    "salvage_part",
-    "to_record_batch",
-    "trial_keys",
-]
+__all__ = ["TRIALS_DIR", "TrialSink", "to_record_batch", "to_record_batch_salvaged"]
 
 TRIALS_DIR = "trials"
 #: where a part, stream or journal that cannot be read is moved (``trials/damaged/``)
@@ -458,85 +442,6 @@ class TrialSink:
         self._part_written = 0
 
 
-@dataclass(frozen=True, slots=True)
-class RepairNote:
-    """What ``repair_parts`` did with one leftover stream (which is deleted either way)."""
-
-    stream: Path
-    part: Path | None  # the finalized file, None when no complete batch survived
-    batches: int  # complete batches kept from the stream
-    rows: int
-    torn_tail: bool  # bytes after the last complete batch were dropped
-    already_finalized: bool = False  # crash between rename and delete: the stream was a duplicate
-
-    def __str__(self) -> str:
-        if self.already_finalized:
-            return f"{self.stream.name}: already finalized as {_final_path(self.stream).name}; removed the stream"
-        tail = ", dropped a torn tail" if self.torn_tail else ""
-        if self.part is None:
-            return f"{self.stream.name}: no complete batch{tail}; removed"
-        return f"{self.stream.name} -> {self.part.name}: kept {self.batches} batches ({self.rows} rows){tail}"
-
-
-def set_aside(path: Path, detail: str) -> None:
-    """Move ``path`` (of ``trials/``) to ``trials/damaged/`` unopened, with a ``TrialgridWarning``: what is under a
-    part's or a journal's name but is no file to read."""
-    where = path.parent / DAMAGED_DIR
-    where.mkdir(exist_ok=True)
-    os.replace(path, where / path.name)
-    warn(f"moved {path.name} to trials/{DAMAGED_DIR}/ unread: it {detail}; its trials run again")
-
-
-def repair_parts(trials_dir: Path) -> list[RepairNote]:
-    """Finalize the parts a crash left behind in ``trials_dir``; one note per leftover part.
-
-    Leftover ``.arrow.tmp`` files (a crash during a repair) are deleted first; their
-    source is still there and is repaired again. A part whose footer was written (a
-    crash between closing and renaming it) is renamed as is; any other keeps its
-    complete batches in a new file. Never raises on damaged parts: one that cannot even
-    yield its schema is treated as having no complete batch. Refuses (``UserError``)
-    when the disk lacks the space for the copy. Must not run while a sink is writing to
-    the directory (the output's lock guarantees it).
-    """
-    trials_dir = Path(trials_dir)
-    if not trials_dir.is_dir():
-        return []
-    for tmp in sorted(trials_dir.glob(f"part-*{_TMP_SUFFIX}")):
-        tmp.unlink()
-    notes = []
-    for stream in sorted(trials_dir.glob(f"part-*{_STREAM_SUFFIX}")):
-        kind = not_regular(stream)
-        if kind is not None:
-            set_aside(stream, f"is {kind}, not an unfinished part")
-            continue
-        final = _final_path(stream)
-        if final.exists():
-            stream.unlink()
-            notes.append(RepairNote(stream, final, 0, 0, False, already_finalized=True))
-            continue
-        complete = _complete_file(stream)
-        if complete is not None:
-            os.rename(stream, final)
-            notes.append(RepairNote(stream, final, *complete, False))
-            continue
-        _need_space(trials_dir, stream.stat().st_size, f"to repair {stream}")
-        batches, rows, torn = salvage_part(stream, final)
-        stream.unlink()
-        notes.append(RepairNote(stream, final if batches else None, batches, rows, torn))
-    if notes:
-        _fsync(trials_dir)
-    return notes
-
-
-def _complete_file(path: Path) -> tuple[int, int] | None:
-    """(batches, rows) when ``path`` reads as a whole IPC file (footer included), else None."""
-    try:
-        reader = ipc.open_file(str(path))
-        return reader.num_record_batches, sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
-    except _TORN:
-        return None
-
-
 def _mib(n: int) -> int:
     return max(1, -(-n // (1 << 20)))
 
@@ -549,53 +454,6 @@ def _need_space(where: Path, size: int, why: str) -> None:
                         hint="free that much space and rerun the same command: written trials are kept")
 
 
-def _trial_id_batches(trials_dir: Path, parts: Sequence[Path] | None = None) -> Iterator[pa.Array]:
-    """The ``trial_id`` column of every finalized part (or of ``parts``), batch by batch (nothing else is read)."""
-    trials_dir = Path(trials_dir)
-    if not trials_dir.is_dir():
-        return
-    streams = sorted(p.name for p in trials_dir.glob(f"part-*{_STREAM_SUFFIX}"))
-    if streams:
-        raise RuntimeError(f"{trials_dir} has unrepaired stream parts {streams}; run repair_parts first")
-    for part in (sorted(trials_dir.glob(f"part-*{_FILE_SUFFIX}")) if parts is None else parts):
-        with pa.OSFile(str(part), "rb") as source:
-            schema = ipc.open_file(source).schema
-            index = schema.get_field_index("trial_id")
-            if index < 0:
-                raise KeyError(f"{part} has no 'trial_id' column")
-            source.seek(0)
-            reader = ipc.open_file(source, options=ipc.IpcReadOptions(included_fields=[index]))
-            for i in range(reader.num_record_batches):
-                yield reader.get_batch(i).column(0).drop_null()
-
-
-_HEX = np.full(256, 255, dtype=np.uint64)
-_HEX[np.frombuffer(b"0123456789abcdef", dtype=np.uint8)] = np.arange(16, dtype=np.uint64)
-_SHIFTS = np.arange(60, -1, -4, dtype=np.uint64)
-
-
-def trial_keys(ids: pa.Array) -> np.ndarray:
-    """Trial ids (16 lowercase hex chars) as uint64, vectorised; other shapes go through ``int``."""
-    ids = ids.cast(pa.string())
-    offsets = np.frombuffer(ids.buffers()[1], dtype=np.int32)[ids.offset: ids.offset + len(ids) + 1]
-    data = np.frombuffer(ids.buffers()[2], dtype=np.uint8)[offsets[0]: offsets[-1]] if len(ids) else np.empty(0, np.uint8)
-    if len(ids) and np.all(np.diff(offsets) == 16):
-        nibbles = _HEX[data.reshape(-1, 16)]
-        if not (nibbles == 255).any():
-            return np.bitwise_or.reduce(nibbles << _SHIFTS, axis=1)
-    return np.array([int(x, 16) for x in ids.to_pylist()], dtype=np.uint64)
-
-
-def completed_trial_keys(trials_dir: Path, parts: Sequence[Path] | None = None) -> np.ndarray:
-    """Sorted uint64 keys of every written trial id (of ``parts``, if given): 8 bytes a trial, for resuming huge
-    grids. A Python set of 10 million id strings costs about 1 GB; this costs 80 MB.
-    """
-    columns = [trial_keys(column) for column in _trial_id_batches(trials_dir, parts)]
-    keys = np.concatenate(columns) if columns else np.empty(0, dtype=np.uint64)
-    keys.sort()
-    return keys
-
-
 def _final_path(stream: Path) -> Path:
     return stream.with_suffix(_FILE_SUFFIX)
 
@@ -604,47 +462,6 @@ def _next_free_seq(trials_dir: Path, worker: str) -> int:
     pattern = re.compile(rf"part-{re.escape(worker)}-(\d+)(?:\.arrows|\.arrow|\.arrow\.tmp)")
     seqs = [int(m.group(1)) for p in trials_dir.iterdir() if (m := pattern.fullmatch(p.name))]
     return max(seqs, default=-1) + 1
-
-
-def salvage_part(source_path: Path, final: Path) -> tuple[int, int, bool]:
-    """Copy the complete record batches of ``source_path`` into ``final`` (IPC file, fsynced tmp + rename).
-
-    The source may be an unfinished part (an IPC file without its footer) or a finished
-    part cut short; its batches are read by ``UnfinishedPart`` until the first incomplete
-    one, and a batch whose checksum fails is left out, so its trials run again. The copy
-    is written with fresh checksums, batch by batch, so memory stays at one batch.
-    Returns (batches, rows, torn tail dropped); with zero complete batches nothing is
-    written.
-    """
-    tmp = final.with_name(final.name + ".tmp")
-    batches = rows = 0
-    writer: ChecksummedWriter | None = None
-    sink: pa.NativeFile | None = None
-    part = UnfinishedPart(source_path)
-    try:
-        for batch in part.batches():
-            if writer is None:
-                assert part.schema is not None
-                sink = pa.OSFile(str(tmp), "wb")
-                writer = ChecksummedWriter(sink, with_scheme(part.schema))
-            writer.write_batch(batch)
-            batches += 1
-            rows += batch.num_rows
-        if writer is None:
-            return 0, 0, part.torn
-        writer.close()
-        assert sink is not None
-        sink.close()
-        _fsync(tmp)
-        os.replace(tmp, final)
-        _fsync(final.parent)
-        return batches, rows, part.torn
-    finally:
-        # On failure the half-written tmp is abandoned, so its writer needs no footer.
-        if sink is not None and not sink.closed:
-            sink.close()
-        if tmp.exists():
-            tmp.unlink()
 
 
 def _fsync(path: Path) -> None:
@@ -656,94 +473,3 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-@dataclass(frozen=True, slots=True)
-class ReplayNote:
-    """What ``replay_journals`` did with one journal (which is deleted, or set aside when it cannot be replayed)."""
-
-    journal: Path
-    rows: int  # rows written to a new part
-    already_written: int  # rows a part already held (a kill between a batch and the journal's truncation)
-    torn: bool
-    part: Path | None = None
-    refused: str | None = None  # why nothing was replayed (the journal is then in trials/damaged/)
-
-    def __str__(self) -> str:
-        if self.refused is not None:
-            return f"{self.journal.name}: not replayed ({self.refused}); moved to damaged/"
-        tail = ", dropped a torn last line" if self.torn else ""
-        part = f" into {self.part.name}" if self.part is not None else ""
-        return (f"{self.journal.name}: replayed {self.rows} answered trials{part} "
-                f"({self.already_written} already written){tail}")
-
-
-def replay_journals(trials_dir: Path, schema: pa.Schema) -> list[RepairNote | ReplayNote]:
-    """Write the rows the journals a crash left hold (``runner.output.journal``) into parts; one note each.
-
-    Run after ``repair_parts`` and before the resume set is read, holding the output's lock. A row whose
-    (``trial_id``, ``finished_at``) a part already holds is not written again. The part carries the schema
-    metadata the journal recorded (its sweep id and session), so the rows count as the session that answered
-    them; ``schema`` gives the columns. A journal whose rows do not convert goes to ``trials/damaged/``.
-    """
-    trials_dir = Path(trials_dir)
-    notes: list[RepairNote | ReplayNote] = []
-    journals = sorted(trials_dir.glob(JOURNAL_GLOB)) if trials_dir.is_dir() else []
-    for path in journals:
-        kind = not_regular(path)
-        if kind is not None:
-            set_aside(path, f"is {kind}, not a journal")
-            continue
-        content = read_journal(path)
-        rows, written = content.rows, 0
-        if rows and content.metadata is not None:
-            seen = _written_pairs(trials_dir, {r.get("trial_id") for r in rows})
-            kept = [r for r in rows if (r.get("trial_id"), r.get("finished_at")) not in seen]
-            written, rows = len(rows) - len(kept), kept
-        if not rows or content.metadata is None:
-            path.unlink()
-            notes.append(ReplayNote(path, 0, written, content.torn))
-            continue
-        worker = path.name[len("journal-"):-len(".jsonl")]
-        try:
-            if not rows[0].keys() <= set(schema.names) or not _WORKER_RE.fullmatch(worker):
-                raise TypeError("its rows do not have the trial schema's columns")
-            batch = to_record_batch(rows, schema.with_metadata(content.metadata))
-            with TrialSink(trials_dir.parent, batch.schema, worker=worker) as sink:
-                sink.write_batch(batch)
-        except (TypeError, KeyError, UserError) as exc:
-            damaged = trials_dir / "damaged"
-            damaged.mkdir(exist_ok=True)
-            os.replace(path, damaged / path.name)
-            notes.append(ReplayNote(path, 0, written, content.torn, refused=str(exc).splitlines()[0][:200]))
-            continue
-        path.unlink()
-        notes.append(ReplayNote(path, len(rows), written, content.torn, sink.finalized_parts[-1]))
-    if notes:
-        _fsync(trials_dir)
-    return notes
-
-
-def _written_pairs(trials_dir: Path, ids: set[Any]) -> set[tuple[Any, Any]]:
-    """(trial_id, finished_at) of the finished parts' rows whose id is in ``ids`` (two columns read)."""
-    import pyarrow.compute as pc  # here, not at the top: every reader imports this module, and only a resume needs it
-
-    wanted = pa.array([i for i in ids if isinstance(i, str)], type=pa.string())
-    pairs: set[tuple[Any, Any]] = set()
-    for part in sorted(trials_dir.glob(f"part-*{_FILE_SUFFIX}")):
-        try:
-            with pa.memory_map(str(part)) as source:
-                reader = ipc.open_file(source)
-                names = reader.schema.names
-                if "trial_id" not in names or "finished_at" not in names:
-                    continue
-                for i in range(reader.num_record_batches):
-                    batch = reader.get_batch(i)
-                    ids_column = batch.column("trial_id")
-                    mask = pc.is_in(ids_column, value_set=wanted)
-                    if not pc.any(mask).as_py():
-                        continue
-                    chosen = batch.filter(mask)
-                    finished = chosen.column("finished_at").cast(pa.int64())
-                    pairs.update(zip(chosen.column("trial_id").to_pylist(), finished.to_pylist(), strict=True))
-        except _TORN:
-            continue  # a damaged part: quarantine_parts deals with it; its rows do not count
-    return pairs

@@ -12,7 +12,8 @@ import pyarrow.ipc as ipc
 from runner.core import redact
 from runner.output.checksums import with_scheme
 from runner.output.journal import journal_path, read_journal
-from runner.output.sink import ReplayNote, TrialSink, replay_journals
+from runner.output.repair import ReplayNote, replay_journals
+from runner.output.sink import TrialSink
 
 BLOB = pa.struct([("id", pa.string()), ("kind", pa.string()), ("content", pa.string())])
 SCHEMA = pa.schema([

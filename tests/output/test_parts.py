@@ -9,8 +9,9 @@ import pyarrow as pa
 import pytest
 
 from runner.core.errors import UserError
+from runner.output.keys import trial_keys
 from runner.output.parts import inspect_parts, resume_keys, scan_latest
-from runner.output.sink import TrialSink, trial_keys
+from runner.output.sink import TrialSink
 from tests.helpers.rows import write_part
 
 SCHEMA = pa.schema([("trial_id", pa.string()), ("status", pa.string()), ("error_kind", pa.string()),

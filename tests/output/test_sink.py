@@ -24,14 +24,9 @@ from runner.core.errors import UserError
 from runner.core.manifest import MANIFEST
 from runner.output import Output
 from runner.output.checksums import ChecksummedWriter, with_scheme
-from runner.output.sink import (
-    RepairNote,
-    TrialSink,
-    completed_trial_keys,
-    repair_parts,
-    to_record_batch,
-    trial_keys,
-)
+from runner.output.keys import completed_trial_keys, trial_keys
+from runner.output.repair import RepairNote, repair_parts
+from runner.output.sink import TrialSink, to_record_batch
 
 #: a stock run manifest: a sink writes none, and the public reader (``Output``) reads an output with one
 STOCK_MANIFEST = Path(__file__).resolve().parents[1] / "core" / "fixtures" / "manifest-run.json"
@@ -134,7 +129,10 @@ def read_stream_batches(path: Path) -> list[int]:
 @pytest.fixture
 def no_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
     """fsync only matters for power loss; skipping it keeps the many-repair tests fast."""
-    monkeypatch.setattr(sink_module, "_fsync", lambda path: None)
+    import runner.output.repair as repair_module
+
+    for module in (sink_module, repair_module):
+        monkeypatch.setattr(module, "_fsync", lambda path: None)
 
 
 # --- round trip ------------------------------------------------------------------
@@ -586,7 +584,7 @@ def test_repair_note_is_one_line() -> None:
 def test_trial_keys_parse_hex_ids_vectorised_and_skip_done_filters_exactly() -> None:
     from runner.core.types import TrialSpec
     from runner.execution.grid import skip_done
-    from runner.output.sink import trial_keys
+    from runner.output.keys import trial_keys
 
     ids = [f"{i * 0x9E3779B97F4A7C15 & (2**64 - 1):016x}" for i in range(10_000)]
     keys = trial_keys(pa.array(ids))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from runner.output.checksums import ChecksummedWriter, with_scheme
-from runner.output.sink import salvage_part
+from runner.output.repair import salvage_part
 from runner.output.unfinished import UnfinishedPart
 
 SCHEMA = with_scheme(pa.schema([("trial_id", pa.string()), ("n", pa.int64())]))
