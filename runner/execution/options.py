@@ -71,7 +71,7 @@ class RunOptions:
         if self.runs is not None and self.runs < 1:
             raise UserError(f"--runs {self.runs}: at least 1 run per cell")
         if self.workers is not None and self.workers < 1:
-            raise UserError(f"--workers {self.workers}: at least 1 worker")
+            raise UserError(f"--workers {self.workers}: at least 1 worker", hint="omit it for one per CPU of the cluster")
         checked = {
             "cache": Path(self.cache) if self.cache is not None else None,
             "retry_errors": _retry_kinds(self.retry_errors),
