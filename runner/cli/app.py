@@ -242,7 +242,7 @@ def run(
     Exits 0 when every trial is ok, 3 when error rows remain (see --retry-errors, --max-error-rate), 4 when the
     budget stopped it before the grid was finished."""
     from runner.cli.signals import sigterm_as_interrupt
-    from runner.config.sweep import Narrowing, load_sweep
+    from runner.config.sweep import load_sweep
     from runner.execution import modes
     from runner.execution.options import RunOptions
     from runner.output import Output
@@ -260,7 +260,7 @@ def run(
                              max_error_rate=max_error_rate, fail_on=fail_on or (), gates=gate, preflight=preflight,
                              models=model, runs=runs, limit=limit)
         # a sweep that names an MCP server starts it: a note says so
-        loaded = load_sweep(sweep, narrow=Narrowing(tuple(model), runs))
+        loaded = load_sweep(sweep, narrow=options.narrowing)
         # --quiet keeps the notes and the warnings (a damaged part set aside, a damaged cache rebuilt), not progress
         if quiet:
             quiet_messages()

@@ -309,6 +309,10 @@ class Narrowing:
     models: tuple[str, ...] = ()
     runs: int | None = None
 
+    def __post_init__(self) -> None:
+        if self.runs is not None and self.runs < 1:
+            raise UserError(f"--runs {self.runs}: at least 1 run per cell")
+
     def __bool__(self) -> bool:
         return bool(self.models) or self.runs is not None
 
@@ -331,8 +335,6 @@ class Narrowing:
                                     hint=f"its models: {', '.join(str(n) for n in names)}")
             data["models"] = [m for m in entries if isinstance(m, dict) and m.get("name") in self.models]
         if self.runs is not None:
-            if self.runs < 1:
-                raise UserError(f"--runs {self.runs}: at least 1 run per cell")
             given = data.get("probes")
             probes: list[Any] = given if isinstance(given, list) else []
             data["probes"] = [{**p, "runs": self.runs} if isinstance(p, dict) else p for p in probes]

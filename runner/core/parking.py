@@ -15,8 +15,8 @@ engine set for the running trial (a context variable), and does nothing without 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Protocol
 
@@ -28,7 +28,7 @@ class Parking(Protocol):
 
     def park(self) -> None: ...
 
-    async def unpark(self) -> None: ...
+    def unpark(self) -> None: ...
 
 
 _HOOK: ContextVar[Parking | None] = ContextVar("trialgrid_parking", default=None)
@@ -39,8 +39,8 @@ def set_parking(hook: Parking | None) -> Token[Parking | None]:
     return _HOOK.set(hook)
 
 
-@asynccontextmanager
-async def parked() -> AsyncIterator[None]:
+@contextmanager
+def parked() -> Iterator[None]:
     """Around a wait that sends nothing: the trial's place goes to another trial meanwhile."""
     hook = _HOOK.get()
     if hook is None:
@@ -50,4 +50,4 @@ async def parked() -> AsyncIterator[None]:
     try:
         yield
     finally:
-        await hook.unpark()
+        hook.unpark()

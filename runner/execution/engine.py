@@ -114,7 +114,7 @@ async def run_trials(
             if census["workers"] - census["parked"] < places:
                 start_worker()
 
-        async def unpark(self) -> None:
+        def unpark(self) -> None:
             # back at once, even past the bound (a wait here could be on a trial that waits for this one): the
             # places lent out are repaid as the trials that took them end
             census["parked"] -= 1

@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from runner.config.sweep import LoadedSweep, Narrowing, load_sweep, local_server_warnings
+from runner.config.sweep import LoadedSweep, load_sweep, local_server_warnings
 from runner.core.errors import UserError, warn
 from runner.core.gates import parse_gate
 from runner.core.messages import say
@@ -137,7 +137,7 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
         options = RunOptions(**fields)
     elif fields:
         options = replace(options, **fields)
-    narrow = Narrowing(tuple(options.models), options.runs)
+    narrow = options.narrowing
     if isinstance(sweep, LoadedSweep) and (not narrow or sweep.narrowing == narrow):
         loaded = sweep
     else:  # its warnings are TrialgridWarnings, issued as it loads

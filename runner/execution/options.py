@@ -15,6 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from runner.config.sweep import Narrowing
 from runner.core.errors import ErrorKind, UserError
 from runner.core.exits import DEFAULT_RETRY_KINDS
 from runner.core.gates import Gate, parse_gate
@@ -68,8 +69,7 @@ class RunOptions:
             raise UserError(f"--max-error-rate {self.max_error_rate:g}: a share of trials, between 0 and 1")
         if self.limit is not None and self.limit < 1:
             raise UserError(f"--limit {self.limit}: at least 1 trial")
-        if self.runs is not None and self.runs < 1:
-            raise UserError(f"--runs {self.runs}: at least 1 run per cell")
+        Narrowing(tuple(self.models), self.runs)  # made to check it: a --runs of 0 is refused before the sweep loads
         if self.workers is not None and self.workers < 1:
             raise UserError(f"--workers {self.workers}: at least 1 worker", hint="omit it for one per CPU of the cluster")
         checked = {
@@ -83,6 +83,11 @@ class RunOptions:
         }
         for name, value in checked.items():
             object.__setattr__(self, name, value)  # frozen: the checked form replaces the given one once
+
+    @property
+    def narrowing(self) -> Narrowing:
+        """``models`` and ``runs`` as the try they make of the sweep (empty: the whole sweep)."""
+        return Narrowing(tuple(self.models), self.runs)
 
     @property
     def cache_dir(self) -> Path | None:

@@ -29,7 +29,6 @@ from runner.output.sink import (
     _FILE_SUFFIX,
     _STREAM_SUFFIX,
     _TMP_SUFFIX,
-    _TORN,
     _WORKER_RE,
     DAMAGED_DIR,
     TrialSink,
@@ -38,7 +37,7 @@ from runner.output.sink import (
     _need_space,
     to_record_batch,
 )
-from runner.output.unfinished import UnfinishedPart
+from runner.output.unfinished import TORN, UnfinishedPart
 
 __all__ = ["RepairNote", "ReplayNote", "repair_parts", "replay_journals", "salvage_part", "set_aside"]
 
@@ -118,7 +117,7 @@ def _complete_file(path: Path) -> tuple[int, int] | None:
     try:
         reader = ipc.open_file(str(path))
         return reader.num_record_batches, sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
-    except _TORN:
+    except TORN:
         return None
 
 
@@ -251,6 +250,6 @@ def _written_pairs(trials_dir: Path, ids: set[Any]) -> set[tuple[Any, Any]]:
                     chosen = batch.filter(mask)
                     finished = chosen.column("finished_at").cast(pa.int64())
                     pairs.update(zip(chosen.column("trial_id").to_pylist(), finished.to_pylist(), strict=True))
-        except _TORN:
+        except TORN:
             continue  # a damaged part: quarantine_parts deals with it; its rows do not count
     return pairs

@@ -62,7 +62,6 @@ _TMP_SUFFIX = ".arrow.tmp"
 _WORKER_RE = re.compile(r"[A-Za-z0-9_.]+(?:-[A-Za-z0-9_.]+)*")
 # A torn tail surfaces as ArrowInvalid (truncated length prefix or metadata) or as
 # OSError (truncated body); both are the expected shape of a killed writer.
-_TORN = (pa.ArrowInvalid, OSError, EOFError)
 #: a journaling sink writes its appended rows to the journal at the end of the event-loop iteration that appended
 #: them, in one write, and at the latest after this many rows (docs/output.md: the durability bound)
 JOURNAL_ROWS = 64

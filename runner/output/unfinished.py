@@ -25,11 +25,12 @@ import pyarrow.ipc as ipc
 
 from runner.output.checksums import batch_verdict, is_seal
 
-__all__ = ["FILE_MAGIC", "UnfinishedPart"]
+__all__ = ["FILE_MAGIC", "TORN", "UnfinishedPart"]
 
 #: an Arrow IPC file's magic (6 bytes, padded to 8) before the stream body
 FILE_MAGIC = b"ARROW1"
-_TORN = (pa.ArrowInvalid, OSError, EOFError)
+#: what reading a part cut short (or replaced under its name) raises
+TORN = (pa.ArrowInvalid, OSError, EOFError)
 
 
 class UnfinishedPart:
@@ -65,7 +66,7 @@ class UnfinishedPart:
                         batch.validate()
                     except StopIteration:
                         return
-                    except _TORN:
+                    except TORN:
                         self.torn = True
                         return
                     index = self.index
@@ -77,7 +78,7 @@ class UnfinishedPart:
                         self.failed += 1  # its trials are not kept: repair drops them and they run again
                         continue
                     yield batch
-        except _TORN:
+        except TORN:
             self.torn = True  # the writer finalized and renamed it since the listing, or it does not read
 
     def _read_schema(self, raw: io.BufferedReader) -> bool:
@@ -90,7 +91,7 @@ class UnfinishedPart:
         try:
             message = ipc.MessageReader.open_stream(source).read_next_message()
             schema = ipc.read_schema(message)
-        except (StopIteration, *_TORN):
+        except (StopIteration, *TORN):
             self.torn = True
             return False
         self.schema, self.offset = schema, raw.tell()

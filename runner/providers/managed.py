@@ -266,7 +266,7 @@ class ManagedProvider:
                 waited = self._clock() - started
                 left = inflight.time_left()
                 if waited + delay <= policy.max_wait_s and delay < left:
-                    async with parked():  # asleep: another trial takes this one's place meanwhile
+                    with parked():  # asleep: another trial takes this one's place meanwhile
                         await self._sleep(delay)
                     continue
                 if waited + delay <= policy.max_wait_s:  # a wait the trial's deadline would cut short: say so now
@@ -283,7 +283,7 @@ class ManagedProvider:
                     delay = self.backoff_s(failures)
                     if error.retry_after_s is not None:
                         delay = max(delay, error.retry_after_s)
-                    async with parked():
+                    with parked():
                         await self._sleep(delay)
                     continue
                 error.message = f"{error.message} (gave up after {attempts} attempts)"

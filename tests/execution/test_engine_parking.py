@@ -33,7 +33,7 @@ def test_a_parked_trial_lends_its_place_and_the_bounds_hold_for_trials_that_send
         await asyncio.sleep(0.001)
         if spec.run < 2:
             running[0] -= 1
-            async with parked():
+            with parked():
                 await asyncio.sleep(0.2)
             running[0] += 1
         running[0] -= 1
