@@ -1,7 +1,8 @@
 """``trialgrid view``: a local web viewer of outputs, from each rate of the report to the trials it counts.
 
-``runner.viewer.data`` reads (pages of trials, one trial's recorded calls, the report's counts with the filter
-behind each), ``runner.viewer.server`` serves it on loopback (aiohttp) with the page in ``static/`` (plain
+``runner.viewer.data``'s ``Source`` reads one output: its current snapshot (``snapshot``), pages of trials
+(``listing``), one trial's recorded calls (``trial``), the report's counts with the filter behind each
+(``numbers``). ``runner.viewer.server`` serves it on loopback (aiohttp) with the page in ``static/`` (plain
 HTML, one script, one stylesheet: no build step, no CDN). It sits beside ``runner.reporting``: it reads outputs
 and the analysis, never writes into an output.
 """

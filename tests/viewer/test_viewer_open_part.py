@@ -11,7 +11,8 @@ import polars as pl
 
 from runner.output import Output
 from runner.output.sink import TrialSink
-from runner.viewer.data import Query, Source, _OpenPart
+from runner.viewer.data import Query, Source
+from runner.viewer.snapshot import OpenPart
 from tests.helpers.rows import live_copy
 
 
@@ -29,13 +30,13 @@ def test_the_open_part_is_read_incrementally_and_equals_a_read_from_scratch(quic
             sink.append(row)  # a closed part of 6 rows, and an open part holding the next batch
         source = Source(live, "live", Output.open(live))
         assert _ids(source) == sorted(r["trial_id"] for r in rows[:8])
-        [opened] = source._open.values()
+        [opened] = source.snapshots._open.values()
         assert opened.part is not None
         read_before = opened.part.offset
         for row in rows[8:10]:
             sink.append(row)  # one more batch in the same open part
         assert _ids(source) == sorted(r["trial_id"] for r in rows[:10])
-        assert list(source._open.values()) == [opened] and opened.part.offset > read_before  # the same reader, read on
+        assert list(source.snapshots._open.values()) == [opened] and opened.part.offset > read_before  # the same reader, read on
         fresh = Source(live, "again", Output.open(live))  # the same output read from scratch
         assert _ids(fresh) == _ids(source)
         assert fresh.snapshot().frame.collect().equals(source.snapshot().frame.collect())  # type: ignore[union-attr]
@@ -72,14 +73,14 @@ def test_an_open_part_cut_anywhere_reads_as_its_complete_batches(quick_out: Path
         [stream] = (live / "trials").glob("*.arrows")
         data = stream.read_bytes()
         (tmp_path / "a").mkdir()
-        scanned = _OpenPart(tmp_path / "a").read(stream)
+        scanned = OpenPart(tmp_path / "a").read(stream)
         assert scanned is not None
         whole = scanned.collect()
     finally:
         sink.close()
     assert whole.height == 10
     (tmp_path / "b").mkdir()
-    cut, reader = tmp_path / "cut.arrows", _OpenPart(tmp_path / "b")
+    cut, reader = tmp_path / "cut.arrows", OpenPart(tmp_path / "b")
     seen = []
     for end in [*range(0, len(data), 61), len(data)]:  # the writer's bytes as a reader may find them, growing
         cut.write_bytes(data[:end])
@@ -98,7 +99,7 @@ def test_a_live_source_spills_outside_the_output_and_removes_what_it_spilled(qui
     for row in rows[:4]:
         sink.append(row)  # an open part of two batches
     source = Source(live, "live", Output.open(live))
-    spill = source._spill
+    spill = source.snapshots._spill
     assert spill is not None and not spill.is_relative_to(live) and len(list(spill.iterdir())) == 1
     snap = source.snapshot()
     assert not snap.newest and source.count(Query()) == 4 == source.run_info()["trials"]

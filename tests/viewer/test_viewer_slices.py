@@ -36,7 +36,7 @@ def test_sorted_pages_and_windowed_counts_match_the_whole(quick_out: Path, monke
     rows = _rows(quick_out)
     source = Source(quick_out, "q", Output.open(quick_out))
     snap = source.snapshot()
-    assert snap.stream_frame is None and len(source._windows(snap)) == -(-len(rows) // 17)  # finished: windowed
+    assert snap.stream_frame is None and len(snap.windows()) == -(-len(rows) // 17)  # finished: windowed
 
     # the filter columns' values, the usage and every trial found by the index: as the whole output has them
     columns = source.columns()
