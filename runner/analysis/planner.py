@@ -39,6 +39,27 @@ class Design:
 
 
 @dataclass(frozen=True)
+class Budget:
+    """What a design may cost: at most ``trials`` trials and at most ``usd`` dollars at ``cost_per_trial`` each
+    (either, both or neither)."""
+
+    trials: int | None = None
+    usd: float | None = None
+    cost_per_trial: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.usd is not None and not self.cost_per_trial:
+            raise ValueError("a dollar budget needs a cost per trial")
+
+    def allows(self, trials: int) -> tuple[float | None, bool]:
+        """(the cost of ``trials`` trials in dollars, or None without a cost per trial; whether they fit)."""
+        cost = trials * self.cost_per_trial if self.cost_per_trial else None
+        within = (self.trials is None or trials <= self.trials) and \
+                 (self.usd is None or (cost is not None and cost <= self.usd))
+        return cost, within
+
+
+@dataclass(frozen=True)
 class Plan:
     designs: list[Design]
     recommended: Design | None
@@ -83,20 +104,16 @@ def _check_bounds(rates: Sequence[float], prompts: Sequence[int], runs: Sequence
 
 def plan_designs(rates: Sequence[float], arm: Sequence[int], *, prompts: Sequence[int], runs: Sequence[int],
                  sd: float, shared: float = 0.0, alpha: float = 0.05, target_power: float = 0.8,
-                 budget_trials: int | None = None, budget_usd: float | None = None,
-                 cost_per_trial: float | None = None, n_sims: int = 500, seed: int = 0) -> Plan:
-    """Simulate every design in ``prompts`` × ``runs`` and recommend one (see the module docstring)."""
-    if budget_usd is not None and not cost_per_trial:
-        raise ValueError("a dollar budget needs a cost per trial")
+                 budget: Budget = Budget(), n_sims: int = 500, seed: int = 0) -> Plan:
+    """Simulate every design in ``prompts`` × ``runs`` and recommend one within ``budget`` (see the module
+    docstring)."""
     _check_bounds(rates, prompts, runs, sd=sd, shared=shared, alpha=alpha, target_power=target_power, n_sims=n_sims)
     cells_per_prompt = sum(1 for g in arm if g >= 0)
     designs = []
     for k in sorted(set(prompts)):
         for r in sorted(set(runs)):
             trials = k * r * cells_per_prompt
-            cost = trials * cost_per_trial if cost_per_trial else None
-            within = (budget_trials is None or trials <= budget_trials) and \
-                     (budget_usd is None or (cost is not None and cost <= budget_usd))
+            cost, within = budget.allows(trials)
             res = simulate_power(rates, arm, n_prompts=k, n_runs=r, sd=sd, shared=shared, n_sims=n_sims, alpha=alpha,
                                  seed=seed + 7919 * k + r)
             designs.append(Design(res, trials, cost, within))

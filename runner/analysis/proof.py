@@ -1,4 +1,4 @@
-"""Which cases no agent could pass: the oracle's rows read back (``trialgrid check``).
+"""Which cases no agent could pass: the oracle's rows read back (``trialgrid validate --oracle``).
 
 The oracle persona answers every case as its key says (``runner/sim/oracle.py``), so a case it fails is
 unpassable by construction, and the row says why: the negative probe's ``reasons`` and BFCL's

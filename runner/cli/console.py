@@ -9,6 +9,7 @@ print and fail exactly as the built-in ones do.
 from __future__ import annotations
 
 import logging
+import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,12 +45,14 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_TERMINATED",
+    "count_text",
     "err",
     "fail",
     "messages_as_lines",
     "note",
     "out",
     "plain",
+    "print_line",
     "quiet_messages",
     "warn",
     "warnings_as_lines",
@@ -70,6 +73,17 @@ def plain(line: str, console: Console = err) -> None:
     """A message of a command's own: paths and labels in it are text, never rich markup (``[red]``, ``[/]``)
     and never terminal control."""
     console.print(Text(term_text(scrub(line))), soft_wrap=True)
+
+
+def print_line(line: str) -> None:
+    """One line of a long-running command's log, printed as is and flushed (a pipe sees it at once)."""
+    out.print(line, soft_wrap=True, markup=False)
+    sys.stdout.flush()
+
+
+def count_text(counts: dict[str, int]) -> str:
+    """Rows by status for a person: ``2,340 ok, 12 error`` (not a Python dict)."""
+    return ", ".join(f"{n:,} {status}" for status, n in sorted(counts.items())) or "no rows"
 
 
 def note(line: str) -> None:

@@ -1,6 +1,6 @@
 """The sweep that proves a case file passable: the same probes, answered once by the oracle persona.
 
-``trialgrid check SWEEP`` runs it (``runner/cli/check.py``): every case of every probe the oracle knows is
+``trialgrid validate SWEEP --oracle`` runs it (``runner/cli/validate.py``): every case of every probe the oracle knows is
 asked once of ``provider: sim, model: oracle``, which answers as the case's key says, so a case that fails
 there is a case no agent can pass (``runner.analysis.proof`` says why). Only what is measured is kept; the
 models, prices, budget and cache of the user's sweep are not this sweep's.

@@ -3,7 +3,7 @@
 ``provider: sim, model: oracle`` calls the expected tool with the expected arguments, asks where asking is
 right, declines where no call is right, audits a trace by naming exactly its gold phantoms, and completes a
 propagation task by making its reference call and stating its expected values. It proves a case file
-passable: a case the oracle fails is a case no agent can pass (``trialgrid check``), which is a mistake in the
+passable: a case the oracle fails is a case no agent can pass (``trialgrid validate --oracle``), which is a mistake in the
 case, not in the model. It is not a model of any agent, so its rates measure nothing else.
 
 A real model sees only the request; the oracle also reads the answer key. The keys are what the probes a sweep

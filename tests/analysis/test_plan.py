@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from runner.analysis.planner import plan_designs, same_budget_tradeoffs
+from runner.analysis.planner import Budget, plan_designs, same_budget_tradeoffs
 from runner.cli.app import app
 
 RATES, ARM = [0.0875, 0.1667, 0.0167], [1, 1, 0]
-GRID = dict(prompts=[4, 8, 16, 32], runs=[5, 10, 20, 40], budget_trials=2000, n_sims=300, seed=3)
+GRID = dict(prompts=[4, 8, 16, 32], runs=[5, 10, 20, 40], budget=Budget(trials=2000), n_sims=300, seed=3)
 
 
 @pytest.mark.slow
@@ -29,7 +29,7 @@ def test_recommendation_moves_to_more_prompts_when_heterogeneity_grows() -> None
 
 
 def test_budget_excludes_designs_and_says_when_nothing_reaches_the_target() -> None:
-    plan = plan_designs(RATES, ARM, sd=3.0, prompts=[4, 6], runs=[5, 10], budget_trials=200, n_sims=100, seed=1)
+    plan = plan_designs(RATES, ARM, sd=3.0, prompts=[4, 6], runs=[5, 10], budget=Budget(trials=200), n_sims=100, seed=1)
     assert all(d.trials <= 200 for d in plan.designs if d.within_budget)
     assert not plan.reaches_target and "no design within budget reaches" in plan.message
 

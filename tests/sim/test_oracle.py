@@ -1,4 +1,4 @@
-"""The oracle persona (``provider: sim, model: oracle``) and ``trialgrid check``."""
+"""The oracle persona (``provider: sim, model: oracle``) and ``trialgrid validate --oracle``."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ TOOLS = [{"name": "charge", "description": "Charge an account.",
                          "required": ["account_id", "amount"]}}]
 
 
-def test_check_names_every_case_no_agent_could_pass_and_why(tmp_path: Path) -> None:
+def test_validate_oracle_names_every_case_no_agent_could_pass_and_why(tmp_path: Path) -> None:
     cases = [
         {"id": "fine", "positive": True, "user": "Charge ACC-1042 100.", "expect_action": "charge",
          "expect_args": {"account_id": "ACC-1042", "amount": 100}},
@@ -82,17 +82,17 @@ def test_check_names_every_case_no_agent_could_pass_and_why(tmp_path: Path) -> N
     sweep = write_yaml(tmp_path / "sweep.yaml", {
         "name": "crm", "models": [{"name": "a", "provider": "sim", "model": "typical"}],
         "probes": [{"kind": "negative", "cases": "cases.yaml", "catalogue": "tools.yaml", "runs": 5}]})
-    result = invoke("check", str(sweep))
+    result = invoke("validate", str(sweep), "--oracle")
     assert result.exit_code == 1, result.output
     lines = result.stdout.splitlines()
-    assert "2 case(s) no agent could pass (2 of 4 cells" in lines[0], lines
+    assert ": ok — sweep" in lines[0] and "2 case(s) no agent could pass (2 of 4 cells" in lines[1], lines
     assert any("negative / self-contradicting (positive): forbidden token in charge.account_id" in x for x in lines)
     assert any("negative / no-amount-twin (negative): action ask_user, expected charge" in x for x in lines)
     assert not any("/ fine " in x or "/ no-amount " in x for x in lines)
 
 
-def test_check_of_a_passable_sweep_exits_0(tmp_path: Path) -> None:
-    result = invoke("check", str(bundled_sweep(tmp_path, "negatives.yaml", runs=5)))
+def test_validate_oracle_of_a_passable_sweep_exits_0(tmp_path: Path) -> None:
+    result = invoke("validate", str(bundled_sweep(tmp_path, "negatives.yaml", runs=5)), "--oracle")
     assert result.exit_code == 0, result.output
     assert "every case is passable" in result.stdout
 
@@ -122,7 +122,7 @@ def test_the_oracle_passes_every_imported_bfcl_case_but_bfcls_own_answer_key_def
     assert bfcl == ANSWER_KEY_DEFECTS  # answers BFCL's own checker rejects whoever gives them
 
 
-def test_check_names_a_propagation_task_whose_expected_value_its_reference_call_does_not_return(tmp_path: Path) -> None:
+def test_validate_oracle_names_a_propagation_task_whose_expected_value_its_reference_call_does_not_return(tmp_path: Path) -> None:
     tasks = {"domain": "weather", "tasks": [
         {"id": "right", "query": "What was the temperature in Lisbon on 2024-05-22?", "expect": ["19.9"],
          "reference": {"tool": "get_weather", "arguments": {"city": "Lisbon", "date": "2024-05-22"}}},
@@ -134,10 +134,10 @@ def test_check_names_a_propagation_task_whose_expected_value_its_reference_call_
         "name": "p", "models": [{"name": "a", "provider": "sim", "model": "typical"}],
         "probes": [{"kind": "propagation", "tasks": ["weather.yaml"], "runs": 3,
                     "conditions": ["control", "control+interceptor", "param.semantic_wrong"]}]})
-    result = invoke("check", str(sweep))
+    result = invoke("validate", str(sweep), "--oracle")
     assert result.exit_code == 1, result.output
     lines = result.stdout.splitlines()
-    assert "1 case(s) no agent could pass (2 of 4 cells" in lines[0], lines  # the injected cells are not judged
+    assert "1 case(s) no agent could pass (2 of 4 cells" in lines[1], lines  # the injected cells are not judged
     assert any("propagation / wrong-value (control): its reference call does not return every `expect` value" in x
                for x in lines), lines
     assert not any("/ right " in x for x in lines)
