@@ -98,7 +98,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from stats import intervals as I  # noqa: E402
-from stats._kernels import _below, _chunk_state  # noqa: E402
+from stats._draws import _below, _chunk_state  # noqa: E402
 
 PROMPTS = (6, 12, 30, 100)
 RATES = (0.02, 0.15, 0.50)

@@ -299,7 +299,7 @@ def _before_after(ctx: dict, cells, analyses) -> None:
     permutation tests at this size) beside the current one, on the same per-cell counts."""
     import polars as pl
 
-    from stats import _kernels as K
+    from stats import _draws as K
     from stats._rng import kernel_seed
 
     [a] = analyses

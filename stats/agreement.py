@@ -14,6 +14,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
+from stats import _draws as D
 from stats import _kernels as K
 from stats._clusters import factorize_clusters
 from stats._rng import SeedLike, kernel_seed
@@ -223,7 +224,7 @@ def spearman(
     r = int(n_resamples) if n_resamples is not None else _SPEARMAN_DEFAULT_DRAWS
     if r < 1:
         raise ValueError("n_resamples must be a positive integer")
-    count = int(K.spearman_mc_count(rx, ry, target, r, kernel_seed(seed)))
+    count = int(D.spearman_mc_count(rx, ry, target, r, kernel_seed(seed)))
     p = (count + 1) / (r + 1)
     return SpearmanResult(statistic=rho, pvalue=p, n=n, n_resamples=r, mc_stderr=math.sqrt(p * (1 - p) / r),
                           method=f"Spearman rank correlation; Monte Carlo permutation p, {r} draws")

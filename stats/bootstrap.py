@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stats import _kernels as K
+from stats import _draws as D
 from stats._rng import SeedLike, kernel_seed
 from stats.results import ClusterIntervalResult, ConfidenceInterval
 
@@ -59,7 +59,7 @@ def resample_clusters(values: np.ndarray, n_resamples: int, seed: SeedLike) -> n
     when that is exact (whole-number values with k·max|value| < 2**24, so every
     partial sum is an exactly representable integer), else in double. With at
     most ``DIRECT_MAX_COLUMNS`` columns the rows are instead added as clusters
-    are drawn (``_kernels.bootstrap_sums_direct``), which is faster there; both
+    are drawn (``_draws.bootstrap_sums_direct``), which is faster there; both
     paths use the same draws and give identical sums for whole-number values
     (tests check this).
     """
@@ -75,7 +75,7 @@ def resample_clusters(values: np.ndarray, n_resamples: int, seed: SeedLike) -> n
         raise ValueError("too many clusters")
     s = kernel_seed(seed)
     if d <= DIRECT_MAX_COLUMNS:  # few columns: adding rows as clusters are drawn beats the matrix product
-        direct = K.bootstrap_sums_direct if k * r >= 1 << 21 else K.bootstrap_sums_direct_serial
+        direct = D.bootstrap_sums_direct if k * r >= 1 << 21 else D.bootstrap_sums_direct_serial
         return direct(v, r, s)
     exact32 = bool(np.all(v == np.round(v))) and k * float(np.abs(v).max(initial=0.0)) < _F32_EXACT
     vv = v.astype(np.float32) if exact32 else v
@@ -84,7 +84,7 @@ def resample_clusters(values: np.ndarray, n_resamples: int, seed: SeedLike) -> n
     for r0 in range(0, r, rows):
         b = buf[: min(rows, r - r0)]
         b.fill(0.0)
-        K.bootstrap_counts(k, r0, b, s)
+        D.bootstrap_counts(k, r0, b, s)
         out[r0:r0 + b.shape[0]] = b @ vv if exact32 else b.astype(np.float64) @ v
     return out
 

@@ -74,6 +74,7 @@ from typing import TypedDict
 import numpy as np
 from numpy.typing import ArrayLike
 
+from stats import _draws as D
 from stats import _kernels as K
 from stats import _tails as T
 from stats._clusters import as_arm, as_counts, factorize_clusters
@@ -233,7 +234,7 @@ def _trial_level(codes: np.ndarray, k: int, a: np.ndarray, h: np.ndarray, m: np.
         tail = T.two_sided_tail(t_offs, logp, mult, int(np.sum(mult * t_lo)), big_n, big_k, n_a, x_obs)
         return _tilted_result(tail, floor, statistic, "trial labels within cluster", "hypergeometrics", common)
     r = int(n_resamples)
-    count = K.trial_mc_count(offs, lo, pmf, r, kernel_seed(seed), big_n, big_k, n_a, x_obs)
+    count = D.trial_mc_count(offs, lo, pmf, r, kernel_seed(seed), big_n, big_k, n_a, x_obs)
     p, se = _mc(int(count), r)
     p = max(p, floor)  # no arrangement gives a p below the floor
     why = ""
@@ -299,6 +300,7 @@ def _cell_level(codes: np.ndarray, k: int, a: np.ndarray, h: np.ndarray, m: np.n
     arr_offs, ax, at = K.cell_arrangements(cell_offs, h, m, a)
     big_n, big_h = int(m.sum()), int(h.sum())
     x_obs, t_obs = common["hits_a"], common["n_a"]
+    observed = (big_n, big_h, int(x_obs), int(t_obs))  # what the kernels compare every arrangement with
     use_int = big_n <= INT_EXACT_MAX_N
     n_arr = np.diff(arr_offs)
     log_arrangements = float(np.sum(np.log(n_arr)))
@@ -328,7 +330,7 @@ def _cell_level(codes: np.ndarray, k: int, a: np.ndarray, h: np.ndarray, m: np.n
         )
     if feasible:
         grid = K.cell_dp(arr_offs, ax, at, xw, tw)
-        p, floor = K.cell_tail(grid, int(x_min.sum()), int(t_min.sum()), big_n, big_h, x_obs, t_obs, use_int, _FLOAT_RTOL)
+        p, floor = K.cell_tail(grid, int(x_min.sum()), int(t_min.sum()), observed, use_int, _FLOAT_RTOL)
     if n_resamples is None and feasible:
         method = "exact cluster permutation (whole cells within cluster, dynamic programme over clusters)"
         return PermutationTestResult(
@@ -346,11 +348,10 @@ def _cell_level(codes: np.ndarray, k: int, a: np.ndarray, h: np.ndarray, m: np.n
                               common)
     r = int(n_resamples) if n_resamples is not None else DEFAULT_DRAWS
     if n_resamples is None:
-        count = _cell_mc_hybrid(arr_offs, ax, at, x_min, x_max, t_min, t_max, r, kernel_seed(seed), big_n, big_h,
-                                x_obs, t_obs, use_int)
+        count = _cell_mc_hybrid(arr_offs, ax, at, (x_min, x_max, t_min, t_max), r, kernel_seed(seed), observed,
+                                use_int)
     else:  # the cross-check samples every cluster, independently of the convolution machinery
-        count = K.cell_mc_count(arr_offs, ax, at, r, kernel_seed(seed), big_n, big_h, x_obs, t_obs, use_int,
-                                _FLOAT_RTOL)
+        count = D.cell_mc_count(arr_offs, ax, at, r, kernel_seed(seed), observed, use_int, _FLOAT_RTOL)
     p, se = _mc(int(count), r)
     if feasible:  # the exact floor is known even when the p-value is a Monte Carlo cross-check
         floor, is_bound = float(min(1.0, floor)), False
@@ -402,14 +403,19 @@ def _x_types(arr_offs: np.ndarray, ax: np.ndarray, x_min: np.ndarray, x_max: np.
     return offs, np.concatenate(pmfs), np.concatenate(mults).astype(np.int64), base
 
 
-def _cell_mc_hybrid(arr_offs: np.ndarray, ax: np.ndarray, at: np.ndarray, x_min: np.ndarray, x_max: np.ndarray, t_min: np.ndarray, t_max: np.ndarray, r: int,
-                    seed: int, big_n: int, big_h: int, x_obs: int, t_obs: int, use_int: bool) -> int:
+def _cell_mc_hybrid(arr_offs: np.ndarray, ax: np.ndarray, at: np.ndarray,
+                    bounds: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], r: int, seed: int,
+                    observed: tuple[int, int, int, int], use_int: bool) -> int:
     """Monte Carlo over cell arrangements that samples only clusters whose arm-A trials vary.
+
+    ``bounds``: each cluster's least and most arm-A hits and trials (``x_min, x_max, t_min, t_max``);
+    ``observed``: (trials, hits, arm-A hits, arm-A trials).
 
     Clusters with fixed arm-A trials enter through the exact distribution of their
     summed hits (pruned convolution: total variation from the exact law below
     ~1e-12, far under the Monte Carlo error), drawn once per resample.
     """
+    x_min, x_max, t_min, t_max = bounds
     n_arr = np.diff(arr_offs)
     fixed_t = t_min == t_max
     constant = fixed_t & (x_min == x_max)
@@ -430,8 +436,8 @@ def _cell_mc_hybrid(arr_offs: np.ndarray, ax: np.ndarray, at: np.ndarray, x_min:
     var = ~fixed_t
     sel = np.repeat(var, n_arr)
     var_offs = np.concatenate([[0], np.cumsum(n_arr[var])]).astype(np.int64)
-    return K.cell_mc_hybrid(cdf, x_f0, var_offs, ax[sel].copy(), at[sel].copy(), r, seed, big_n, big_h, x_base,
-                            t_base, x_obs, t_obs, use_int, _FLOAT_RTOL)
+    return D.cell_mc_hybrid(cdf, x_f0, var_offs, ax[sel].copy(), at[sel].copy(), r, seed, (x_base, t_base), observed,
+                            use_int, _FLOAT_RTOL)
 
 
 def _cell_floor_without_dp(arr_offs: np.ndarray, ax: np.ndarray, at: np.ndarray, x_min: np.ndarray, x_max: np.ndarray, t_min: np.ndarray, t_max: np.ndarray,

@@ -106,9 +106,11 @@ def _arrangements(cond_arm: np.ndarray) -> np.ndarray:
 
 
 @nb.njit(cache=True)
-def _simulate(logit_rates: np.ndarray, cond_arm: np.ndarray, n_prompts: int, n_runs: int, sd: float,
-              shared: float, n_sims: int, n_perm: int, alpha: float, n_boot: int, confidence: float,
+def _simulate(logit_rates: np.ndarray, cond_arm: np.ndarray, design: tuple[int, int, int], sd: float,
+              shared: float, n_perm: int, alpha: float, n_boot: int, confidence: float,
               seed: int, exact: bool) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    # design: (prompts per study, runs per cell, studies)
+    n_prompts, n_runs, n_sims = design
     np.random.seed(seed)
     c = logit_rates.size
     a = 0
@@ -338,8 +340,8 @@ def simulate_power(rates: ArrayLike, arm: ArrayLike, *, n_prompts: int, n_runs: 
         raise ValueError(f"interval must be one of {METHODS}, got {interval!r}")
     exact = method == "exact" or (method == "auto" and cost <= EXACT_BUDGET)
     boots = int(n_boot) if interval == "percentile" else 0
-    rej, widths, hit_a, hit_b = _simulate(logits, g, int(n_prompts), int(n_runs), float(sd), float(shared),
-                                          int(n_sims), int(n_perm), float(alpha), boots, float(confidence),
+    rej, widths, hit_a, hit_b = _simulate(logits, g, (int(n_prompts), int(n_runs), int(n_sims)), float(sd),
+                                          float(shared), int(n_perm), float(alpha), boots, float(confidence),
                                           int(seed) % (2**32), exact)
     key: str = interval
     if interval != "percentile":

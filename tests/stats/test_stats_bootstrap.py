@@ -118,7 +118,7 @@ def test_seed_reproducible_and_confidence_level_respected():
 
 # --- many intervals from one shared resample -------------------------------------------------------------------
 
-from stats import _kernels as _K  # noqa: E402
+from stats import _draws as _K  # noqa: E402
 from stats import bootstrap as _boot  # noqa: E402
 from stats._rng import kernel_seed  # noqa: E402
 
