@@ -144,8 +144,7 @@ def import_traces_cmd(
     from runner.importers.traces import import_traces
 
     try:
-        summary = import_traces(paths, dest, fmt=fmt, force=force, limit=max_record_mb * 1024 * 1024,
-                                say=lambda line: out.print(Text(line), soft_wrap=True))
+        summary = import_traces(paths, dest, fmt=fmt, force=force, limit=max_record_mb * 1024 * 1024)
     except UserError as exc:
         raise fail(exc) from None
     skipped = sum(summary.skipped.values())

@@ -4,8 +4,9 @@ Why one mechanism: the trace importer (``runner.importers.traces``) and the trac
 (``runner.probes.phantom_audit``) both read a user's files record by record and skip a bad record instead of
 failing. Both count the skips by reason (the counts go into ``import.json`` / ``audit.json``, and "every record
 is bad" is read off them) and show the first few as one line each. They differ only in when a line is shown:
-the importer says each as it reads (at most a few per reason, then one line saying more were skipped), the
-audit keeps the first few to print at the end, because its lines are read in worker processes and merged.
+the importer says each as it reads (at most a few per reason, then one line saying more were skipped), through
+the message channel (``runner.core.messages``), the audit keeps the first few to print at the end, because its
+lines are read in worker processes and merged.
 """
 
 from __future__ import annotations
@@ -14,18 +15,22 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from runner.core.messages import say
+from runner.core.safety import one_line
+
 
 @dataclass
 class Skips:
     """Skipped records by reason, and the lines that say where and what.
 
-    With ``say``, each line is said as it comes, at most ``per_reason`` of a reason (then ``more``, formatted
-    with the reason, once); without it, the first ``keep`` lines are kept in ``lines``."""
+    ``live``: each line is said as it comes (a progress line, ``runner.core.messages.say``), at most ``per_reason``
+    of a reason (then ``more``, formatted with the reason, once); else the first ``keep`` lines are kept in
+    ``lines``."""
 
     by_reason: Counter[str] = field(default_factory=Counter)
     lines: list[str] = field(default_factory=list)
     keep: int = 20
-    say: Callable[[str], None] | None = None
+    live: bool = False
     per_reason: int | None = None
     more: str = ""
 
@@ -33,11 +38,11 @@ class Skips:
         """Count one skipped record; ``line`` (or what it returns: made only when shown) says where and what."""
         self.by_reason[reason] += 1
         n = self.by_reason[reason]
-        if self.say is not None:
+        if self.live:
             if self.per_reason is None or n <= self.per_reason:
-                self.say(line() if callable(line) else line)
+                say(one_line(line() if callable(line) else line))
             elif n == self.per_reason + 1 and self.more:
-                self.say(self.more.format(reason=reason))
+                say(one_line(self.more.format(reason=reason)))
         elif len(self.lines) < self.keep:
             self.lines.append(line() if callable(line) else line)
 

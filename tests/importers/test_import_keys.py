@@ -12,6 +12,7 @@ import pytest
 from runner.core.errors import UserError
 from runner.importers.traces import INCOMPLETE_FILE, import_traces
 from runner.probes.phantom import Trace
+from tests.helpers.messages import heard
 from tests.helpers.trace_formats import otlp
 
 SYSTEM = "You are the shop's support agent."
@@ -173,8 +174,8 @@ def test_skips_are_counted_by_reason_and_printed_a_few_times_each(tmp_path: Path
     good = _chat(9999, 9999, "Refund order ORD-1", [], [("call_0", "lookup_order", {"order_id": "ORD-1"})])
     path = tmp_path / "spans.jsonl"
     path.write_text(json.dumps(otlp([*spans, good])) + "\n")
-    lines: list[str] = []
-    summary = import_traces([path], tmp_path / "out", say=lines.append)
+    with heard() as lines:
+        summary = import_traces([path], tmp_path / "out")
     assert summary.imported == 1 and summary.skipped == {"arguments is not JSON": 3000}
     skip_lines = [line for line in lines if "(detected)" not in line]
     assert len(skip_lines) <= 6 and all(len(line) <= 400 for line in skip_lines)

@@ -22,6 +22,7 @@ from runner.core.errors import UserError
 from runner.importers.traces import detect, import_traces
 from runner.probes.phantom import Trace, baseline_fields, load_traces
 from tests.conftest import CONFIGS
+from tests.helpers.messages import heard
 from tests.helpers.trace_formats import WRITERS, genai_span, otlp
 
 BUNDLED, _ = load_traces(CONFIGS / "phantom/traces.yaml")
@@ -117,8 +118,8 @@ def test_bad_records_are_one_line_each_and_only_all_bad_is_fatal(tmp_path: Path)
 
     cut_first = tmp_path / "cut_first.jsonl"  # JSON lines whose first record is cut short: the rest still reads
     cut_first.write_text(json.dumps(good)[:-40] + "\n" + json.dumps(good) + "\n")
-    lines: list[str] = []
-    assert import_traces([cut_first], tmp_path / "cf", fmt="otlp", say=lines.append).imported == 1
+    with heard() as lines:
+        assert import_traces([cut_first], tmp_path / "cf", fmt="otlp").imported == 1
     assert len(lines) == 1 and "record 1: not JSON" in lines[0]
 
     truncated = tmp_path / "truncated.json"
@@ -147,8 +148,8 @@ def test_nesting_bombs_are_refused_in_one_line(tmp_path: Path) -> None:
         if kv["key"] == "gen_ai.output.messages":
             kv["value"] = {"stringValue": "[" * 3000 + "]" * 3000}
     path = _write(tmp_path / "bomb.jsonl", [otlp([span]), otlp([bomb]), otlp([deeper]), otlp([genai_span(BUNDLED[2], 2)])])
-    lines: list[str] = []
-    summary = import_traces([path], tmp_path / "out", fmt="otlp", say=lines.append)
+    with heard() as lines:
+        summary = import_traces([path], tmp_path / "out", fmt="otlp")
     assert summary.imported == 1 and summary.skipped == {"nested too deeply": 2, "gen_ai.output.messages is not JSON": 1}
     assert len(lines) == 3 and all("nest" in ln or "depth" in ln for ln in lines), lines
     load_traces(tmp_path / "out" / "traces.jsonl")  # what was written loads
@@ -186,9 +187,9 @@ def test_a_1gb_single_line_is_skipped_in_bounded_memory(tmp_path: Path) -> None:
         fh.seek(len(good) + size)  # a hole: reads as NUL bytes, takes no blocks
         fh.write(b'"}\n' + (json.dumps(otlp([genai_span(BUNDLED[1], 1)])) + "\n").encode())
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    lines: list[str] = []
     try:
-        summary = import_traces([path], tmp_path / "out", fmt="otlp", say=lines.append)
+        with heard() as lines:
+            summary = import_traces([path], tmp_path / "out", fmt="otlp")
     finally:
         path.unlink()
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024

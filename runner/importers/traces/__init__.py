@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.errors import UserError
+from runner.core.messages import say
 from runner.core.safety import check_output_dir
 from runner.importers.traces import inspect_log, langfuse, otlp, pairs
 from runner.importers.traces._core import MAX_RECORD_BYTES, BadRecord, Sink, Where, records
@@ -127,9 +128,9 @@ def _read_file(path: Path, label: str, fmt: str, sink: Sink, limit: int) -> None
 
 
 def import_traces(paths: list[Path], out: Path, *, fmt: str = "auto", force: bool = False,
-                  limit: int = MAX_RECORD_BYTES, say: Callable[[str], None] | None = None) -> ImportSummary:
-    """Import every tool call in ``paths`` into ``out/traces.jsonl``; see the module docstring."""
-    say = say or (lambda _line: None)
+                  limit: int = MAX_RECORD_BYTES) -> ImportSummary:
+    """Import every tool call in ``paths`` into ``out/traces.jsonl``; see the module docstring. What it reads and
+    skips is said as it goes, through ``runner.core.messages`` (the ``trialgrid`` logger)."""
     if fmt not in FORMATS:
         raise UserError(f"unknown trace format {fmt!r}", hint="one of: " + ", ".join(FORMATS))
     unique: dict[Path, Path] = {}
@@ -152,7 +153,7 @@ def import_traces(paths: list[Path], out: Path, *, fmt: str = "auto", force: boo
             say(f"{p}: format {chosen[str(p)]} (detected)")
     partial, partial_incomplete = out / f".{TRACES_FILE}.partial", out / f".{INCOMPLETE_FILE}.partial"
     with partial.open("wb", buffering=1 << 20) as fh, partial_incomplete.open("wb") as incomplete_fh:
-        sink = Sink(fh, say, incomplete_fh)
+        sink = Sink(fh, incomplete_fh)
         for p in paths:
             _read_file(p, str(p), chosen[str(p)], sink, limit)
     summary = ImportSummary(files=chosen, records=sink.records, bad_records=sink.bad_records, imported=sink.imported,

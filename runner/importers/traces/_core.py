@@ -45,7 +45,6 @@ from typing import IO, Any
 import orjson
 
 from runner.core.jsonlines import BadLine, json_lines
-from runner.core.safety import one_line
 from runner.core.skips import Skips
 
 MAX_RECORD_BYTES = 32 * 1024 * 1024
@@ -275,16 +274,14 @@ def _slug(tool: str) -> str:
 class Sink:
     """Receives every call the readers find: makes its trace record and id, writes it, counts and reports skips."""
 
-    def __init__(self, fh: IO[bytes] | None, say: Any = None, incomplete_fh: IO[bytes] | None = None) -> None:
+    def __init__(self, fh: IO[bytes] | None, incomplete_fh: IO[bytes] | None = None) -> None:
         self.fh = fh
         self.incomplete_fh = incomplete_fh
         #: calls kept apart because the source cut their context short, by reason
         self.incomplete: Counter[str] = Counter()
-        self.say = say or (lambda _line: None)
         self.imported = 0
         self.imported_by: Counter[str] = Counter()
-        say_one = self.say
-        self.skips = Skips(say=lambda line: say_one(one_line(line)), per_reason=_PRINTED_PER_REASON,
+        self.skips = Skips(live=True, per_reason=_PRINTED_PER_REASON,
                            more="skipped more records for {reason!r}; the count is in import.json")
         self.notes: Counter[str] = Counter()
         self.records = 0
