@@ -87,13 +87,13 @@ def write_traces(path: Path, n: int, seed: int = 7) -> None:
 
 
 def _child(traces: str, out: str) -> None:
-    from runner.probes.phantom_audit import audit_files
+    from runner.probes.phantom.audit import audit_files
 
     start = time.perf_counter()
     summary = audit_files([Path(traces)], Path(out), workers=int(os.environ.get("AUDIT_WORKERS", "2")))
     elapsed = time.perf_counter() - start
-    from runner.probes.phantom_audit import VIEW_COLUMNS, read_counts, read_fields
-    from runner.probes.phantom_report import flag_rates
+    from runner.probes.phantom.audit import VIEW_COLUMNS, read_counts, read_fields
+    from runner.probes.phantom.report import flag_rates
 
     audit_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     start = time.perf_counter()
@@ -116,7 +116,7 @@ def write_table(path: Path, n: int, seed: int = 7) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from runner.probes.phantom_audit import SCHEMA
+    from runner.probes.phantom.audit import SCHEMA
 
     rng = np.random.default_rng(seed)
     step = 50_000
@@ -152,8 +152,8 @@ def _group_by_counts(directory: Path) -> object:
     """The counts as ``read_counts`` made them before the audit summed them: polars' streaming group_by."""
     import polars as pl
 
-    from runner.probes.phantom_audit import COUNT_KEYS, FIELDS_FILE
-    from runner.probes.phantom_report import COUNT
+    from runner.probes.phantom.audit import COUNT_KEYS, FIELDS_FILE
+    from runner.probes.phantom.report import COUNT
 
     lazy = pl.scan_parquet(directory / FIELDS_FILE).group_by(list(COUNT_KEYS)).agg(pl.len().cast(pl.Int64).alias(COUNT))
     return lazy.collect(engine="streaming").with_columns(pl.col("conversation").rank("dense").cast(pl.Int64))
@@ -163,8 +163,8 @@ _HOWS = ("table", "group_by", "counts")
 
 
 def _report_child(directory: str, how: str) -> None:
-    from runner.probes.phantom_audit import VIEW_COLUMNS, read_counts, read_fields
-    from runner.probes.phantom_report import flag_rates
+    from runner.probes.phantom.audit import VIEW_COLUMNS, read_counts, read_fields
+    from runner.probes.phantom.report import flag_rates
 
     start = time.perf_counter()
     frame = {"table": lambda d: read_fields(d, VIEW_COLUMNS), "group_by": _group_by_counts,

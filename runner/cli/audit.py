@@ -1,9 +1,9 @@
 """``trialgrid audit`` and ``trialgrid sample``: audit imported traces with the baseline (offline), label a sample.
 
-Why a module of its own: the audit path does not go through a sweep (``runner.probes.phantom_audit`` says
+Why a module of its own: the audit path does not go through a sweep (``runner.probes.phantom.audit`` says
 why), so it has its own commands: ``audit`` writes and reports an audit directory (``fields.parquet``),
 ``sample`` writes the labelling sheet from one, and ``audit DIR --labels FILE`` reads the labels back. The
-decisions are in ``runner.probes.phantom_audit`` / ``phantom_report`` / ``phantom_calibration``.
+decisions are in ``runner.probes.phantom``: ``audit``, ``report``, ``calibration``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 def _is_audit_dir(paths: list[Path]) -> bool:
-    from runner.probes.phantom_audit import FIELDS_FILE
+    from runner.probes.phantom.audit import FIELDS_FILE
 
     return len(paths) == 1 and paths[0].is_dir() and (paths[0] / FIELDS_FILE).is_file()
 
@@ -60,8 +60,8 @@ def audit(
 ) -> None:
     """Audit traces for phantom arguments with the containment baseline — offline, nothing is sent — and report
     flag rates per tool argument (and agreement with an auditor run, and precision / recall where gold exists)."""
-    from runner.probes import phantom_audit as A
-    from runner.probes.phantom_calibration import audit_views, read_labels, write_findings
+    from runner.probes.phantom import audit as A
+    from runner.probes.phantom.calibration import audit_views, read_labels, write_findings
     from runner.reporting.terminal import print_views
 
     try:
@@ -126,8 +126,8 @@ def sample(
 ) -> None:
     """Write a stratified labelling sheet (CSV): tool × baseline verdict × auditor verdict, one row per (call,
     field) with the value and a context excerpt; fill in `label` and read it back with `audit DIR --labels`."""
-    from runner.probes import phantom_audit as A
-    from runner.probes.phantom_calibration import write_sheet
+    from runner.probes.phantom import audit as A
+    from runner.probes.phantom.calibration import write_sheet
 
     try:
         fields = A.read_fields(directory)
@@ -150,8 +150,8 @@ def run_findings(run: Path, target: Path) -> tuple[int, int]:
     import polars as pl
 
     from runner.output import Output
-    from runner.probes import phantom_audit as A
-    from runner.probes.phantom_calibration import write_findings
+    from runner.probes.phantom import audit as A
+    from runner.probes.phantom.calibration import write_findings
 
     output = Output.open(run)
     manifest = output.manifest

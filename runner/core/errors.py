@@ -30,7 +30,7 @@ Internal control flow, never seen by a caller (deliberately *not* under the root
   mode raises it out of a probe to take the request the probe built, and no probe's
   ``except Exception`` may swallow it;
 - ``BadRequest`` (runner.sim.serve.codecs) becomes the simulated server's 400 answer;
-- ``ToolFailure`` (runner.probes.toolsim.base) becomes a simulated tool's error result.
+- ``ToolFailure`` (runner.probes.propagation.toolsim.base) becomes a simulated tool's error result.
 """
 
 from __future__ import annotations

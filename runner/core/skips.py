@@ -1,7 +1,7 @@
 """Records skipped while reading a user's files: counted by reason, the first few shown, each with where and what.
 
 Why one mechanism: the trace importer (``runner.importers.traces``) and the trace audit
-(``runner.probes.phantom_audit``) both read a user's files record by record and skip a bad record instead of
+(``runner.probes.phantom.audit``) both read a user's files record by record and skip a bad record instead of
 failing. Both count the skips by reason (the counts go into ``import.json`` / ``audit.json``, and "every record
 is bad" is read off them) and show the first few as one line each. They differ only in when a line is shown:
 the importer says each as it reads (at most a few per reason, then one line saying more were skipped), through

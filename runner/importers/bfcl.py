@@ -7,7 +7,7 @@ files and never imports the package, which stays a data source the user installs
 
 Every case carries BFCL's answer key (``bfcl``: category, the original function docs, the
 possible answers), so the negative probe scores it twice: ``passed`` by trialgrid's strict
-grounding rules and ``bfcl_passed`` by BFCL's own (``runner.probes.bfcl_checker``).
+grounding rules and ``bfcl_passed`` by BFCL's own (``runner.probes.negative.bfcl_checker``).
 
 - ``irrelevance``, ``live_irrelevance`` → negative cases, ``expect_action: no_call``
   (an entry with no functions too: BFCL scores it).

@@ -29,13 +29,13 @@ from functools import lru_cache
 from typing import Any
 
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Usage
-from runner.probes import Probe, bfcl_checker
-from runner.probes.agenttasks import Task, answer_matches
-from runner.probes.bfcl_source import java_text, js_text
+from runner.probes import Probe
 from runner.probes.misselection import MisselectionProbe, Triple
-from runner.probes.negative import NegativeCase, NegativeProbe
+from runner.probes.negative import NegativeCase, NegativeProbe, bfcl_checker
+from runner.probes.negative.bfcl_source import java_text, js_text
 from runner.probes.phantom import PhantomProbe, Trace
 from runner.probes.propagation import PropagationProbe
+from runner.probes.propagation.agenttasks import Task, answer_matches
 from runner.providers.errors import ErrorKind, ProviderError
 
 #: the persona's name, as a sim model string spells it (``oracle``, ``sim-oracle``)

@@ -115,7 +115,7 @@ def _probe_numbers(snap: Snapshot, summary: Summary, scorecard: pl.DataFrame, la
 def _stages(snap: Snapshot, summary: Summary, label: str, probe: str) -> list[dict[str, Any]]:
     """The stage-reach view (``Summary.stages``): trials reaching each stage, as ``stage_table`` counts them
     (that stage or a later one), each leading to them."""
-    from runner.probes.propagation_report import stage_order
+    from runner.probes.propagation.report import stage_order
 
     table = summary.stages.filter((pl.col("run") == label) & (pl.col("probe") == probe))
     if table.height == 0 or snap.frame is None or "stage_reached" not in snap.schema:

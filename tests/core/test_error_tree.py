@@ -12,7 +12,7 @@ import runner
 from runner.core.errors import TrialgridError, UserError
 from runner.execution.backends.batch.capture import Captured
 from runner.execution.replay import ReplayExhausted
-from runner.probes.toolsim import ToolFailure
+from runner.probes.propagation.toolsim import ToolFailure
 from runner.providers.errors import ErrorKind, ProviderError
 from runner.sim.serve.codecs import BadRequest
 from tests.conftest import quickstart_dict

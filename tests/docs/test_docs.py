@@ -71,7 +71,7 @@ def test_error_kind_row_names_every_error_kind() -> None:
 
 
 def test_propagation_rules_and_injection_kinds_are_named() -> None:
-    from runner.probes import fabrication, injection, interceptor
+    from runner.probes.propagation import fabrication, injection, interceptor
 
     text = section(page("probes.md"), "## The `propagation` probe")
     for name in (*fabrication.RULES, *interceptor.RULES, *injection.KINDS):

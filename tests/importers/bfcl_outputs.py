@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from runner.probes.bfcl_checker import call_name, language
-from runner.probes.bfcl_source import java_text, js_text
+from runner.probes.negative.bfcl_checker import call_name, language
+from runner.probes.negative.bfcl_source import java_text, js_text
 
 MISSING = object()
 Output = list[tuple[str, dict[str, Any] | None]]

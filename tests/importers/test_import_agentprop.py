@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from runner.cli.app import app
 from runner.core.errors import UserError
 from runner.importers.agentprop import import_agentprop
-from runner.probes.judge_report import kappas, rater_table
-from runner.probes.propagation_report import _rows, fabrication, hop_rates, interceptor_effect
+from runner.probes.judge.report import kappas, rater_table
+from runner.probes.propagation.report import _rows, fabrication, hop_rates, interceptor_effect
 from runner.reporting.terminal import print_report
 
 INTERCEPTOR_HEADER = ("session_id,task_id,model,domain,condition,final_answer,abstained,abstain_reason,flag_count,"

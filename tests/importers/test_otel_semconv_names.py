@@ -16,12 +16,12 @@ import json
 from pathlib import Path
 
 from runner.importers.traces import _messages as wire
-from runner.probes.phantom_calibration import evaluation_event
+from runner.probes.phantom.calibration import evaluation_event
 
 ROOT = Path(__file__).resolve().parents[2]
 SEMCONV = json.loads((Path(__file__).parent / "data" / "otel_genai_semconv.json").read_text())
 MODULES = ("runner/importers/traces/otlp.py", "runner/importers/traces/_messages.py",
-           "runner/probes/phantom_calibration.py", "tests/helpers/trace_formats.py")
+           "runner/probes/phantom/calibration.py", "tests/helpers/trace_formats.py")
 #: prefixes of attributes outside the conventions: the conventions have only the single-string ``gen_ai.prompt`` /
 #: ``gen_ai.completion`` (deprecated, "use Event API"); the numbered ones are traceloop's (opentelemetry-semantic-
 #: conventions-ai), which its instrumentations still emit

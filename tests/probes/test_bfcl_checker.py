@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from runner.importers import import_bfcl
-from runner.probes.bfcl_checker import BfclKey, check, standardise
+from runner.probes.negative.bfcl_checker import BfclKey, check, standardise
 from tests.importers.bfcl_outputs import bfcl_ast_checker, bfcl_data, perturbations
 
 FN = {"name": "math.area", "parameters": {"type": "dict", "required": ["shape"], "properties": {

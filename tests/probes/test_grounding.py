@@ -131,9 +131,9 @@ def test_a_number_written_against_a_unit_is_still_a_whole_number() -> None:
 
 
 def test_propagation_reads_each_call_against_the_tool_results_before_it_and_not_the_harness_corruption() -> None:
-    from runner.probes.propagation import _grounding
-    from runner.probes.toolsim import DOMAINS
-    from runner.probes.trace import Step
+    from runner.probes.propagation.probe import _grounding
+    from runner.probes.propagation.toolsim import DOMAINS
+    from runner.probes.propagation.trace import Step
 
     request = ["You help customers.", "Cancel the most recent order of customer C-17."]
     steps = [Step(0, "call", "", "cancel_order", "a", '{"order_id": "O-552"}'),  # before any result: invented

@@ -13,7 +13,7 @@ import runner
 from runner.config.sweep import load_sweep
 from runner.core.errors import UserError
 from runner.probes.judge import heuristic_verdict, parse_verdict
-from runner.probes.judge_report import calibrated_rate, human_references, kappas, rater_table, read_human_labels
+from runner.probes.judge.report import calibrated_rate, human_references, kappas, rater_table, read_human_labels
 
 
 def test_parse_verdict_takes_the_last_verdict_line() -> None:

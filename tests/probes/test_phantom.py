@@ -21,7 +21,7 @@ from runner.probes.phantom import (
     load_traces,
     parse_auditor_reply,
 )
-from runner.probes.phantom_scores import disagreements, error_table, field_table
+from runner.probes.phantom.scores import disagreements, error_table, field_table
 from runner.providers.base import Agent
 from runner.providers.errors import ErrorKind, ProviderError
 from runner.sim.auditor import AUDITORS, judge

@@ -1,6 +1,6 @@
 """Audit your own traces: the baseline-only path, gold-free views, the labelling sheet, calibration, findings.
 
-The gold-less traces here are written by hand in the import contract's shape (``runner.probes.phantom.Trace``
+The gold-less traces here are written by hand in the import contract's shape (``runner.probes.phantom.probe.Trace``
 with ``source`` ids, one call each, several conversations); the calibration test uses the bundled traces'
 gold as the "person" and checks the scores against a hand count.
 """
@@ -20,9 +20,9 @@ import stats
 from runner.cli.app import app
 from runner.core.constants import CONFIDENCE, INTERVAL_METHOD
 from runner.core.errors import UserError
-from runner.probes import phantom_audit as A
+from runner.probes.phantom import audit as A
 from runner.probes.phantom import baseline_fields, load_traces
-from runner.probes.phantom_calibration import (
+from runner.probes.phantom.calibration import (
     calibrate,
     draw_sample,
     evaluation_event,
@@ -31,7 +31,7 @@ from runner.probes.phantom_calibration import (
     write_findings,
     write_sheet,
 )
-from runner.probes.phantom_report import agreement, disagreement_split, flag_rates, scores_against
+from runner.probes.phantom.report import agreement, disagreement_split, flag_rates, scores_against
 from tests.conftest import CONFIGS
 
 cli = CliRunner()
@@ -330,7 +330,7 @@ def test_report_findings_of_a_phantom_run_are_keyed_by_the_source_ids(tmp_path: 
 
 
 def test_the_report_from_per_conversation_counts_matches_the_whole_table(tmp_path: Path) -> None:
-    from runner.probes.phantom_report import COUNT
+    from runner.probes.phantom.report import COUNT
 
     rng = np.random.default_rng(3)
     traces = []
@@ -363,7 +363,7 @@ def test_the_report_from_per_conversation_counts_matches_the_whole_table(tmp_pat
 def test_counts_summed_while_auditing_are_a_group_by_of_the_table(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """``ClusterCounts`` fed in small batches, merged often, against polars' group_by of the whole table."""
-    from runner.probes.phantom_report import COUNT
+    from runner.probes.phantom.report import COUNT
 
     rng = np.random.default_rng(5)
     n = 5_000

@@ -6,16 +6,16 @@ import json
 
 import pytest
 
-from runner.probes import injection as inj
-from runner.probes.agentloop import LoopResult
-from runner.probes.agenttasks import answer_matches, load_tasks
 from runner.probes.answertext import final_answer, numbers_stated, ungrounded_numbers
-from runner.probes.fabrication import fabrication_rules
-from runner.probes.interceptor import check_final, check_result, rule_of
+from runner.probes.propagation import injection as inj
 from runner.probes.propagation import score
-from runner.probes.stages import reach
-from runner.probes.toolsim import DOMAINS
-from runner.probes.trace import Step
+from runner.probes.propagation.agentloop import LoopResult
+from runner.probes.propagation.agenttasks import answer_matches, load_tasks
+from runner.probes.propagation.fabrication import fabrication_rules
+from runner.probes.propagation.interceptor import check_final, check_result, rule_of
+from runner.probes.propagation.stages import reach
+from runner.probes.propagation.toolsim import DOMAINS
+from runner.probes.propagation.trace import Step
 from tests.conftest import CONFIGS
 
 USER = "What was the temperature in Lisbon on 2024-05-22?"

@@ -78,7 +78,7 @@ def test_page_is_self_contained_and_data_driven(outs: list[Path]) -> None:
 def test_stage_funnel_appears_when_the_column_exists(outs: list[Path]) -> None:
     import polars as pl
 
-    from runner.probes.propagation_report import stage_table
+    from runner.probes.propagation.report import stage_table
 
     frame = pl.DataFrame({"probe": ["p"] * 4, "status": ["ok"] * 4, "model": ["m"] * 4, "condition": ["c"] * 4,
                           "stage_reached": pl.Series([0, 1, 2, 3], dtype=pl.Int8)}).lazy()

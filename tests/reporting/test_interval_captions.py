@@ -13,8 +13,8 @@ import polars as pl
 
 import runner.reporting.summary_json as summary_json
 from runner.core.constants import INTERVAL_METHOD, N_RESAMPLES
-from runner.probes.phantom_scores import phantom_views
-from runner.probes.propagation_report import propagation_views
+from runner.probes.phantom.scores import phantom_views
+from runner.probes.propagation.report import propagation_views
 
 
 def _propagation_frame() -> pl.DataFrame:

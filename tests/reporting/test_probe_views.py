@@ -16,8 +16,8 @@ from runner.analysis.leaderboard import Summary, summarize
 from runner.config.sweep import load_sweep
 from runner.core.views import FIELDS, STAGES, ProbeView
 from runner.output import Output
-from runner.probes.judge_report import human_references, kappas, rater_table, read_human_labels
-from runner.probes.propagation_report import _rows, hop_rates
+from runner.probes.judge.report import human_references, kappas, rater_table, read_human_labels
+from runner.probes.propagation.report import _rows, hop_rates
 from runner.reporting.html import render_html
 from runner.reporting.listings import write_listings
 from runner.reporting.summary_csv import write_csv

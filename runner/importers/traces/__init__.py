@@ -1,7 +1,7 @@
 """``trialgrid import traces``: production trace files → phantom traces, one per tool call, for the baseline audit.
 
 Each reader (``otlp``, ``pairs``, ``langfuse``, ``inspect_log``) knows one format; the shared core
-(``_core``) makes the record every format ends as — a ``runner.probes.phantom.Trace`` with exactly
+(``_core``) makes the record every format ends as — a ``runner.probes.phantom.probe.Trace`` with exactly
 one call, its context, the tools offered and the source's own ids (``TraceSource``) — and writes
 ``DIR/traces.jsonl`` (one trace per line, loadable by a ``kind: phantom`` sweep as
 ``traces: DIR/traces.jsonl``) and ``DIR/import.json`` (what was read, imported and skipped, by reason).

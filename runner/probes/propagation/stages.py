@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from runner.probes.trace import Step
+from runner.probes.propagation.trace import Step
 
 _FLAG_RE = re.compile(
     r"\b(?:invalid|inconsisten(?:t|cy)|does(?:n't| not) match|mismatch(?:ed)?|(?:seems|looks|appears) (?:to be )?"

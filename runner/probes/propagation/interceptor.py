@@ -25,9 +25,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from runner.probes.answertext import ACKNOWLEDGES_FAILURE_RE, claims_action, ungrounded_numbers
-from runner.probes.fabrication import fabrication_rules
-from runner.probes.toolsim.validation import problems
-from runner.probes.trace import Step, observations
+from runner.probes.propagation.fabrication import fabrication_rules
+from runner.probes.propagation.toolsim.validation import problems
+from runner.probes.propagation.trace import Step, observations
 
 RULES = ("invalid_result", "no_tool_claim", "success_after_failure", "tool_error", "ungrounded_number")
 

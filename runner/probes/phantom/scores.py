@@ -155,8 +155,8 @@ _AGREEMENT_COLUMNS = (ViewColumn("model", "model"), ViewColumn("condition", "con
 
 def gold_free_views(probe_name: str, fields: pl.DataFrame, *, seed: int) -> list[ProbeView]:
     """The views an audit without gold still has: flag rates per tool argument, agreement, and the two
-    directions of disagreement (``runner.probes.phantom_report``)."""
-    from runner.probes import phantom_report as R
+    directions of disagreement (``runner.probes.phantom.report``)."""
+    from runner.probes.phantom import report as R
 
     if fields.height == 0:
         return []
@@ -182,7 +182,7 @@ def gold_free_views(probe_name: str, fields: pl.DataFrame, *, seed: int) -> list
 def phantom_views(probe_name: str, frame: pl.LazyFrame | pl.DataFrame, *, seed: int) -> list[ProbeView]:
     """Field precision / recall of auditor and baseline (where gold exists), auditor errors, the disagreement
     listing, and the views that need no gold (flag rates, agreement, disagreements by direction)."""
-    from runner.probes.phantom_report import fields_from_rows
+    from runner.probes.phantom.report import fields_from_rows
 
     rows = _phantom_rows(frame, probe_name)
     if rows.height == 0:

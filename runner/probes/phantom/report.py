@@ -2,7 +2,7 @@
 
 Production traces carry no gold, so precision and recall cannot be computed; what can be is how often each
 scorer — the containment baseline, the auditor model — calls each tool argument a phantom, and how far the
-two agree. All of it is computed on the field table (``phantom_audit.SCHEMA``: one row per (audit, field)),
+two agree. All of it is computed on the field table (``audit.SCHEMA``: one row per (audit, field)),
 which ``trialgrid audit`` writes and a phantom run's rows expand into (``fields_from_rows``), so the audit
 directory and the sweep's report show the same numbers.
 
@@ -19,7 +19,7 @@ directory and the sweep's report show the same numbers.
 - Where gold exists, precision and recall per scorer, as the phantom probe's field scores.
 
 The rates, kappa and gold scores also take the field table aggregated (``COUNT``: how many units share the
-row's model, condition, conversation, field and verdicts; ``phantom_audit.read_counts``), so a million calls'
+row's model, condition, conversation, field and verdicts; ``audit.read_counts``), so a million calls'
 audit is reported from per (field, conversation) counts instead of the table itself: the same numbers.
 """
 

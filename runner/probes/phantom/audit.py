@@ -7,13 +7,13 @@ pure function of the trace (``phantom.baseline_fields``). At a million calls a d
 would cost far more than the rule it carries, so ``trialgrid audit`` streams the trace files line by line
 (bounded memory: a line is parsed, audited and forgotten), applies the same rule, and writes one row per
 (call, field) to ``DIR/fields.parquet`` in row groups. Nothing leaves the machine on this path. An auditor
-model is a phantom sweep over the same ``traces.jsonl`` (``runner.probes.phantom``), run like any sweep;
+model is a phantom sweep over the same ``traces.jsonl`` (``runner.probes.phantom.probe``), run like any sweep;
 ``trialgrid audit … --run OUT`` reads that run's verdicts into the same field table, beside the baseline.
 
 The field table is the one shape every later step reads: the flag rates per tool argument with intervals
 clustered by conversation, the auditor–baseline agreement (kappa) and the disagreements split by direction
-(``phantom_report``), the labelling sheet and the calibration against people, and the findings joined back
-to the source's ids (``phantom_calibration``).
+(``report``), the labelling sheet and the calibration against people, and the findings joined back
+to the source's ids (``calibration``).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from runner.core.errors import UserError
 from runner.core.jsonlines import BadLine, NotJSON, parse_line, raw_lines
 from runner.core.safety import confined
 from runner.core.skips import Skips
-from runner.probes.phantom import Trace, baseline_fields, conversation_of
-from runner.probes.phantom_report import COUNT
+from runner.probes.phantom.probe import Trace, baseline_fields, conversation_of
+from runner.probes.phantom.report import COUNT
 
 FIELDS_FILE = "fields.parquet"
 #: the field table aggregated per (model, condition, conversation, field, verdicts), summed while auditing
@@ -496,7 +496,7 @@ class ClusterCounts:
         self._counts = np.insert(self._counts, at[new], counts[new])
 
     def table(self) -> pl.DataFrame:
-        """The counts: one row per key (``COUNT_KEYS``) with the units it stands for (``phantom_report.COUNT``)."""
+        """The counts: one row per key (``COUNT_KEYS``) with the units it stands for (``report.COUNT``)."""
         self._merge()
         keys = self._keys
         verdict = (keys & ((1 << _VERDICT_BITS) - 1)).astype(np.int8)
@@ -527,7 +527,7 @@ class ClusterCounts:
 
 def read_counts(directory: Path) -> pl.DataFrame:
     """The field table an audit wrote, aggregated: one row per (model, condition, conversation, field,
-    verdicts) with the number of units it stands for (``phantom_report.COUNT``), as the audit summed them
+    verdicts) with the number of units it stands for (``report.COUNT``), as the audit summed them
     (``COUNTS_FILE``; for a directory written without it, summed now from the table, a row group at a time).
     What the flag rates, kappa and gold scores need, with the same numbers as the whole table, in memory that
     follows the conversations × fields, never the units."""

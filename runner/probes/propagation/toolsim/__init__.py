@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from runner.probes.toolsim import calendar, orders, weather
-from runner.probes.toolsim.base import Domain, ToolDef, ToolFailure, ToolResult
-from runner.probes.toolsim.validation import problems, type_name
+from runner.probes.propagation.toolsim import calendar, orders, weather
+from runner.probes.propagation.toolsim.base import Domain, ToolDef, ToolFailure, ToolResult
+from runner.probes.propagation.toolsim.validation import problems, type_name
 
 DOMAINS: Mapping[str, Domain] = MappingProxyType({d.name: d for d in (weather.build(), calendar.build(), orders.build())})
 

@@ -17,7 +17,7 @@ to the model under test acting as auditor and asks for ``{"phantom_fields": [...
   withholds them from auditor and baseline alike, which shows how withheld memory
   inflates what looks ungrounded.
 
-Scores (``phantom_scores``) are field-level precision / recall / F1 over
+Scores (``scores``) are field-level precision / recall / F1 over
 (trace, run, field) tuples, auditor and baseline side by side.
 """
 
@@ -333,6 +333,6 @@ class PhantomProbe(Probe):
 
     @classmethod
     def views(cls, output: ReadableOutput, probe_name: str, *, seed: int) -> list[ProbeView]:
-        from runner.probes.phantom_scores import phantom_views
+        from runner.probes.phantom.scores import phantom_views
 
         return phantom_views(probe_name, output.scan(), seed=seed)

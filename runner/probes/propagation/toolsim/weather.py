@@ -13,7 +13,7 @@ from typing import Any
 
 from runner.core.seeding import stable_int
 from runner.core.types import ToolSpec
-from runner.probes.toolsim.base import Domain, ToolFailure
+from runner.probes.propagation.toolsim.base import Domain, ToolFailure
 
 # monthly mean temperature (°C), January..December
 _CLIMATE: dict[str, tuple[float, ...]] = {

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.core.types import ToolSpec
-from runner.probes.toolsim.validation import problems
+from runner.probes.propagation.toolsim.validation import problems
 
 
 class ToolFailure(Exception):

@@ -34,13 +34,13 @@ from runner.core.errors import UserError
 from runner.core.jsonwalk import format_value, key_names, leaves, normalise, scalar_text
 from runner.core.sources import validate
 from runner.core.types import ChatResponse, Message, ToolSpec, TrialSpec
-from runner.probes import bfcl_checker
 from runner.probes.base import AnswerKey, Probe, ProbeConfig
-from runner.probes.bfcl_checker import BfclKey
 from runner.probes.casefiles import Record, load_records
 from runner.probes.catalogue import parse_catalogue
 from runner.probes.grounding import GROUNDING_FIELDS, GroundingContext, check_calls
 from runner.probes.mcp import McpServer, probe_catalogue
+from runner.probes.negative import bfcl_checker
+from runner.probes.negative.bfcl_checker import BfclKey
 from runner.probes.replies import asks_user, is_empty
 from runner.providers.base import Agent
 
@@ -544,7 +544,7 @@ class NegativeProbe(Probe):
 
     @classmethod
     def views(cls, output: ReadableOutput, probe_name: str, *, seed: int) -> list[ProbeView]:
-        from runner.probes.bfcl_scores import bfcl_views
+        from runner.probes.negative.bfcl_scores import bfcl_views
 
         return bfcl_views(probe_name, output.scan(), seed=seed)  # only runs of imported BFCL cases have any
 

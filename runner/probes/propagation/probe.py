@@ -1,7 +1,7 @@
 """The ``propagation`` probe: does an injected parameter error reach the final answer?
 
 Each task (``agenttasks.py``) runs as a multi-step tool loop (``agentloop.py``)
-against a deterministic domain simulator (``runner/probes/toolsim``). Conditions:
+against a deterministic domain simulator (``runner/probes/propagation/toolsim``). Conditions:
 
 - ``control``: the task as written;
 - ``param.KIND``: one argument of the agent's first tool call is corrupted before it
@@ -32,17 +32,17 @@ from pydantic import Field
 from runner.core.errors import UserError
 from runner.core.jsonwalk import top_field
 from runner.core.types import Message, TrialSpec
-from runner.probes import injection as inj
-from runner.probes import interceptor as icpt
-from runner.probes.agentloop import InjectionPlan, LoopResult, run_loop
-from runner.probes.agenttasks import Task, answer_matches, load_tasks
 from runner.probes.answertext import declines
 from runner.probes.base import AnswerKey, Contrast, Probe, ProbeConfig
-from runner.probes.fabrication import fabrication_rules
 from runner.probes.grounding import GROUNDING_FIELDS, Finding, GroundingContext, check_call, fields_of
-from runner.probes.stages import Reach, reach
-from runner.probes.toolsim import DOMAINS, Domain
-from runner.probes.trace import STEP, Step
+from runner.probes.propagation import injection as inj
+from runner.probes.propagation import interceptor as icpt
+from runner.probes.propagation.agentloop import InjectionPlan, LoopResult, run_loop
+from runner.probes.propagation.agenttasks import Task, answer_matches, load_tasks
+from runner.probes.propagation.fabrication import fabrication_rules
+from runner.probes.propagation.stages import Reach, reach
+from runner.probes.propagation.toolsim import DOMAINS, Domain
+from runner.probes.propagation.trace import STEP, Step
 from runner.providers.base import Agent
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ class PropagationProbe(Probe):
 
     @classmethod
     def views(cls, output: ReadableOutput, probe_name: str, *, seed: int) -> list[ProbeView]:
-        from runner.probes.propagation_report import propagation_views
+        from runner.probes.propagation.report import propagation_views
 
         return propagation_views(probe_name, output.scan(), seed=seed)
 

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.core.types import Message, ToolCall
-from runner.probes import injection as inj
-from runner.probes import interceptor as icpt
 from runner.probes.answertext import final_answer
-from runner.probes.toolsim import Domain
-from runner.probes.trace import Step
+from runner.probes.propagation import injection as inj
+from runner.probes.propagation import interceptor as icpt
+from runner.probes.propagation.toolsim import Domain
+from runner.probes.propagation.trace import Step
 from runner.providers.base import Agent
 from runner.providers.errors import ProviderError
 

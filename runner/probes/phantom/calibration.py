@@ -13,7 +13,7 @@ each scorer's precision and recall against people, and a calibrated phantom rate
 - **The labels** (``read_labels``): the same sheet with ``label`` filled in (phantom / grounded, or
   yes / no, 1 / 0); blank rows are not labelled and left out.
 - **The scores** (``calibrate``): precision and recall of each scorer against the labels, over the labelled
-  units, clustered by conversation (``phantom_report.scores_against``). The sample is stratified, so these
+  units, clustered by conversation (``report.scores_against``). The sample is stratified, so these
   are the scores on the sample, not the population: the calibrated rate is the population figure.
 - **The views** (``audit_views``): what `trialgrid audit` prints — gold scores where gold exists, the
   gold-free views, and with labels the scores against people and the calibrated rates.
@@ -39,10 +39,10 @@ from runner.core.constants import CONFIDENCE, INTERVAL_METHOD
 from runner.core.errors import UserError
 from runner.core.safety import csv_cell
 from runner.core.views import Format, ProbeView, ViewColumn
-from runner.probes.phantom import Trace
-from runner.probes.phantom_audit import AuditSummary, iter_traces
-from runner.probes.phantom_report import scores_against
-from runner.probes.phantom_scores import gold_free_views
+from runner.probes.phantom.audit import AuditSummary, iter_traces
+from runner.probes.phantom.probe import Trace
+from runner.probes.phantom.report import scores_against
+from runner.probes.phantom.scores import gold_free_views
 
 SHEET_COLUMNS = ("sample_id", "label", "tool", "field", "value", "context", "baseline", "auditor", "model",
                  "condition", "run", "trace", "conversation", "stratum", "stratum_size", "trace_id", "span_id",

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from runner.probes.answertext import OBSERVATION_RE, claims_action, ungrounded_numbers
-from runner.probes.trace import Step, tool_ran
+from runner.probes.propagation.trace import Step, tool_ran
 
 RULES = ("claimed_action", "claimed_value", "invented_observation")
 

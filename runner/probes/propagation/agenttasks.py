@@ -19,7 +19,7 @@ from runner.core.errors import UserError
 from runner.core.jsonwalk import canonical_number, normalise
 from runner.core.sources import load_source, validate
 from runner.probes.answertext import numbers_stated
-from runner.probes.toolsim import DOMAINS
+from runner.probes.propagation.toolsim import DOMAINS
 
 
 class ReferenceCall(BaseModel):

@@ -9,7 +9,7 @@ the three models named in ``ensemble`` (any providers) — and scores them again
 human labels read from CSV (``human_labels``): Cohen's kappa against each annotator,
 against the annotators' consensus (traces where all who labelled it agree) and their
 majority, plus the judges' own majority; and a calibrated correct-rate from
-P(human says correct | judge verdict). See ``judge_report.py``.
+P(human says correct | judge verdict). See ``report.py``.
 
 The substring heuristic (``heuristic_verdict``): the candidate is correct when it
 contains every number, date, time and id of the reference; for a reference with
@@ -133,7 +133,7 @@ class JudgeProbe(Probe):
             path = (base_dir / rel).resolve()
             if not path.is_file():
                 raise locate("human_labels", f"human labels file not found: {rel} (resolved to {path})")
-            from runner.probes.judge_report import read_human_labels
+            from runner.probes.judge.report import read_human_labels
 
             read_human_labels([path])  # a malformed file fails now, located, not at report time
             self.human_labels.append(str(path))
@@ -156,6 +156,6 @@ class JudgeProbe(Probe):
 
     @classmethod
     def views(cls, output: ReadableOutput, probe_name: str, *, seed: int) -> list[ProbeView]:
-        from runner.probes.judge_report import judge_views
+        from runner.probes.judge.report import judge_views
 
         return judge_views(output, probe_name, seed=seed)

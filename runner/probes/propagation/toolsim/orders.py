@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from runner.core.types import ToolSpec
-from runner.probes.toolsim.base import Domain, ToolFailure
+from runner.probes.propagation.toolsim.base import Domain, ToolFailure
 
 # order_id: (customer_id, status, placed, shipped, [(sku, name, qty, unit price)])
 _ORDERS: dict[str, tuple[str, str, str, str | None, tuple[tuple[str, str, int, float], ...]]] = {
