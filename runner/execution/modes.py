@@ -27,11 +27,11 @@ from runner.core.messages import say
 from runner.core.safety import check_output_dir
 from runner.execution.backends import Plan, backend, backend_names
 from runner.execution.backends.batch.ledger import has_open_batches
-from runner.execution.backends.batch.vendors import VENDORS
 from runner.execution.options import RunOptions
 from runner.execution.run import RunResult
 from runner.output.reader import Output
 from runner.probes import PROBES
+from runner.providers.batches import VENDORS
 
 LOCAL, BATCH, RAY = "local", "batch", "ray"
 

@@ -196,7 +196,7 @@ def _cli(path: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:  # in-
 def test_a_results_file_with_lines_that_do_not_read_answers_only_the_trials_it_names() -> None:
     """A server may send anything: a line that is not JSON, not an object or names no request answers no trial
     (that trial gets the missing-answer error), and never stops the collection."""
-    from runner.execution.backends.batch.vendors import _result_lines
+    from runner.providers.batches import _result_lines
 
     content = b'{"custom_id": "a", "x": 1}\nnot json\n[1]\n{"custom_id": 5}\n\n{"custom_id": "b", "result": "x"}\n'
     assert [item["custom_id"] for item in _result_lines(content)] == ["a", "b"]

@@ -18,8 +18,8 @@ import httpx
 import pytest
 
 from runner.core.types import ChatRequest, Message
-from runner.execution.backends.batch.vendors import VENDORS
 from runner.providers import ProviderError, http_base, make_provider
+from runner.providers.batches import VENDORS
 from runner.providers.seed_channel import SEED_HEADER, SEED_METADATA_KEY, SEED_USER_PREFIX
 from runner.providers.settings import Connection, RetryPolicy, is_loopback
 

@@ -26,7 +26,7 @@ then ends ``expired``), ``batch_error_rate`` get a 500 server error result.
 
 The Messages API has no seed field and a batch has no per-request headers, so the
 trial seed of an Anthropic batch request travels in ``metadata.user_id`` as
-``trialgrid-seed-N`` (see ``runner/execution/backends/batch/vendors.py``).
+``trialgrid-seed-N`` (see ``runner/providers/batches.py``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 OpenAI Batch and Anthropic Message Batches answer at a fraction of the price, hours
 later. Batch mode is a different transport, not a different measurement: requests
 are built by the probes themselves (recorded, ``capture``), encoded by the live wire
-formats (``vendors``), tracked in ``OUT/batches.json`` so a killed run resumes by
+formats and sent through each vendor's batch API (``runner.providers.batches``, beside the wire
+formats), tracked in ``OUT/batches.json`` so a killed run resumes by
 polling (``ledger``), and their answers are scored by replaying the probe through
 the ordinary trial runner into the ordinary sink (``run``). The engine and the
 probes know nothing of it; which models go this way is decided by ``runner.execution.modes``.

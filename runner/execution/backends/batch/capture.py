@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextvars
 import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -33,6 +32,7 @@ import orjson
 from runner.core.types import ChatRequest, ChatResponse, TrialSpec
 from runner.probes import Probe
 from runner.providers import Agent, ErrorKind, ProviderError
+from runner.providers.batches import Answer
 
 #: the trial a ``ReplayProvider`` answers for (set by the batch runner around each replay)
 CURRENT_TRIAL: contextvars.ContextVar[str] = contextvars.ContextVar("trialgrid_batch_trial")
@@ -77,14 +77,6 @@ async def capture_request(probe: Probe, spec: TrialSpec, model_id: str, params: 
 def body_hash(body: Mapping[str, Any]) -> str:
     """A short digest of a wire body: what the replay check compares."""
     return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class Answer:
-    """What a batch said about one request: a response, or the per-request error."""
-
-    response: ChatResponse | None = None
-    error: ProviderError | None = None
 
 
 class ReplayProvider:

@@ -45,7 +45,6 @@ from runner.core.types import TrialSpec
 from runner.execution.backends.base import Plan
 from runner.execution.backends.batch.capture import CURRENT_TRIAL, ReplayProvider, body_hash, capture_request
 from runner.execution.backends.batch.ledger import COLLECTED, ENDED, BatchEntry, BatchLedger
-from runner.execution.backends.batch.vendors import VENDORS, VendorBatches
 from runner.execution.budget import CostMeter
 from runner.execution.engine import EngineStats, RowSink, run_trials
 from runner.execution.options import RunOptions
@@ -55,6 +54,7 @@ from runner.execution.session import Session
 from runner.execution.trial import ModelBinding, TrialRunner
 from runner.output.sink import TrialSink
 from runner.providers import ProviderError
+from runner.providers.batches import VENDORS, VendorBatches
 
 
 class _Batches:

@@ -35,8 +35,7 @@ import httpx
 import orjson
 
 from runner.core.jsonlines import json_lines
-from runner.core.types import ChatRequest
-from runner.execution.backends.batch.capture import Answer
+from runner.core.types import ChatRequest, ChatResponse
 from runner.providers import ErrorKind, ProviderError, make_provider
 from runner.providers.classify import classify_http
 from runner.providers.http_base import HttpProvider
@@ -48,6 +47,14 @@ OPENAI_ENDPOINT = "/v1/chat/completions"
 _ANTHROPIC_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "permission_error": 403,
                      "not_found_error": 404, "request_too_large": 413, "rate_limit_error": 429, "api_error": 500,
                      "overloaded_error": 529}
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a batch said about one request: a response, or the per-request error."""
+
+    response: ChatResponse | None = None
+    error: ProviderError | None = None
 
 
 @dataclass(frozen=True)
