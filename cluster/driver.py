@@ -103,7 +103,7 @@ def run_on_ray(loaded: LoadedSweep, out: Path, options: RunOptions | None = None
                                      max_concurrency=max(16, 4 * in_flight)).remote(loaded_ref, session.schema, index,
                                                                                     n, hooks)
 
-            dispatcher = Dispatcher(make_worker, n, in_flight=in_flight, on_lost=say, should_stop=session.should_stop)
+            dispatcher = Dispatcher(make_worker, n, in_flight=in_flight, should_stop=session.should_stop)
             ray.get([w.ready.remote() for w in dispatcher.workers])  # a worker that cannot start fails the run now
             nodes = len({n_["NodeID"] for n_ in ray.nodes() if n_.get("Alive")})
             say(f"ray: {n} workers on {nodes} node(s), chunks of {size} trials, {in_flight} in flight per worker")
@@ -135,7 +135,7 @@ def _dispatch(session: Session, dispatcher: Dispatcher, services: Any, size: int
                    budget=budget.describe() if budget is not None else None,
                    cache_hits=None if cache is None else int(cache["hits"]))
         # on a terminal the progress bar shows it; in a log (a Ray Job's) a line every interval does
-        watch.publish(session.manifest, session.save, say if log_lines[0] else (lambda line: None))
+        watch.publish(session.manifest, session.save, log=log_lines[0])
 
     chunks = chunked(session.pending(), size)
     try:

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 
 from cluster.worker import ChunkResult, SpecTuple, spec_tuple
 from runner.core.errors import TrialgridError
+from runner.core.messages import say
 from runner.core.types import TrialSpec
 
 
@@ -83,14 +84,13 @@ class Dispatcher:
     """Run chunks on a pool of worker actors until the grid is done."""
 
     def __init__(self, make_worker: Callable[[int], Any], workers: int, *, in_flight: int = 2,
-                 max_replacements: int | None = None, on_lost: Callable[[str], None] = lambda s: None,
+                 max_replacements: int | None = None,
                  should_stop: Callable[[], bool] = lambda: False) -> None:
         if workers < 1 or in_flight < 1:
             raise ValueError("workers and in_flight must be >= 1")
         self._make_worker = make_worker
         self._in_flight = in_flight
         self._replacements_left = max_replacements if max_replacements is not None else 2 * workers
-        self._on_lost = on_lost
         self._should_stop = should_stop  # a spent budget: hand out no new chunk, let the outstanding ones return
         self.workers: list[Any] = [make_worker(i) for i in range(workers)]
         self._generation = [0] * workers
@@ -185,7 +185,7 @@ class Dispatcher:
         self._generation[slot] += 1
         outstanding[slot] = 0
         self.workers[slot] = self._make_worker(slot)
-        self._on_lost(f"{reason}: its unfinished chunks were re-queued and a new worker started")
+        say(f"{reason}: its unfinished chunks were re-queued and a new worker started")  # a progress line
 
 
 def _errors(batch: pa.RecordBatch) -> int:

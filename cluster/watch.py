@@ -22,6 +22,7 @@ from typing import Any
 
 from cluster.records import RaySessionRecord, WatchRecord, WorkerWatch, put_ray_record, ray_record
 from runner.core.manifest import MANIFEST, Manifest, read_manifest
+from runner.core.messages import say
 
 
 @dataclass
@@ -137,12 +138,14 @@ class Watch:
         self._next = now + self.interval_s
         return self.record
 
-    def publish(self, manifest: Manifest, write: Callable[[], None], say: Callable[[str], None]) -> None:
-        """Put the last record into the session's Ray record, write the manifest, and log its line."""
+    def publish(self, manifest: Manifest, write: Callable[[], None], *, log: bool = True) -> None:
+        """Put the last record into the session's Ray record, write the manifest, and (``log``) say its line
+        (``runner.core.messages``; off while a progress bar shows the same)."""
         if self.record is None:
             return
         session = manifest.sessions[-1]
         current = ray_record(session) or RaySessionRecord()  # the driver put the address there when it began
         put_ray_record(session, current.model_copy(update={"watch": self.record}))
         write()
-        say(f"ray: {summary_line(self.record)}")
+        if log:
+            say(f"ray: {summary_line(self.record)}")

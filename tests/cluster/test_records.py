@@ -18,6 +18,7 @@ from cluster.records import RaySessionRecord, WatchRecord, WorkerWatch, put_ray_
 from cluster.watch import Watch, output_summary
 from runner.core.errors import UserError
 from runner.core.manifest import MANIFEST, read_manifest, read_manifest_file, write_manifest
+from tests.helpers.messages import heard
 
 RAY_RUN = Path(__file__).resolve().parents[1] / "core" / "fixtures" / "manifest-run-ray.json"
 
@@ -41,8 +42,8 @@ def test_the_watch_is_published_into_the_sessions_ray_record(tmp_path: Path) -> 
     watch = Watch(total=10, already_done=4)
     watch.record = WatchRecord(at="2026-01-01T00:00:00Z", done=7, total=10, trials_per_s=3.0,
                                workers=[WorkerWatch(index=0, trials=3, trials_per_s=3.0, in_flight=1, limiter_waits=0)])
-    said: list[str] = []
-    watch.publish(manifest, lambda: write_manifest(tmp_path, manifest), said.append)
+    with heard() as said:
+        watch.publish(manifest, lambda: write_manifest(tmp_path, manifest))
     again = read_manifest(tmp_path)
     assert again is not None
     record = ray_record(again.sessions[0])
