@@ -186,3 +186,32 @@ def test_a_file_whose_records_do_not_read_says_so_not_that_the_format_is_unknown
     path.write_bytes(b"\x00\x01garbage\n{cut\n")
     with pytest.raises(UserError, match="no record reads: the first is not JSON"):
         import_traces([path], tmp_path / "out")
+
+
+def _langfuse(trace: int, span: int, kind: str, inp: Any, out: Any, session: str | None = None) -> dict[str, Any]:
+    """A span as Langfuse's SDK sends it: ``langfuse.observation.*`` attributes, input and output as JSON."""
+    attrs = [_attr("langfuse.observation.type", kind), _attr("langfuse.observation.output", out)]
+    if inp is not None:
+        attrs.append(_attr("langfuse.observation.input", inp))
+    if session:
+        attrs.append(_attr("session.id", session))
+    return {"traceId": f"{trace:032x}", "spanId": f"{span:016x}", "name": "OpenAI-generation", "attributes": attrs}
+
+
+def test_langfuse_spans_keep_their_session_count_other_observations_and_keep_a_call_without_input_apart(
+        tmp_path: Path) -> None:
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_0", "type": "function", "function": {"name": "lookup_order", "arguments": '{"order_id": "A1"}'}}]}
+    asked = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Where is order A1?"}]
+    path = tmp_path / "langfuse.jsonl"
+    path.write_text(json.dumps(otlp([
+        _langfuse(1, 1, "span", None, {"ok": True}),  # an @observe span around the agent: no model call
+        _langfuse(1, 2, "generation", asked, call, session="chat-7"),
+        _langfuse(1, 3, "generation", None, call),  # input not recorded: not audited as if nobody asked
+    ])) + "\n")
+    summary = import_traces([path], tmp_path / "out")
+    assert summary.imported_by == {"langfuse": 1} and summary.incomplete == {"no input messages recorded": 1}
+    assert summary.notes == {"Langfuse observations of type span (no model call)": 1}
+    [t] = _traces(tmp_path / "out")
+    assert t.source is not None and t.source.conversation_id == "chat-7" and t.context.user == ["Where is order A1?"]
+    assert (t.calls[0].tool, t.calls[0].args) == ("lookup_order", {"order_id": "A1"})

@@ -384,3 +384,48 @@ def test_the_sdks_attribute_limit_keeps_a_call_apart_with_its_reason(tmp_path: P
     [kept] = [json.loads(line) for line in (tmp_path / "out" / INCOMPLETE_FILE).read_text().splitlines()]
     assert kept["calls"] == [{"tool": "refund", "args": {"order_id": "ORD-77"}}]
     assert (tmp_path / "out" / "traces.jsonl").read_text() == ""
+
+
+#: the child that writes Langfuse's spans: its OpenAI integration patches the ``openai`` module for the whole
+#: process, so it runs apart from the test worker (every other test's ``openai`` stays unpatched)
+_LANGFUSE_CHILD = """
+import json, sys
+from google.protobuf.json_format import MessageToJson
+from opentelemetry.exporter.otlp.proto.common import trace_encoder
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from langfuse import Langfuse
+
+exporter = InMemorySpanExporter()
+client = Langfuse(public_key="pk-lf-test", secret_key="sk-lf-test", base_url="http://127.0.0.1:9",
+                  span_exporter=exporter, flush_at=1)
+import langfuse.openai  # noqa: F401  (the integration: every openai client of this process now reports)
+from tests.importers.test_import_traces_real import Seen, _openai_conversations
+
+seen = Seen()
+_openai_conversations(sys.argv[1], seen)
+client.flush()
+with open(sys.argv[2], "w") as fh:
+    fh.write(MessageToJson(trace_encoder.encode_spans(exporter.get_finished_spans())))
+with open(sys.argv[3], "w") as fh:
+    json.dump(seen.calls, fh)
+"""
+
+
+def test_langfuse_sdk_spans_import_every_call_once(tmp_path: Path) -> None:
+    """Langfuse's own SDK (its OpenAI integration) sends ``langfuse.observation.*`` spans over OTLP: read."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("langfuse")
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.common.trace_encoder")
+    path, calls = tmp_path / "langfuse.otlp.json", tmp_path / "seen.json"
+    with serving() as server:
+        subprocess.run([sys.executable, "-c", _LANGFUSE_CHILD, server.base_url, str(path), str(calls)], check=True,
+                       cwd=Path(__file__).resolve().parents[2], timeout=120)
+        answered = _answered(server)
+    seen = Seen()
+    seen.calls = json.loads(calls.read_text())
+    summary = import_traces([path], tmp_path / "out", fmt="auto")
+    assert summary.files == {str(path): "otlp"} and summary.imported_by == {"langfuse": len(seen.calls)}
+    _check(tmp_path / "out", seen, "langfuse", model_requests=_model_spans(path, "langfuse.observation.input"),
+           answered=answered)

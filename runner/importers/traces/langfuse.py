@@ -7,7 +7,9 @@ counted. Langfuse stores whatever the integration gave it, so ``input`` is read 
 messages (a list, or ``{"messages", "tools"}``; Anthropic content blocks inside them are understood,
 and ``{"system", "messages"}`` is read as an Anthropic request), and ``output`` as an assistant message
 (``tool_calls``, or ``tool_use`` blocks), a list of them, or a ``choices`` response. The conversation
-is the observation's session where the export has one, else its trace.
+is the observation's session where the export has one, else its trace. The same observations sent over
+OTLP by Langfuse's own SDK (``langfuse.observation.*`` span attributes) are read by ``otlp``, with the two
+readers of ``input`` and ``output`` here.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ def _get(obj: dict[str, Any], camel: str, snake: str) -> Any:
     return obj.get(snake) if v is None else v
 
 
-def _input(value: Any) -> tuple[list[Msg], Any]:
+def observation_input(value: Any) -> tuple[list[Msg], Any]:
+    """A generation's ``input`` as messages, and the tools it offered where it says (else None)."""
     if isinstance(value, str):
         return [Msg("user", [value])], None
     if isinstance(value, list):
@@ -44,15 +47,16 @@ def _input(value: Any) -> tuple[list[Msg], Any]:
                     "do not write")
 
 
-def _calls(value: Any) -> list[Call]:
+def observation_calls(value: Any) -> list[Call]:
+    """The tool calls of a generation's ``output``."""
     if isinstance(value, list):
-        return [c for v in value for c in _calls(v)]
+        return [c for v in value for c in observation_calls(v)]
     if not isinstance(value, dict):
         return []
     if isinstance(value.get("choices"), list):
-        return _calls([ch.get("message") for ch in value["choices"] if isinstance(ch, dict)])
+        return observation_calls([ch.get("message") for ch in value["choices"] if isinstance(ch, dict)])
     if isinstance(value.get("message"), dict):
-        return _calls(value["message"])
+        return observation_calls(value["message"])
     if isinstance(value.get("content"), list):
         blocks = [c for m in wire.anthropic_blocks("assistant", value["content"]) for c in m.calls]
         if blocks:
@@ -70,8 +74,8 @@ def reader(sink: Sink) -> Callable[[Any, Where], None]:
             kind = obs.get("type")  # a known type names its count; anything else is counted as one reason
             sink.note(f"observations of type {kind}" if kind in _OBSERVATION_TYPES else "observations of another type")
             return
-        msgs, tools = _input(obs.get("input"))
-        calls = _calls(obs.get("output"))
+        msgs, tools = observation_input(obs.get("input"))
+        calls = observation_calls(obs.get("output"))
         if not calls:
             sink.note("model calls without a tool call")
             return

@@ -17,6 +17,10 @@ the convention its attributes follow, and the one it followed is the trace's ``s
 - ``openinference`` — Arize's conventions: ``llm.input_messages.N.message.{role,content,contents…,
   tool_call_id,tool_calls.M.tool_call.{id,function.name,function.arguments}}``, the same under
   ``llm.output_messages``, tools in ``llm.tools.N.tool.json_schema``, ``session.id``;
+- ``langfuse`` — what Langfuse's own SDK sends (its OpenAI integration, ``@observe``, or a generation made by
+  hand): ``langfuse.observation.type`` ``generation`` with ``langfuse.observation.input`` and ``.output`` (JSON,
+  read as the Langfuse export's ``input`` and ``output`` are: ``runner.importers.traces.langfuse``),
+  ``session.id``; observations of other types hold no model call and are counted;
 - ``execute_tool`` spans (``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``gen_ai.tool.call.arguments``):
   a call already read from a model span of its trace (one not yet matched by an earlier tool span: call
   ids repeat across responses) is not imported again; one without is imported with the context of the
@@ -55,11 +59,13 @@ from runner.importers.traces._core import (
     text_of,
     tools_of,
 )
+from runner.importers.traces.langfuse import observation_calls, observation_input
 
 _VALUE_KEYS = {"stringValue": "s", "string_value": "s", "intValue": "i", "int_value": "i", "doubleValue": "d",
                "double_value": "d", "boolValue": "b", "bool_value": "b", "arrayValue": "a", "array_value": "a",
                "kvlistValue": "k", "kvlist_value": "k", "bytesValue": "y", "bytes_value": "y"}
 _DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+_LANGFUSE_TYPE = "langfuse.observation.type"
 _CONTEXTS_KEPT = 4096
 _EMPTY: dict[str, Any] = {"system": "", "user": [], "tool_results": []}
 _TOOLS_KEPT = 256
@@ -275,6 +281,17 @@ class _Reader:
             msgs = wire.openai_chat(_flat_messages(_unflatten(attrs, "gen_ai.prompt."), nested=False))
             out = wire.openai_chat(_flat_messages(_unflatten(attrs, "gen_ai.completion."), nested=False))
             tools = tools_of(_seq(_unflatten(attrs, "llm.request.functions.")))
+        elif _LANGFUSE_TYPE in attrs:
+            if attrs[_LANGFUSE_TYPE] != "generation":
+                self.sink.note(f"Langfuse observations of type {str(attrs[_LANGFUSE_TYPE])[:20]} (no model call)")
+                return
+            fmt = "langfuse"
+            given = given or sid(attrs.get("langfuse.session.id"), "the session id")
+            raw = _json_attr(attrs, "langfuse.observation.input")
+            has_input = raw not in (None, "", [], {})
+            msgs, offered = observation_input(raw) if has_input else ([], None)
+            out = [Msg("assistant", [], observation_calls(_json_attr(attrs, "langfuse.observation.output")))]
+            tools = tools_of(offered)
         elif attrs.get("gen_ai.operation.name") == "execute_tool" or "gen_ai.tool.call.id" in attrs:
             self.tool_span(attrs, where, trace_id, span_id, given, position)
             return
