@@ -25,9 +25,6 @@ from pathlib import Path
 
 import polars as pl
 
-from runner.analysis.diff import case_verdicts, gate_lines
-from runner.analysis.gates import check_gates
-from runner.analysis.leaderboard import summarize
 from runner.core.exits import DEFAULT_RETRY_KINDS, EXIT_BUDGET, EXIT_ERRORS, EXIT_GATE, EXIT_OK
 from runner.core.gates import Gate
 from runner.output.reader import Output, as_output
@@ -160,9 +157,17 @@ def judge(output: Output | Path, *, stopped: str | None = None, max_error_rate: 
     """
     output = as_output(output)
     cases, failing_cases = 0, []
+    # the statistics are imported only for a run that gates on them: a plain run's ending is counts alone
     if fail_on:
+        from runner.analysis.diff import case_verdicts, gate_lines
+
         verdicts = case_verdicts(output, fail_on)
         cases, failing_cases = len(verdicts), gate_lines(verdicts)
-    failing_gates = check_gates(summarize([output]), list(gates)) if gates else []
+    failing_gates: list[str] = []
+    if gates:
+        from runner.analysis.gates import check_gates
+        from runner.analysis.leaderboard import summarize
+
+        failing_gates = check_gates(summarize([output]), list(gates))
     return Ending(run_verdict(output), stopped, max_error_rate, tuple(fail_on), cases, tuple(failing_cases),
                   tuple(gates), tuple(failing_gates))

@@ -126,7 +126,6 @@ def run(flags: RunFlags) -> None:
     from runner.execution import modes
     from runner.execution.options import RunOptions
     from runner.output import Output
-    from runner.reporting.terminal import print_report
 
     kinds = (flags.retry_kinds.split(",") if flags.retry_kinds else []) if flags.retry_errors else None
     if flags.retry_kinds and not flags.retry_errors:
@@ -175,6 +174,8 @@ def run(flags: RunFlags) -> None:
     # the errors come before the tables: the numbers below are of the trials that did not fail
     _print_errors(flags.sweep, output.path, ending)
     if report:
+        from runner.reporting.terminal import print_report  # the statistics: only when a report is printed
+
         print_report(output, out, details=flags.details)
     if ending.fail_on:
         _print_cases(ending)

@@ -18,7 +18,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.config.sweep import LoadedSweep, load_sweep, local_server_warnings
 from runner.core.errors import UserError, warn
@@ -28,10 +28,11 @@ from runner.core.safety import check_output_dir
 from runner.execution.backends import Plan, backend, backend_names
 from runner.execution.backends.batch.ledger import has_open_batches
 from runner.execution.options import RunOptions
-from runner.execution.run import RunResult
 from runner.output.reader import Output
 from runner.probes import PROBES
-from runner.providers.batches import VENDORS
+
+if TYPE_CHECKING:
+    from runner.execution.run import RunResult
 
 LOCAL, BATCH, RAY = "local", "batch", "ray"
 
@@ -81,6 +82,8 @@ def batch_models(loaded: LoadedSweep, all_models: bool) -> set[str]:
     chosen = {m.name for m in loaded.sweep.models if all_models or m.mode == "batch"}
     if not chosen:
         return chosen
+    from runner.providers.batches import VENDORS  # the vendors' HTTP clients: only when a batch is asked for
+
     for i, m in enumerate(loaded.sweep.models):
         if m.name in chosen and m.provider not in VENDORS:
             raise UserError(f"--batch: model {m.name!r} uses provider {m.provider}, which has no batch API",

@@ -23,15 +23,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
 
 from runner.core.redact import scrub
-from runner.providers.http_base import HttpProvider
 from runner.providers.secrets import secret_from_env
 from runner.providers.settings import Connection, redact_url
+
+if TYPE_CHECKING:
+    from runner.providers.http_base import HttpProvider
+
+#: the providers with an HTTP endpoint to ask, and where their wire format lives (imported only when one is asked)
+_WIRES = {"openai": ("openai_wire", "OpenAIProvider"), "anthropic": ("anthropic_wire", "AnthropicProvider"),
+          "openai-responses": ("openai_responses_wire", "OpenAIResponsesProvider")}
 
 __all__ = ["SIMULATED_SERVER", "Checked", "Endpoint", "Finding", "check_endpoints"]
 
@@ -60,18 +66,18 @@ class Finding:
 
     def line(self) -> str:
         e = self.endpoint
-        where = redact_url(HttpProvider.api_base(e.connection.base_url)) if e.connection.base_url else e.provider
+        where = redact_url(e.connection.base_url.rstrip("/")) if e.connection.base_url else e.provider
         return f"model {e.name!r} ({e.provider} {e.model_id!r} at {where}): {self.problem}"
 
 
 def _provider_class(name: str) -> type[HttpProvider] | None:
-    from runner.providers.anthropic_wire import AnthropicProvider
-    from runner.providers.openai_responses_wire import OpenAIResponsesProvider
-    from runner.providers.openai_wire import OpenAIProvider
+    import importlib
 
-    classes: dict[str, type[HttpProvider]] = {"openai": OpenAIProvider, "anthropic": AnthropicProvider,
-                                              "openai-responses": OpenAIResponsesProvider}
-    return classes.get(name)
+    wire = _WIRES.get(name)
+    if wire is None:  # sim, callable: no HTTP endpoint (and no HTTP client imported for them)
+        return None
+    found: type[HttpProvider] = getattr(importlib.import_module(f"runner.providers.{wire[0]}"), wire[1])
+    return found
 
 
 @dataclass(frozen=True)
