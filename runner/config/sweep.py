@@ -73,7 +73,8 @@ class ModelConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str = Field(min_length=1, description="label in the output (unique within the sweep)")
-    provider: str = Field(description="sim (built-in simulated agent), openai, anthropic or callable")
+    provider: str = Field(description="sim (built-in simulated agent), openai, openai-responses, anthropic, "
+                          "azure-openai or callable")
     model: str | None = Field(default=None, description="model id sent to the provider; defaults to name")
     params: dict[str, Any] = Field(default_factory=dict, description="request parameters (temperature, max_tokens, ...)")
     concurrency: int = Field(default=16, ge=1, le=100_000, description="max trials of this model in flight")
@@ -84,6 +85,9 @@ class ModelConfig(BaseModel):
     api_key_env: str | None = Field(default=None, description="environment variable holding the API key "
                                     "(default OPENAI_API_KEY / ANTHROPIC_API_KEY; null: send no key)")
     headers: dict[str, str] = Field(default_factory=dict, description="extra request headers (never credentials)")
+    api_version: str | None = Field(default=None, min_length=1, description="azure-openai: the api-version of the "
+                                    "deployments API (/openai/deployments/MODEL/...?api-version=...); unset: Azure's "
+                                    "v1 API (/openai/v1/...)")
     function: str | None = Field(default=None, description="provider callable: module:function (the sweep file's "
                                 "folder is on the import path)")
     version: str | None = Field(default=None, min_length=1, description="provider callable: the version of your "
@@ -108,7 +112,7 @@ class ModelConfig(BaseModel):
     @property
     def connection(self) -> Connection:
         return Connection(self.provider, self.base_url, self.api_key_env, tuple(sorted(self.headers.items())),
-                          self.timeout_s, self.function, self.sim_seed, self._function_path)
+                          self.timeout_s, self.function, self.sim_seed, self._function_path, self.api_version)
 
     @model_validator(mode="before")
     @classmethod
@@ -193,6 +197,11 @@ class ModelConfig(BaseModel):
             raise ValueError("provider callable needs function: module:function")
         if self.provider != "callable" and self.function is not None:
             raise ValueError(f"function is only used by provider callable, not {self.provider}")
+        if self.api_version is not None and self.provider != "azure-openai":
+            raise ValueError(f"api_version is only used by provider azure-openai, not {self.provider}")
+        if self.provider == "azure-openai" and not self.base_url:
+            raise ValueError("provider azure-openai needs base_url: your resource's endpoint, "
+                             "e.g. https://my-resource.openai.azure.com")
         if self.mode == "batch" and self.provider not in ("openai", "anthropic", "openai-responses"):
             raise ValueError(f"mode: batch needs provider openai, openai-responses or anthropic (their batch APIs), not {self.provider}")
         tpm = self.limits.tpm
@@ -388,7 +397,7 @@ def _sweep_identity(sweep: Sweep, probes: list[Probe], sources: dict[str, str]) 
         m.pop("mode", None)  # how the requests travel, not what they ask: batch and live share trial ids
         for key in ("api_key_env", "timeout_s", "limits", "retry", "sim_seed"):  # which account, how fast, by what channel; not what
             m.pop(key, None)
-        for key in ("base_url", "headers", "function", "tool_call_parser", "version"):  # unset: leave the identity of older sweeps as it was
+        for key in ("base_url", "headers", "function", "tool_call_parser", "version", "api_version"):  # unset: leave the identity of older sweeps as it was
             if not m.get(key):
                 m.pop(key, None)
         if m["name"] in sources and not m.get("version"):  # the agent's code is what is measured: an edit is a new run

@@ -105,6 +105,7 @@ class ErrorKind(str, Enum):
     INTERNAL = "internal"              # a bug or unexpected exception in trialgrid/probe
     EXPIRED = "expired"                # batch mode: the batch's window closed before this request ran
     CONTEXT_LENGTH = "context_length"  # the request is longer than the model's context: not retried, not a parameter
+    CONTENT_FILTER = "content_filter"  # the vendor's content filter refused the prompt or cut the answer: not retried
 
     @property
     def retryable(self) -> bool:

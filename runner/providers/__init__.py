@@ -49,6 +49,12 @@ def _openai_responses(connection: Connection, **kw: Any) -> Provider:
     return OpenAIResponsesProvider(connection, **kw)
 
 
+def _azure_openai(connection: Connection, **kw: Any) -> Provider:
+    from runner.providers.azure_openai_wire import AzureOpenAIProvider
+
+    return AzureOpenAIProvider(connection, **kw)
+
+
 def _callable(connection: Connection, **kw: Any) -> Provider:
     from runner.providers.callable_provider import CallableProvider
 
@@ -69,6 +75,7 @@ PROVIDERS: dict[str, Registered] = {
     "openai": Registered(_openai, _check_any, configured=True),
     "anthropic": Registered(_anthropic, _check_any, configured=True),
     "openai-responses": Registered(_openai_responses, _check_any, configured=True),
+    "azure-openai": Registered(_azure_openai, _check_any, configured=True),
     "callable": Registered(_callable, _check_any, configured=True),
 }
 

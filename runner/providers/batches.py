@@ -37,7 +37,7 @@ import orjson
 from runner.core.jsonlines import json_lines
 from runner.core.types import ChatRequest, ChatResponse
 from runner.providers import ErrorKind, ProviderError, make_provider
-from runner.providers.classify import classify_http
+from runner.providers.classify import classify_http, filtered
 from runner.providers.http_base import HttpProvider
 from runner.providers.seed_channel import SEED_METADATA_KEY, SEED_USER_PREFIX
 from runner.providers.settings import Connection, RetryPolicy
@@ -120,10 +120,12 @@ class VendorBatches:
 
     def _decoded(self, body: Any, batch_id: str) -> Answer:
         try:
-            return Answer(response=self.wire.decode(body))
+            response = self.wire.decode(body)
         except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
             return Answer(error=ProviderError(ErrorKind.TRANSIENT, f"unexpected response shape in batch {batch_id}: "
                                               f"{type(exc).__name__} {self.wire.scrub(str(exc))}"))
+        refused = filtered(response, f" in batch {batch_id}")
+        return Answer(response=None, error=refused) if refused is not None else Answer(response=response)
 
     def _missing(self, batch_id: str, status: str) -> Answer:
         kind = ErrorKind.EXPIRED if status == "expired" else ErrorKind.TRANSIENT

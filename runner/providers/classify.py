@@ -25,6 +25,7 @@ from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from runner.core.types import ChatResponse
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
 
 # ---------------------------------------------------------------- retry-after
@@ -211,6 +212,22 @@ def is_context_overflow(message: str, code: str | None) -> bool:
     return (code or "") in _CONTEXT_CODES or _CONTEXT_RE.search(message or "") is not None
 
 
+#: error codes of a prompt the vendor's content filter refused (Azure OpenAI's, for the prompt and for a jailbreak)
+_FILTER_CODES = frozenset({"content_filter", "ResponsibleAIPolicyViolation"})
+#: the ``finish_reason`` of an answer the content filter cut (Chat Completions, on Azure and OpenAI)
+FILTERED = "content_filter"
+
+
+def filtered(response: ChatResponse, where: str = "") -> ProviderError | None:
+    """The error for an answer the vendor's content filter cut (``finish_reason`` ``content_filter``): whatever
+    text it kept is not the model's answer. None for any other answer."""
+    if response.finish_reason != FILTERED:
+        return None
+    return ProviderError(ErrorKind.CONTENT_FILTER, f"the vendor's content filter cut the answer{where} "
+                         f"({len(response.text)} characters and {len(response.tool_calls)} tool calls kept): "
+                         "not a model answer, not retried")
+
+
 def classify_http(
     status: int,
     headers: Mapping[str, str],
@@ -229,6 +246,9 @@ def classify_http(
         return ProviderError(ErrorKind.RATE_LIMITED, text, retry_after_s=wait, status_code=status)
     if status in (408, 409) or status >= 500:
         return ProviderError(ErrorKind.TRANSIENT, text, retry_after_s=wait, status_code=status)
+    if status == 400 and code in _FILTER_CODES:
+        return ProviderError(ErrorKind.CONTENT_FILTER, text + " (the vendor's content filter refused the prompt: "
+                             "not a model answer, not retried)", status_code=status)
     if status in (400, 413, 422) and is_context_overflow(message, code):
         return ProviderError(ErrorKind.CONTEXT_LENGTH, text + " (the request is longer than the model's context: "
                              "shorten the case or raise the server's context size)", status_code=status, param=param)

@@ -26,7 +26,7 @@ import orjson
 from runner.core.errors import CONNECTION_FAILED
 from runner.core.redact import scrub_bytes
 from runner.core.types import ChatRequest, ChatResponse
-from runner.providers.classify import classify_http
+from runner.providers.classify import classify_http, filtered
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
 from runner.providers.pacing import note_rate_headers
 from runner.providers.secrets import Secret, secret_from_env
@@ -75,6 +75,8 @@ class HttpProvider:
     path = ""
     #: this provider applies remedies to its wire body (``managed`` passes them in)
     accepts_remedies = True
+    #: the endpoint's models route knows the sweep's model ids: a 404 naming one means a wrong id (the preflight)
+    knows_models = True
 
     def __init__(self, connection: Connection, *, transport: str = DEFAULT_TRANSPORT,
                  max_connections: int = 1024) -> None:
@@ -125,7 +127,7 @@ class HttpProvider:
         payload = orjson.dumps(body)  # ~8x json.dumps on these bodies; CPU is the limit at high concurrency
         started = time.perf_counter()
         try:
-            response = await self._client.post(self.url, content=payload, headers=headers)
+            response = await self._client.post(self.url_for(request), content=payload, headers=headers)
         except (httpx.TransportError, _AiohttpError, OSError) as exc:
             if _timed_out(exc):
                 message = f"no answer within the {self.connection.timeout_s:g} s request timeout{self._where}"
@@ -151,7 +153,15 @@ class HttpProvider:
         except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
             raise self._error(ErrorKind.TRANSIENT, f"unexpected response shape{self._where}: "
                               f"{type(exc).__name__} {self.scrub(str(exc))}", applied) from None
+        refused = filtered(decoded, self._where)
+        if refused is not None:
+            refused.remedies = tuple(applied)
+            raise refused
         return _with(decoded, latency, applied)
+
+    def url_for(self, request: ChatRequest) -> str:
+        """Where ``request`` is sent: one URL per endpoint, unless the wire format names the model in its path."""
+        return self.url
 
     def _error_fields_of(self, raw: bytes) -> tuple[str, str | None, str | None]:
         try:

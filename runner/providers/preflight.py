@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 
 #: the providers with an HTTP endpoint to ask, and where their wire format lives (imported only when one is asked)
 _WIRES = {"openai": ("openai_wire", "OpenAIProvider"), "anthropic": ("anthropic_wire", "AnthropicProvider"),
-          "openai-responses": ("openai_responses_wire", "OpenAIResponsesProvider")}
+          "openai-responses": ("openai_responses_wire", "OpenAIResponsesProvider"),
+          "azure-openai": ("azure_openai_wire", "AzureOpenAIProvider")}
 
 __all__ = ["SIMULATED_SERVER", "Checked", "Endpoint", "Finding", "check_endpoints"]
 
@@ -139,7 +140,7 @@ async def _ask(e: Endpoint) -> tuple[Finding | None, httpx.Response | None]:
         key = f"the key in ${connection.api_key_env}" if connection.api_key_env else "a request without a key"
         return Finding(e, f"the server refused {key} ({status}: {_message(response)})",
                        "check the key the model's api_key_env names, and that it may use this model"), response
-    if status == 404 and _names_the_model(response, e.model_id):
+    if status == 404 and cls.knows_models and _names_the_model(response, e.model_id):
         return Finding(e, f"the server does not know this model ({_message(response)})",
                        "check the model id (for a local server: the name it serves the model under)"), response
     return None, response

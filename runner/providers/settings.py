@@ -159,6 +159,7 @@ DEFAULT_KEY_ENV = {
     "openai": "OPENAI_API_KEY",
     "anthropic": "ANTHROPIC_API_KEY",
     "openai-responses": "OPENAI_API_KEY",
+    "azure-openai": "AZURE_OPENAI_API_KEY",
 }
 
 
@@ -176,6 +177,8 @@ class Connection:
     sim_seed: bool | None = None
     #: provider callable: the sweep file's folder, put on the import path before ``function`` is imported
     function_path: str | None = None
+    #: azure-openai: the deployments API's api-version (None: Azure's v1 API)
+    api_version: str | None = None
 
     @property
     def header_map(self) -> Mapping[str, str]:

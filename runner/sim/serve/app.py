@@ -53,7 +53,7 @@ from runner.sim import SimProvider
 from runner.sim.serve.batches import BatchRoutes
 from runner.sim.serve.catalog import CatalogRoutes
 from runner.sim.serve.codec_table import CODECS
-from runner.sim.serve.codecs import AnthropicCodec, BadRequest, OpenAICodec
+from runner.sim.serve.codecs import AnthropicCodec, AzureCodec, BadRequest, OpenAICodec
 from runner.sim.serve.options import FAULTS, SOLO_FAULTS, ServeOptions, check_faults
 from runner.sim.serve.responses_codec import ResponsesCodec
 from runner.sim.serve.sse import anthropic_frames, malformed_frame, openai_frames, responses_frames
@@ -98,6 +98,9 @@ class SimServer:
         app.router.add_post("/v1/chat/completions", self._openai)
         app.router.add_post("/v1/messages", self._anthropic)
         app.router.add_post("/v1/responses", self._responses)
+        # Azure OpenAI: its v1 API, and the deployments API (the deployment is the model; api-version required)
+        app.router.add_post("/openai/v1/chat/completions", self._azure)
+        app.router.add_post("/openai/deployments/{deployment}/chat/completions", self._azure_deployment)
         app.router.add_get("/stats", self._stats)
         app.router.add_get("/health", self._health)
         app.router.add_get("/admin/faults", self._get_faults)
@@ -109,6 +112,14 @@ class SimServer:
 
     async def _openai(self, request: web.Request) -> web.StreamResponse:
         return await self._handle(request, "openai")
+
+    async def _azure(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "azure")
+
+    async def _azure_deployment(self, request: web.Request) -> web.StreamResponse:
+        if not request.query.get("api-version"):
+            return self._json(404, AzureCodec.not_found())
+        return await self._handle(request, "azure")
 
     async def _anthropic(self, request: web.Request) -> web.StreamResponse:
         return await self._handle(request, "anthropic")
@@ -282,11 +293,11 @@ class SimServer:
                 tag = f"fault:{drawn}"
             tokens = (answers[0].usage.input_tokens or 0) + sum(a.usage.output_tokens or 0 for a in answers)
             if streamed:
-                frames = self._frames(api, answers, model, body, request.headers)
+                frames = self._frames(codec.wire, answers, model, body, request.headers)
                 if fault == "drip":
                     return await self._drip(request, b"".join(frames), _SSE, limits)
                 return await self._stream(request, api, frames, limits, fault)
-            payload = _dumps(self._encode(api, answers, model, body))
+            payload = _dumps(self._encode(codec.wire, answers, model, body))
             if fault == "drip":
                 return await self._drip(request, payload, _JSON, limits)
             if fault is None:
@@ -315,20 +326,20 @@ class SimServer:
         return (first, *(self.sim.respond(replace(chat, seed=mix64(seed, 0xC40 + i))) for i in range(1, n)))
 
     @staticmethod
-    def _encode(api: str, answers: tuple[ChatResponse, ...], model: str, body: Any) -> dict[str, Any]:
-        if api == "openai":
+    def _encode(wire: str, answers: tuple[ChatResponse, ...], model: str, body: Any) -> dict[str, Any]:
+        if wire == "openai":
             return OpenAICodec.encode(answers[0], model, answers[1:])
-        if api == "anthropic":
+        if wire == "anthropic":
             return AnthropicCodec.encode(answers[0], model)
         return ResponsesCodec.encode(answers[0], model, body=body)
 
     @staticmethod
-    def _frames(api: str, answers: tuple[ChatResponse, ...], model: str, body: Any,
+    def _frames(wire: str, answers: tuple[ChatResponse, ...], model: str, body: Any,
                 headers: Mapping[str, str]) -> list[bytes]:
-        if api == "openai":
+        if wire == "openai":
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return openai_frames(answers, model, usage)
-        if api == "anthropic":
+        if wire == "anthropic":
             return anthropic_frames(answers[0], model, AnthropicCodec.eager_tools(body, headers))
         return responses_frames(answers[0], model, body)
 

@@ -20,6 +20,7 @@ from runner.sim.oracle import is_oracle
 from runner.sim.personas import PERSONAS, persona_for_model
 from runner.sim.serve.codec_table import CODECS
 from runner.sim.serve.codecs import BadRequest
+from runner.sim.serve.vendor_http import api_of
 
 if TYPE_CHECKING:
     from runner.sim.serve.app import SimServer
@@ -66,11 +67,13 @@ class CatalogRoutes:
     def register(self, app: web.Application) -> None:
         app.router.add_get("/v1/models", self._list)
         app.router.add_get("/v1/models/{id}", self._get)
+        app.router.add_get("/openai/v1/models", self._list)  # Azure OpenAI's v1 API
+        app.router.add_get("/openai/v1/models/{id}", self._get)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
 
     async def _list(self, request: web.Request) -> web.Response:
         anthropic = _anthropic(request)
-        if (denied := self.server.denied(request, "anthropic" if anthropic else "openai")) is not None:
+        if (denied := self.server.denied(request, api_of(request))) is not None:
             return denied
         data = [_model(m, anthropic) for m in model_ids()]
         if anthropic:
@@ -79,7 +82,7 @@ class CatalogRoutes:
 
     async def _get(self, request: web.Request) -> web.Response:
         anthropic = _anthropic(request)
-        api = "anthropic" if anthropic else "openai"
+        api = api_of(request)
         if (denied := self.server.denied(request, api)) is not None:
             return denied
         model_id = request.match_info["id"]

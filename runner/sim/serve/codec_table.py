@@ -1,4 +1,5 @@
-"""Which codec speaks each served API: ``"openai"`` (Chat Completions), ``"anthropic"`` (Messages), ``"responses"``.
+"""Which codec speaks each served API: ``"openai"`` (Chat Completions), ``"azure"`` (Chat Completions on Azure
+OpenAI's paths and key header), ``"anthropic"`` (Messages), ``"responses"``.
 
 A table of its own because the Responses codec builds on the Chat Completions one
 (``codecs.py``): keeping the table beside either would make the two modules import
@@ -9,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner.sim.serve.codecs import AnthropicCodec, OpenAICodec
+from runner.sim.serve.codecs import AnthropicCodec, AzureCodec, OpenAICodec
 from runner.sim.serve.responses_codec import ResponsesCodec
 
-CODECS: dict[str, Any] = {"openai": OpenAICodec, "anthropic": AnthropicCodec, "responses": ResponsesCodec}
+CODECS: dict[str, Any] = {"openai": OpenAICodec, "azure": AzureCodec, "anthropic": AnthropicCodec,
+                          "responses": ResponsesCodec}

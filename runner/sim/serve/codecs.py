@@ -62,6 +62,8 @@ def tool_call(raw_id: str, name: str, raw: str, args: Any) -> ToolCall:
 
 class OpenAICodec:
     api = "openai"
+    #: the wire format of the bodies (an API served at other paths, Azure's, shares OpenAI's)
+    wire = "openai"
 
     @staticmethod
     def key_of(headers: Mapping[str, str]) -> str | None:
@@ -175,8 +177,33 @@ class OpenAICodec:
                                       kind="invalid_request_error", code="model_not_found")
 
 
+class AzureCodec(OpenAICodec):
+    """Azure OpenAI: Chat Completions bodies, the key in the ``api-key`` header (or an Entra ID bearer token)."""
+
+    api = "azure"
+
+    @staticmethod
+    def key_of(headers: Mapping[str, str]) -> str | None:
+        key = headers.get("api-key")
+        return key.strip() if key is not None else OpenAICodec.key_of(headers)
+
+    @staticmethod
+    def auth_error(key: str | None) -> dict[str, Any]:
+        # Azure's words, which name neither the key nor the variable
+        return {"error": {"code": "401", "message": "Access denied due to invalid subscription key or wrong API "
+                                                    "endpoint. Make sure to provide a valid key for an active "
+                                                    "subscription and use a correct regional API endpoint for "
+                                                    "your resource."}}
+
+    @staticmethod
+    def not_found() -> dict[str, Any]:
+        """Azure's answer to a deployments route without ``api-version``, or to a path it does not serve."""
+        return {"error": {"code": "404", "message": "Resource not found"}}
+
+
 class AnthropicCodec:
     api = "anthropic"
+    wire = "anthropic"
 
     @staticmethod
     def key_of(headers: Mapping[str, str]) -> str | None:

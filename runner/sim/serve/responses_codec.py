@@ -42,6 +42,7 @@ class ResponsesCodec(OpenAICodec):
     """Keys, errors and rules as OpenAI; requests and answers in the Responses shapes."""
 
     api = "responses"
+    wire = "responses"
 
     @staticmethod
     def decode(body: Any, headers: Mapping[str, str]) -> ChatRequest:

@@ -28,11 +28,11 @@ from runner.sim.serve.codec_table import CODECS
 _REQUEST_ID = web.RequestKey("request_id", str)  # where the id is kept on the aiohttp request
 
 
-def _api_of(request: web.BaseRequest) -> str:
+def api_of(request: web.BaseRequest) -> str:
     """The vendor whose error style a request gets: Anthropic's Messages routes or headers, else OpenAI."""
     if request.path.startswith("/v1/messages") or "anthropic-version" in request.headers:
         return "anthropic"
-    return "openai"
+    return "azure" if request.path.startswith("/openai/") else "openai"
 
 
 def retry_headers(wait_s: float) -> dict[str, str]:
@@ -56,7 +56,7 @@ def limit_headers(api: str, limit: int, remaining: int, reset_s: float) -> dict[
 async def vendor_middleware(request: web.Request,
                             handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
     """A request id for every request; vendor JSON for unknown routes and methods; Anthropic error ids."""
-    api = _api_of(request)
+    api = api_of(request)
     rid = "req_" + secrets.token_hex(12)
     request[_REQUEST_ID] = rid
     try:
@@ -84,4 +84,4 @@ async def add_request_id(request: web.BaseRequest, response: web.StreamResponse)
     """``on_response_prepare``: the id header goes on every response, streamed ones included."""
     rid = request.get(_REQUEST_ID)
     if rid is not None:
-        response.headers["request-id" if _api_of(request) == "anthropic" else "x-request-id"] = rid
+        response.headers["request-id" if api_of(request) == "anthropic" else "x-request-id"] = rid

@@ -1,0 +1,139 @@
+"""Azure OpenAI (``provider: azure-openai``) against ``trialgrid serve``'s Azure routes.
+
+The server is checked first with the official client (``openai.AzureOpenAI``, and ``openai.OpenAI`` on Azure's v1
+API): its paths, its ``api-key`` header, its ``api-version``, its 401 and 404. Then trialgrid's own provider
+against the same server gives what the in-process simulated agent gives, and the same outcomes as the quickstart
+sweep run in process; a prompt the content filter refuses and an answer it cuts are error rows of their own kind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+import runner
+from runner.config.sweep import load_sweep
+from runner.core.errors import ErrorKind, ProviderError
+from runner.core.types import ChatRequest, Message, ToolSpec
+from runner.providers.azure_openai_wire import AzureOpenAIProvider
+from runner.providers.classify import classify_http
+from runner.providers.settings import Connection
+from runner.sim import SimProvider
+from tests.conftest import quickstart_dict
+from tests.helpers.hostile import HostileServer, chat_answer
+from tests.providers.conftest import http_sweep, outcomes, trials, write
+
+KEY = "azure-test-key-3f9c"
+VERSION = "2024-10-21"
+TOOLS = (ToolSpec("fetch_invoices", "Fetch invoices from a billing provider.",
+                  {"type": "object", "properties": {"provider": {"type": "string"}, "month": {"type": "string"}},
+                   "required": ["provider", "month"]}),)
+OPENAI_TOOLS = [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                  "parameters": t.parameters}} for t in TOOLS]
+ASK = [{"role": "system", "content": "You are an operations assistant."},
+       {"role": "user", "content": "Pull last month's invoices (2026-10) from our billing provider."}]
+
+
+def _request(model: str, seed: int) -> ChatRequest:
+    return ChatRequest(model, tuple(Message(m["role"], m["content"]) for m in ASK), TOOLS, {}, seed)
+
+
+@pytest.fixture
+def keyed(serve, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("AZURE_TEST_KEY", KEY)
+    return serve(keys=(KEY,))
+
+
+def test_the_official_azure_client_is_answered_on_both_apis(keyed) -> None:  # type: ignore[no-untyped-def]
+    openai = pytest.importorskip("openai")
+    deployments = openai.AzureOpenAI(azure_endpoint=keyed.url, api_key=KEY, api_version=VERSION, max_retries=0)
+    v1 = openai.OpenAI(base_url=keyed.url + "/openai/v1", api_key="unused", default_headers={"api-key": KEY},
+                       max_retries=0)
+    sim = SimProvider()
+    for client in (deployments, v1):
+        for seed in range(12):
+            got = client.chat.completions.create(model="typical", messages=ASK, tools=OPENAI_TOOLS, seed=seed)
+            want = sim.respond(_request("typical", seed))
+            message = got.choices[0].message
+            assert [(c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls or []] == \
+                [(c.name, c.arguments) for c in want.tool_calls]
+            assert (message.content or "") == want.text
+    bad = openai.AzureOpenAI(azure_endpoint=keyed.url, api_key="wrong", api_version=VERSION, max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        bad.chat.completions.create(model="typical", messages=ASK)
+    # the deployments API without api-version: Azure's 404
+    answer = httpx.post(keyed.url + "/openai/deployments/typical/chat/completions", headers={"api-key": KEY},
+                        json={"model": "typical", "messages": ASK})
+    assert answer.status_code == 404 and answer.json()["error"]["message"] == "Resource not found"
+
+
+@pytest.mark.parametrize("api_version", [None, VERSION], ids=["v1", "deployments"])
+def test_the_provider_answers_as_the_simulated_agent(keyed, api_version: str | None) -> None:  # type: ignore[no-untyped-def]
+    sim = SimProvider()
+
+    async def go() -> None:
+        provider = AzureOpenAIProvider(Connection("azure-openai", keyed.url, "AZURE_TEST_KEY", api_version=api_version))
+        try:
+            for seed in range(20):
+                for model in ("careful", "typical", "reckless"):
+                    got, want = await provider.complete(_request(model, seed)), sim.respond(_request(model, seed))
+                    assert (got.text, got.tool_calls, got.usage) == (want.text, want.tool_calls, want.usage)
+        finally:
+            await provider.aclose()
+
+    asyncio.run(go())
+    assert keyed.stats()["by_tag"] == {"ok": 60}
+
+
+def test_the_quickstart_on_azure_equals_the_in_process_run(keyed, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    local = quickstart_dict()
+    local["probes"][0]["runs"] = 2
+    runner.run(load_sweep(write(tmp_path, local, "sim.yaml")), tmp_path / "sim", quiet=True)
+    remote = http_sweep(keyed.url, "azure-openai", runs=2, api_key_env="AZURE_TEST_KEY", api_version=VERSION)
+    result = runner.run(load_sweep(write(tmp_path, remote, "azure.yaml")), tmp_path / "azure", quiet=True)
+    assert result.counts == {"ok": result.total}
+    assert outcomes(trials(tmp_path / "sim")).equals(outcomes(trials(tmp_path / "azure")))
+
+
+def test_the_content_filter_is_an_error_kind_of_its_own() -> None:
+    body = {"error": {"code": "content_filter", "message": "The response was filtered due to the prompt triggering "
+                                                         "Azure OpenAI's content management policy."}}
+    error = classify_http(400, {}, body["error"]["message"], code=body["error"]["code"])
+    assert error.kind is ErrorKind.CONTENT_FILTER and not error.kind.retryable
+
+
+def test_an_answer_the_filter_cut_is_an_error_row_not_an_answer() -> None:
+    """A 200 whose ``finish_reason`` is ``content_filter``: the text it kept is not the model's answer."""
+    cut = chat_answer("Sure, h", usage={"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12})
+    cut["choices"][0]["finish_reason"] = "content_filter"
+    with HostileServer(lambda n, body: (200, {}, cut)) as server:
+        async def go() -> ProviderError:
+            provider = AzureOpenAIProvider(Connection("azure-openai", f"http://127.0.0.1:{server.port}", None))
+            try:
+                with pytest.raises(ProviderError) as caught:
+                    await provider.complete(_request("typical", 1))
+                return caught.value
+            finally:
+                await provider.aclose()
+
+        error = asyncio.run(go())
+    assert error.kind is ErrorKind.CONTENT_FILTER and "content filter" in str(error)
+
+
+def test_a_sweep_names_what_azure_needs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import ValidationError
+
+    from runner.config.sweep import ModelConfig
+
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
+
+    with pytest.raises(ValidationError, match="needs base_url"):
+        ModelConfig(name="a", provider="azure-openai", model="gpt-4o")
+    with pytest.raises(ValidationError, match="only used by provider azure-openai"):
+        ModelConfig(name="a", provider="openai", model="gpt-4o", api_key_env=None, api_version=VERSION)
+    m = ModelConfig(name="a", provider="azure-openai", model="gpt-4o", base_url="https://r.openai.azure.com")
+    assert m.api_key_env == "AZURE_OPENAI_API_KEY"
