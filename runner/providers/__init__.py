@@ -55,6 +55,12 @@ def _azure_openai(connection: Connection, **kw: Any) -> Provider:
     return AzureOpenAIProvider(connection, **kw)
 
 
+def _gemini(connection: Connection, **kw: Any) -> Provider:
+    from runner.providers.gemini_wire import GeminiProvider
+
+    return GeminiProvider(connection, **kw)
+
+
 def _callable(connection: Connection, **kw: Any) -> Provider:
     from runner.providers.callable_provider import CallableProvider
 
@@ -76,6 +82,7 @@ PROVIDERS: dict[str, Registered] = {
     "anthropic": Registered(_anthropic, _check_any, configured=True),
     "openai-responses": Registered(_openai_responses, _check_any, configured=True),
     "azure-openai": Registered(_azure_openai, _check_any, configured=True),
+    "gemini": Registered(_gemini, _check_any, configured=True),
     "callable": Registered(_callable, _check_any, configured=True),
 }
 

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 #: the providers with an HTTP endpoint to ask, and where their wire format lives (imported only when one is asked)
 _WIRES = {"openai": ("openai_wire", "OpenAIProvider"), "anthropic": ("anthropic_wire", "AnthropicProvider"),
           "openai-responses": ("openai_responses_wire", "OpenAIResponsesProvider"),
-          "azure-openai": ("azure_openai_wire", "AzureOpenAIProvider")}
+          "azure-openai": ("azure_openai_wire", "AzureOpenAIProvider"),
+          "gemini": ("gemini_wire", "GeminiProvider")}
 
 __all__ = ["SIMULATED_SERVER", "Checked", "Endpoint", "Finding", "check_endpoints"]
 
@@ -136,7 +137,7 @@ async def _ask(e: Endpoint) -> tuple[Finding | None, httpx.Response | None]:
                        "start the server it names (a local model server, `trialgrid serve`) or correct base_url; "
                        "--no-preflight skips this check"), None
     status = response.status_code
-    if status in (401, 403):
+    if status in (401, 403) or (status == 400 and "API_KEY_INVALID" in response.text[:4096]):  # Google says 400
         key = f"the key in ${connection.api_key_env}" if connection.api_key_env else "a request without a key"
         return Finding(e, f"the server refused {key} ({status}: {_message(response)})",
                        "check the key the model's api_key_env names, and that it may use this model"), response

@@ -154,12 +154,14 @@ DEFAULT_BASE_URL = {
     "openai": "https://api.openai.com/v1",
     "anthropic": "https://api.anthropic.com/v1",
     "openai-responses": "https://api.openai.com/v1",
+    "gemini": "https://generativelanguage.googleapis.com/v1beta",
 }
 DEFAULT_KEY_ENV = {
     "openai": "OPENAI_API_KEY",
     "anthropic": "ANTHROPIC_API_KEY",
     "openai-responses": "OPENAI_API_KEY",
     "azure-openai": "AZURE_OPENAI_API_KEY",
+    "gemini": "GEMINI_API_KEY",
 }
 
 

@@ -54,6 +54,7 @@ from runner.sim.serve.batches import BatchRoutes
 from runner.sim.serve.catalog import CatalogRoutes
 from runner.sim.serve.codec_table import CODECS
 from runner.sim.serve.codecs import AnthropicCodec, AzureCodec, BadRequest, OpenAICodec
+from runner.sim.serve.gemini_codec import GeminiCodec
 from runner.sim.serve.options import FAULTS, SOLO_FAULTS, ServeOptions, check_faults
 from runner.sim.serve.responses_codec import ResponsesCodec
 from runner.sim.serve.sse import anthropic_frames, malformed_frame, openai_frames, responses_frames
@@ -101,6 +102,7 @@ class SimServer:
         # Azure OpenAI: its v1 API, and the deployments API (the deployment is the model; api-version required)
         app.router.add_post("/openai/v1/chat/completions", self._azure)
         app.router.add_post("/openai/deployments/{deployment}/chat/completions", self._azure_deployment)
+        app.router.add_post("/v1beta/models/{model}:generateContent", self._gemini)  # the Gemini API
         app.router.add_get("/stats", self._stats)
         app.router.add_get("/health", self._health)
         app.router.add_get("/admin/faults", self._get_faults)
@@ -120,6 +122,9 @@ class SimServer:
         if not request.query.get("api-version"):
             return self._json(404, AzureCodec.not_found())
         return await self._handle(request, "azure")
+
+    async def _gemini(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "gemini")
 
     async def _anthropic(self, request: web.Request) -> web.StreamResponse:
         return await self._handle(request, "anthropic")
@@ -163,11 +168,12 @@ class SimServer:
         return web.Response(body=_dumps({"faults": faults}), content_type=_JSON)
 
     def denied(self, request: web.Request, api: str) -> web.Response | None:
-        """A 401 in ``api``'s style when the server checks keys and this request's is not one of them."""
+        """A 401 (Google's APIs: a 400) in ``api``'s style when the server checks keys and this request's is not
+        one of them."""
         codec = CODECS[api]
         key = codec.key_of(request.headers)
         if self._keys and key not in self._keys:
-            return self._json(401, codec.auth_error(key))
+            return self._json(codec.auth_status, codec.auth_error(key))
         return None
 
     def _draw_fault(self) -> str | None:
@@ -233,8 +239,8 @@ class SimServer:
         model, status, tag, tokens, digest = "", 0, "", 0, ""
         try:
             if self._keys and key not in self._keys:
-                status, tag = 401, "auth"
-                return self._json(401, codec.auth_error(key))
+                status, tag = codec.auth_status, "auth"
+                return self._json(codec.auth_status, codec.auth_error(key))
             wait, limits = self._admit(api, kid, t)
             if wait is not None:
                 status, tag = 429, "ratelimit"
@@ -246,6 +252,9 @@ class SimServer:
             try:
                 body = orjson.loads(raw)
                 chat = codec.decode(body, request.headers)
+                named = codec.model_from(request)
+                if named is not None:  # the model the path names (Gemini; Azure's deployments API)
+                    chat = replace(chat, model=named)
                 n = codec.choices(body)
             except (ValueError, BadRequest, KeyError, TypeError, AttributeError) as exc:
                 status, tag = 400, "bad_request"
@@ -331,6 +340,8 @@ class SimServer:
             return OpenAICodec.encode(answers[0], model, answers[1:])
         if wire == "anthropic":
             return AnthropicCodec.encode(answers[0], model)
+        if wire == "gemini":
+            return GeminiCodec.encode(answers, model)
         return ResponsesCodec.encode(answers[0], model, body=body)
 
     @staticmethod

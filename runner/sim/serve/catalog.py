@@ -69,6 +69,7 @@ class CatalogRoutes:
         app.router.add_get("/v1/models/{id}", self._get)
         app.router.add_get("/openai/v1/models", self._list)  # Azure OpenAI's v1 API
         app.router.add_get("/openai/v1/models/{id}", self._get)
+        app.router.add_get("/v1beta/models/{id}", self._get)  # the Gemini API's
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
 
     async def _list(self, request: web.Request) -> web.Response:
@@ -89,6 +90,9 @@ class CatalogRoutes:
         if not _serves(model_id):
             status, body = CODECS[api].unknown_model(model_id)
             return _json(status, body)
+        if api == "gemini":  # a Google model resource
+            return _json(200, {"name": f"models/{model_id}", "displayName": f"Simulated agent ({model_id})",
+                               "supportedGenerationMethods": ["generateContent"]})
         return _json(200, _model(model_id, anthropic))
 
     async def _count_tokens(self, request: web.Request) -> web.Response:

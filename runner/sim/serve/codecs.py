@@ -18,6 +18,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from aiohttp import web
+
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec
 from runner.providers.seed_channel import SEED_HEADER
 from runner.providers.toolchoice import neutral_tool_choice
@@ -64,6 +66,13 @@ class OpenAICodec:
     api = "openai"
     #: the wire format of the bodies (an API served at other paths, Azure's, shares OpenAI's)
     wire = "openai"
+    #: the status a key the server does not accept is answered with
+    auth_status = 401
+
+    @staticmethod
+    def model_from(request: web.Request) -> str | None:
+        """The model the request's path names (None: the body's ``model`` is the model)."""
+        return None
 
     @staticmethod
     def key_of(headers: Mapping[str, str]) -> str | None:
@@ -196,6 +205,10 @@ class AzureCodec(OpenAICodec):
                                                     "your resource."}}
 
     @staticmethod
+    def model_from(request: web.Request) -> str | None:
+        return request.match_info.get("deployment")  # the deployments API: the deployment is the model
+
+    @staticmethod
     def not_found() -> dict[str, Any]:
         """Azure's answer to a deployments route without ``api-version``, or to a path it does not serve."""
         return {"error": {"code": "404", "message": "Resource not found"}}
@@ -204,6 +217,11 @@ class AzureCodec(OpenAICodec):
 class AnthropicCodec:
     api = "anthropic"
     wire = "anthropic"
+    auth_status = 401
+
+    @staticmethod
+    def model_from(request: web.Request) -> str | None:
+        return None
 
     @staticmethod
     def key_of(headers: Mapping[str, str]) -> str | None:

@@ -32,6 +32,8 @@ def api_of(request: web.BaseRequest) -> str:
     """The vendor whose error style a request gets: Anthropic's Messages routes or headers, else OpenAI."""
     if request.path.startswith("/v1/messages") or "anthropic-version" in request.headers:
         return "anthropic"
+    if request.path.startswith("/v1beta/"):
+        return "gemini"
     return "azure" if request.path.startswith("/openai/") else "openai"
 
 
