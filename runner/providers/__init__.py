@@ -61,6 +61,12 @@ def _gemini(connection: Connection, **kw: Any) -> Provider:
     return GeminiProvider(connection, **kw)
 
 
+def _bedrock(connection: Connection, **kw: Any) -> Provider:
+    from runner.providers.bedrock_wire import BedrockProvider
+
+    return BedrockProvider(connection, **kw)
+
+
 def _callable(connection: Connection, **kw: Any) -> Provider:
     from runner.providers.callable_provider import CallableProvider
 
@@ -83,6 +89,7 @@ PROVIDERS: dict[str, Registered] = {
     "openai-responses": Registered(_openai_responses, _check_any, configured=True),
     "azure-openai": Registered(_azure_openai, _check_any, configured=True),
     "gemini": Registered(_gemini, _check_any, configured=True),
+    "bedrock": Registered(_bedrock, _check_any, configured=True),
     "callable": Registered(_callable, _check_any, configured=True),
 }
 

@@ -77,6 +77,14 @@ class HttpProvider:
     accepts_remedies = True
     #: the endpoint's models route knows the sweep's model ids: a 404 naming one means a wrong id (the preflight)
     knows_models = True
+    #: the preflight may ask ``GET {base}/models/{model}``, which bills nothing (False: ``check_offline`` only)
+    has_models_route = True
+
+    @classmethod
+    def check_offline(cls, connection: Connection) -> str | None:
+        """What the preflight can tell is wrong without a request (None: nothing), for an endpoint with no
+        route it may ask for free."""
+        return None
 
     def __init__(self, connection: Connection, *, transport: str = DEFAULT_TRANSPORT,
                  max_connections: int = 1024) -> None:
@@ -125,9 +133,11 @@ class HttpProvider:
         applied = _apply_remedies(body, remedies) if remedies else []
         headers = {SEED_HEADER: str(request.seed)} if request.seed is not None and self._sends_seed else {}
         payload = orjson.dumps(body)  # ~8x json.dumps on these bodies; CPU is the limit at high concurrency
+        url = self.url_for(request)
+        headers.update(self.sign(url, payload))
         started = time.perf_counter()
         try:
-            response = await self._client.post(self.url_for(request), content=payload, headers=headers)
+            response = await self._client.post(url, content=payload, headers=headers)
         except (httpx.TransportError, _AiohttpError, OSError) as exc:
             if _timed_out(exc):
                 message = f"no answer within the {self.connection.timeout_s:g} s request timeout{self._where}"
@@ -162,6 +172,11 @@ class HttpProvider:
     def url_for(self, request: ChatRequest) -> str:
         """Where ``request`` is sent: one URL per endpoint, unless the wire format names the model in its path."""
         return self.url
+
+    def sign(self, url: str, payload: bytes) -> dict[str, str]:
+        """Headers that authenticate this one request (a signature over its URL and body); none where a key
+        header, sent with every request, is enough."""
+        return {}
 
     def _error_fields_of(self, raw: bytes) -> tuple[str, str | None, str | None]:
         try:

@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 _WIRES = {"openai": ("openai_wire", "OpenAIProvider"), "anthropic": ("anthropic_wire", "AnthropicProvider"),
           "openai-responses": ("openai_responses_wire", "OpenAIResponsesProvider"),
           "azure-openai": ("azure_openai_wire", "AzureOpenAIProvider"),
-          "gemini": ("gemini_wire", "GeminiProvider")}
+          "gemini": ("gemini_wire", "GeminiProvider"),
+          "bedrock": ("bedrock_wire", "BedrockProvider")}
 
 __all__ = ["SIMULATED_SERVER", "Checked", "Endpoint", "Finding", "check_endpoints"]
 
@@ -118,6 +119,9 @@ async def _ask(e: Endpoint) -> tuple[Finding | None, httpx.Response | None]:
     cls = _provider_class(e.provider)
     assert cls is not None
     connection = e.connection
+    if not cls.has_models_route:
+        problem = cls.check_offline(connection)
+        return (None if problem is None else Finding(e, problem, "--no-preflight skips this check")), None
     try:
         secret = secret_from_env(connection.api_key_env) if connection.api_key_env else None
     except KeyError:

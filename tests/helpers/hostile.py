@@ -27,8 +27,10 @@ def chat_answer(text: str = "Which account do you mean?", usage: Any = None) -> 
 
 
 class HostileServer:
-    def __init__(self, answer: Answer) -> None:
+    def __init__(self, answer: Answer, record: list[tuple[dict[str, str], bytes]] | None = None) -> None:
         self.answer = answer
+        #: ``record``: each request's headers and raw body are appended to it, as received
+        self.record = record
         self.requests = 0
         self._lock = threading.Lock()
         self._ready = threading.Event()
@@ -41,7 +43,10 @@ class HostileServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     async def _handle(self, request: web.Request) -> web.Response:
-        body = await request.json()
+        raw = await request.read()
+        if self.record is not None:
+            self.record.append((dict(request.headers), raw))
+        body = json.loads(raw)
         with self._lock:
             n, self.requests = self.requests, self.requests + 1
         status, headers, payload = self.answer(n, body)

@@ -51,6 +51,7 @@ from runner.providers.errors import ProviderError
 from runner.providers.seed_channel import SEED_HEADER
 from runner.sim import SimProvider
 from runner.sim.serve.batches import BatchRoutes
+from runner.sim.serve.bedrock_codec import BedrockCodec
 from runner.sim.serve.catalog import CatalogRoutes
 from runner.sim.serve.codec_table import CODECS
 from runner.sim.serve.codecs import AnthropicCodec, AzureCodec, BadRequest, OpenAICodec
@@ -103,6 +104,7 @@ class SimServer:
         app.router.add_post("/openai/v1/chat/completions", self._azure)
         app.router.add_post("/openai/deployments/{deployment}/chat/completions", self._azure_deployment)
         app.router.add_post("/v1beta/models/{model}:generateContent", self._gemini)  # the Gemini API
+        app.router.add_post("/model/{model}/converse", self._bedrock)  # Amazon Bedrock's Converse
         app.router.add_get("/stats", self._stats)
         app.router.add_get("/health", self._health)
         app.router.add_get("/admin/faults", self._get_faults)
@@ -125,6 +127,9 @@ class SimServer:
 
     async def _gemini(self, request: web.Request) -> web.StreamResponse:
         return await self._handle(request, "gemini")
+
+    async def _bedrock(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "bedrock")
 
     async def _anthropic(self, request: web.Request) -> web.StreamResponse:
         return await self._handle(request, "anthropic")
@@ -342,6 +347,8 @@ class SimServer:
             return AnthropicCodec.encode(answers[0], model)
         if wire == "gemini":
             return GeminiCodec.encode(answers, model)
+        if wire == "bedrock":
+            return BedrockCodec.encode(answers[0], model)
         return ResponsesCodec.encode(answers[0], model, body=body)
 
     @staticmethod

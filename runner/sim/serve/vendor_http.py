@@ -34,6 +34,8 @@ def api_of(request: web.BaseRequest) -> str:
         return "anthropic"
     if request.path.startswith("/v1beta/"):
         return "gemini"
+    if request.path.startswith("/model/"):
+        return "bedrock"
     return "azure" if request.path.startswith("/openai/") else "openai"
 
 
