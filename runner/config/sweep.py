@@ -74,7 +74,7 @@ class ModelConfig(BaseModel):
 
     name: str = Field(min_length=1, description="label in the output (unique within the sweep)")
     provider: str = Field(description="sim (built-in simulated agent), openai, openai-responses, anthropic, "
-                          "azure-openai, gemini, bedrock or callable")
+                          "azure-openai, gemini, vertex, bedrock or callable")
     model: str | None = Field(default=None, description="model id sent to the provider; defaults to name")
     params: dict[str, Any] = Field(default_factory=dict, description="request parameters (temperature, max_tokens, ...)")
     concurrency: int = Field(default=16, ge=1, le=100_000, description="max trials of this model in flight")

@@ -67,6 +67,12 @@ def _bedrock(connection: Connection, **kw: Any) -> Provider:
     return BedrockProvider(connection, **kw)
 
 
+def _vertex(connection: Connection, **kw: Any) -> Provider:
+    from runner.providers.vertex_wire import VertexProvider
+
+    return VertexProvider(connection, **kw)
+
+
 def _callable(connection: Connection, **kw: Any) -> Provider:
     from runner.providers.callable_provider import CallableProvider
 
@@ -90,6 +96,7 @@ PROVIDERS: dict[str, Registered] = {
     "azure-openai": Registered(_azure_openai, _check_any, configured=True),
     "gemini": Registered(_gemini, _check_any, configured=True),
     "bedrock": Registered(_bedrock, _check_any, configured=True),
+    "vertex": Registered(_vertex, _check_any, configured=True),
     "callable": Registered(_callable, _check_any, configured=True),
 }
 

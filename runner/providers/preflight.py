@@ -40,7 +40,8 @@ _WIRES = {"openai": ("openai_wire", "OpenAIProvider"), "anthropic": ("anthropic_
           "openai-responses": ("openai_responses_wire", "OpenAIResponsesProvider"),
           "azure-openai": ("azure_openai_wire", "AzureOpenAIProvider"),
           "gemini": ("gemini_wire", "GeminiProvider"),
-          "bedrock": ("bedrock_wire", "BedrockProvider")}
+          "bedrock": ("bedrock_wire", "BedrockProvider"),
+          "vertex": ("vertex_wire", "VertexProvider")}
 
 __all__ = ["SIMULATED_SERVER", "Checked", "Endpoint", "Finding", "check_endpoints"]
 

@@ -105,6 +105,8 @@ class SimServer:
         app.router.add_post("/openai/deployments/{deployment}/chat/completions", self._azure_deployment)
         app.router.add_post("/v1beta/models/{model}:generateContent", self._gemini)  # the Gemini API
         app.router.add_post("/model/{model}/converse", self._bedrock)  # Amazon Bedrock's Converse
+        app.router.add_post("/{version}/projects/{project}/locations/{location}/publishers/google/models/"
+                            "{model}:generateContent", self._vertex)  # Gemini models on Vertex AI
         app.router.add_get("/stats", self._stats)
         app.router.add_get("/health", self._health)
         app.router.add_get("/admin/faults", self._get_faults)
@@ -127,6 +129,9 @@ class SimServer:
 
     async def _gemini(self, request: web.Request) -> web.StreamResponse:
         return await self._handle(request, "gemini")
+
+    async def _vertex(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "vertex")
 
     async def _bedrock(self, request: web.Request) -> web.StreamResponse:
         return await self._handle(request, "bedrock")

@@ -25,7 +25,7 @@ from runner.sim.serve.codecs import BadRequest, served_tool_choice, tool_call
 from runner.sim.serve.options import Rule
 from runner.sim.serve.tool_input import tool_input
 
-__all__ = ["GeminiCodec"]
+__all__ = ["GeminiCodec", "VertexCodec"]
 
 #: the HTTP status of each of Google's canonical error codes a served error uses
 _STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
@@ -174,3 +174,22 @@ class GeminiCodec:
     def unknown_model(model: str) -> tuple[int, dict[str, Any]]:
         return 404, GeminiCodec.error(404, f"models/{model} is not found for API version v1beta, or is not "
                                            "supported for generateContent.")
+
+
+class VertexCodec(GeminiCodec):
+    """Gemini models on Vertex AI: the same bodies, an OAuth bearer token (or an express-mode API key), 401s."""
+
+    api = "vertex"
+    auth_status = 401
+
+    @staticmethod
+    def key_of(headers: Mapping[str, str]) -> str | None:
+        auth = headers.get("authorization", "")
+        if auth.lower().startswith("bearer "):
+            return auth[7:].strip()
+        return GeminiCodec.key_of(headers)
+
+    @staticmethod
+    def auth_error(key: str | None) -> dict[str, Any]:
+        return GeminiCodec.error(401, "Request had invalid authentication credentials. Expected OAuth 2 access "
+                                      "token, login cookie or other valid authentication credential.")

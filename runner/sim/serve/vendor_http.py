@@ -36,6 +36,8 @@ def api_of(request: web.BaseRequest) -> str:
         return "gemini"
     if request.path.startswith("/model/"):
         return "bedrock"
+    if "/publishers/google/" in request.path:
+        return "vertex"
     return "azure" if request.path.startswith("/openai/") else "openai"
 
 
