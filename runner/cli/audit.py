@@ -159,7 +159,7 @@ def run_findings(run: Path, target: Path) -> tuple[int, int]:
     if not traces or manifest.sweep_file is None:
         raise UserError("--findings: the run has no phantom probe (or was imported, without its trace files)",
                         file=run)
-    base = Path(manifest.sweep_file).parent
+    base = (manifest.sweep_path(run) or Path(".")).parent
     paths = [base / str(t) for t in traces if t]
     for path in paths:
         if path.suffix.lower() not in (".jsonl", ".ndjson") or not path.is_file():

@@ -321,6 +321,22 @@ class Manifest(ManifestRecord):
         """The remedies that apply to one model of the sweep (matched on provider and model id)."""
         return [r for r in self.remedies if r.provider == model.provider and r.model_id == model.model_id]
 
+    def sweep_path(self, output_dir: Path) -> Path | None:
+        """The sweep file this output was run from, found from wherever the reader runs (None for an import).
+
+        Runs write the absolute path; an output written with a path relative to where the run was started is
+        looked for there (the current folder), then in each folder above the output: a reader started
+        elsewhere (the viewer, ``report --findings``, ``rescore``) still finds the case files beside it."""
+        if self.sweep_file is None:
+            return None
+        given = Path(self.sweep_file)
+        if given.is_absolute() or given.is_file():
+            return given
+        for folder in Path(output_dir).resolve().parents:
+            if (folder / given).is_file():
+                return folder / given
+        return given
+
 
 def _check_version(data: Any, path: Path) -> None:
     """Refuse a manifest of another ``format_version`` than ``FORMAT_VERSION``, in one line."""

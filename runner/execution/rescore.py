@@ -99,7 +99,7 @@ def rescore(source: Path, dest: Path, sweep_path: Path | None = None) -> Rescore
         raise UserError(f"{source} records no model calls (trials imported from another harness): there is "
                         "nothing to re-score from", hint="run the sweep instead: trialgrid run SWEEP --out NEW")
     if sweep_path is None:
-        sweep_path = Path(manifest.sweep_file or "")
+        sweep_path = manifest.sweep_path(source) or Path("")
         if not sweep_path.is_file():
             raise UserError(f"the sweep file this output was run from ({sweep_path}) is not there",
                             hint="name the sweep to score with: --sweep SWEEP")

@@ -90,7 +90,7 @@ def start_manifest(out: Path, loaded: LoadedSweep, trials_total: int, *,
             sweep_name=loaded.sweep.name,
             sweep_id=loaded.sweep_id,
             sweep_sha256=loaded.sweep_sha256,
-            sweep_file=str(loaded.path),
+            sweep_file=str(loaded.path.resolve()),  # readers started anywhere find the case files
             sweep=sweep_snapshot(loaded),
             probes={p.name: ProbeRecord.model_validate({"kind": p.kind, **p.identity(), **_served_catalogue(p)})
                     for p in loaded.probes},

@@ -195,7 +195,8 @@ def _case(snap: Snapshot, probe: str, case_id: str) -> dict[str, Any] | None:
     for key in ("cases", "traces", "tasks"):
         value = config.get(key)
         files += [value] if isinstance(value, str) else [v for v in value or [] if isinstance(v, str)]
-    base = Path(m.sweep_file).parent if m.sweep_file else snap.output.path
+    sweep = m.sweep_path(snap.output.path)
+    base = sweep.parent if sweep is not None else snap.output.path
     for name in files:
         found = _case_in(base / name, case_id)
         if found is not None:
