@@ -111,7 +111,7 @@ class PartRecord:
     def session_index(self) -> int:
         """The writing session's place in the manifest (``session_token``), or -1 where the token has none."""
         head = self.session.split("|", 1)[0]
-        return int(head) if head.isdigit() else -1
+        return int(head) if head.isascii() and head.isdigit() else -1
 
 
 def session_token(index: int, session: SessionRecord) -> str:

@@ -89,7 +89,8 @@ def make_app(sources: Sequence[Source], warm_up: bool = True) -> web.Application
 
     def source(request: web.Request) -> Source:
         text = request.match_info["run"]
-        if not text.isdigit() or int(text) >= len(sources):
+        # ASCII digits only: "²".isdigit() is true and int() refuses it; "٣" is a digit int() reads as 3
+        if not (text.isascii() and text.isdigit()) or int(text) >= len(sources):
             raise web.HTTPNotFound(reason="no such run")
         return sources[int(text)]
 
@@ -129,7 +130,7 @@ def make_app(sources: Sequence[Source], warm_up: bool = True) -> web.Application
         if detail is None:
             raise web.HTTPNotFound(reason="no such trial")
         pos_text = request.query.get("pos", "")
-        pos = int(pos_text) if pos_text.isdigit() else None
+        pos = int(pos_text) if pos_text.isascii() and pos_text.isdigit() else None
         detail["around"] = await in_thread(s.neighbours, Query.parse(request.query), trial_id, pos)
         return _json(detail)
 

@@ -215,3 +215,19 @@ def test_langfuse_spans_keep_their_session_count_other_observations_and_keep_a_c
     [t] = _traces(tmp_path / "out")
     assert t.source is not None and t.source.conversation_id == "chat-7" and t.context.user == ["Where is order A1?"]
     assert (t.calls[0].tool, t.calls[0].args) == ("lookup_order", {"order_id": "A1"})
+
+
+def test_a_flattened_index_int_refuses_is_a_key_not_a_crash(tmp_path: Path) -> None:
+    """``"²".isdigit()`` is true and ``int("²")`` raises: such an index is read as a key, and the span still reads."""
+    prefix = "llm.output_messages.0.message.tool_calls.0.tool_call."
+    attrs = [_attr("llm.input_messages.0.message.role", "user"),
+             _attr("llm.input_messages.0.message.content", "Where is order A1?"),
+             _attr("llm.input_messages.².message.role", "user"),
+             _attr("llm.output_messages.0.message.role", "assistant"),
+             _attr(prefix + "id", "call_0"), _attr(prefix + "function.name", "lookup_order"),
+             _attr(prefix + "function.arguments", '{"order_id": "A1"}')]
+    path = tmp_path / "oi.jsonl"
+    path.write_text(json.dumps(otlp([{"traceId": f"{7:032x}", "spanId": f"{7:016x}", "name": "llm",
+                                      "attributes": attrs}])) + "\n")
+    summary = import_traces([path], tmp_path / "out")
+    assert summary.imported == 1

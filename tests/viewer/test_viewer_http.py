@@ -42,6 +42,7 @@ def _tree(path: Path) -> dict[str, tuple[int, int]]:
     "/static/data.py", "/static/", "/manifest.json", "/trials/", "/api/runs/1", "/api/runs/-1", "/api/runs/0x0",
     "/api/runs/0/../../manifest.json", "/api/runs/0/trials/nope", "//etc/passwd", "/api/runs/0/manifest.json",
     "/static/app.js/../../__init__.py", "/%2e%2e/%2e%2e/etc/passwd",
+    "/api/runs/%C2%B2", "/api/runs/%D9%A0", "/api/runs/%C2%B2/trials",  # digits int() refuses, or reads as 0
 ])
 def test_a_path_outside_the_outputs_is_404(base: tuple[str, int], path: str, quick_out: Path) -> None:
     status, body, _ = get(base, path)

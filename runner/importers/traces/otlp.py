@@ -153,13 +153,13 @@ def _unflatten(attrs: dict[str, Any], prefix: str) -> dict[Any, Any]:
         node = root
         parts = key[n:].split(".")
         for p in parts[:-1]:
-            k: Any = int(p) if p.isdigit() else p
+            k: Any = int(p) if p.isascii() and p.isdigit() else p
             nxt = node.get(k)
             if not isinstance(nxt, dict):
                 nxt = node[k] = {}
             node = nxt
         last = parts[-1]
-        node[int(last) if last.isdigit() else last] = value
+        node[int(last) if last.isascii() and last.isdigit() else last] = value
     return root
 
 
