@@ -127,7 +127,6 @@ class _Catalogue:
 # caches of the encoder; objects are held (not just their id()) so an id is never reused while cached
 _TOOLS: dict[int, tuple[ToolSpec, str, str]] = {}            # id(spec) → (spec, content id, JSON)
 _CATALOGUES: dict[frozenset[int], _Catalogue] = {}           # the ids of a request's spec objects → catalogue
-_ORDERS: dict[tuple[int, ...], tuple[_Catalogue, list[int]]] = {}  # the ids of a request's specs, in order
 _TEXTS: dict[tuple[str, str], dict[str, str]] = {}           # (role, text) → its blob
 _MESSAGES: dict[int, tuple[Message, dict[str, Any], dict[str, str]]] = {}  # id(message) → (it, its row value, blob)
 _PARAMS: dict[int, tuple[Mapping[str, Any], dict[str, str]]] = {}
@@ -151,22 +150,16 @@ def _tool(spec: ToolSpec) -> tuple[str, str]:
 
 def _catalogue(tools: Sequence[ToolSpec]) -> tuple[dict[str, str], list[int]]:
     # keyed by the spec objects themselves: a probe offers the same objects in every trial (in another order),
-    # so the common case is one frozenset and C-level look-ups, no per-tool Python call
-    # and each order it is offered in remembered too (one tuple look-up; the order list is shared by the rows
-    # that saw that order: row values are never changed)
+    # so the common case is one frozenset and C-level look-ups, no per-tool Python call; the order itself is not
+    # remembered (every trial shuffles the catalogue: an order is almost never offered twice)
     ordered = tuple(map(id, tools))
-    hit = _ORDERS.get(ordered)
-    if hit is not None:  # the entry's catalogue holds these specs, so no id in the key is reused while it is kept
-        return hit[0].blob, hit[1]
     key = frozenset(ordered)
     if len(key) < len(tools):
         return _catalogue_with_repeats(tools)
     cat = _CATALOGUES.get(key)
     if cat is None:
         cat = _bounded(_CATALOGUES, 1024)[key] = _new_catalogue(tuple(tools))  # each holds a whole catalogue
-    order = list(map(cat.by_object.__getitem__, ordered))
-    _bounded(_ORDERS)[ordered] = (cat, order)
-    return cat.blob, order
+    return cat.blob, list(map(cat.by_object.__getitem__, ordered))
 
 
 def _new_catalogue(tools: tuple[ToolSpec, ...]) -> _Catalogue:

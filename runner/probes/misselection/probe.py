@@ -188,7 +188,6 @@ class MisselectionProbe(Probe):
         if config.runs < 5:
             self.warnings.append(f"probe {self.name!r}: runs={config.runs} is fewer than 5 per cell; "
                                  "per-prompt rates will be too coarse to see which prompts fire")
-        self._orders: dict[tuple[int, ...], tuple[list[ToolSpec], list[str], int]] = {}
         self._cells_seen: dict[tuple[str, str], tuple[Triple, str, tuple[Message, Message]]] = {}
         self._scores: dict[tuple[Any, ...], tuple[GroundingContext, dict[str, Any], bool]] = {}
         self._cells = [(t.id, c) for t in self.triples for c in self.conditions if getattr(t, c) is not None]
@@ -210,17 +209,11 @@ class MisselectionProbe(Probe):
         return permutation(len(self.tools), seed, salt=1000)
 
     def _shown(self, seed: int) -> tuple[list[ToolSpec], list[str], int]:
-        """The trial's catalogue in its order, the tools' names in that order and the decoy's position: one list
-        pair per order (a catalogue has few), shared by the rows that saw it (row values are never changed)."""
-        perm = tuple(self.catalogue_order(seed))
-        hit = self._orders.get(perm)
-        if hit is None:
-            if len(self._orders) >= _MEMO_LIMIT:
-                self._orders.clear()
-            tools = [self.tools[i] for i in perm]
-            order = [t.name for t in tools]
-            hit = self._orders[perm] = (tools, order, order.index(self.decoy))
-        return hit
+        """The trial's catalogue in its order, the tools' names in that order and the decoy's position. Not
+        remembered: every trial shuffles the catalogue, so an order is almost never seen twice."""
+        tools = [self.tools[i] for i in self.catalogue_order(seed)]
+        order = [t.name for t in tools]
+        return tools, order, order.index(self.decoy)
 
     def _cell(self, case_id: str, condition: str) -> tuple[Triple, str, tuple[Message, Message]]:
         """A cell's triple, request and messages (the same objects every run of the cell)."""
