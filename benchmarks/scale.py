@@ -7,7 +7,8 @@ with its run count scaled to ``--trials``, written through the engine with every
 ``tool_calls``, ``response_text``, the recorded calls). The complete output is a fixture cached under
 ``--cache`` (default ``$TMPDIR/trialgrid-scale``), keyed by the trial count and the sweep's id, so it is built
 once; delete the directory to rebuild it. Each step runs in a fresh Python process, which prints its wall
-time, CPU time and peak RSS (``ru_maxrss``), so no step's memory counts against another:
+time, CPU time and peak RSS (``VmHWM``, which starts afresh in each process), so no step's memory counts
+against another:
 
 - ``run``: the build itself (only when the fixture is missing; else its cached figures, marked so);
 - ``resume``: ``run`` again on the complete output (nothing to do), in a scratch copy whose parts are hard links
@@ -50,9 +51,19 @@ STEPS = ("run", "resume", "kill", "report", "load", "diff")
 
 # -- one step, in its own process -------------------------------------------------------------------------------------
 
+def _peak_rss_mib() -> float:
+    """This process's own peak RSS: ``VmHWM``, which starts afresh at ``exec``. (``ru_maxrss`` does not: a child
+    forked from a big parent reports the parent's high-water mark as its own.)"""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # no /proc: the best there is
+
+
 def _figures(started: float, cpu: float, **extra: object) -> dict[str, object]:
     return {"wall_s": round(time.perf_counter() - started, 3), "cpu_s": round(time.process_time() - cpu, 3),
-            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), **extra}
+            "peak_rss_mib": _peak_rss_mib(), **extra}
 
 
 def _time_opening() -> dict[str, float]:
@@ -133,14 +144,20 @@ def _in_child(step: str, sweep: Path, out: Path, *, stop_at_first: bool = False)
 
 def _cli(args: list[str]) -> dict[str, object]:
     """A ``trialgrid`` command in a fresh process: wall, CPU (user + sys of the child) and peak RSS."""
-    code = ("import resource, sys, time; from runner.cli import main; sys.argv = ['trialgrid', *sys.argv[1:]]\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n")
+    # the child says its own peak (VmHWM) as its last line on stderr: wait4's ru_maxrss would include this parent's
+    code = ("import sys; from runner.cli import main; sys.argv = ['trialgrid', *sys.argv[1:]]\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "peak = [ln.split()[1] for ln in open('/proc/self/status') if ln.startswith('VmHWM:')]\n"
+            "print('VmHWM', peak[0] if peak else -1, file=sys.stderr)\n")
     started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    said = proc.stderr.read().decode(errors="replace").splitlines()
     _, _, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
+    peak = next((int(ln.split()[1]) for ln in reversed(said) if ln.startswith("VmHWM ")), -1)
     return {"wall_s": round(wall, 3), "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
-            "peak_rss_mib": round(usage.ru_maxrss / 1024, 1)}
+            "peak_rss_mib": round(peak / 1024, 1) if peak >= 0 else round(usage.ru_maxrss / 1024, 1)}
 
 
 def _fixture(cache: Path, trials: int) -> tuple[Path, Path, dict[str, object]]:
