@@ -110,6 +110,10 @@ class RunFlags:
                                          "another sweep, written beside the sweep's output (OUTPUT-try-ID).")
     runs: int | None = typer.Option(None, "--runs", metavar="K", help="A try: K runs per cell instead of the "
                                     "sweep's (written beside the sweep's output, as --model).")
+    case: list[str] = typer.Option([], "--case", metavar="ID",
+                                   help="A try: only this case of the sweep's probes (repeatable; every condition, "
+                                        "model and run of it), written beside the sweep's output unless --out is "
+                                        "given; e.g. --case C1 --runs 1 --model NAME.")
     limit: int | None = typer.Option(None, "--limit", metavar="N",
                                      help="A try: run at most N trials (in grid order), written beside the sweep's "
                                           "output unless --out is given; e.g. --limit 1 --model NAME.")
@@ -137,7 +141,7 @@ def run(flags: RunFlags) -> None:
         options = RunOptions(mode=modes.BATCH if flags.batch else None, address=flags.ray, workers=flags.workers, cache=flags.cache,
                              quiet=flags.quiet, strict_params=flags.strict_params, retry_errors=kinds, wait=flags.wait,
                              max_error_rate=flags.max_error_rate, fail_on=flags.fail_on or (), gates=flags.gate, preflight=flags.preflight,
-                             models=flags.model, runs=flags.runs, limit=flags.limit)
+                             models=flags.model, runs=flags.runs, cases=flags.case, limit=flags.limit)
         # a sweep that names an MCP server starts it: a note says so
         loaded = load_sweep(flags.sweep, narrow=options.narrowing)
         # --quiet keeps the notes and the warnings (a damaged part set aside, a damaged cache rebuilt), not progress
@@ -150,7 +154,8 @@ def run(flags: RunFlags) -> None:
         # a sweep's problems: the first and a count (validate lists them); each model the preflight found: a line
         raise fail(exc, every=getattr(exc, "every_line", False)) from None
     except KeyboardInterrupt:
-        saved = _saved(loaded, flags.out_dir, flags.limit) if loaded is not None else "finished trials are saved"
+        saved = _saved(loaded, flags.out_dir, flags.limit is not None or bool(flags.case)) if loaded is not None \
+            else "finished trials are saved"
         if terminated is not None and terminated.received:
             plain(f"terminated (SIGTERM): {saved}; rerun the same command to resume")
             raise typer.Exit(EXIT_TERMINATED) from None
@@ -185,12 +190,12 @@ def run(flags: RunFlags) -> None:
         raise typer.Exit(ending.exit_code)
 
 
-def _saved(loaded: LoadedSweep, out_dir: Path | None, limit: int | None) -> str:
+def _saved(loaded: LoadedSweep, out_dir: Path | None, picks: bool) -> str:
     """How many trials an interrupted run's output holds, as its manifest recorded them at the stop."""
     from runner.core.manifest import read_manifest
     from runner.execution.modes import output_of
 
-    target = output_of(loaded, out_dir, limit)
+    target = output_of(loaded, out_dir, picks)
     try:
         manifest = read_manifest(target)
     except UserError:

@@ -69,6 +69,10 @@ class Grid:
             offset += len(cells) * probe.runs * len(self.models)
         return layout
 
+    def case_ids(self) -> set[str]:
+        """Every case id of the grid's probes."""
+        return {case for _, cells, _ in self._layout for case, _ in cells}
+
     @property
     def indexable(self) -> bool:
         """Whether a trial's cell names one index (probe names, models and each probe's cells unique)."""

@@ -149,14 +149,16 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     judged = [*options.parsed_gates, *(parse_gate(text, "gate") for text in loaded.sweep.gates)]  # the sweep's own too
     _check_fail_on(loaded, options.fail_on)
     limit = options.limit
-    target = output_of(loaded, out, limit)
+    _check_cases(loaded, options.cases)
+    target = output_of(loaded, out, options.picks)
     check_output_dir(target)
     chosen = plan(loaded, target, options)
-    if limit is not None and chosen.backend != LOCAL:
-        raise UserError(f"--limit tries a few trials in this process; it does not go with a {chosen.backend} run",
-                        hint="drop --limit, or drop --ray / --batch (and a model's `mode: batch`) for the try")
-    if narrow or limit is not None:
-        what = " ".join(filter(None, [narrow.describe(), f"--limit {limit}" if limit is not None else ""]))
+    if options.picks and chosen.backend != LOCAL:
+        raise UserError(f"--limit and --case try a few trials in this process; they do not go with a {chosen.backend} "
+                        "run", hint="drop them, or drop --ray / --batch (and a model's `mode: batch`) for the try")
+    if narrow or options.picks:
+        what = " ".join(filter(None, [narrow.describe(), *(f"--case {c}" for c in options.cases),
+                                      f"--limit {limit}" if limit is not None else ""]))
         say(f"a try ({what}): a part of the sweep, written to {target}, not to the sweep's output")
     if chosen.note:
         say(chosen.note)
@@ -174,12 +176,30 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     return replace(result, output=output, ending=ending)
 
 
-def output_of(loaded: LoadedSweep, out: str | os.PathLike[str] | None, limit: int | None = None) -> Path:
+def output_of(loaded: LoadedSweep, out: str | os.PathLike[str] | None, picks: bool = False) -> Path:
     """Where a run of ``loaded`` writes: ``out`` when given, else a try's own output (``narrowed_output``) for a
-    narrowed sweep or a ``limit``, else the sweep's ``output``."""
+    narrowed sweep or a run that ``picks`` some of its trials (``--case``, ``--limit``), else the sweep's
+    ``output``."""
     if out is not None:
         return Path(out)
-    return narrowed_output(loaded) if loaded.narrowing or limit is not None else Path(loaded.sweep.output)
+    return narrowed_output(loaded) if loaded.narrowing or picks else Path(loaded.sweep.output)
+
+
+def _check_cases(loaded: LoadedSweep, cases: Sequence[str]) -> None:
+    """A ``--case`` that no probe of the sweep has is bad input, said before anything runs."""
+    if not cases:
+        return
+    import difflib
+
+    from runner.execution.grid import grid_of
+
+    known = grid_of(loaded).case_ids()
+    for case in cases:
+        if case not in known:
+            close = difflib.get_close_matches(case, sorted(known), n=1)
+            raise UserError(f"--case {case!r}: no probe of the sweep has a case of that id"
+                            + (f" (did you mean {close[0]!r}?)" if close else ""), file=loaded.path,
+                            hint=f"{len(known):,} case ids in this sweep; `trialgrid view` or the case files list them")
 
 
 def narrowed_output(loaded: LoadedSweep) -> Path:

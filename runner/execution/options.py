@@ -57,9 +57,10 @@ class RunOptions:
     gates: Sequence[str | Gate] = ()
     #: one request per model endpoint before the grid (``runner.providers.preflight``)
     preflight: bool = True
-    #: a try: only these models (names), ``runs`` per cell, at most ``limit`` trials
+    #: a try: only these models (names), ``runs`` per cell, only these cases (ids), at most ``limit`` trials
     models: Sequence[str] = ()
     runs: int | None = None
+    cases: Sequence[str] = ()
     limit: int | None = None
     #: a plug-in backend's own options, which it checks itself (ray: see ``cluster.options``)
     backend_options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
@@ -83,6 +84,11 @@ class RunOptions:
         }
         for name, value in checked.items():
             object.__setattr__(self, name, value)  # frozen: the checked form replaces the given one once
+
+    @property
+    def picks(self) -> bool:
+        """Whether the run takes only some trials of its grid (``cases``, ``limit``): a try, never the sweep's output."""
+        return self.limit is not None or bool(self.cases)
 
     @property
     def narrowing(self) -> Narrowing:

@@ -144,6 +144,8 @@ class Session:
         self.loaded, self.out = loaded, out
         #: run at most this many of the pending trials (a try: ``--limit``); None: all of them
         self.limit = options.limit
+        #: run only the trials of these cases (a try: ``--case``); empty: every case
+        self.cases = frozenset(options.cases)
         self.strict_params, self.retry_kinds, self.wait = options.strict_params, options.retry_kinds, options.wait
         self.remedies_apply_to = remedies_apply_to
         self.phase = Phase.NEW
@@ -297,8 +299,11 @@ class Session:
 
     def pending(self) -> Iterator[TrialSpec]:
         """The grid's specs not yet written, in grid order (lazily; the done ones are never built), at most
-        ``limit`` of them."""
+        ``limit`` of them, of ``cases`` only when given."""
         specs = self.grid.pending(self.done) if self._by_index else skip_done(self.grid, self.done)
+        if self.cases:
+            cases = self.cases
+            specs = (s for s in specs if s.case_id in cases)
         return specs if self.limit is None else itertools.islice(specs, self.limit)
 
     def sink(self, worker: str) -> TrialSink:
