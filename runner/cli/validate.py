@@ -54,10 +54,13 @@ def validate(
     except UserError as exc:
         raise fail(exc, every=True) from None
     grid = grid_of(loaded)
-    out.print(Text(one_line(f"{sweep}: ok — sweep {loaded.sweep.name!r} (id {loaded.sweep_id}), "
-                            f"{len(loaded.sweep.models)} model(s), {len(loaded.probes)} probe(s), {len(grid):,} trials"
-                            + (f"; {len(loaded.unstarted)} probe(s) with an MCP server not checked"
-                               if loaded.unstarted else ""))), soft_wrap=True)
+    from runner.reporting.textgrid import fit_width, say
+
+    # a terminal or COLUMNS: the line wraps there; a pipe or a log keeps it whole
+    say(out, Text(one_line(f"{sweep}: ok — sweep {loaded.sweep.name!r} (id {loaded.sweep_id}), "
+                           f"{len(loaded.sweep.models)} model(s), {len(loaded.probes)} probe(s), {len(grid):,} trials"
+                           + (f"; {len(loaded.unstarted)} probe(s) with an MCP server not checked"
+                              if loaded.unstarted else ""))), fit_width(out))
     if not loaded.sweep.prices and not oracle:
         return
     try:

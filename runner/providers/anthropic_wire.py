@@ -28,6 +28,7 @@ from typing import Any
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Usage, parse_tool_arguments
 from runner.providers.http_base import HttpProvider
 from runner.providers.secrets import Secret
+from runner.providers.turns import alternating_turns
 
 _API_VERSION = "2023-06-01"
 _DEFAULT_MAX_TOKENS = 1024
@@ -47,16 +48,7 @@ def _blocks(m: Message) -> list[dict[str, Any]]:
 
 def encode_request(request: ChatRequest) -> dict[str, Any]:
     system = "\n\n".join(m.content for m in request.messages if m.role == "system")
-    turns: list[dict[str, Any]] = []
-    for m in request.messages:
-        if m.role == "system":
-            continue
-        role = "assistant" if m.role == "assistant" else "user"
-        blocks = _blocks(m)
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": role, "content": blocks})
+    turns = alternating_turns(request.messages, _blocks)
     # a plain single-text user turn goes as a string, the form most examples use
     for turn in turns:
         content = turn["content"]

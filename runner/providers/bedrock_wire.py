@@ -35,6 +35,7 @@ from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Usag
 from runner.providers.http_base import HttpProvider
 from runner.providers.secrets import Secret
 from runner.providers.settings import Connection
+from runner.providers.turns import alternating_turns
 
 __all__ = ["BedrockProvider", "decode_response", "encode_request"]
 
@@ -57,17 +58,7 @@ def _blocks(m: Message) -> list[dict[str, Any]]:
 
 def encode_request(request: ChatRequest) -> dict[str, Any]:
     system = [{"text": m.content} for m in request.messages if m.role == "system" and m.content]
-    turns: list[dict[str, Any]] = []
-    for m in request.messages:
-        if m.role == "system":
-            continue
-        role = "assistant" if m.role == "assistant" else "user"
-        blocks = _blocks(m)
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": role, "content": blocks})
-    body: dict[str, Any] = {"messages": turns}
+    body: dict[str, Any] = {"messages": alternating_turns(request.messages, _blocks)}
     if system:
         body["system"] = system
     if request.tools:

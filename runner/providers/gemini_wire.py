@@ -33,6 +33,7 @@ from runner.core.errors import ErrorKind, ProviderError
 from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Usage
 from runner.providers.http_base import HttpProvider
 from runner.providers.secrets import Secret
+from runner.providers.turns import alternating_turns
 
 __all__ = ["GeminiProvider", "decode_response", "encode_request"]
 
@@ -53,10 +54,8 @@ def _result(m: Message) -> dict[str, Any]:
 def encode_request(request: ChatRequest) -> dict[str, Any]:
     system = "\n\n".join(m.content for m in request.messages if m.role == "system")
     names: dict[str, str] = {}  # call id → tool name: a functionResponse names its tool
-    turns: list[dict[str, Any]] = []
-    for m in request.messages:
-        if m.role == "system":
-            continue
+
+    def parts_of(m: Message) -> list[dict[str, Any]]:
         parts: list[dict[str, Any]] = []
         if m.role == "tool":
             name = m.name or names.get(m.tool_call_id or "", "")
@@ -75,12 +74,9 @@ def encode_request(request: ChatRequest) -> dict[str, Any]:
                 if call.id:
                     part["id"] = call.id
                 parts.append({"functionCall": part})
-        role = "model" if m.role == "assistant" else "user"
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["parts"].extend(parts)
-        else:
-            turns.append({"role": role, "parts": parts})
-    body: dict[str, Any] = {"contents": turns}
+        return parts
+
+    body: dict[str, Any] = {"contents": alternating_turns(request.messages, parts_of, assistant="model", key="parts")}
     if system:
         body["systemInstruction"] = {"parts": [{"text": system}]}
     if request.tools:

@@ -8,6 +8,7 @@ from rich.table import Table
 
 from runner.analysis.cells import interval_name
 from runner.analysis.planner import Design, Plan
+from runner.reporting.textgrid import fit_width, say
 
 
 def print_plan(plan: Plan, tradeoffs: list[tuple[Design, Design]], console: Console, *, sd: float,
@@ -39,9 +40,10 @@ def print_plan(plan: Plan, tradeoffs: list[tuple[Design, Design]], console: Cons
                      f"width: the {interval_name(method)} of A − B ({method}), as the report prints it.")
     table.caption_justify = "left"
     console.print(table)
-    console.print(plan.message, soft_wrap=True)
+    width = fit_width(console)  # a terminal or COLUMNS: prose wraps there; a pipe keeps each line whole
+    say(console, plan.message, width)
     for many_prompts, many_runs in tradeoffs:
-        console.print(f"  same {many_prompts.trials:,} trials: {many_prompts.n_prompts} prompts × {many_prompts.n_runs} runs "
-                      f"→ power {many_prompts.result.power:.0%}, width {100 * many_prompts.result.mean_width:.1f} pp; "
-                      f"{many_runs.n_prompts} prompts × {many_runs.n_runs} runs → power {many_runs.result.power:.0%}, "
-                      f"width {100 * many_runs.result.mean_width:.1f} pp", soft_wrap=True)
+        say(console, f"  same {many_prompts.trials:,} trials: {many_prompts.n_prompts} prompts × {many_prompts.n_runs} "
+                     f"runs → power {many_prompts.result.power:.0%}, width {100 * many_prompts.result.mean_width:.1f} pp; "
+                     f"{many_runs.n_prompts} prompts × {many_runs.n_runs} runs → power {many_runs.result.power:.0%}, "
+                     f"width {100 * many_runs.result.mean_width:.1f} pp", width)

@@ -18,7 +18,6 @@ import pytest
 import runner
 from runner.config.sweep import load_sweep
 from runner.core.errors import ErrorKind, ProviderError
-from runner.core.types import ChatRequest, Message, ToolSpec
 from runner.providers.azure_openai_wire import AzureOpenAIProvider
 from runner.providers.classify import classify_http
 from runner.providers.settings import Connection
@@ -26,20 +25,14 @@ from runner.sim import SimProvider
 from tests.conftest import quickstart_dict
 from tests.helpers.hostile import HostileServer, chat_answer
 from tests.providers.conftest import http_sweep, outcomes, trials, write
+from tests.providers.invoices import SYSTEM, TOOLS, USER, ask
 
 KEY = "azure-test-key-3f9c"
 VERSION = "2024-10-21"
-TOOLS = (ToolSpec("fetch_invoices", "Fetch invoices from a billing provider.",
-                  {"type": "object", "properties": {"provider": {"type": "string"}, "month": {"type": "string"}},
-                   "required": ["provider", "month"]}),)
 OPENAI_TOOLS = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                   "parameters": t.parameters}} for t in TOOLS]
-ASK = [{"role": "system", "content": "You are an operations assistant."},
-       {"role": "user", "content": "Pull last month's invoices (2026-10) from our billing provider."}]
+ASK = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER}]
 
-
-def _request(model: str, seed: int) -> ChatRequest:
-    return ChatRequest(model, tuple(Message(m["role"], m["content"]) for m in ASK), TOOLS, {}, seed)
 
 
 @pytest.fixture
@@ -57,7 +50,7 @@ def test_the_official_azure_client_is_answered_on_both_apis(keyed) -> None:  # t
     for client in (deployments, v1):
         for seed in range(12):
             got = client.chat.completions.create(model="typical", messages=ASK, tools=OPENAI_TOOLS, seed=seed)
-            want = sim.respond(_request("typical", seed))
+            want = sim.respond(ask("typical", seed))
             message = got.choices[0].message
             assert [(c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls or []] == \
                 [(c.name, c.arguments) for c in want.tool_calls]
@@ -80,7 +73,7 @@ def test_the_provider_answers_as_the_simulated_agent(keyed, api_version: str | N
         try:
             for seed in range(20):
                 for model in ("careful", "typical", "reckless"):
-                    got, want = await provider.complete(_request(model, seed)), sim.respond(_request(model, seed))
+                    got, want = await provider.complete(ask(model, seed)), sim.respond(ask(model, seed))
                     assert (got.text, got.tool_calls, got.usage) == (want.text, want.tool_calls, want.usage)
         finally:
             await provider.aclose()
@@ -115,7 +108,7 @@ def test_an_answer_the_filter_cut_is_an_error_row_not_an_answer() -> None:
             provider = AzureOpenAIProvider(Connection("azure-openai", f"http://127.0.0.1:{server.port}", None))
             try:
                 with pytest.raises(ProviderError) as caught:
-                    await provider.complete(_request("typical", 1))
+                    await provider.complete(ask("typical", 1))
                 return caught.value
             finally:
                 await provider.aclose()

@@ -17,24 +17,17 @@ import pytest
 import runner
 from runner.config.sweep import load_sweep
 from runner.core.errors import ErrorKind, ProviderError
-from runner.core.types import ChatRequest, Message, ToolSpec
+from runner.core.types import ChatRequest, Message
 from runner.providers.bedrock_wire import BedrockProvider, decode_response, encode_request, region_of
 from runner.providers.settings import Connection
 from runner.sim import SimProvider
 from tests.conftest import quickstart_dict
 from tests.helpers.hostile import HostileServer
 from tests.providers.conftest import http_sweep, outcomes, over_messages_api, rows_over_messages_api, trials, write
+from tests.providers.invoices import SCHEMA, SYSTEM, TOOLS, USER, ask
 
 AKID, SECRET = "AKIDTRIALGRIDTEST01", "trialgrid-test-secret-access-key"
-SYSTEM = "You are an operations assistant."
-USER = "Pull last month's invoices (2026-10) from our billing provider."
-SCHEMA = {"type": "object", "properties": {"provider": {"type": "string"}, "month": {"type": "string"}},
-          "required": ["provider", "month"]}
-TOOLS = (ToolSpec("fetch_invoices", "Fetch invoices from a billing provider.", SCHEMA),)
 
-
-def _request(model: str, seed: int) -> ChatRequest:
-    return ChatRequest(model, (Message("system", SYSTEM), Message("user", USER)), TOOLS, {}, seed)
 
 
 @pytest.fixture
@@ -93,7 +86,7 @@ def test_the_provider_signs_as_botocore_and_answers_as_the_simulated_agent(keyed
             assert provider.region == "eu-west-3"  # the chain's region: base_url names none
             for seed in range(20):
                 for model in ("careful", "typical", "reckless"):
-                    request = _request(model, seed * 7919)
+                    request = ask(model, seed * 7919)
                     got, want = await provider.complete(request), sim.respond(request)
                     assert (got.text, got.tool_calls, got.usage) == \
                         (want.text, over_messages_api(want.tool_calls), want.usage)
@@ -122,7 +115,7 @@ def test_the_signature_is_botocores_own(aws) -> None:  # type: ignore[no-untyped
         async def go() -> None:
             provider = BedrockProvider(Connection("bedrock", url, None))
             try:
-                await provider.complete(_request("anthropic.claude-3-haiku", 7))
+                await provider.complete(ask("anthropic.claude-3-haiku", 7))
             finally:
                 await provider.aclose()
 

@@ -17,7 +17,7 @@ import pytest
 import runner
 from runner.config.sweep import load_sweep
 from runner.core.errors import ErrorKind, ProviderError
-from runner.core.types import ChatRequest, Message, ToolSpec
+from runner.core.types import ChatRequest, Message
 from runner.providers.gemini_wire import GeminiProvider, decode_response, encode_request
 from runner.providers.settings import Connection
 from runner.sim import SimProvider
@@ -30,17 +30,10 @@ from tests.providers.conftest import (
     trials,
     write,
 )
+from tests.providers.invoices import SCHEMA, SYSTEM, TOOLS, USER, ask
 
 KEY = "gemini-test-key-51ab"
-SYSTEM = "You are an operations assistant."
-USER = "Pull last month's invoices (2026-10) from our billing provider."
-SCHEMA = {"type": "object", "properties": {"provider": {"type": "string"}, "month": {"type": "string"}},
-          "required": ["provider", "month"]}
-TOOLS = (ToolSpec("fetch_invoices", "Fetch invoices from a billing provider.", SCHEMA),)
 
-
-def _request(model: str, seed: int) -> ChatRequest:
-    return ChatRequest(model, (Message("system", SYSTEM), Message("user", USER)), TOOLS, {}, seed)
 
 
 @pytest.fixture
@@ -63,7 +56,7 @@ def test_googles_own_client_is_answered(keyed) -> None:  # type: ignore[no-untyp
             model="typical", contents=USER, config=types.GenerateContentConfig(
                 system_instruction=SYSTEM, tools=tools, seed=seed,
                 automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True)))
-        want = sim.respond(_request("typical", seed))
+        want = sim.respond(ask("typical", seed))
         calls = [(c.name, c.args) for c in got.function_calls or []]
         assert calls == [(c.name, c.arguments) for c in over_messages_api(want.tool_calls)]
         assert (got.text or "") == want.text
@@ -84,7 +77,7 @@ def test_the_provider_answers_as_the_simulated_agent(keyed) -> None:  # type: ig
         try:
             for seed in range(20):
                 for model in ("careful", "typical", "reckless"):
-                    request = _request(model, seed * 7919 + 2**40)  # a seed past 32 bits reaches serve whole
+                    request = ask(model, seed * 7919 + 2**40)  # a seed past 32 bits reaches serve whole
                     got, want = await provider.complete(request), sim.respond(request)
                     assert (got.text, got.tool_calls, got.usage) == \
                         (want.text, over_messages_api(want.tool_calls), want.usage)

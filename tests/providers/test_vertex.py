@@ -12,21 +12,13 @@ from typing import Any
 
 import pytest
 
-from runner.core.types import ChatRequest, Message, ToolSpec
 from runner.providers.settings import Connection
 from runner.sim import SimProvider
 from tests.providers.conftest import over_messages_api
+from tests.providers.invoices import SYSTEM, TOOLS, USER, ask
 
 TOKEN = "ya29.trialgrid-test-token"
-SYSTEM = "You are an operations assistant."
-USER = "Pull last month's invoices (2026-10) from our billing provider."
-SCHEMA = {"type": "object", "properties": {"provider": {"type": "string"}, "month": {"type": "string"}},
-          "required": ["provider", "month"]}
-TOOLS = (ToolSpec("fetch_invoices", "Fetch invoices from a billing provider.", SCHEMA),)
 
-
-def _request(model: str, seed: int) -> ChatRequest:
-    return ChatRequest(model, (Message("system", SYSTEM), Message("user", USER)), TOOLS, {}, seed)
 
 
 @pytest.fixture
@@ -53,7 +45,7 @@ def test_googles_own_vertex_client_is_answered(keyed) -> None:  # type: ignore[n
             model="typical", contents=USER, config=types.GenerateContentConfig(
                 system_instruction=SYSTEM, tools=tools, seed=seed,
                 automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True)))
-        want = sim.respond(_request("typical", seed))
+        want = sim.respond(ask("typical", seed))
         assert [(c.name, c.args) for c in got.function_calls or []] == \
             [(c.name, c.arguments) for c in over_messages_api(want.tool_calls)]
     assert keyed.stats()["by_tag"] == {"ok": 8}
@@ -78,7 +70,7 @@ def test_the_provider_takes_its_token_from_google_auth(keyed, monkeypatch: pytes
             assert (provider.project, provider.location) == ("trialgrid-test", "europe-west4")
             for seed in range(10):
                 for model in ("careful", "reckless"):
-                    request = _request(model, seed + 2**40)
+                    request = ask(model, seed + 2**40)
                     got, want = await provider.complete(request), sim.respond(request)
                     assert (got.text, got.tool_calls) == (want.text, over_messages_api(want.tool_calls))
         finally:
