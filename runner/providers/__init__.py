@@ -9,7 +9,7 @@ In-process providers (``sim``, and any registered with a no-argument factory) ar
 used bare. The simulated agent lives above the probes (``runner.sim``), so it is not
 imported here: ``runner.sim`` registers itself with ``register_provider`` when it is
 imported, and the sweep loader imports it. The ``CONFIGURED`` ones (registered with
-``configured=True``: ``openai``, ``anthropic``, ``openai-responses``, ``callable``) are
+``configured=True``: the wire formats and ``callable``) are
 built from a ``settings.Connection`` and run behind ``managed.ManagedProvider`` (limits,
 remedies, retries); ``pool.ProviderPool`` assembles them for a run.
 """
@@ -31,46 +31,47 @@ def _check_any(model: str) -> None:
         raise ValueError("model id must not be empty")
 
 
-def _openai(connection: Connection, **kw: Any) -> Provider:
+# each wire format's class, imported when first asked for (a run's provider, the preflight)
+def _openai() -> Any:
     from runner.providers.openai_wire import OpenAIProvider
 
-    return OpenAIProvider(connection, **kw)
+    return OpenAIProvider
 
 
-def _anthropic(connection: Connection, **kw: Any) -> Provider:
+def _anthropic() -> Any:
     from runner.providers.anthropic_wire import AnthropicProvider
 
-    return AnthropicProvider(connection, **kw)
+    return AnthropicProvider
 
 
-def _openai_responses(connection: Connection, **kw: Any) -> Provider:
+def _openai_responses() -> Any:
     from runner.providers.openai_responses_wire import OpenAIResponsesProvider
 
-    return OpenAIResponsesProvider(connection, **kw)
+    return OpenAIResponsesProvider
 
 
-def _azure_openai(connection: Connection, **kw: Any) -> Provider:
+def _azure_openai() -> Any:
     from runner.providers.azure_openai_wire import AzureOpenAIProvider
 
-    return AzureOpenAIProvider(connection, **kw)
+    return AzureOpenAIProvider
 
 
-def _gemini(connection: Connection, **kw: Any) -> Provider:
+def _gemini() -> Any:
     from runner.providers.gemini_wire import GeminiProvider
 
-    return GeminiProvider(connection, **kw)
+    return GeminiProvider
 
 
-def _bedrock(connection: Connection, **kw: Any) -> Provider:
+def _bedrock() -> Any:
     from runner.providers.bedrock_wire import BedrockProvider
 
-    return BedrockProvider(connection, **kw)
+    return BedrockProvider
 
 
-def _vertex(connection: Connection, **kw: Any) -> Provider:
+def _vertex() -> Any:
     from runner.providers.vertex_wire import VertexProvider
 
-    return VertexProvider(connection, **kw)
+    return VertexProvider
 
 
 def _callable(connection: Connection, **kw: Any) -> Provider:
@@ -80,23 +81,34 @@ def _callable(connection: Connection, **kw: Any) -> Provider:
 
 
 class Registered(NamedTuple):
-    """One ``provider:`` name: how to build it, how to check a model id, and whether it is built from a
-    ``Connection`` (and so runs behind ``ManagedProvider``: limits, remedies, retries) or bare."""
+    """One ``provider:`` name: how to build it, how to check a model id, whether it is built from a
+    ``Connection`` (and so runs behind ``ManagedProvider``: limits, remedies, retries) or bare, and for a wire
+    format over HTTP its class (``wire()``, imported when first asked for: what the preflight asks with)."""
 
     factory: Callable[..., Provider]
     check: Callable[[str], None]
     configured: bool = False
+    wire: Callable[[], Any] | None = None
+
+
+def _wire_format(cls_of: Callable[[], Any]) -> Registered:
+    """A wire format over HTTP: its provider built from a ``Connection``, its class imported when first used."""
+    def factory(connection: Connection, **kw: Any) -> Provider:
+        provider: Provider = cls_of()(connection, **kw)
+        return provider
+
+    return Registered(factory, _check_any, configured=True, wire=cls_of)
 
 
 #: provider name → its registration. Later providers register here (``register_provider``).
 PROVIDERS: dict[str, Registered] = {
-    "openai": Registered(_openai, _check_any, configured=True),
-    "anthropic": Registered(_anthropic, _check_any, configured=True),
-    "openai-responses": Registered(_openai_responses, _check_any, configured=True),
-    "azure-openai": Registered(_azure_openai, _check_any, configured=True),
-    "gemini": Registered(_gemini, _check_any, configured=True),
-    "bedrock": Registered(_bedrock, _check_any, configured=True),
-    "vertex": Registered(_vertex, _check_any, configured=True),
+    "openai": _wire_format(_openai),
+    "anthropic": _wire_format(_anthropic),
+    "openai-responses": _wire_format(_openai_responses),
+    "azure-openai": _wire_format(_azure_openai),
+    "gemini": _wire_format(_gemini),
+    "bedrock": _wire_format(_bedrock),
+    "vertex": _wire_format(_vertex),
     "callable": Registered(_callable, _check_any, configured=True),
 }
 

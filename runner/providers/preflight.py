@@ -35,14 +35,6 @@ from runner.providers.settings import Connection, redact_url
 if TYPE_CHECKING:
     from runner.providers.http_base import HttpProvider
 
-#: the providers with an HTTP endpoint to ask, and where their wire format lives (imported only when one is asked)
-_WIRES = {"openai": ("openai_wire", "OpenAIProvider"), "anthropic": ("anthropic_wire", "AnthropicProvider"),
-          "openai-responses": ("openai_responses_wire", "OpenAIResponsesProvider"),
-          "azure-openai": ("azure_openai_wire", "AzureOpenAIProvider"),
-          "gemini": ("gemini_wire", "GeminiProvider"),
-          "bedrock": ("bedrock_wire", "BedrockProvider"),
-          "vertex": ("vertex_wire", "VertexProvider")}
-
 __all__ = ["SIMULATED_SERVER", "Checked", "Endpoint", "Finding", "check_endpoints"]
 
 #: the ``Server`` header ``trialgrid serve``'s model routes answer with: how the preflight tells the simulated agent
@@ -75,12 +67,12 @@ class Finding:
 
 
 def _provider_class(name: str) -> type[HttpProvider] | None:
-    import importlib
+    from runner.providers import PROVIDERS
 
-    wire = _WIRES.get(name)
+    wire = getattr(PROVIDERS.get(name), "wire", None)  # (a bare (factory, check) pair registers too: no wire)
     if wire is None:  # sim, callable: no HTTP endpoint (and no HTTP client imported for them)
         return None
-    found: type[HttpProvider] = getattr(importlib.import_module(f"runner.providers.{wire[0]}"), wire[1])
+    found: type[HttpProvider] = wire()
     return found
 
 
