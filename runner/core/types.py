@@ -64,6 +64,18 @@ def parse_tool_arguments(raw: str) -> tuple[Mapping[str, Any] | None, str | None
     return value, None
 
 
+def call_with_object(name: str, value: Any, call_id: str) -> ToolCall:
+    """A tool call whose wire format sends its arguments as an object (Anthropic's ``input``, Bedrock's, Gemini's
+    ``args``): the raw string is the compact JSON of it. A string there is a compatible server or proxy passing the
+    model's argument text through: it *is* the raw argument string, parsed or kept as unparsable."""
+    if isinstance(value, str):
+        arguments, error = parse_tool_arguments(value)
+        return ToolCall(name, value, arguments, call_id, error)
+    ok = isinstance(value, dict)
+    return ToolCall(name, json.dumps(value, separators=(",", ":")), value if ok else None, call_id,
+                    None if ok else "not a JSON object")
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     role: Role

@@ -22,10 +22,9 @@ string.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Usage, parse_tool_arguments
+from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Usage, call_with_object
 from runner.providers.http_base import HttpProvider
 from runner.providers.secrets import Secret
 from runner.providers.turns import alternating_turns
@@ -75,18 +74,8 @@ def decode_response(data: Any) -> ChatResponse:
         kind = block.get("type")
         if kind == "text":
             texts.append(block.get("text", ""))
-        elif kind == "tool_use":
-            value = block.get("input")
-            if isinstance(value, str):
-                # a compatible server passing the model's argument text through: it *is* the raw
-                # argument string, kept as received (never sent by Anthropic itself)
-                raw = value
-                arguments, error = parse_tool_arguments(raw)
-            else:
-                raw = json.dumps(value, separators=(",", ":"))
-                arguments, error = (value, None) if isinstance(value, dict) else (None, "not a JSON object")
-            calls.append(ToolCall(name=block["name"], raw_arguments=raw, arguments=arguments,
-                                  id=block.get("id") or "", parse_error=error))
+        elif kind == "tool_use":  # (a string input is never sent by Anthropic itself)
+            calls.append(call_with_object(block["name"], block.get("input"), block.get("id") or ""))
     return ChatResponse(
         text="".join(texts),
         tool_calls=tuple(calls),

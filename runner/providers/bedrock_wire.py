@@ -24,14 +24,13 @@ limit; the service's 5xx, 408 and 424 are transient; access denied and unknown c
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 from runner.core.errors import ErrorKind, ProviderError, UserError
-from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Usage, parse_tool_arguments
+from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Usage, call_with_object
 from runner.providers.http_base import HttpProvider
 from runner.providers.secrets import Secret
 from runner.providers.settings import Connection
@@ -94,15 +93,7 @@ def decode_response(data: Any) -> ChatResponse:
             texts.append(block["text"])
         elif "toolUse" in block:
             use = block["toolUse"]
-            value = use.get("input")
-            if isinstance(value, str):  # a proxy passing the model's argument text through
-                raw = value
-                arguments, error = parse_tool_arguments(raw)
-            else:
-                raw = json.dumps(value, separators=(",", ":"))
-                arguments, error = (value, None) if isinstance(value, dict) else (None, "not a JSON object")
-            calls.append(ToolCall(name=use["name"], raw_arguments=raw, arguments=arguments,
-                                  id=use.get("toolUseId") or "", parse_error=error))
+            calls.append(call_with_object(use["name"], use.get("input"), use.get("toolUseId") or ""))
     return ChatResponse(text="".join(texts), tool_calls=tuple(calls),
                         usage=Usage.from_wire(data.get("usage"), "inputTokens", "outputTokens"), finish_reason=stop)
 

@@ -25,12 +25,11 @@ The key (``api_key_env``, default ``GEMINI_API_KEY``) goes out as ``x-goog-api-k
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import quote
 
 from runner.core.errors import ErrorKind, ProviderError
-from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Usage
+from runner.core.types import ChatRequest, ChatResponse, Message, ToolCall, Usage, call_with_object
 from runner.providers.http_base import HttpProvider
 from runner.providers.secrets import Secret
 from runner.providers.turns import alternating_turns
@@ -115,11 +114,8 @@ def decode_response(data: Any) -> ChatResponse:
         elif "functionCall" in part:
             call = part["functionCall"]
             args = call.get("args")
-            args = {} if args is None else args
-            ok = isinstance(args, dict)
-            calls.append(ToolCall(name=call["name"], raw_arguments=json.dumps(args, separators=(",", ":")),
-                                  arguments=args if ok else None, id=call.get("id") or f"call_{len(calls)}",
-                                  parse_error=None if ok else "not a JSON object"))
+            calls.append(call_with_object(call["name"], {} if args is None else args,
+                                          call.get("id") or f"call_{len(calls)}"))
     usage = data.get("usageMetadata")
     return ChatResponse(
         text="".join(texts),
