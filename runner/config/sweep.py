@@ -34,6 +34,7 @@ from pydantic import (
 import runner.sim  # noqa: F401  (registers the built-in "sim" provider)
 from runner.config.cost import Budget, ModelPrice
 from runner.config.lint import lint_probes
+from runner.core.columns import Column
 from runner.core.errors import UserError, warn
 from runner.core.gates import parse_gate
 from runner.core.messages import note
@@ -44,7 +45,7 @@ from runner.core.types import ChatRequest
 from runner.probes import PROBES, Probe, ProbeConfig
 from runner.providers import CONFIGURED, check_model
 from runner.providers.callable_provider import load_function, source_digest
-from runner.providers.managed import estimate_usage
+from runner.providers.estimate import estimate_usage
 from runner.providers.secrets import unsendable_key
 from runner.providers.settings import (
     DEFAULT_KEY_ENV,
@@ -368,12 +369,12 @@ class LoadedSweep:
     narrowing: Narrowing | None = None
 
     @property
-    def schema_fields(self) -> list:
-        """Outcome fields of all probes (one table for the whole sweep)."""
-        seen: dict[str, Any] = {}
+    def schema_fields(self) -> list[Column]:
+        """Outcome columns of all probes (one table for the whole sweep)."""
+        seen: dict[str, Column] = {}
         for probe in self.probes:
             for f in probe.outcome_fields:
-                if f.name in seen and not seen[f.name].type.equals(f.type):
+                if f.name in seen and seen[f.name].type != f.type:
                     raise UserError(f"probes disagree on the type of outcome column {f.name!r}")
                 seen.setdefault(f.name, f)
         return list(seen.values())

@@ -10,6 +10,8 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 
+from runner.core.columns import Column
+
 TOOL_CALL = pa.struct([
     pa.field("id", pa.string()),
     pa.field("name", pa.string()),
@@ -101,5 +103,5 @@ STATUS_OK = "ok"
 STATUS_ERROR = "error"
 
 
-def trial_schema(outcome_fields: Iterable[pa.Field], metadata: dict[str, str] | None = None) -> pa.Schema:
-    return pa.schema([*COMMON_FIELDS, *outcome_fields], metadata=metadata)
+def trial_schema(outcome_fields: Iterable[Column], metadata: dict[str, str] | None = None) -> pa.Schema:
+    return pa.schema([*COMMON_FIELDS, *(c.field() for c in outcome_fields)], metadata=metadata)

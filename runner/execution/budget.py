@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from runner.config.cost import PER_MILLION, Budget, ModelPrice
 from runner.core.types import ChatRequest
-from runner.providers.managed import estimate_usage
+from runner.providers.estimate import estimate_usage
 
 
 @dataclass
@@ -78,7 +78,7 @@ class CostMeter:
     def estimate(self, model: str, request: ChatRequest) -> tuple[float, int]:
         """(USD, tokens) one request of ``model`` may cost: input from its text, output from its cap.
 
-        Deliberately on the high side (``runner.providers.managed.estimate_usage``): a
+        Deliberately on the high side (``runner.providers.estimate.estimate_usage``): a
         budget is a promise not to pass it.
         """
         i, o = estimate_usage(request)

@@ -22,13 +22,12 @@ from functools import cached_property
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from runner.core.seeding import SEP, stable_hash, stable_int
 from runner.core.types import TrialSpec
 from runner.probes import Probe
 
 if TYPE_CHECKING:
+    import numpy as np
     import polars as pl
 
     from runner.config.sweep import LoadedSweep
@@ -102,7 +101,9 @@ class Grid:
     def indexes(self, cells: pl.LazyFrame) -> np.ndarray:
         """Sorted distinct grid indexes of the rows ``cells`` (columns probe, case_id, condition, run, model);
         rows naming no cell of this grid are left out. One join with tables the size of the probes' cells."""
-        import polars as pl  # only a resume reads cells: validate and a first run do not pay for polars
+        # only a resume reads cells: validate and a first run pay for neither polars nor numpy
+        import numpy as np
+        import polars as pl
 
         n_models = len(self.models)
         tables = [pl.DataFrame({"probe": [probe.name] * len(cs), "case_id": [c for c, _ in cs],
@@ -134,6 +135,8 @@ class Grid:
         if len(done) == 0:
             yield from self
             return
+        import numpy as np
+
         total = len(self)
         for start in range(0, total, chunk):
             stop = min(start + chunk, total)
@@ -189,6 +192,8 @@ def skip_done(specs: Iterable[TrialSpec], done: np.ndarray, chunk: int = 4096) -
     if len(done) == 0:
         yield from specs
         return
+    import numpy as np
+
     iterator = iter(specs)
     while batch := list(islice(iterator, chunk)):
         keys = np.fromiter((int(s.trial_id, 16) for s in batch), dtype=np.uint64, count=len(batch))

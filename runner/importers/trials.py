@@ -25,8 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
-import pyarrow as pa
 
+from runner.core.columns import Column
 from runner.core.errors import UserError
 from runner.core.manifest import (
     FORMAT_VERSION,
@@ -169,7 +169,7 @@ def import_trials(source: Path, out: Path, mapping: TrialsMapping, *, force: boo
         pl.when("_ok").then(None).otherwise(error_text).alias("error"),
         *tokens, *mapping.outcomes, *(pl.lit(None, pl.Boolean).alias(r) for r in unmapped),
     )
-    fields = [pa.field(n, pa.bool_()) for n in (*mapping.outcomes, *unmapped)]
+    fields = [Column(n, "bool") for n in (*mapping.outcomes, *unmapped)]
     schema = trial_schema(fields, metadata={"trialgrid.sweep_id": sweep_id})
     with target as build:
         with TrialSink(build, schema, worker="import") as sink:

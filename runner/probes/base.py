@@ -2,7 +2,7 @@
 
 A probe owns its case files, its conditions and its outcome columns. The engine
 only ever sees ``cells()`` (the (case, condition) pairs to run), ``run(spec, agent)``
-(one trial → a dict of outcome columns) and ``outcome_fields`` (their Arrow types).
+(one trial → a dict of outcome columns) and ``outcome_fields`` (their names and types, ``runner.core.columns``).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, get_args
 
-import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from runner.core.columns import Column
 from runner.core.errors import UserError
 from runner.core.types import Message, TrialSpec
 from runner.providers.base import Agent
@@ -103,7 +103,7 @@ class Probe(ABC):
     config_model: ClassVar[type[ProbeConfig]]
     all_conditions: ClassVar[tuple[str, ...]]
     #: outcome columns this probe writes, beside the common ones
-    outcome_fields: ClassVar[tuple[pa.Field, ...]]
+    outcome_fields: ClassVar[tuple[Column, ...]]
     #: boolean outcome columns the report shows as rates; the first is the headline
     rates: ClassVar[tuple[str, ...]]
     #: the comparisons the report tests, cluster by cluster

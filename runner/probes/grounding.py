@@ -39,8 +39,7 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Any
 
-import pyarrow as pa
-
+from runner.core.columns import Column, ListOf
 from runner.core.jsonwalk import (
     canonical_number,
     format_value,
@@ -66,10 +65,10 @@ class Reason(StrEnum):
 
 
 #: the common outcome columns every probe that scores an agent's tool calls writes (``outcome_columns``)
-GROUNDING_FIELDS: tuple[pa.Field, ...] = (
-    pa.field("ungrounded_args", pa.list_(pa.string())),     # tool.arg, once each, in call order
-    pa.field("ungrounded_values", pa.list_(pa.string())),   # tool.path=value (reason)
-    pa.field("all_args_grounded", pa.bool_()),              # null: no call whose arguments parsed
+GROUNDING_FIELDS: tuple[Column, ...] = (
+    Column("ungrounded_args", ListOf("string")),     # tool.arg, once each, in call order
+    Column("ungrounded_values", ListOf("string")),   # tool.path=value (reason)
+    Column("all_args_grounded", "bool"),              # null: no call whose arguments parsed
 )
 
 _SEP_RE = re.compile(r"[_\-]+")

@@ -10,7 +10,6 @@ them like any provider's; any other exception is a fatal error of that trial.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import importlib
 import importlib.util
@@ -109,6 +108,8 @@ class CallableProvider:
             if self._is_async:
                 result = await self._fn(request)
             else:
+                import asyncio  # reading a sweep checks its functions; only a run awaits them
+
                 result = await asyncio.to_thread(self._fn, request)
                 if inspect.isawaitable(result):
                     result = await result

@@ -49,6 +49,7 @@ from runner.core.parking import parked
 from runner.core.types import ChatRequest, ChatResponse
 from runner.providers import inflight
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
+from runner.providers.estimate import estimate_tokens
 from runner.providers.limiter import Limiter
 from runner.providers.pacing import is_rate_limit, rate_slot
 from runner.providers.remedies import BookKey, RemedyBook, request_shape
@@ -60,27 +61,6 @@ _MAX_REMEDY_RESENDS = 8
 DOWN_AFTER_S = 30.0
 #: while it is down, one request this often still goes out, to find it back
 PROBE_EVERY_S = 5.0
-_DEFAULT_OUTPUT_ESTIMATE = 256
-
-
-def estimate_tokens(request: ChatRequest) -> int:
-    """A cheap upper-ish guess of what a request will cost: ~4 characters a token, plus its output cap."""
-    return sum(estimate_usage(request))
-
-
-def estimate_usage(request: ChatRequest) -> tuple[int, int]:
-    """``estimate_tokens`` as (input, output) tokens, for pricing them apart (a batch priced before it is sent)."""
-    chars = 0
-    for m in request.messages:
-        chars += len(m.content)
-        for c in m.tool_calls:
-            chars += len(c.name) + len(c.raw_arguments)
-    for t in request.tools:
-        chars += len(t.name) + len(t.description) + len(repr(t.parameters))
-    params = request.params
-    cap = params.get("max_tokens") or params.get("max_completion_tokens") or params.get("max_output_tokens")
-    output = min(int(cap), 4096) if isinstance(cap, (int, float)) and cap > 0 else _DEFAULT_OUTPUT_ESTIMATE
-    return chars // 4, output
 
 
 def remedy_params(params: Mapping[str, Any], remedies: Sequence[Remedy]) -> tuple[dict[str, Any], list[str]]:

@@ -48,7 +48,7 @@ def test_common_columns_table_lists_every_column_in_order_with_its_type() -> Non
 @pytest.mark.parametrize("kind", sorted(PROBES))
 def test_each_probes_outcome_columns_match_its_outcome_fields(kind: str) -> None:
     rows = table_after(page("probes.md"), f"`{kind}` outcome columns:")
-    assert _columns(rows) == [(f.name, _type_label(f.type)) for f in PROBES[kind].outcome_fields]
+    assert _columns(rows) == [(f.name, _type_label(f.field().type)) for f in PROBES[kind].outcome_fields]
 
 
 @pytest.mark.parametrize("kind", sorted(PROBES))

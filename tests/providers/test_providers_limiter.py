@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from runner.core.types import ChatRequest, Message, ToolSpec
+from runner.providers.estimate import estimate_tokens
 from runner.providers.limiter import LocalLimiter, Permit
-from runner.providers.managed import ManagedProvider, estimate_tokens
+from runner.providers.managed import ManagedProvider
 from runner.providers.openai_wire import OpenAIProvider
 from runner.providers.pool import ProviderPool
 from runner.providers.remedies import RemedyBook

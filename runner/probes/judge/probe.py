@@ -24,9 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
+from runner.core.columns import Column
 from runner.core.errors import UserError
 from runner.core.jsonwalk import normalise
 from runner.core.sources import validate
@@ -106,13 +106,13 @@ class JudgeProbe(Probe):
     config: JudgeConfig
     all_conditions = CONDITIONS
     outcome_fields = (
-        pa.field("verdict", pa.bool_()),             # the model's verdict (null: reply had no VERDICT line)
-        pa.field("parse_failed", pa.bool_()),
-        pa.field("heuristic_verdict", pa.bool_()),
-        pa.field("agent_model", pa.string()),        # the model whose answer was judged
-        pa.field("stratum", pa.string()),
-        pa.field("candidate", pa.string()),
-        pa.field("reference", pa.string()),
+        Column("verdict", "bool"),             # the model's verdict (null: reply had no VERDICT line)
+        Column("parse_failed", "bool"),
+        Column("heuristic_verdict", "bool"),
+        Column("agent_model", "string"),        # the model whose answer was judged
+        Column("stratum", "string"),
+        Column("candidate", "string"),
+        Column("reference", "string"),
     )
     rates = ("verdict", "heuristic_verdict", "parse_failed")
     template = TEMPLATE

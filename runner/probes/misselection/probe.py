@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from runner.core.columns import Column, ListOf
 from runner.core.errors import UserError
 from runner.core.seeding import permutation
 from runner.core.sources import Source, load_source, validate
@@ -128,20 +128,20 @@ class MisselectionProbe(Probe):
     config_model = MisselectionConfig
     all_conditions = CONDITIONS
     outcome_fields = (
-        pa.field("decoy_called", pa.bool_()),
-        pa.field("expected_called", pa.bool_()),
-        pa.field("expected_grounded", pa.bool_()),
-        pa.field("asked", pa.bool_()),
-        pa.field("empty_reply", pa.bool_()),
-        pa.field("unparsable_call", pa.bool_()),
-        pa.field("unknown_tool", pa.bool_()),
-        pa.field("calls_from_text", pa.bool_()),
-        pa.field("tools_called", pa.list_(pa.string())),
-        pa.field("n_tool_calls", pa.int32()),
-        pa.field("decoy_tool", pa.string()),
-        pa.field("expected_tool", pa.string()),
-        pa.field("decoy_position", pa.int32()),
-        pa.field("catalogue_order", pa.list_(pa.string())),
+        Column("decoy_called", "bool"),
+        Column("expected_called", "bool"),
+        Column("expected_grounded", "bool"),
+        Column("asked", "bool"),
+        Column("empty_reply", "bool"),
+        Column("unparsable_call", "bool"),
+        Column("unknown_tool", "bool"),
+        Column("calls_from_text", "bool"),
+        Column("tools_called", ListOf("string")),
+        Column("n_tool_calls", "int32"),
+        Column("decoy_tool", "string"),
+        Column("expected_tool", "string"),
+        Column("decoy_position", "int32"),
+        Column("catalogue_order", ListOf("string")),
         *GROUNDING_FIELDS,
     )
     rates = ("decoy_called", "expected_called", "expected_grounded", "all_args_grounded", "asked", "empty_reply", "unparsable_call", "unknown_tool",

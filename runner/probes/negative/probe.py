@@ -27,9 +27,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import pyarrow as pa
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from runner.core.columns import Column, ListOf
 from runner.core.errors import UserError
 from runner.core.jsonwalk import format_value, key_names, leaves, normalise, scalar_text
 from runner.core.sources import validate
@@ -476,29 +476,29 @@ class NegativeProbe(Probe):
     config_model = NegativeConfig
     all_conditions = CONDITIONS
     outcome_fields = (
-        pa.field("passed", pa.bool_()),
-        pa.field("action", pa.string()),
-        pa.field("action_ok", pa.bool_()),
-        pa.field("asked", pa.bool_()),
-        pa.field("invented", pa.bool_()),
-        pa.field("invented_tokens", pa.list_(pa.string())),
-        pa.field("inferred", pa.bool_()),
-        pa.field("inferred_fields", pa.list_(pa.string())),
-        pa.field("illegal_call", pa.bool_()),
-        pa.field("illegal_calls", pa.list_(pa.string())),
-        pa.field("unparsable_call", pa.bool_()),
-        pa.field("empty_reply", pa.bool_()),
-        pa.field("calls_from_text", pa.bool_()),
-        pa.field("arg_errors", pa.list_(pa.string())),
-        pa.field("extra_fields", pa.list_(pa.string())),
-        pa.field("reasons", pa.list_(pa.string())),
-        pa.field("tripwire", pa.bool_()),
-        pa.field("tripwire_ids", pa.list_(pa.string())),
-        pa.field("expect_action", pa.string()),
-        pa.field("bfcl_passed", pa.bool_()),
-        pa.field("bfcl_category", pa.string()),
-        pa.field("bfcl_error", pa.string()),
-        pa.field("invented_forbidden", pa.bool_()),
+        Column("passed", "bool"),
+        Column("action", "string"),
+        Column("action_ok", "bool"),
+        Column("asked", "bool"),
+        Column("invented", "bool"),
+        Column("invented_tokens", ListOf("string")),
+        Column("inferred", "bool"),
+        Column("inferred_fields", ListOf("string")),
+        Column("illegal_call", "bool"),
+        Column("illegal_calls", ListOf("string")),
+        Column("unparsable_call", "bool"),
+        Column("empty_reply", "bool"),
+        Column("calls_from_text", "bool"),
+        Column("arg_errors", ListOf("string")),
+        Column("extra_fields", ListOf("string")),
+        Column("reasons", ListOf("string")),
+        Column("tripwire", "bool"),
+        Column("tripwire_ids", ListOf("string")),
+        Column("expect_action", "string"),
+        Column("bfcl_passed", "bool"),
+        Column("bfcl_category", "string"),
+        Column("bfcl_error", "string"),
+        Column("invented_forbidden", "bool"),
         *GROUNDING_FIELDS,
     )
     rates = ("passed", "action_ok", "invented", "invented_forbidden", "all_args_grounded", "inferred", "illegal_call", "unparsable_call", "empty_reply",

@@ -29,9 +29,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import pyarrow as pa
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
+from runner.core.columns import Column, ListOf
 from runner.core.errors import UserError
 from runner.core.seeding import stable_int
 from runner.core.sources import validate
@@ -221,23 +221,23 @@ class PhantomProbe(Probe):
     config_model = PhantomConfig
     all_conditions = CONDITIONS
     outcome_fields = (
-        pa.field("pred_fields", pa.list_(pa.string())),      # null when the auditor errored
-        pa.field("baseline_fields", pa.list_(pa.string())),
-        pa.field("gold_fields", pa.list_(pa.string())),
-        pa.field("auditor_error", pa.string()),              # null | "parse" | "transport"
-        pa.field("auditor_error_detail", pa.string()),
-        pa.field("auditor_failed", pa.bool_()),
-        pa.field("auditor_exact", pa.bool_()),               # null when the auditor errored
-        pa.field("baseline_exact", pa.bool_()),
-        pa.field("disagree", pa.bool_()),                    # auditor ≠ baseline; null on auditor error
-        pa.field("auditor_tp", pa.int32()),
-        pa.field("auditor_fp", pa.int32()),
-        pa.field("auditor_fn", pa.int32()),
-        pa.field("baseline_tp", pa.int32()),
-        pa.field("baseline_fp", pa.int32()),
-        pa.field("baseline_fn", pa.int32()),
-        pa.field("call_fields", pa.list_(pa.string())),      # every tool.arg of the calls: the flag rates' units
-        pa.field("conversation", pa.string()),               # the unit of inference (conversation_of)
+        Column("pred_fields", ListOf("string")),      # null when the auditor errored
+        Column("baseline_fields", ListOf("string")),
+        Column("gold_fields", ListOf("string")),
+        Column("auditor_error", "string"),              # null | "parse" | "transport"
+        Column("auditor_error_detail", "string"),
+        Column("auditor_failed", "bool"),
+        Column("auditor_exact", "bool"),               # null when the auditor errored
+        Column("baseline_exact", "bool"),
+        Column("disagree", "bool"),                    # auditor ≠ baseline; null on auditor error
+        Column("auditor_tp", "int32"),
+        Column("auditor_fp", "int32"),
+        Column("auditor_fn", "int32"),
+        Column("baseline_tp", "int32"),
+        Column("baseline_fp", "int32"),
+        Column("baseline_fn", "int32"),
+        Column("call_fields", ListOf("string")),      # every tool.arg of the calls: the flag rates' units
+        Column("conversation", "string"),               # the unit of inference (conversation_of)
     )
     rates = ("auditor_failed", "baseline_exact")
     template = TEMPLATE

@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import pyarrow as pa
 from pydantic import Field
 
+from runner.core.columns import Column, ListOf, Struct
 from runner.core.errors import UserError
 from runner.core.jsonwalk import top_field
 from runner.core.types import Message, TrialSpec
@@ -95,32 +95,32 @@ class PropagationProbe(Probe):
     config: PropagationConfig
     all_conditions = CONDITIONS
     outcome_fields = (
-        pa.field("domain", pa.string()),
-        pa.field("injection", pa.string()),          # param.KIND | result.KIND | null (control)
-        pa.field("interceptor", pa.bool_()),         # the interceptor arm
-        pa.field("injected_detail", pa.string()),    # "field: before -> after (kind)"
-        pa.field("reached_s1", pa.bool_()),
-        pa.field("reached_s2", pa.bool_()),
-        pa.field("stage_reached", pa.int8()),        # 0 none, 1 entered a call, 2 executed unrejected, 3 wrong answer after S2
-        pa.field("rejected_by", pa.string()),        # tool_refused | recalled | flagged | interceptor
-        pa.field("correct", pa.bool_()),
-        pa.field("correct_by", pa.string()),         # how `correct` was decided: reference (expect values) or a judge
-        pa.field("wrong_answer", pa.bool_()),        # S3: not correct, and the interceptor did not abstain
-        pa.field("hallucinated", pa.bool_()),        # a confident answer that is wrong or fabricated
-        pa.field("declined", pa.bool_()),
-        pa.field("fabricated", pa.bool_()),
-        pa.field("fabrication_rules", pa.list_(pa.string())),
-        pa.field("tool_called", pa.bool_()),
-        pa.field("n_tool_calls", pa.int32()),
-        pa.field("n_tool_errors", pa.int32()),
-        pa.field("abstained", pa.bool_()),
-        pa.field("abstain_reason", pa.string()),
-        pa.field("interceptor_flags", pa.list_(pa.string())),
-        pa.field("finished", pa.bool_()),
-        pa.field("turns", pa.int32()),
-        pa.field("final_answer", pa.string()),
-        pa.field("judge_verdicts", pa.list_(pa.struct([pa.field("judge", pa.string()), pa.field("verdict", pa.bool_())]))),
-        pa.field("steps", pa.list_(STEP)),
+        Column("domain", "string"),
+        Column("injection", "string"),          # param.KIND | result.KIND | null (control)
+        Column("interceptor", "bool"),         # the interceptor arm
+        Column("injected_detail", "string"),    # "field: before -> after (kind)"
+        Column("reached_s1", "bool"),
+        Column("reached_s2", "bool"),
+        Column("stage_reached", "int8"),        # 0 none, 1 entered a call, 2 executed unrejected, 3 wrong answer after S2
+        Column("rejected_by", "string"),        # tool_refused | recalled | flagged | interceptor
+        Column("correct", "bool"),
+        Column("correct_by", "string"),         # how `correct` was decided: reference (expect values) or a judge
+        Column("wrong_answer", "bool"),        # S3: not correct, and the interceptor did not abstain
+        Column("hallucinated", "bool"),        # a confident answer that is wrong or fabricated
+        Column("declined", "bool"),
+        Column("fabricated", "bool"),
+        Column("fabrication_rules", ListOf("string")),
+        Column("tool_called", "bool"),
+        Column("n_tool_calls", "int32"),
+        Column("n_tool_errors", "int32"),
+        Column("abstained", "bool"),
+        Column("abstain_reason", "string"),
+        Column("interceptor_flags", ListOf("string")),
+        Column("finished", "bool"),
+        Column("turns", "int32"),
+        Column("final_answer", "string"),
+        Column("judge_verdicts", ListOf(Struct((Column("judge", "string"), Column("verdict", "bool"))))),
+        Column("steps", ListOf(STEP)),
         *GROUNDING_FIELDS,
     )
     rates = ("wrong_answer", "hallucinated", "fabricated", "tool_called", "abstained", "reached_s1", "reached_s2",

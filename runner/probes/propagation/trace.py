@@ -12,19 +12,19 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import pyarrow as pa
+from runner.core.columns import Column, Struct
 
-STEP = pa.struct([
-    pa.field("index", pa.int32()),       # the model turn this event belongs to (0-based)
-    pa.field("role", pa.string()),       # assistant | call | result | interceptor
-    pa.field("text", pa.string()),       # reply text, result body, or the interceptor's reason
-    pa.field("tool", pa.string()),
-    pa.field("call_id", pa.string()),
-    pa.field("arguments", pa.string()),  # raw argument string as executed (after any injection)
-    pa.field("ok", pa.bool_()),          # result: the tool succeeded
-    pa.field("code", pa.int32()),        # result: status code (200, 400, 404, 409, 422)
-    pa.field("injected", pa.string()),   # "field: before -> after (kind)" when this step was corrupted
-])
+STEP = Struct((
+    Column("index", "int32"),       # the model turn this event belongs to (0-based)
+    Column("role", "string"),       # assistant | call | result | interceptor
+    Column("text", "string"),       # reply text, result body, or the interceptor's reason
+    Column("tool", "string"),
+    Column("call_id", "string"),
+    Column("arguments", "string"),  # raw argument string as executed (after any injection)
+    Column("ok", "bool"),           # result: the tool succeeded
+    Column("code", "int32"),        # result: status code (200, 400, 404, 409, 422)
+    Column("injected", "string"),   # "field: before -> after (kind)" when this step was corrupted
+))
 
 
 @dataclass
