@@ -42,8 +42,8 @@ def _run_rows(run: Path) -> pl.DataFrame:
 
 
 def audit(
-    paths: list[Path] = typer.Argument(..., help="Trace files (JSON lines, as `trialgrid import traces` writes "
-                                       "them), or one audit directory to report again."),
+    paths: list[Path] = typer.Argument(None, help="Trace files (JSON lines, as `trialgrid import traces` writes "
+                                       "them), or one audit directory to report again.", show_default=False),
     out_dir: Path | None = typer.Option(None, "--out", "-o", help="The audit directory to write (fields.parquet)."),
     run: Path | None = typer.Option(None, "--run", help="A phantom run's output over the same traces: its "
                                     "auditor's verdicts go beside the baseline's."),
@@ -57,14 +57,26 @@ def audit(
     listings: Path | None = typer.Option(None, "--listings", metavar="DIR", help="Write the disagreements, by "
                                          "direction, as JSON lines here."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap intervals."),
+    listen: str | None = typer.Option(None, "--listen", metavar="[HOST:]PORT", help="Receive OTLP/HTTP traces "
+                                      "(POST /v1/traces, protobuf or JSON) and audit each call as it arrives, "
+                                      "into --out, until Ctrl-C. Loopback unless HOST says otherwise."),
+    token_env: str | None = typer.Option(None, "--token-env", metavar="VAR", help="With --listen: senders must "
+                                         "send the token in this environment variable as a bearer token "
+                                         "(required off loopback)."),
 ) -> None:
     """Audit traces for phantom arguments with the containment baseline — offline, nothing is sent — and report
     flag rates per tool argument (and agreement with an auditor run, and precision / recall where gold exists)."""
+    if listen is not None:
+        _listen(listen, token_env, out_dir, bool(paths) or run is not None or labels is not None)
+        return
     from runner.probes.phantom import audit as A
     from runner.probes.phantom.calibration import audit_views, read_labels, write_findings
     from runner.reporting.terminal import print_views
 
     try:
+        if not paths:
+            raise UserError("give trace files to audit (or one audit directory), or --listen PORT to receive them",
+                            hint="e.g. trialgrid audit traces/traces.jsonl --out audit/")
         if _is_audit_dir(paths):
             if run is not None or out_dir is not None:
                 raise UserError("an audit directory is reported as it is; --run and --out write a new one",
@@ -116,6 +128,35 @@ def audit(
         raise fail(exc) from None
     except OSError as exc:
         raise fail(UserError(exc.strerror or type(exc).__name__, file=exc.filename)) from None
+
+
+def _listen(listen: str, token_env: str | None, out_dir: Path | None, offline_flags: bool) -> None:
+    """``audit --listen``: the OTLP receiver (``runner.importers.traces.receiver``) until Ctrl-C."""
+    from runner.importers.traces.receiver import Listen, parse_listen, serve_receiver
+
+    try:
+        if offline_flags:
+            raise UserError("--listen receives traces; trace files, --run and --labels are for an audit of files",
+                            hint="audit what was received afterwards: trialgrid audit OUT/traces.jsonl --out DIR")
+        if out_dir is None:
+            raise UserError("--listen needs --out DIR: where the received calls and their findings are written",
+                            hint="e.g. trialgrid audit --listen 4318 --out live/")
+        token = None
+        if token_env is not None:
+            token = os.environ.get(token_env)
+            if not token:
+                raise UserError(f"--token-env {token_env}: the variable is not set, or empty")
+        host, port = parse_listen(listen)
+        state = serve_receiver(out_dir, Listen(host, port, token), started=note)
+    except UserError as exc:
+        raise fail(exc) from None
+    except OSError as exc:
+        if exc.filename:
+            raise fail(UserError(exc.strerror or type(exc).__name__, file=exc.filename)) from None
+        raise fail(UserError(f"cannot listen on {listen}: {exc.strerror or exc}", hint="is the port in use?")) from None
+    note(f"stopped: {state.requests:,} request(s), {state.calls:,} call(s) audited, {state.findings:,} finding(s) "
+         f"in {out_dir / 'findings.jsonl'}; the flag rates: trialgrid audit {out_dir / 'traces.jsonl'} "
+         f"--out {out_dir / 'report'}")
 
 
 def sample(

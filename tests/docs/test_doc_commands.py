@@ -31,6 +31,7 @@ NOT_RUN = (
     (r"-m pytest", "the test suite itself"),
     (r"--ray\b|^trialgrid (submit|status|logs)\b", "needs a Ray cluster (tests/cluster runs these paths)"),
     (r"^trialgrid (serve|view)\b", "serves until stopped (tests/providers and tests/viewer run it)"),
+    (r"^trialgrid audit --listen\b", "receives until stopped (tests/importers/test_receiver.py runs it)"),
     (r"--batch\b", "needs a batch server (tests/providers runs it against trialgrid serve)"),
     (r"(benchmarks|scripts)/\w+\.py", "a benchmark or script, minutes of work (test_docs.py runs each with --help)"),
     (r"^trialgrid import\b", "needs outside data (tests/importers runs each importer)"),

@@ -106,25 +106,29 @@ def _read_file(path: Path, label: str, fmt: str, sink: Sink, limit: int) -> None
         return
     handle = _record_reader(fmt, sink)
     for rec, value in records(path, limit):
-        sink.records += 1
-        where = Where(label, rec)
-        before_ok, before_bad = sink.imported + sum(sink.notes.values()), sum(sink.skipped.values())
-        if isinstance(value, BadRecord):
-            sink.bad(where, value)
-            sink.bad_records += 1
-            continue
-        try:
-            handle(value, where)
-        except BadRecord as exc:
-            sink.bad(where, exc)
-            sink.bad_records += 1
-            continue
-        except RecursionError:
-            sink.bad(where, BadRecord("nested too deeply", "the record nests too deeply to read"))
-            sink.bad_records += 1
-            continue
-        if sink.imported + sum(sink.notes.values()) == before_ok and sum(sink.skipped.values()) > before_bad:
-            sink.bad_records += 1  # every part of it was skipped
+        read_record(handle, sink, value, Where(label, rec))
+
+
+def read_record(handle: Callable[[Any, Where], None], sink: Sink, value: Any, where: Where) -> None:
+    """One record through its format's reader, counted: read, or bad (wholly, or every part of it skipped)."""
+    sink.records += 1
+    before_ok, before_bad = sink.imported + sum(sink.notes.values()), sum(sink.skipped.values())
+    if isinstance(value, BadRecord):
+        sink.bad(where, value)
+        sink.bad_records += 1
+        return
+    try:
+        handle(value, where)
+    except BadRecord as exc:
+        sink.bad(where, exc)
+        sink.bad_records += 1
+        return
+    except RecursionError:
+        sink.bad(where, BadRecord("nested too deeply", "the record nests too deeply to read"))
+        sink.bad_records += 1
+        return
+    if sink.imported + sum(sink.notes.values()) == before_ok and sum(sink.skipped.values()) > before_bad:
+        sink.bad_records += 1  # every part of it was skipped
 
 
 def import_traces(paths: list[Path], out: Path, *, fmt: str = "auto", force: bool = False,
@@ -182,4 +186,4 @@ def _nothing_imported(sink: Sink) -> str:
             + (f" ({'; '.join(why)})" if why else ""))
 
 
-__all__ = ["FORMATS", "ImportSummary", "detect", "import_traces"]
+__all__ = ["FORMATS", "ImportSummary", "detect", "import_traces", "read_record"]

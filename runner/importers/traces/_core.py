@@ -40,7 +40,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -271,10 +271,16 @@ def _slug(tool: str) -> str:
     return _SLUG_RE.sub("_", tool)[:40].strip("_") or "call"
 
 
+class Writable(Protocol):
+    """Where the ``Sink`` writes its lines: a binary file, or a receiver's list of a request's lines."""
+
+    def write(self, data: bytes, /) -> object: ...
+
+
 class Sink:
     """Receives every call the readers find: makes its trace record and id, writes it, counts and reports skips."""
 
-    def __init__(self, fh: IO[bytes] | None, incomplete_fh: IO[bytes] | None = None) -> None:
+    def __init__(self, fh: Writable | None, incomplete_fh: Writable | None = None) -> None:
         self.fh = fh
         self.incomplete_fh = incomplete_fh
         #: calls kept apart because the source cut their context short, by reason
@@ -286,8 +292,16 @@ class Sink:
         self.notes: Counter[str] = Counter()
         self.records = 0
         self.bad_records = 0
-        self._seen: set[int] = set()
-        self._order: deque[int] = deque()
+        self._seen: set[str] = set()
+        self._order: deque[str] = deque()
+
+    def remember(self, tid: str) -> None:
+        """``tid`` imported already (the last ``DEDUPE_WINDOW`` ids are kept): a record that repeats it is not
+        imported twice. A receiver that restarts remembers the ids its file holds."""
+        self._seen.add(tid)
+        self._order.append(tid)
+        if len(self._order) > DEDUPE_WINDOW:
+            self._seen.discard(self._order.popleft())
 
     @property
     def skipped(self) -> Counter[str]:
@@ -317,16 +331,12 @@ class Sink:
             self.bad(where, exc, what=f"call {index}")
             return False
         basis = "\x1f".join((fmt, *map(str, key)))
-        seen = hash(basis)
-        if seen in self._seen:
-            self.note("calls seen again (imported once)")
-            return False
-        self._seen.add(seen)
-        self._order.append(seen)
-        if len(self._order) > DEDUPE_WINDOW:
-            self._seen.discard(self._order.popleft())
         # 64 bits of hash: a collision among a billion calls has odds of about 1 in 40
         tid = f"{_slug(call.name)}-{hashlib.blake2b(basis.encode(), digest_size=8).hexdigest()}"
+        if tid in self._seen:
+            self.note("calls seen again (imported once)")
+            return False
+        self.remember(tid)
         record = {"id": tid, "context": context, "calls": [{"tool": call.name, "args": args}], "tools": tools,
                   "source": {"format": fmt, "file": where.file, "record": where.record, "trace_id": trace_id,
                              "span_id": span_id, "conversation_id": conversation_id, "call_id": call_id}}

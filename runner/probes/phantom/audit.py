@@ -227,7 +227,7 @@ def iter_traces(path: Path, summary: AuditSummary) -> Iterator[tuple[int, Trace]
             yield number, trace
 
 
-def _baseline_chunk(file_index: int, path: str, lines: list[tuple[int, bytes]],
+def baseline_chunk(file_index: int, path: str, lines: list[tuple[int, bytes]],
                     hide_results: bool) -> tuple[pa.RecordBatch, AuditSummary, list[tuple[str, int]]]:
     """The baseline's rows of one chunk of lines (run in a worker process), what it skipped, and (trace id,
     line) of each trace it audited, for the duplicate check."""
@@ -295,12 +295,12 @@ def _baseline_batches(paths: Sequence[Path], summary: AuditSummary, hide_results
     chunks = _chunks(paths, summary, _CHUNK_LINES)
     if workers <= 1:
         for file_index, path, lines in chunks:
-            yield keep(*_baseline_chunk(file_index, path, lines, hide_results), path)
+            yield keep(*baseline_chunk(file_index, path, lines, hide_results), path)
         return
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         pending: deque[tuple[Future[tuple[pa.RecordBatch, AuditSummary, list[tuple[str, int]]]], str]] = deque()
         for file_index, path, lines in chunks:
-            pending.append((pool.submit(_baseline_chunk, file_index, path, lines, hide_results), path))
+            pending.append((pool.submit(baseline_chunk, file_index, path, lines, hide_results), path))
             if len(pending) >= 2 * workers:
                 future, where = pending.popleft()
                 yield keep(*future.result(), where)
