@@ -100,9 +100,8 @@ class VendorBatches:
             else:
                 if response.status_code < 300:
                     return response
-                message, param, code = self.wire._error_fields_of(response.content)
-                error = classify_http(response.status_code, response.headers, self.wire.scrub(message), param=param,
-                                      code=code, where=f" ({what}, {method} {url})")
+                error = self.wire.http_error(response.status_code, response.headers, response.content,
+                                             f" ({what}, {method} {url})")
             failures += 1
             if not error.kind.retryable or failures >= self.policy.max_attempts:
                 raise error

@@ -236,9 +236,13 @@ def classify_http(
     param: str | None = None,
     code: str | None = None,
     where: str = "",
+    retry_after: float | None = None,
 ) -> ProviderError:
-    """The ``ProviderError`` for a non-2xx answer. ``message`` must already be scrubbed."""
+    """The ``ProviderError`` for a non-2xx answer. ``message`` must already be scrubbed; ``retry_after`` is a wait
+    the body asked for, used when no header names one."""
     wait = retry_after_s(headers)
+    if wait is None:
+        wait = retry_after
     text = f"HTTP {status}{where}: {message}" if message else f"HTTP {status}{where}"
     if status == 429:
         if code == "insufficient_quota" or "quota" in (code or ""):

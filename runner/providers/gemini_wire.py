@@ -25,6 +25,7 @@ The key (``api_key_env``, default ``GEMINI_API_KEY``) goes out as ``x-goog-api-k
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import quote
 
@@ -43,6 +44,8 @@ _CONFIG_NAMES = {"max_tokens": "maxOutputTokens", "max_output_tokens": "maxOutpu
 #: ``finishReason`` values of an answer the API stopped for what it says, not because the model finished
 BLOCKED = frozenset({"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION", "IMAGE_SAFETY"})
 _SEED_BITS = 0x7FFFFFFF  # generationConfig.seed is an int32
+#: a protobuf Duration in JSON: seconds, with up to nine decimals, then ``s``
+_DURATION_RE = re.compile(r"(\d{1,9}(?:\.\d{1,9})?)s")
 
 
 def _result(m: Message) -> dict[str, Any]:
@@ -146,3 +149,14 @@ class GeminiProvider(HttpProvider):
     def error_fields(self, data: Any) -> tuple[str, str | None, str | None]:
         error = data["error"]
         return str(error.get("message") or ""), None, error.get("status")
+
+    def retry_after_in(self, data: Any) -> float | None:
+        """Google's 429 says when to try again in its body, not in a header: a ``google.rpc.RetryInfo`` detail
+        whose ``retryDelay`` is a protobuf Duration (``"37s"``, ``"0.5s"``)."""
+        details = data["error"].get("details")
+        for detail in details if isinstance(details, list) else ():
+            if isinstance(detail, dict) and str(detail.get("@type", "")).endswith("google.rpc.RetryInfo"):
+                found = _DURATION_RE.fullmatch(str(detail.get("retryDelay", "")))
+                if found:
+                    return float(found.group(1))
+        return None

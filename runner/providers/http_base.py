@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -123,6 +123,11 @@ class HttpProvider:
         """(message, parameter, code) from an error body."""
         raise NotImplementedError
 
+    def retry_after_in(self, data: Any) -> float | None:
+        """The wait an error body asks for, for a vendor that says it there rather than in a ``Retry-After``
+        header (Google's ``RetryInfo``); None: the body says nothing of it."""
+        return None
+
     # -- one attempt
 
     def scrub(self, text: str) -> str:
@@ -148,9 +153,7 @@ class HttpProvider:
         note_rate_headers(response.headers)  # every answer's rate-limit headers pace the key (pacing.py)
         raw = scrub_bytes(response.content)  # an answer or error body echoing any key of the run: never kept
         if response.status_code >= 300:
-            message, param, code = self._error_fields_of(raw)
-            error = classify_http(response.status_code, response.headers, self.scrub(message), param=param, code=code,
-                                  where=self._where)
+            error = self.http_error(response.status_code, response.headers, raw, self._where)
             error.remedies = tuple(applied)
             raise error
         try:
@@ -178,12 +181,17 @@ class HttpProvider:
         header, sent with every request, is enough."""
         return {}
 
-    def _error_fields_of(self, raw: bytes) -> tuple[str, str | None, str | None]:
+    def http_error(self, status: int, headers: Mapping[str, str], raw: bytes, where: str) -> ProviderError:
+        """The classified error of a non-2xx answer whose body is ``raw``: what the body says (its message,
+        parameter, code, and a wait it asks for) read once, here, for every caller."""
         try:
-            return self.error_fields(json.loads(raw))
+            data = json.loads(raw)
+            message, param, code = self.error_fields(data)
+            wait = self.retry_after_in(data)
         except (ValueError, KeyError, TypeError, AttributeError):
-            text = raw[:300].decode("utf-8", "replace").strip()
-            return text, None, None
+            message, param, code, wait = raw[:300].decode("utf-8", "replace").strip(), None, None, None
+        return classify_http(status, headers, self.scrub(message), param=param, code=code, where=where,
+                             retry_after=wait)
 
     def _error(self, kind: ErrorKind, message: str, applied: list[str]) -> ProviderError:
         error = ProviderError(kind, self.scrub(message))

@@ -126,3 +126,31 @@ def test_a_safety_block_is_an_error_of_its_own_kind(answer: dict) -> None:  # ty
     with pytest.raises(ProviderError) as caught:
         decode_response(answer)
     assert caught.value.kind is ErrorKind.CONTENT_FILTER and not caught.value.kind.retryable
+
+
+def _quota_error(delay: str) -> dict:  # type: ignore[type-arg]
+    """A 429 as the Gemini API writes it: the wait in a RetryInfo detail, beside the quota that ran out."""
+    return {"error": {"code": 429, "message": "You exceeded your current quota, please check your plan.",
+                      "status": "RESOURCE_EXHAUSTED", "details": [
+                          {"@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                           "violations": [{"quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
+                                           "quotaId": "GenerateRequestsPerMinutePerProjectPerModel"}]},
+                          {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}]}}
+
+
+@pytest.mark.parametrize(("delay", "headers", "wait"), [
+    ("37s", {}, 37.0), ("0.5s", {}, 0.5), ("12s", {"Retry-After": "3"}, 3.0), ("soon", {}, None), ("-4s", {}, None),
+], ids=["body", "fraction", "header-first", "garbage", "negative"])
+def test_a_rate_limit_waits_as_long_as_the_body_asks(delay: str, headers: dict[str, str], wait: float | None,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.helpers.hostile import HostileServer
+
+    monkeypatch.setenv("GEMINI_TEST_KEY", KEY)
+    with HostileServer(lambda n, body: (429, headers, _quota_error(delay))) as server:
+        provider = GeminiProvider(Connection("gemini", server.base_url, "GEMINI_TEST_KEY"))
+        try:
+            with pytest.raises(ProviderError) as caught:
+                asyncio.run(provider.complete(ChatRequest("gemini-2.5-flash", (Message("user", "hi"),))))
+        finally:
+            asyncio.run(provider.aclose())
+    assert caught.value.kind is ErrorKind.RATE_LIMITED and caught.value.retry_after_s == wait
