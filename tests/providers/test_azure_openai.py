@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+import time
+import types
 from pathlib import Path
+from typing import ClassVar
 
 import httpx
 import pytest
 
 import runner
 from runner.config.sweep import load_sweep
-from runner.core.errors import ErrorKind, ProviderError
+from runner.core.errors import ErrorKind, ProviderError, UserError
 from runner.providers.azure_openai_wire import AzureOpenAIProvider
 from runner.providers.classify import classify_http
 from runner.providers.settings import Connection
@@ -99,8 +103,9 @@ def test_the_content_filter_is_an_error_kind_of_its_own() -> None:
     assert error.kind is ErrorKind.CONTENT_FILTER and not error.kind.retryable
 
 
-def test_an_answer_the_filter_cut_is_an_error_row_not_an_answer() -> None:
+def test_an_answer_the_filter_cut_is_an_error_row_not_an_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     """A 200 whose ``finish_reason`` is ``content_filter``: the text it kept is not the model's answer."""
+    monkeypatch.setenv("AZURE_OPENAI_AD_TOKEN", "entra-token-1")
     cut = chat_answer("Sure, h", usage={"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12})
     cut["choices"][0]["finish_reason"] = "content_filter"
     with HostileServer(lambda n, body: (200, {}, cut)) as server:
@@ -130,3 +135,90 @@ def test_a_sweep_names_what_azure_needs(monkeypatch: pytest.MonkeyPatch) -> None
         ModelConfig(name="a", provider="openai", model="gpt-4o", api_key_env=None, api_version=VERSION)
     m = ModelConfig(name="a", provider="azure-openai", model="gpt-4o", base_url="https://r.openai.azure.com")
     assert m.api_key_env == "AZURE_OPENAI_API_KEY"
+
+
+class _Token:
+    def __init__(self, token: str, expires_on: float) -> None:
+        self.token, self.expires_on = token, expires_on
+
+
+class _Credential:
+    """``azure.identity.DefaultAzureCredential`` as the provider uses it: ``get_token(scope)``, counted."""
+
+    scopes: ClassVar[list[str]] = []
+    life_s = 3600.0
+    fail: Exception | None = None
+
+    def get_token(self, scope: str) -> _Token:
+        if _Credential.fail is not None:
+            raise _Credential.fail
+        _Credential.scopes.append(scope)
+        return _Token(f"entra-{len(_Credential.scopes)}", time.time() + _Credential.life_s)
+
+
+@pytest.fixture
+def identity(monkeypatch: pytest.MonkeyPatch) -> type[_Credential]:
+    """An ``azure.identity`` module whose ``DefaultAzureCredential`` is ``_Credential`` (no Entra tenant here)."""
+    module = types.ModuleType("azure.identity")
+    module.DefaultAzureCredential = _Credential  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "azure.identity", module)
+    monkeypatch.delenv("AZURE_OPENAI_AD_TOKEN", raising=False)
+    _Credential.scopes, _Credential.life_s, _Credential.fail = [], 3600.0, None
+    return _Credential
+
+
+def _sent_headers(requests: int) -> list[dict[str, str]]:
+    """The headers of ``requests`` requests of an Entra-signed provider (``api_key_env: null``)."""
+    record: list[tuple[dict[str, str], bytes]] = []
+    with HostileServer(lambda n, body: (200, {}, chat_answer()), record) as server:
+        async def go() -> None:
+            provider = AzureOpenAIProvider(Connection("azure-openai", f"http://127.0.0.1:{server.port}", None))
+            try:
+                for seed in range(requests):
+                    await provider.complete(ask("typical", seed))
+            finally:
+                await provider.aclose()
+
+        asyncio.run(go())
+    return [{k.lower(): v for k, v in headers.items()} for headers, _ in record]
+
+
+def test_entra_id_token_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AZURE_OPENAI_AD_TOKEN", "eyJ0eXAi.entra.token")
+    for headers in _sent_headers(2):
+        assert headers["authorization"] == "Bearer eyJ0eXAi.entra.token" and "api-key" not in headers
+
+
+def test_entra_id_token_from_azure_identity_is_fetched_again_before_it_expires(identity: type[_Credential]) -> None:
+    assert [h["authorization"] for h in _sent_headers(3)] == ["Bearer entra-1"] * 3  # one token, cached
+    assert identity.scopes == ["https://cognitiveservices.azure.com/.default"]
+    identity.life_s = 60.0  # under five minutes left: every request fetches again
+    assert [h["authorization"] for h in _sent_headers(2)] == ["Bearer entra-2", "Bearer entra-3"]
+
+
+def test_entra_id_sign_in_that_fails_is_one_fatal_line(identity: type[_Credential]) -> None:
+    identity.fail = RuntimeError("DefaultAzureCredential failed to retrieve a token from the included credentials.")
+    with HostileServer(lambda n, body: (200, {}, chat_answer())) as server:
+        async def go() -> ProviderError:
+            provider = AzureOpenAIProvider(Connection("azure-openai", f"http://127.0.0.1:{server.port}", None))
+            try:
+                with pytest.raises(ProviderError) as caught:
+                    await provider.complete(ask("typical", 1))
+                return caught.value
+            finally:
+                await provider.aclose()
+
+        error = asyncio.run(go())
+        assert server.requests == 0
+    assert error.kind is ErrorKind.FATAL and "Entra ID" in str(error) and "az login" in str(error)
+
+
+def test_entra_id_without_a_token_or_azure_identity_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AZURE_OPENAI_AD_TOKEN", raising=False)
+    monkeypatch.setitem(sys.modules, "azure.identity", None)  # not installed
+    connection = Connection("azure-openai", "https://r.openai.azure.com", None)
+    with pytest.raises(UserError, match="Entra ID") as caught:
+        AzureOpenAIProvider(connection)
+    assert "trialgrid[azure]" in (caught.value.hint or "")
+    assert "AZURE_OPENAI_AD_TOKEN" in (AzureOpenAIProvider.check_offline(connection) or "")
+    assert AzureOpenAIProvider.check_offline(Connection("azure-openai", "https://r.openai.azure.com", "K")) is None
