@@ -67,7 +67,7 @@ _SSE = "text/event-stream; charset=utf-8"
 #: the fault a non-streamed request meets for each stream fault, and the other way round
 _UNSTREAMED = {"disconnect": "truncated", "stall": "slow", "bad_chunk": "malformed"}
 _STREAMED = {"truncated": "disconnect", "malformed": "bad_chunk"}
-_SENT = "trialgrid.sent"  # request key: the server's clock when the answer went out whole
+_SENT = web.RequestKey("trialgrid.sent", float)  # the server's clock when the answer went out whole
 
 
 def request_digest(raw: bytes, headers: Mapping[str, str]) -> str:
