@@ -106,6 +106,9 @@ class Probe(ABC):
     outcome_fields: ClassVar[tuple[Column, ...]]
     #: boolean outcome columns the report shows as rates; the first is the headline
     rates: ClassVar[tuple[str, ...]]
+    #: rates whose ``true`` is the behaviour wanted (called the right tool, asked for what was missing, passed):
+    #: the viewer colours each flag by what it means, not by its value
+    good_rates: ClassVar[tuple[str, ...]] = ()
     #: the comparisons the report tests, cluster by cluster
     contrasts: ClassVar[tuple[Contrast, ...]] = ()
     #: rates about what the model sent (empty replies, broken calls, calls read from text, the grounding of its

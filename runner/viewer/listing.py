@@ -132,7 +132,7 @@ def columns(snap: Snapshot) -> dict[str, Any]:
 
 def _columns(snap: Snapshot) -> dict[str, Any]:
     if snap.frame is None:
-        return {"common": [], "outcomes": []}
+        return {"common": [], "outcomes": [], "good_rates": []}
     schema = snap.schema
     outcome_names = [c for c in schema.names() if c not in COMMON and c not in CALL_COLUMNS]
 
@@ -160,7 +160,7 @@ def _columns(snap: Snapshot) -> dict[str, Any]:
             if len(found) > _DISTINCT_MAX:
                 break  # too many to list: filtered by typing
         values[c] = [] if found is None else found.sort().to_list()
-    out: dict[str, list[dict[str, Any]]] = {"common": [], "outcomes": []}
+    out: dict[str, list[Any]] = {"common": [], "outcomes": [], "good_rates": snap.good_rates()}
     for c in wanted:
         entry: dict[str, Any] = {"name": c, "kind": kind(schema[c])}
         if c in values and len(values[c]) <= _DISTINCT_MAX:
@@ -212,7 +212,7 @@ def page(snap: Snapshot, query: Query, counted: bool = True) -> dict[str, Any]:
     stops reading once it has its rows (a slice of the filtered scan); the count reads every row the filters
     touch, so the page asks for it apart (``counted``) and shows its rows first."""
     if snap.frame is None:
-        return {"total": 0, "offset": query.offset, "rows": [], "outcomes": []}
+        return {"total": 0, "offset": query.offset, "rows": [], "outcomes": [], "good_rates": []}
     frame = _filtered(snap, query)
     outcomes = snap.outcomes()
     cols = list_columns(snap)
@@ -228,7 +228,7 @@ def page(snap: Snapshot, query: Query, counted: bool = True) -> dict[str, Any]:
     else:
         rows = frame.slice(query.offset, query.limit).select(selected).collect()
     return {"total": count(snap, query) if counted else None, "offset": query.offset, "outcomes": outcomes,
-            "rows": [plain(r) for r in rows.iter_rows(named=True)]}
+            "good_rates": snap.good_rates(), "rows": [plain(r) for r in rows.iter_rows(named=True)]}
 
 
 def count(snap: Snapshot, query: Query) -> int:

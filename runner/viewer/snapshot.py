@@ -127,6 +127,15 @@ class Snapshot:
         """The probes' outcome columns: every column but the common ones and the recorded calls."""
         return [c for c in self.schema.names() if c not in COMMON and c not in CALL_COLUMNS]
 
+    def good_rates(self) -> list[str]:
+        """The outcome columns whose ``true`` is wanted, as the run's probes declare them (``Probe.good_rates``):
+        the pages colour a flag by what it means."""
+        from runner.probes import PROBES
+
+        kinds = {p.kind for p in self.output.manifest.probes.values()} if self.output is not None else set()
+        good = {r for kind in kinds if kind in PROBES for r in PROBES[kind].good_rates}
+        return [c for c in self.outcomes() if c in good]
+
     def windows(self) -> list[pl.LazyFrame]:
         """Every trial as consecutive windows of rows (``runner.analysis.windows``: a finished output whose parts
         prove each trial is one row), else whole. A query over every trial runs window by window: polars keeps

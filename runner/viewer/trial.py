@@ -157,7 +157,7 @@ def detail(snap: Snapshot, row: dict[str, Any]) -> dict[str, Any]:
     calls = row_calls(row, snap.blobs())
     columns = {k: plain(v) for k, v in row.items() if k not in CALL_COLUMNS}
     kind = _kind(snap, str(row.get("probe")))
-    return {"row": columns, "outcomes": snap.outcomes(), "kind": kind,
+    return {"row": columns, "outcomes": snap.outcomes(), "good_rates": snap.good_rates(), "kind": kind,
             "why": _why(kind, columns, snap.outcomes()), "cost_usd": _cost(snap, row),
             "case": _case(snap, str(row.get("probe")), str(row.get("case_id"))),
             "calls": None if calls is None else [plain(_call_json(c)) for c in calls]}

@@ -147,6 +147,7 @@ class MisselectionProbe(Probe):
     rates = ("decoy_called", "expected_called", "expected_grounded", "all_args_grounded", "asked", "empty_reply", "unparsable_call", "unknown_tool",
              "calls_from_text")
     reply_rates = ("empty_reply", "unparsable_call", "unknown_tool", "calls_from_text", "expected_grounded", "all_args_grounded")
+    good_rates = ("expected_called", "expected_grounded", "all_args_grounded", "asked")
     template = TEMPLATE
     contrasts = (
         Contrast(label="decoy", outcome="decoy_called",

@@ -504,6 +504,7 @@ class NegativeProbe(Probe):
     rates = ("passed", "action_ok", "invented", "invented_forbidden", "all_args_grounded", "inferred", "illegal_call", "unparsable_call", "empty_reply",
              "calls_from_text", "tripwire", "bfcl_passed")
     reply_rates = ("unparsable_call", "empty_reply", "calls_from_text", "invented_forbidden", "all_args_grounded")
+    good_rates = ("passed", "action_ok", "all_args_grounded", "bfcl_passed", "asked")
     template = TEMPLATE
     # no contrasts: each case is in one condition only, so a within-case comparison of
     # the two kinds does not exist (the report still shows them side by side)

@@ -240,6 +240,7 @@ class PhantomProbe(Probe):
         Column("conversation", "string"),               # the unit of inference (conversation_of)
     )
     rates = ("auditor_failed", "baseline_exact")
+    good_rates = ("baseline_exact",)
     template = TEMPLATE
 
     def __init__(self, config: PhantomConfig, base_dir: Path, locate: Callable[[str, str], UserError]) -> None:

@@ -126,6 +126,7 @@ class PropagationProbe(Probe):
     rates = ("wrong_answer", "hallucinated", "fabricated", "tool_called", "abstained", "reached_s1", "reached_s2",
              "all_args_grounded")
     reply_rates = ("all_args_grounded",)
+    good_rates = ("all_args_grounded", "correct", "finished")
     # every intercepted arm against its own control; arms a sweep did not run are skipped by the analysis
     contrasts = tuple(Contrast(label=f"{a} − {b}", outcome="hallucinated", arm_a=(a,), arm_b=(b,))
                       for a, b in _interceptor_pairs(CONDITIONS))

@@ -29,6 +29,19 @@ function show(value) {
   if (typeof value === "object") return JSON.stringify(value);
   return String(value);
 }
+// a flag coloured by what it means, as its probe declares (good_rates): red the unwanted value, green the wanted
+function meaning(good, column, value) {
+  if (typeof value !== "boolean") return undefined;
+  return good.includes(column) ? (value ? "good" : "hit") : (value ? "hit" : undefined);
+}
+const LEGEND = "red: what the probe counts against the model (decoy_called true, expected_called false); " +
+               "green: what it wants (expected_called true)";
+let keyHandler = null;              // the list's keyboard (j / k / Enter), replaced with each view
+function onKeys(handler) {
+  if (keyHandler) document.removeEventListener("keydown", keyHandler);
+  keyHandler = handler;
+  if (handler) document.addEventListener("keydown", handler);
+}
 function pretty(args) {            // a tool call's arguments, pretty-printed when they parse
   try { return JSON.stringify(JSON.parse(args), null, 2); } catch (e) { return args; }
 }
@@ -115,7 +128,8 @@ function offline(path, params) {
   if (parts.length === 3 && parts[2] === "count") return { total: list.length };
   if (parts.length === 3) {
     const offset = Number(params.get("offset") || 0), limit = Number(params.get("limit") || 50);
-    return { total: list.length, offset, outcomes, rows: list.slice(offset, offset + limit).map(snippet) };
+    return { total: list.length, offset, outcomes, good_rates: run.columns.good_rates || [],
+             rows: list.slice(offset, offset + limit).map(snippet) };
   }
   const detail = run.details[parts[3]];
   if (!detail) throw new Error("no such trial");
@@ -194,7 +208,12 @@ async function listView(run, params) {
   const count = el("span", { id: "count" });
   const table = el("table", { class: "trials" });
   const pager = el("div", { class: "pager" });
-  main.replaceChildren(heading, filters, also, el("div", {}, count, " trials"), pager, table);
+  // every filter, search and excluded value dropped at once; the sort and page size stay
+  const filtered = [...params].some(([k]) => /^[fznx]\./.test(k) || k === "q");
+  const kept = new URLSearchParams([...params].filter(([k]) => k === "sort" || k === "desc" || k === "limit"));
+  const reset = filtered ? el("a", { href: route(["run", run], kept), id: "clear-filters" }, "clear filters") : "";
+  main.replaceChildren(heading, filters, also, el("div", {}, count, " trials ", reset), pager, table,
+                       el("p", { class: "muted legend" }, LEGEND, " · j / k to move, Enter to open"));
   const draw = async () => {
     // the rows first (a slice: the server stops reading once it has them), the count beside them
     const counting = api(`runs/${run}/count`, params);
@@ -203,7 +222,11 @@ async function listView(run, params) {
     if (!count.textContent) count.textContent = "…";
     // the flags as columns; lists and labels (catalogue orders, evidence) are in each trial's detail
     const flags = page.outcomes.filter(o => page.rows.every(r => r[o] === null || typeof r[o] === "boolean"));
-    const columns = ["trial_id", "model", "case_id", "condition", "run", "status", "error_kind", ...flags, "response_text"];
+    // which tools the model called, where the probe records it (the flags say what that meant)
+    const called = page.outcomes.filter(o => o === "tools_called");
+    const columns = ["trial_id", "model", "case_id", "condition", "run", ...called, "status", "error_kind", ...flags,
+                     "response_text"];
+    const good = page.good_rates || [];
     const sort = params.get("sort"), desc = params.get("desc") === "1";
     const header = el("tr", {}, columns.map(c => el("th", { class: "sortable", title: "sort by " + c, onclick: () => {
       const next = new URLSearchParams(params);
@@ -213,11 +236,27 @@ async function listView(run, params) {
     } }, c + (sort === c ? (desc ? " ▼" : " ▲") : ""))));
     const rows = page.rows.map((r, i) => {
       const detail = new URLSearchParams(listParams(params)); detail.set("pos", String(page.offset + i));
-      return el("tr", { class: "trial", "data-trial": r.trial_id,
-                        onclick: () => { location.hash = route(["run", run, "trial", r.trial_id], detail); } },
-        columns.map(c => el("td", { class: r[c] === true ? "yes" : undefined }, show(r[c]))));
+      const href = route(["run", run, "trial", r.trial_id], detail);
+      // the id is a real link (a new tab, a copied address); the rest of the row opens the trial too
+      return el("tr", { class: "trial", "data-trial": r.trial_id, "data-href": href,
+                        onclick: e => { if (!e.target.closest("a")) location.hash = href; } },
+        columns.map(c => el("td", { class: meaning(good, c, r[c]) },
+                            c === "trial_id" ? el("a", { href }, r.trial_id) : show(r[c]))));
     });
     table.replaceChildren(header, ...rows);
+    let at = -1;
+    const select = i => {
+      if (!rows.length) return;
+      at = Math.max(0, Math.min(rows.length - 1, i));
+      rows.forEach((row, j) => row.classList.toggle("selected", j === at));
+      rows[at].scrollIntoView({ block: "nearest" });
+    };
+    onKeys(e => {
+      if (e.target.closest("input, select, textarea") || e.altKey || e.ctrlKey || e.metaKey) return;
+      if (e.key === "j") select(at + 1);
+      else if (e.key === "k") select(at - 1);
+      else if (e.key === "Enter" && at >= 0) location.hash = rows[at].dataset.href;
+    });
     const limit = Number(params.get("limit") || 50), offset = page.offset;
     const to = off => { const next = new URLSearchParams(params); next.set("offset", String(off)); return route(["run", run], next); };
     const total = (await counting).total;
@@ -277,9 +316,9 @@ function callView(call, i) {
             + (resp.cached ? " · cached" : "") + (resp.remedies.length ? " · remedies " + resp.remedies.join(", ") : ""))),
           el("pre", { "data-field": "reply" }, resp.text), resp.tool_calls.map(toolCall))));
 }
-function fieldTable(row, names, cls) {
+function fieldTable(row, names, cls, good = []) {
   return el("table", { class: cls }, names.filter(n => n in row).map(n =>
-    el("tr", {}, el("th", {}, n), el("td", { "data-column": n, class: row[n] === true ? "yes" : undefined }, show(row[n])))));
+    el("tr", {}, el("th", {}, n), el("td", { "data-column": n, class: meaning(good, n, row[n]) }, show(row[n])))));
 }
 function whyView(why) {           // the verdict's reasons: what fired, what it means, the evidence recorded
   if (!why) return "";
@@ -315,16 +354,20 @@ async function trialView(run, trialId, params) {
       around.next ? el("a", { href: step(around.next, around.pos + 1), id: "next" }, "next ›") : el("span", { class: "muted" }, "last"),
       el("a", { href: route(["run", run, "compare"], compare), id: "compare" }, "compare models on this case")),
     el("h2", {}, `${row.model} · ${row.probe} · ${row.case_id} · ${row.condition} · run ${row.run}`),
-    el("h3", {}, "Verdict"), whyView(data.why), fieldTable(row, data.outcomes, "verdict"),
-    el("h3", {}, "Trial"), fieldTable({ ...row, cost_usd: data.cost_usd === null ? null : "$" + data.cost_usd.toFixed(6) },
-      ["trial_id", "status", "error_kind", "error", "seed", "attempts", "cache_hits", "latency_ms", "input_tokens",
-       "output_tokens", "cost_usd", "remedies", "provider", "model_id", "finished_at"], "facts"),
-    el("h3", {}, "The case as the run used it"), caseView(data.case),
-    el("h3", {}, "Exchange"),
-    data.calls === null
-      ? el("div", { class: "transcript" }, el("p", { class: "muted" }, "this output records no calls (format 1); the reply:"),
-          el("pre", { "data-field": "reply" }, row.response_text))
-      : el("div", { class: "transcript" }, data.calls.map(callView)));
+    // the exchange first, the verdict beside it; what the trial was made of folded below
+    el("div", { class: "trial-body" },
+      el("div", {}, el("h3", {}, "Exchange"),
+        data.calls === null
+          ? el("div", { class: "transcript" }, el("p", { class: "muted" }, "this output records no calls; the reply:"),
+              el("pre", { "data-field": "reply" }, row.response_text))
+          : el("div", { class: "transcript" }, data.calls.map(callView))),
+      el("aside", { class: "verdict-side" }, el("h3", {}, "Verdict"), whyView(data.why),
+        fieldTable(row, data.outcomes, "verdict", data.good_rates || []), el("p", { class: "muted legend" }, LEGEND))),
+    el("details", { id: "facts" }, el("summary", {}, "Trial: status, seed, attempts, tokens, cost"),
+      fieldTable({ ...row, cost_usd: data.cost_usd === null ? null : "$" + data.cost_usd.toFixed(6) },
+        ["trial_id", "status", "error_kind", "error", "seed", "attempts", "cache_hits", "latency_ms", "input_tokens",
+         "output_tokens", "cost_usd", "remedies", "provider", "model_id", "finished_at"], "facts")),
+    el("details", { id: "case-record" }, el("summary", {}, "The case as the run used it"), caseView(data.case)));
 }
 
 // -- the numbers behind the report, each leading to its trials ------------------------------------------------
@@ -397,6 +440,7 @@ async function compareView(run, params) {
 // -- routing --------------------------------------------------------------------------------------------------
 async function render() {
   clearTimeout(pollTimer);
+  onKeys(null);
   const { parts, params } = here();
   setStatus("");
   try {

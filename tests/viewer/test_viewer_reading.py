@@ -1,0 +1,101 @@
+"""`trialgrid view` as a reading tool, in headless Chromium: the exchange first, rows that are links and answer
+the keyboard, one way to drop every filter, and flags coloured by what they mean (as each probe declares it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runner.output import Output
+from runner.probes import PROBES
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def url(quick_out: Path, serve: Any) -> Iterator[str]:
+    with serve([quick_out]) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def rows(quick_out: Path) -> list[dict[str, Any]]:
+    return Output.open(quick_out).scan().collect().to_dicts()
+
+
+def test_a_trial_page_opens_on_the_exchange_with_the_verdict_beside_it(tab: Any, url: str) -> None:
+    tab.page.set_viewport_size({"width": 1400, "height": 900})
+    tab.goto(url + "#/run/0")
+    tab.click("tr.trial")
+    exchange = tab.page.locator(".transcript").bounding_box()
+    verdict = tab.page.locator(".verdict-side").bounding_box()
+    assert exchange["y"] < 400  # on the first screen, under the header and the title
+    assert verdict["x"] > exchange["x"] + exchange["width"] - 1 and abs(verdict["y"] - exchange["y"]) < 60
+    # what the trial was made of is folded below, still in the page
+    assert tab.page.locator("details#facts").get_attribute("open") is None
+    assert tab.page.locator("details#facts").bounding_box()["y"] > exchange["y"]
+    assert tab.text(".facts [data-column=trial_id]")
+    assert tab.errors == []
+
+
+def test_rows_are_links_and_answer_the_keyboard(tab: Any, url: str, rows: list[dict[str, Any]]) -> None:
+    tab.goto(url + "#/run/0?sort=trial_id")
+    ids = sorted(r["trial_id"] for r in rows)[:3]
+    links = tab.page.eval_on_selector_all("tr.trial td:first-child a", "els => els.map(e => e.getAttribute('href'))")
+    assert len(links) == 50 and all(f"/trial/{i}" in h for h, i in zip(links, ids, strict=False))
+    # a new tab opened from the link shows that trial
+    other = tab.page.context.new_page()
+    other.goto(url + links[1])
+    other.wait_for_function("document.body.dataset.ready === location.hash")
+    assert other.text_content(".facts [data-column=trial_id]") == ids[1]
+    other.close()
+    # j, j, k, j, Enter: the second row
+    for key in ("j", "j", "k", "j"):
+        tab.page.keyboard.press(key)
+    assert tab.page.get_attribute("tr.trial.selected", "data-trial") == ids[1]
+    tab.page.keyboard.press("Enter")
+    tab.ready()
+    assert tab.text(".facts [data-column=trial_id]") == ids[1]
+    assert tab.errors == []
+
+
+def test_clear_filters_drops_every_filter_and_keeps_the_sort(tab: Any, url: str, rows: list[dict[str, Any]]) -> None:
+    tab.goto(url + "#/run/0")
+    assert tab.page.locator("#clear-filters").count() == 0  # nothing to clear
+    tab.goto(url + "#/run/0?f.model=sim-reckless&f.decoy_called=true&q=order&x.condition=x&sort=run&desc=1")
+    assert int(tab.text("#count")) < len(rows)
+    tab.click("#clear-filters")
+    assert int(tab.text("#count")) == len(rows)
+    query = tab.page.url.split("?", 1)[1] if "?" in tab.page.url else ""
+    assert sorted(query.split("&")) == ["desc=1", "sort=run"]
+    assert tab.errors == []
+
+
+def test_flags_are_coloured_by_what_they_mean_and_headers_do_not_break(tab: Any, url: str,
+                                                                        rows: list[dict[str, Any]]) -> None:
+    good = set(PROBES["misselection"].good_rates)
+    assert {"expected_called", "asked"} <= good and "decoy_called" not in good
+    tab.goto(url + "#/run/0?f.decoy_called=true")
+    first = tab.page.get_attribute("tr.trial", "data-trial")
+    row = next(r for r in rows if r["trial_id"] == first)
+    header = tab.texts("table.trials th")
+    cells = dict(zip(header, tab.page.eval_on_selector("tr.trial", "e => [...e.children].map(c => c.className)"),
+                     strict=True))
+    assert cells["decoy_called"] == "hit"  # true, and unwanted: red
+    assert cells["expected_called"] == ("good" if row["expected_called"] else "hit")  # false is the failure here
+    assert "tools_called" in header  # which tools the model called, in the row
+    assert tab.page.eval_on_selector("table.trials th", "e => getComputedStyle(e).whiteSpace") == "nowrap"
+    assert "red:" in tab.text(".legend")
+    tab.click("tr.trial")
+    assert tab.page.get_attribute(".verdict [data-column=decoy_called]", "class") == "hit"
+    assert tab.errors == []
+
+
+@pytest.mark.parametrize("kind", sorted(PROBES))
+def test_every_good_rate_is_a_flag_of_its_probe(kind: str) -> None:
+    probe = PROBES[kind]
+    flags = {c.name for c in probe.outcome_fields if c.type == "bool"}
+    assert set(probe.good_rates) <= flags
