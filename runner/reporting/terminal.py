@@ -29,6 +29,7 @@ import polars as pl
 from rich.console import Console
 from rich.text import Text
 
+from runner.analysis.advice import width_advice
 from runner.analysis.cells import ProbeAnalysis, firing_event, interval_name, with_interval
 from runner.analysis.completeness import incomplete_lines
 from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary, needs_run_label, summarize
@@ -250,6 +251,9 @@ def print_summary(summary: Summary, console: Console | None = None, *, details: 
         emit(console, grid, width)
     if summary.models["cost_usd"].drop_nulls().len():
         emit(console, _cost_grid(summary), width)
+    advice = width_advice(summary.conditions)  # intervals too wide to read: what would narrow them
+    if advice is not None:
+        say(console, advice, width, "yellow")
     methods: set[str] = set()
     if details:
         for run in summary.runs:
