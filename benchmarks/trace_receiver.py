@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -39,17 +40,26 @@ ROOT = Path(__file__).resolve().parents[1]
 _URL = re.compile(r"http://127\.0\.0\.1:\d+/v1/traces")
 
 
-def _bodies(src: Path, protobuf: bool) -> list[bytes]:
-    lines = src.read_bytes().splitlines()
-    if not protobuf:
-        return lines
-    from google.protobuf.json_format import Parse
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+def _bodies(src: Path, protobuf: bool) -> Iterator[bytes]:
+    """The export requests, one at a time (the driver holds one, not the gigabytes of a million calls)."""
+    if protobuf:
+        from google.protobuf.json_format import Parse
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    with src.open("rb") as fh:
+        for line in fh:
+            yield Parse(line, ExportTraceServiceRequest()).SerializeToString() if protobuf else line
 
-    return [Parse(line, ExportTraceServiceRequest()).SerializeToString() for line in lines]
+
+def _peak_rss_mib(pid: int) -> float:
+    """The process's own high-water mark (``VmHWM``): ``wait4``'s ``ru_maxrss`` of a child starts at its
+    parent's, so it would report the driver's peak instead."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
-def receive(bodies: list[bytes], out: Path, protobuf: bool) -> dict[str, float]:
+def receive(bodies: Iterator[bytes], out: Path, protobuf: bool) -> dict[str, float]:
     """POST ``bodies`` to a fresh receiver writing ``out``; wall and CPU seconds, peak RSS (MiB), its checkpoint."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     proc = subprocess.Popen([sys.executable, "-m", "runner", "audit", "--listen", "0", "--out", str(out)], env=env,
@@ -70,12 +80,13 @@ def receive(bodies: list[bytes], out: Path, protobuf: bool) -> dict[str, float]:
             if answer.status_code != 200:
                 raise SystemExit(f"the receiver answered {answer.status_code}: {answer.text[:300]}")
     wall = time.perf_counter() - start
+    rss = _peak_rss_mib(proc.pid)
     proc.send_signal(signal.SIGINT)
     _, status, usage = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status):
         raise SystemExit(f"the receiver failed: {proc.stdout.read()}")
     state = json.loads((out / "listen.json").read_text())
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024,
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": rss, "requests": state["requests"],
             "calls": state["calls"], "findings": state["findings"],
             "bytes": sum(p.stat().st_size for p in out.iterdir())}
 
@@ -89,16 +100,16 @@ def main() -> None:
         for n in args.calls:
             src = Path(tmp) / f"spans-{n}.otlp.jsonl"
             generate(src, n)
-            bodies = _bodies(src, args.protobuf)
             out = Path(tmp) / f"live-{n}"
-            r = receive(bodies, out, args.protobuf)
-            print(f"{n:>9,} calls, {len(bodies):,} requests ({'protobuf' if args.protobuf else 'JSON'}): "
+            r = receive(_bodies(src, args.protobuf), out, args.protobuf)
+            print(f"{n:>9,} calls, {r['requests']:,} requests ({'protobuf' if args.protobuf else 'JSON'}): "
                   f"{n / r['wall']:>6,.0f} calls/s [{n / r['cpu']:>6,.0f} per CPU-second of the receiver; "
                   f"{r['cpu'] / n * 1e6:.0f} µs a call]  peak RSS {r['rss']:,.0f} MiB  wrote {r['bytes'] / 2**20:,.0f} "
                   f"MiB  {r['findings']:,} findings  load {os.getloadavg()[0]:.1f}", flush=True)
             if r["calls"] != n:
                 raise SystemExit(f"the receiver audited {r['calls']:,} calls of {n:,}")
             shutil.rmtree(out)
+            src.unlink()
 
 
 if __name__ == "__main__":
