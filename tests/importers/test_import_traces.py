@@ -239,6 +239,22 @@ def test_execute_tool_spans_add_only_the_calls_no_model_span_holds(tmp_path: Pat
     assert baseline_fields(by_call["extra"], False) == []  # ORD-7713 is in the lookup's result
 
 
+def test_execute_tool_spans_written_before_their_model_span_are_imported_once(tmp_path: Path) -> None:
+    """Another instrumentation's scope listed first (a framework's execute_tool spans before the client's chat
+    span): the call the model span holds is imported once, from it, with its context."""
+    t = BUNDLED[2]
+    tools = {"scope": {"name": "agent-framework"}, "spans": [
+        _tool_span(1, 90, f"{t.id}-c0", t.calls[0].tool, t.calls[0].args),
+        _tool_span(1, 91, "extra", "notify", {"order_id": "ORD-7713"})]}
+    chat = {"scope": {"name": "openai-client"}, "spans": [genai_span(t, 0)]}
+    doc = {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [tools, chat]}]}
+    summary = import_traces([_write(tmp_path / "doc.jsonl", [doc])], tmp_path / "out")
+    assert summary.imported == 2
+    assert summary.notes["execute_tool spans of calls read from their model span (imported once)"] == 1
+    by_call = {x.source.call_id: x for x in _imported(tmp_path / "out") if x.source}
+    assert by_call[f"{t.id}-c0"].context.system and by_call["extra"].context == by_call[f"{t.id}-c0"].context
+
+
 def test_langfuse_api_pages_and_base64_ids(tmp_path: Path) -> None:
     import base64
 

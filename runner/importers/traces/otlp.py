@@ -213,6 +213,8 @@ class _Reader:
         #: its model spans made that no tool span has matched yet
         self.traces: OrderedDict[str, tuple[dict[str, Any], str | None, dict[str, int]]] = OrderedDict()
         self._tools: dict[str, list[dict[str, Any]] | None] = {}
+        #: while a record is read: its execute_tool spans that came before any model span of their trace
+        self._waiting: list[tuple[dict[str, Any], Where, str | None, str | None, str | None, int]] | None = None
 
     def tools(self, raw: Any) -> list[dict[str, Any]] | None:
         """``gen_ai.tool.definitions``, read once per distinct string (every span of a service repeats it)."""
@@ -235,15 +237,23 @@ class _Reader:
         if not isinstance(groups, list):
             raise BadRecord("wrong type", "resourceSpans is not an array")
         position = 0
-        for rs in groups:
-            for ss in (_get(rs, "scopeSpans", "scope_spans") or []) if isinstance(rs, dict) else []:
-                for span in (ss.get("spans") or []) if isinstance(ss, dict) else []:
-                    position += 1
-                    try:
-                        self.span(span, where, position)
-                    except BadRecord as exc:
-                        sp = span.get("spanId", span.get("span_id")) if isinstance(span, dict) else None
-                        self.sink.bad(where, exc, what=f"span {str(sp)[:40]}")
+        self._waiting = []
+        try:
+            for rs in groups:
+                for ss in (_get(rs, "scopeSpans", "scope_spans") or []) if isinstance(rs, dict) else []:
+                    for span in (ss.get("spans") or []) if isinstance(ss, dict) else []:
+                        position += 1
+                        try:
+                            self.span(span, where, position)
+                        except BadRecord as exc:
+                            sp = span.get("spanId", span.get("span_id")) if isinstance(span, dict) else None
+                            self.sink.bad(where, exc, what=f"span {str(sp)[:40]}")
+        finally:
+            waiting, self._waiting = self._waiting, None
+        # execute_tool spans written before their trace's model span (another instrumentation's scope, listed
+        # first): read now, so a call the model span holds is imported once, from it, with its context
+        for args in waiting:
+            self.tool_span(*args)
 
     def span(self, span: Any, where: Where, position: int = 0) -> None:
         if not isinstance(span, dict):
@@ -325,6 +335,9 @@ class _Reader:
             raise BadRecord("call without a tool name", "an execute_tool span without gen_ai.tool.name")
         call = Call(attrs.get("gen_ai.tool.call.id"), name, attrs.get("gen_ai.tool.call.arguments"))
         context, conv, pending = self.traces.get(trace_id or "", (None, None, {}))
+        if context is None and self._waiting is not None:
+            self._waiting.append((attrs, where, trace_id, span_id, given, position))
+            return
         if isinstance(call.id, str) and pending.get(call.id):
             pending[call.id] -= 1  # the call its model span made: imported there, with the model's context
             self.sink.note("execute_tool spans of calls read from their model span (imported once)")
