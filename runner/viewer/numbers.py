@@ -66,20 +66,27 @@ def _probe_numbers(snap: Snapshot, summary: Summary, scorecard: pl.DataFrame, la
 
     mine = (pl.col("run") == label) & (pl.col("probe") == probe)
     cells = []
+    #: each (model, condition, rate)'s prompt-clustered interval, as the report prints it
+    interval: dict[tuple[str, str, str], dict[str, Any]] = {}
     for r in summary.conditions.filter(mine).iter_rows(named=True):
+        interval[(r["model"], r["condition"], r["rate"])] = {"lo": plain(r["cluster_lo"]), "hi": plain(r["cluster_hi"])}
         cells.append({"model": r["model"], "condition": r["condition"], "rate": r["rate"],
                       "value": plain(r["value"]), "trials": r["trials"],
+                      **interval[(r["model"], r["condition"], r["rate"])],
                       **arm(r["model"], [r["condition"]], r["rate"])})
     board = []
     for r in summary.leaderboard.filter(mine).iter_rows(named=True):
         arms = {}
         for side in ("a", "b"):
             if r[f"arm_{side}"]:
-                arms[side] = {"rate": plain(r[f"rate_{side}"]),
-                              **arm(r["model"], list(r[f"arm_{side}"]), r["outcome"] or r["headline"])}
+                conditions, rate = list(r[f"arm_{side}"]), r["outcome"] or r["headline"]
+                # an arm of one condition has that condition's interval; a pooled arm's is not computed
+                one = interval.get((r["model"], conditions[0], rate), {}) if len(conditions) == 1 else {}
+                arms[side] = {"rate": plain(r[f"rate_{side}"]), "lo": one.get("lo"), "hi": one.get("hi"),
+                              **arm(r["model"], conditions, rate)}
         board.append({"model": r["model"], "headline": r["headline"], "trials": r["trials"],
                       "errors": r["errors"], "contrast": r["contrast"], "arms": arms,
-                      "difference": plain(r["difference"]),
+                      "difference": plain(r["difference"]), "ci_lo": plain(r["ci_lo"]), "ci_hi": plain(r["ci_hi"]),
                       "trials_filter": {"f.probe": [probe], "f.model": [r["model"]]},
                       "errors_filter": {"f.probe": [probe], "f.model": [r["model"]], "x.status": ["ok"]}})
     contrasts = []

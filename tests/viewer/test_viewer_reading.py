@@ -99,3 +99,25 @@ def test_every_good_rate_is_a_flag_of_its_probe(kind: str) -> None:
     probe = PROBES[kind]
     flags = {c.name for c in probe.outcome_fields if c.type == "bool"}
     assert set(probe.good_rates) <= flags
+
+
+def _pct(v: float) -> str:
+    return f"{100 * v:.1f}%"
+
+
+def test_the_rates_page_shows_the_reports_intervals(tab: Any, url: str, quick_out: Path) -> None:
+    from runner.analysis.leaderboard import summarize
+
+    summary = summarize([quick_out])
+    tab.goto(url + "#/run/0/rates")
+    for r in summary.leaderboard.iter_rows(named=True):
+        shown = tab.text(f"table.leaderboard tr[data-model='{r['model']}'] td[data-number=difference]")
+        assert shown == f"{_pct(r['difference'])} [{_pct(r['ci_lo'])}, {_pct(r['ci_hi'])}]"
+    values = tab.texts("table.conditions td[data-number=value]")
+    want = [f"{_pct(c['value'])} [{_pct(c['cluster_lo'])}, {_pct(c['cluster_hi'])}]"
+            for c in summary.conditions.iter_rows(named=True)]
+    assert sorted(values) == sorted(want)
+    # an arm of one condition: that condition's interval beside its rate
+    arms = tab.texts("table.leaderboard td[data-arm] .interval")
+    assert arms and all(a.startswith(" [") for a in arms)
+    assert tab.errors == []

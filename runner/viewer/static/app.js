@@ -372,6 +372,11 @@ async function trialView(run, trialId, params) {
 
 // -- the numbers behind the report, each leading to its trials ------------------------------------------------
 function pct(v) { return v === null || v === undefined ? "—" : (100 * v).toFixed(1) + "%"; }
+// an interval as the terminal report prints it: [lo, hi], empty when there is none
+function span(lo, hi) {
+  return lo === null || lo === undefined || hi === null || hi === undefined ? ""
+    : el("span", { class: "interval muted" }, ` [${pct(lo)}, ${pct(hi)}]`);
+}
 async function ratesView(run) {
   const info = await runInfo(run);
   const data = await api(`runs/${run}/rates`);
@@ -396,8 +401,8 @@ async function ratesView(run) {
         el("td", {}, link(r.trials_filter, String(r.trials), "trials")),
         el("td", {}, link(r.errors_filter, String(r.errors), "errors")), el("td", {}, show(r.contrast)),
         ["a", "b"].map(a => el("td", { "data-arm": a }, r.arms[a] ? [link(r.arms[a].hits_filter, pct(r.arms[a].rate), "arm"),
-                                                        " · ", count(r.arms[a])] : "—")),
-        el("td", {}, r.difference === null ? "—" : pct(r.difference))))));
+                                                        span(r.arms[a].lo, r.arms[a].hi), " · ", count(r.arms[a])] : "—")),
+        el("td", { "data-number": "difference" }, r.difference === null ? "—" : [pct(r.difference), span(r.ci_lo, r.ci_hi)])))));
     if (p.contrasts.length) parts.push(el("h3", {}, "Contrasts"), table("contrasts", p.probe,
       ["model", "contrast", "outcome", "arm A", "arm B", "difference", "interval", "p (cell)"],
       p.contrasts.map(r => el("tr", { "data-model": r.model, "data-contrast": r.contrast }, el("td", {}, r.model),
@@ -406,9 +411,9 @@ async function ratesView(run) {
           pct(r.arms[a].rate), " · ", count(r.arms[a]))),
         el("td", {}, pct(r.difference)), el("td", {}, `${pct(r.ci_lo)} to ${pct(r.ci_hi)}`), el("td", {}, r.p_cell === null ? "—" : Number(r.p_cell).toPrecision(2))))));
     parts.push(el("h3", {}, "Rates by condition: each count leads to its trials"), table("conditions", p.probe,
-      ["model", "condition", "rate", "hits of trials", "value"],
+      ["model", "condition", "rate", "hits of trials", "value [95% interval]"],
       p.cells.map(c => el("tr", {}, el("td", {}, c.model), el("td", {}, c.condition), el("td", {}, c.rate),
-        el("td", {}, count(c)), el("td", {}, pct(c.value))))));
+        el("td", {}, count(c)), el("td", { "data-number": "value" }, pct(c.value), span(c.lo, c.hi))))));
     if (p.stages.length) parts.push(el("h3", {}, "Stages reached (that stage or a later one)"), table("stages", p.probe,
       ["model", "condition", "stage", "reached of trials"],
       p.stages.map(c => el("tr", {}, el("td", {}, c.model), el("td", {}, c.condition), el("td", {}, c.stage),
