@@ -31,7 +31,7 @@ def width_advice(conditions: pl.DataFrame, target: float = TARGET_HALF_WIDTH) ->
         return None
     headline = {kind: cls.rates[0] for kind, cls in PROBES.items() if cls.rates}
     cells = conditions.filter(pl.col("cluster_lo").is_not_null() & pl.col("cluster_hi").is_not_null()
-                              & (pl.col("prompts") >= 2)
+                              & (pl.col("prompts") >= 1)
                               & (pl.col("rate") == pl.col("kind").replace_strict(headline, default=None)))
     if not cells.height:
         return None

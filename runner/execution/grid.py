@@ -16,7 +16,7 @@ the specs of the indexes left. Rebuilding and hashing every spec already done co
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import islice
@@ -67,6 +67,11 @@ class Grid:
             layout.append((probe, cells, offset))
             offset += len(cells) * probe.runs * len(self.models)
         return layout
+
+    def size_of(self, cases: Collection[str]) -> int:
+        """The trials of the grid whose case is one of ``cases`` (a ``--case`` try's whole grid)."""
+        return len(self.models) * sum(probe.runs * sum(1 for case, _ in cells if case in cases)
+                                      for probe, cells, _ in self._layout)
 
     def case_ids(self) -> set[str]:
         """Every case id of the grid's probes."""

@@ -150,7 +150,8 @@ class Session:
         self.remedies_apply_to = remedies_apply_to
         self.phase = Phase.NEW
         self.grid = grid_of(loaded)
-        self.total = len(self.grid)
+        #: the trials this session's output is to hold: a ``--case`` try's are its cases' trials
+        self.total = self.grid.size_of(self.cases) if self.cases else len(self.grid)
         self.status: RunStatus = RunStatus.RUNNING
         self.counts: dict[str, int] = {}
         self.output: Output | None = None

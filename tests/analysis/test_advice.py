@@ -28,7 +28,8 @@ def test_wide_headline_intervals_ask_for_prompts_in_proportion() -> None:
     assert f"About {math.ceil(4 * 3.5 ** 2)} prompts" in line and "runs narrow only" in line
     assert width_advice(_conditions(0.12)) is None  # a near miss of ±10 pp says nothing
     assert width_advice(_conditions(0.35, rate="asked")) is None  # not the headline rate
-    assert width_advice(_conditions(0.35, prompts=1)) is None  # one prompt: no cluster interval to scale
+    one = width_advice(_conditions(0.5, prompts=1))  # one prompt a condition: the whole range, the widest of all
+    assert one is not None and "over 1 prompt." in one and "About 25 prompts" in one
     assert width_advice(pl.DataFrame({"rate": ["x"]})) is None
 
 

@@ -72,6 +72,10 @@ def test_one_case_runs_its_every_condition_model_and_run_and_nothing_else(tmp_pa
     whole = written_rows(runner.run(sweep, tmp_path / "whole", quiet=True).out)
     assert rows.height > 0 and set(rows["case_id"].to_list()) == {case}
     assert rows.height == whole.filter(whole["case_id"] == case).height  # all of the case, as the whole run has it
+    # the try is whole: its output holds every trial of its grid, and says nothing is left to run
+    assert "incomplete" not in result.output
+    again = runner.run(sweep, tried, quiet=True, cases=[case])
+    assert again.total == again.skipped == rows.height  # nothing left: every trial of the try already written
 
 
 def test_an_unknown_case_is_one_line_with_a_did_you_mean(tmp_path: Path) -> None:
