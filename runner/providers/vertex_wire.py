@@ -43,7 +43,7 @@ class VertexProvider(GeminiProvider):
     def __init__(self, connection: Connection, **kw: Any) -> None:
         self._token: Any = None
         project: str | None = os.environ.get("GOOGLE_CLOUD_PROJECT") or None
-        self.location = os.environ.get("GOOGLE_CLOUD_LOCATION") or "us-central1"
+        self.location = _location()
         if connection.api_key_env is None:
             self._token, found = _token_source()
             project = project or found
@@ -57,7 +57,7 @@ class VertexProvider(GeminiProvider):
     def api_base(cls, base_url: str | None) -> str:
         if base_url:
             return base_url.rstrip("/")
-        location = os.environ.get("GOOGLE_CLOUD_LOCATION") or "us-central1"
+        location = _location()
         host = "aiplatform.googleapis.com" if location == "global" else f"{location}-aiplatform.googleapis.com"
         return f"https://{host}/v1"
 
@@ -81,6 +81,11 @@ class VertexProvider(GeminiProvider):
         if self._token is None:
             return {}
         return {"authorization": f"Bearer {self._token()}"}
+
+
+def _location() -> str:
+    """The Vertex AI location, as Google's own client reads it: ``GOOGLE_CLOUD_LOCATION``, else us-central1."""
+    return os.environ.get("GOOGLE_CLOUD_LOCATION") or "us-central1"
 
 
 def _token_source() -> tuple[Any, str | None]:
