@@ -14,7 +14,7 @@ import sys
 import time
 import types
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -103,12 +103,10 @@ def test_the_content_filter_is_an_error_kind_of_its_own() -> None:
     assert error.kind is ErrorKind.CONTENT_FILTER and not error.kind.retryable
 
 
-def test_an_answer_the_filter_cut_is_an_error_row_not_an_answer(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A 200 whose ``finish_reason`` is ``content_filter``: the text it kept is not the model's answer."""
-    monkeypatch.setenv("AZURE_OPENAI_AD_TOKEN", "entra-token-1")
-    cut = chat_answer("Sure, h", usage={"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12})
-    cut["choices"][0]["finish_reason"] = "content_filter"
-    with HostileServer(lambda n, body: (200, {}, cut)) as server:
+def _error_of(answer: dict[str, Any]) -> tuple[ProviderError, int]:
+    """The error one request of an Entra-signed provider raises against a server answering ``answer`` with a
+    200, and how many requests reached that server."""
+    with HostileServer(lambda n, body: (200, {}, answer)) as server:
         async def go() -> ProviderError:
             provider = AzureOpenAIProvider(Connection("azure-openai", f"http://127.0.0.1:{server.port}", None))
             try:
@@ -118,7 +116,15 @@ def test_an_answer_the_filter_cut_is_an_error_row_not_an_answer(monkeypatch: pyt
             finally:
                 await provider.aclose()
 
-        error = asyncio.run(go())
+        return asyncio.run(go()), server.requests
+
+
+def test_an_answer_the_filter_cut_is_an_error_row_not_an_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 200 whose ``finish_reason`` is ``content_filter``: the text it kept is not the model's answer."""
+    monkeypatch.setenv("AZURE_OPENAI_AD_TOKEN", "entra-token-1")
+    cut = chat_answer("Sure, h", usage={"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12})
+    cut["choices"][0]["finish_reason"] = "content_filter"
+    error, _ = _error_of(cut)
     assert error.kind is ErrorKind.CONTENT_FILTER and "content filter" in str(error)
 
 
@@ -198,18 +204,8 @@ def test_entra_id_token_from_azure_identity_is_fetched_again_before_it_expires(i
 
 def test_entra_id_sign_in_that_fails_is_one_fatal_line(identity: type[_Credential]) -> None:
     identity.fail = RuntimeError("DefaultAzureCredential failed to retrieve a token from the included credentials.")
-    with HostileServer(lambda n, body: (200, {}, chat_answer())) as server:
-        async def go() -> ProviderError:
-            provider = AzureOpenAIProvider(Connection("azure-openai", f"http://127.0.0.1:{server.port}", None))
-            try:
-                with pytest.raises(ProviderError) as caught:
-                    await provider.complete(ask("typical", 1))
-                return caught.value
-            finally:
-                await provider.aclose()
-
-        error = asyncio.run(go())
-        assert server.requests == 0
+    error, requests = _error_of(chat_answer())
+    assert requests == 0
     assert error.kind is ErrorKind.FATAL and "Entra ID" in str(error) and "az login" in str(error)
 
 

@@ -141,3 +141,18 @@ def tab(chromium_browser: Any) -> Iterator[Page]:
 def serve() -> Callable[[list[Path]], Any]:
     """``served`` as a fixture (test modules here are not importable as a package)."""
     return served
+
+
+@pytest.fixture(scope="module")
+def url(quick_out: Path) -> Iterator[str]:
+    """The quickstart output served, for a module's browser tests (a module serving another output overrides it)."""
+    with served([quick_out]) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def rows(quick_out: Path) -> list[dict[str, Any]]:
+    """The quickstart output's rows, read by polars: what every expected figure is computed from."""
+    from runner.output import Output
+
+    return Output.open(quick_out).scan().collect().to_dicts()

@@ -7,7 +7,6 @@ analysis, for the rates), never read back from the viewer's API.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -20,17 +19,6 @@ from runner.core.calls import row_calls
 from runner.output import Output
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def url(quick_out: Path, serve: Any) -> Iterator[str]:
-    with serve([quick_out]) as base:
-        yield base
-
-
-@pytest.fixture(scope="module")
-def rows(quick_out: Path) -> list[dict[str, Any]]:
-    return Output.open(quick_out).scan().collect().to_dicts()
 
 
 def _matches(row: dict[str, Any], needle: str) -> bool:

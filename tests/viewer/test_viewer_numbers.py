@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import urllib.request
 import warnings
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -28,12 +27,6 @@ from runner.output import Output
 from tests.helpers.files import bundled_sweep
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def url(quick_out: Path, serve: Any) -> Iterator[str]:
-    with serve([quick_out]) as base:
-        yield base
 
 
 @pytest.fixture(scope="module")

@@ -3,27 +3,14 @@ the keyboard, one way to drop every filter, and flags coloured by what they mean
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from runner.output import Output
 from runner.probes import PROBES
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def url(quick_out: Path, serve: Any) -> Iterator[str]:
-    with serve([quick_out]) as base:
-        yield base
-
-
-@pytest.fixture(scope="module")
-def rows(quick_out: Path) -> list[dict[str, Any]]:
-    return Output.open(quick_out).scan().collect().to_dicts()
 
 
 def test_a_trial_page_opens_on_the_exchange_with_the_verdict_beside_it(tab: Any, url: str) -> None:
