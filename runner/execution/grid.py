@@ -68,6 +68,15 @@ class Grid:
             offset += len(cells) * probe.runs * len(self.models)
         return layout
 
+    def indexes_of(self, cases: Collection[str]) -> list[int]:
+        """The grid indexes of the trials of ``cases``, in grid order: a ``--case`` try builds only its specs
+        (``spec_at``), never the whole grid's."""
+        n_models = len(self.models)
+        return [offset + (cell * probe.runs + run) * n_models + m
+                for probe, cells, offset in self._layout
+                for cell, (case, _) in enumerate(cells) if case in cases
+                for run in range(probe.runs) for m in range(n_models)]
+
     def size_of(self, cases: Collection[str]) -> int:
         """The trials of the grid whose case is one of ``cases`` (a ``--case`` try's whole grid)."""
         return len(self.models) * sum(probe.runs * sum(1 for case, _ in cells if case in cases)

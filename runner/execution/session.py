@@ -301,10 +301,15 @@ class Session:
     def pending(self) -> Iterator[TrialSpec]:
         """The grid's specs not yet written, in grid order (lazily; the done ones are never built), at most
         ``limit`` of them, of ``cases`` only when given."""
-        specs = self.grid.pending(self.done) if self._by_index else skip_done(self.grid, self.done)
-        if self.cases:
-            cases = self.cases
-            specs = (s for s in specs if s.case_id in cases)
+        if self.cases:  # a try of some cases: only their specs are built
+            wanted = np.asarray(self.grid.indexes_of(self.cases), dtype=np.int64)
+            if self._by_index:
+                wanted = wanted[~np.isin(wanted, self.done)]
+            specs: Iterator[TrialSpec] = (self.grid.spec_at(int(i)) for i in wanted)
+            if not self._by_index:
+                specs = skip_done(specs, self.done)
+        else:
+            specs = self.grid.pending(self.done) if self._by_index else skip_done(self.grid, self.done)
         return specs if self.limit is None else itertools.islice(specs, self.limit)
 
     def sink(self, worker: str) -> TrialSink:

@@ -84,3 +84,16 @@ def test_an_unknown_case_is_one_line_with_a_did_you_mean(tmp_path: Path) -> None
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert result.exit_code == 2 and len(errors) == 1 and "did you mean 'invoices'" in errors[0]
     assert not list(tmp_path.glob("full-try-*"))
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_a_case_try_builds_only_its_cases_specs_in_grid_order(tmp_path: Path, name: str) -> None:
+    from runner.execution.grid import grid_of
+
+    grid = grid_of(runner.load_sweep(_in(tmp_path, name)))
+    specs = list(grid)
+    cases = sorted({s.case_id for s in specs})
+    for picked in ({cases[0]}, set(cases[-2:]), set()):
+        want = [s for s in specs if s.case_id in picked]
+        assert [grid.spec_at(i) for i in grid.indexes_of(picked)] == want
+        assert grid.size_of(picked) == len(want)
