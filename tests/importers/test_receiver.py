@@ -251,6 +251,10 @@ def test_a_crash_between_writing_and_auditing_is_recovered_on_start(tmp_path: Pa
     assert (out / "traces.jsonl").read_bytes() == b"".join(lines)
     assert sorted((out / "findings.jsonl").read_bytes().splitlines()) == sorted(findings_before.splitlines())
     assert state["findings"] == done["findings"]
+    # a second start trusts what the first one recovered: nothing audited again
+    Receiver(out).close()
+    assert json.loads((out / LISTEN_FILE).read_text()) == state
+    assert sorted((out / "findings.jsonl").read_bytes().splitlines()) == sorted(findings_before.splitlines())
 
 
 def test_a_directory_that_is_not_a_receivers_is_refused(tmp_path: Path) -> None:

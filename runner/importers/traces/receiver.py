@@ -139,7 +139,7 @@ class Receiver:
         self._cut(self.findings_path, state.findings_bytes)
         self._cut(self.events_path, state.events_bytes)
         unaudited = self._whole_lines(self.traces_path, state.traces_bytes)
-        self._whole_lines(self.incomplete_path, state.incomplete_bytes)
+        state.incomplete += len(self._whole_lines(self.incomplete_path, state.incomplete_bytes))
         if self.incomplete_path.exists():
             state.incomplete_bytes = self.incomplete_path.stat().st_size
         for path in (self.traces_path, self.incomplete_path):
@@ -147,6 +147,7 @@ class Receiver:
                 self.sink.remember(tid)
         if unaudited:
             state.recovered += len(unaudited)
+            state.traces_bytes = self.traces_path.stat().st_size  # the tail is audited now: trusted from here on
             self._audit(unaudited)
             say(f"{len(unaudited):,} call(s) written before the receiver stopped were audited now")
         self._save()
