@@ -62,13 +62,13 @@ class ServeFlags:
 @command(ServeFlags)
 def serve(flags: ServeFlags) -> None:
     """Serve the simulated agent over the OpenAI and Anthropic wire formats on loopback, with faults and limits."""
-    import ipaddress
     import os
 
+    from runner.core.safety import binds_loopback
     from runner.sim.serve import ServeOptions, parse_fault, parse_rule, serve_forever
 
     try:
-        if flags.host != "localhost" and not ipaddress.ip_address(flags.host).is_loopback:
+        if not binds_loopback(flags.host):
             raise ValueError(f"--host {flags.host} is not a loopback address; trialgrid serve only listens on this machine")
         mix = ServeOptions.mixed_faults(flags.faults) if flags.faults else {}
         for spec in flags.fault:

@@ -339,3 +339,16 @@ def replacing(target: Path) -> Iterator[Path]:
     os.replace(build, target)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def binds_loopback(host: str) -> bool:
+    """A listening address that only this machine reaches: ``localhost`` or a loopback IP (``0.0.0.0`` and a
+    host name are not: they can face a network). ``trialgrid serve``, ``view`` and ``audit --listen`` ask it."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

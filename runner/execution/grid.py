@@ -79,8 +79,7 @@ class Grid:
 
     def size_of(self, cases: Collection[str]) -> int:
         """The trials of the grid whose case is one of ``cases`` (a ``--case`` try's whole grid)."""
-        return len(self.models) * sum(probe.runs * sum(1 for case, _ in cells if case in cases)
-                                      for probe, cells, _ in self._layout)
+        return len(self.indexes_of(cases))
 
     def case_ids(self) -> set[str]:
         """Every case id of the grid's probes."""

@@ -144,14 +144,15 @@ class Session:
         self.loaded, self.out = loaded, out
         #: run at most this many of the pending trials (a try: ``--limit``); None: all of them
         self.limit = options.limit
-        #: run only the trials of these cases (a try: ``--case``); empty: every case
-        self.cases = frozenset(options.cases)
         self.strict_params, self.retry_kinds, self.wait = options.strict_params, options.retry_kinds, options.wait
         self.remedies_apply_to = remedies_apply_to
         self.phase = Phase.NEW
         self.grid = grid_of(loaded)
-        #: the trials this session's output is to hold: a ``--case`` try's are its cases' trials
-        self.total = self.grid.size_of(self.cases) if self.cases else len(self.grid)
+        #: a ``--case`` try's trials, as grid indexes in grid order (None: the whole grid)
+        self._picked = (np.asarray(self.grid.indexes_of(frozenset(options.cases)), dtype=np.int64)
+                        if options.cases else None)
+        #: the trials this session's output is to hold
+        self.total = len(self.grid) if self._picked is None else len(self._picked)
         self.status: RunStatus = RunStatus.RUNNING
         self.counts: dict[str, int] = {}
         self.output: Output | None = None
@@ -301,8 +302,8 @@ class Session:
     def pending(self) -> Iterator[TrialSpec]:
         """The grid's specs not yet written, in grid order (lazily; the done ones are never built), at most
         ``limit`` of them, of ``cases`` only when given."""
-        if self.cases:  # a try of some cases: only their specs are built
-            wanted = np.asarray(self.grid.indexes_of(self.cases), dtype=np.int64)
+        if self._picked is not None:  # a try of some cases: only their specs are built
+            wanted = self._picked
             if self._by_index:
                 wanted = wanted[~np.isin(wanted, self.done)]
             specs: Iterator[TrialSpec] = (self.grid.spec_at(int(i)) for i in wanted)

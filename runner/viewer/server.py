@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import json
 import signal
 from collections.abc import Callable, Sequence
@@ -24,6 +23,7 @@ from typing import Any
 from aiohttp import web
 
 from runner.core.errors import UserError
+from runner.core.safety import binds_loopback
 from runner.output.reader import Output
 from runner.viewer.data import Query, Source, ViewError, labels_for
 
@@ -195,7 +195,7 @@ def make_app(sources: Sequence[Source], warm_up: bool = True) -> web.Application
 
 
 def check_loopback(host: str) -> None:
-    if host != "localhost" and not ipaddress.ip_address(host).is_loopback:
+    if not binds_loopback(host):
         raise UserError(f"--host {host} is not a loopback address; trialgrid view only listens on this machine")
 
 

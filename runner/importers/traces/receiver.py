@@ -30,6 +30,7 @@ import orjson
 
 from runner.core.errors import UserError
 from runner.core.messages import say
+from runner.core.safety import binds_loopback
 from runner.importers.traces import INCOMPLETE_FILE, TRACES_FILE, read_record
 from runner.importers.traces._core import Sink, Where
 from runner.importers.traces.otlp import reader as otlp_reader
@@ -284,17 +285,6 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def make_app(receiver: Receiver, token: str | None) -> Any:
     """The aiohttp application: ``POST /v1/traces``, one request at a time through ``receiver``."""
     import asyncio
@@ -338,7 +328,7 @@ def serve_receiver(out: Path, listen: Listen, started: Any = say) -> Checkpoint:
 
     from aiohttp import web
 
-    if not is_loopback(listen.host) and not listen.token:
+    if not binds_loopback(listen.host) and not listen.token:
         raise UserError(f"--listen {listen.host}: off loopback, senders must prove who they are",
                         hint="set --token-env to a variable holding a token; senders send it as a bearer token")
     receiver = Receiver(out)
