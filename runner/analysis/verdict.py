@@ -23,8 +23,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import polars as pl
-
 from runner.core.exits import DEFAULT_RETRY_KINDS, EXIT_BUDGET, EXIT_ERRORS, EXIT_GATE, EXIT_OK
 from runner.core.gates import Gate
 from runner.output.reader import Output, as_output
@@ -78,35 +76,32 @@ class Verdict:
 
 
 def run_verdict(output: Output | Path) -> Verdict:
-    """The verdict of the run ``output`` (no rows: an empty verdict)."""
+    """The verdict of the run ``output`` (no rows: an empty verdict), from its ``Output.tally``."""
     output = as_output(output)
     if not output.parts:
         return Verdict(0, 0)
-    # aggregates only, collected from the lazy scan: memory follows models and error kinds, not trials
-    frame = output.scan().select("model", "status", "error_kind", "error")
-    failed = pl.col("status") != "ok"
-    per_model = (frame.group_by("model", maintain_order=True).agg(pl.len().alias("trials"), failed.sum().alias("failed"))
-                 .collect(engine="streaming"))
-    kinds = (frame.group_by("model", "error_kind").agg(pl.len().alias("n"), failed.sum().alias("failed"))
-             .collect(engine="streaming"))
+    rows = output.tally.rows
     by_kind: dict[str, int] = {}
-    for _model, kind, _n, n_failed in kinds.iter_rows():
-        if n_failed:
-            by_kind[str(kind or "unknown")] = by_kind.get(str(kind or "unknown"), 0) + int(n_failed)
-    dead = []
-    for model, trials, n_failed in per_model.iter_rows():
-        if trials and n_failed == trials:  # the model's first row (in output order) says what went wrong
-            first = frame.filter(pl.col("model") == model).head(1).select("error").collect()["error"][0]
-            dead.append(DeadModel(str(model), int(trials), str(first or ""), str(_mode_kind(kinds, model) or "unknown")))
-    return Verdict(int(per_model["trials"].sum()), int(per_model["failed"].sum()), by_kind, dead)
+    trials: dict[str, int] = {}
+    failed: dict[str, int] = {}
+    kinds: dict[str, dict[str | None, int]] = {}  # every row of a model by error kind
+    for (model, status, kind), n in rows.items():
+        trials[model] = trials.get(model, 0) + n
+        kinds.setdefault(model, {})[kind] = kinds.get(model, {}).get(kind, 0) + n
+        if status != "ok":
+            failed[model] = failed.get(model, 0) + n
+            by_kind[kind or "unknown"] = by_kind.get(kind or "unknown", 0) + n
+    dead = [DeadModel(model, trials[model], error, _mode_kind(kinds[model]) or "unknown")
+            for model, error in output.tally.first_error.items()
+            if trials.get(model) and failed.get(model, 0) == trials[model]]
+    return Verdict(sum(trials.values()), sum(failed.values()), by_kind, dead)
 
 
-def _mode_kind(kinds: pl.DataFrame, model: object) -> str | None:
-    """The model's most frequent error kind (ties: the smallest, a null first), from per-kind counts."""
-    counts = [(kind, int(n)) for m, kind, n, _ in kinds.iter_rows() if m == model]
-    top = max(n for _, n in counts)
-    tied = [kind for kind, n in counts if n == top]
-    return None if None in tied else min(tied)
+def _mode_kind(kinds: dict[str | None, int]) -> str | None:
+    """The most frequent error kind (ties: the smallest, a null first), from per-kind counts."""
+    top = max(kinds.values())
+    tied = [kind for kind, n in kinds.items() if n == top]
+    return None if None in tied else min(k for k in tied if k is not None)
 
 
 def retry_command(sweep: Path, out: Path, kinds: Sequence[str] = DEFAULT_RETRY_KINDS) -> str:

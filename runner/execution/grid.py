@@ -8,7 +8,7 @@ iteration is a generator, so a 10-million-trial grid costs no memory.
 A resume skips what is done without rebuilding it: every trial has an index in grid
 order (``Grid.spec_at`` builds the spec at an index in O(1)), the written rows' cells
 (probe, case, condition, run, model) map to their indexes through small per-probe
-tables in one vectorised join (``Grid.indexes``), and ``Grid.pending`` builds only
+tables, each distinct cell looked up once per batch (``Grid.indexes``), and ``Grid.pending`` builds only
 the specs of the indexes left. Rebuilding and hashing every spec already done cost
 10 CPU s per million done trials, with nothing left to run.
 """
@@ -28,7 +28,7 @@ from runner.probes import Probe
 
 if TYPE_CHECKING:
     import numpy as np
-    import polars as pl
+    import pyarrow as pa
 
     from runner.config.sweep import LoadedSweep
 
@@ -111,33 +111,46 @@ class Grid:
                          trial_seed(seed, model, name, case_id, condition, run),
                          unit_seed(seed, model, name, case_id, run))
 
-    def indexes(self, cells: pl.LazyFrame) -> np.ndarray:
-        """Sorted distinct grid indexes of the rows ``cells`` (columns probe, case_id, condition, run, model);
-        rows naming no cell of this grid are left out. One join with tables the size of the probes' cells."""
-        # only a resume reads cells: validate and a first run pay for neither polars nor numpy
+    def indexes(self, cells: Iterable[pa.RecordBatch]) -> np.ndarray:
+        """Sorted distinct grid indexes of the rows of ``cells`` (record batches with the columns probe, case_id,
+        condition, run, model); rows naming no cell of this grid are left out. Per batch, each distinct cell and
+        model is looked up once in tables the size of the probes' cells; the rows map to indexes in numpy."""
+        # only a resume reads cells: validate and a first run pay for neither Arrow nor numpy
         import numpy as np
-        import polars as pl
+        import pyarrow as pa
 
         n_models = len(self.models)
-        tables = [pl.DataFrame({"probe": [probe.name] * len(cs), "case_id": [c for c, _ in cs],
-                                "condition": [k for _, k in cs], "cell": list(range(len(cs))),
-                                "runs": [probe.runs] * len(cs), "offset": [offset] * len(cs)},
-                               schema={"probe": pl.String, "case_id": pl.String, "condition": pl.String,
-                                       "cell": pl.Int64, "runs": pl.Int64, "offset": pl.Int64})
-                  for probe, cs, offset in self._layout]
-        grid_cells = pl.concat(tables) if tables else pl.DataFrame()
-        models = pl.DataFrame({"model": list(self.models), "m": list(range(n_models))},
-                              schema={"model": pl.String, "m": pl.Int64})
-        index = (cells.select(pl.col("probe").cast(pl.String), pl.col("case_id").cast(pl.String),
-                              pl.col("condition").cast(pl.String), pl.col("run").cast(pl.Int64),
-                              pl.col("model").cast(pl.String))
-                 .join(grid_cells.lazy(), on=["probe", "case_id", "condition"], how="inner")
-                 .join(models.lazy(), on="model", how="inner")
-                 .filter((pl.col("run") >= 0) & (pl.col("run") < pl.col("runs")))
-                 .select((pl.col("offset") + (pl.col("cell") * pl.col("runs") + pl.col("run")) * n_models
-                          + pl.col("m")).alias("index"))
-                 .collect(engine="streaming")["index"].to_numpy())
-        index = np.sort(index)
+        # (probe, case, condition) -> (the index of its run 0 with model 0, its runs)
+        where = {(probe.name, case, condition): (offset + cell * probe.runs * n_models, probe.runs)
+                 for probe, cs, offset in self._layout for cell, (case, condition) in enumerate(cs)}
+        model_at = {model: m for m, model in enumerate(self.models)}
+        found = []
+        for batch in cells:
+            codes, values = [], []
+            for name in ("probe", "case_id", "condition", "model"):
+                encoded = batch.column(name).cast(pa.string()).dictionary_encode()
+                width = len(encoded.dictionary)
+                codes.append(encoded.indices.fill_null(width).to_numpy(zero_copy_only=False).astype(np.int64))
+                values.append([*encoded.dictionary.to_pylist(), None])
+            sizes = [len(v) for v in values[:3]]
+            cell_codes = (codes[0] * sizes[1] + codes[1]) * sizes[2] + codes[2]
+            if sizes[0] * sizes[1] * sizes[2] <= 4 * len(cell_codes) + 1024:  # every combination once: no sort
+                combos = np.arange(sizes[0] * sizes[1] * sizes[2], dtype=np.int64)
+                inverse = cell_codes
+            else:
+                combos, inverse = np.unique(cell_codes, return_inverse=True)
+            base, runs = np.full(len(combos), -1, np.int64), np.zeros(len(combos), np.int64)
+            for i, code in enumerate(combos.tolist()):
+                rest, k = divmod(code, sizes[2])
+                p, c = divmod(rest, sizes[1])
+                base[i], runs[i] = where.get((values[0][p], values[1][c], values[2][k]), (-1, 0))
+            models = np.array([model_at.get(v, -1) for v in values[3]], dtype=np.int64)[codes[3]]
+            run = batch.column("run").cast(pa.int64()).fill_null(-1).to_numpy(zero_copy_only=False)
+            inverse = inverse.reshape(-1)
+            base, runs = base[inverse], runs[inverse]
+            known = (base >= 0) & (models >= 0) & (run >= 0) & (run < runs)
+            found.append((base + run * n_models + models)[known])
+        index = np.sort(np.concatenate(found)) if found else np.empty(0, np.int64)
         if len(index) > 1:
             index = index[np.concatenate(([True], index[1:] != index[:-1]))]
         return index

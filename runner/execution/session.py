@@ -60,10 +60,13 @@ from runner.execution.budget import CostMeter
 from runner.execution.engine import EngineStats
 from runner.execution.grid import grid_of, skip_done
 from runner.execution.options import RunOptions
+from runner.output.columns import column_batches, part_columns
 from runner.output.lock import OutputLock, lock_output
 from runner.output.manifest import finish_manifest, start_manifest, sweep_snapshot
 from runner.output.parts import (
+    CELL,
     part_metadata,
+    proven_rows,
     quarantine_parts,
     resume_keys,
     resume_rows,
@@ -237,10 +240,16 @@ class Session:
         """(what is done, the error rows re-attempted by kind, whether ``done`` holds grid indexes)."""
         if not parts:
             return np.empty(0, dtype=np.int64), {}, True
-        if self.grid.indexable:
-            rows, retry = resume_rows(parts, self.retry_kinds)
-            if {"probe", "case_id", "condition", "run", "model"} <= set(rows.collect_schema().names()):
-                return self.grid.indexes(rows), retry, True
+        if self.grid.indexable and set(CELL) <= set(part_columns(parts[0])):
+            redo, retry = resume_rows(parts, self.retry_kinds)
+            if not redo and proven_rows(parts, self.manifest) == len(self.grid):
+                # each row a distinct trial of this grid (the sessions that wrote them ran only trials not yet
+                # written), as many as the grid has: all done, and not a row read to know it
+                return np.arange(len(self.grid), dtype=np.int64), retry, True
+            done = self.grid.indexes(column_batches(parts, CELL))
+            if redo:  # every row written is done but the trials re-attempted
+                done = np.setdiff1d(done, self.grid.indexes(redo), assume_unique=True)
+            return done, retry, True
         resume = resume_keys(parts, self.retry_kinds)
         return resume.done, resume.retry, False
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-__all__ = ["CHECKSUMS_KEY", "SCHEME", "ChecksummedWriter", "batch_crc", "verify_part", "with_scheme"]
+__all__ = ["CHECKSUMS_KEY", "SCHEME", "ChecksummedWriter", "batch_crc", "sealed_rows", "verify_part", "with_scheme"]
 
 CHECKSUMS_KEY = b"trialgrid.checksums"
 SCHEME = b"crc32-ipc/1"
@@ -184,6 +184,20 @@ def batch_verdict(batch: pa.RecordBatch, metadata: Mapping[bytes, bytes] | None,
         return fields[0] == index and fields[1] == batch_crc(batch) and fields[2] == schema_crc(schema)
     except (pa.ArrowException, OSError, ValueError):
         return False
+
+
+def sealed_rows(reader: ipc.RecordBatchFileReader) -> int | None:
+    """The row count a part's seal records (its last batch alone is read), or None when it has no seal. Trust it
+    only for a part that verified: ``verify_part`` checks the seal against the batches."""
+    n = reader.num_record_batches
+    if not n:
+        return None
+    try:
+        batch, metadata = reader.get_batch_with_custom_metadata(n - 1)
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+    seal = _fields(metadata, _SEAL_KEY)
+    return seal[1] if seal is not None and not batch.num_rows else None
 
 
 def is_seal(metadata: Mapping[bytes, bytes] | None) -> bool:

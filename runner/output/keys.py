@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.ipc as ipc
 
+from runner.output.columns import column_batches
 from runner.output.sink import _FILE_SUFFIX, _STREAM_SUFFIX
 
 __all__ = ["completed_trial_keys", "trial_keys"]
@@ -28,16 +28,9 @@ def _trial_id_batches(trials_dir: Path, parts: Sequence[Path] | None = None) -> 
     streams = sorted(p.name for p in trials_dir.glob(f"part-*{_STREAM_SUFFIX}"))
     if streams:
         raise RuntimeError(f"{trials_dir} has unrepaired stream parts {streams}; run repair_parts first")
-    for part in (sorted(trials_dir.glob(f"part-*{_FILE_SUFFIX}")) if parts is None else parts):
-        with pa.OSFile(str(part), "rb") as source:
-            schema = ipc.open_file(source).schema
-            index = schema.get_field_index("trial_id")
-            if index < 0:
-                raise KeyError(f"{part} has no 'trial_id' column")
-            source.seek(0)
-            reader = ipc.open_file(source, options=ipc.IpcReadOptions(included_fields=[index]))
-            for i in range(reader.num_record_batches):
-                yield reader.get_batch(i).column(0).drop_null()
+    found = sorted(trials_dir.glob(f"part-*{_FILE_SUFFIX}")) if parts is None else parts
+    for batch in column_batches(found, ["trial_id"]):
+        yield batch.column(0).drop_null()
 
 
 _HEX = np.full(256, 255, dtype=np.uint64)

@@ -39,22 +39,26 @@ import shutil
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from runner.core.errors import UserError, warn
 from runner.core.manifest import Manifest, SessionRecord, read_manifest
 from runner.core.safety import not_regular
-from runner.output.checksums import NO_CHECKSUMS, verify_part
+from runner.output.checksums import NO_CHECKSUMS, sealed_rows, verify_part
 from runner.output.keys import completed_trial_keys, trial_keys
 from runner.output.repair import salvage_part, set_aside
 from runner.output.sink import DAMAGED_DIR, TRIALS_DIR
 from runner.output.verified import is_verified, note_verified
 
+if TYPE_CHECKING:  # polars loads where rows are scanned: a resume that finds the grid whole reads none
+    import polars as pl
+
 __all__ = [
+    "CELL",
     "DAMAGED_DIR",
     "FOREIGN_DIR",
     "SESSION_KEY",
@@ -67,6 +71,7 @@ __all__ = [
     "inspect_parts",
     "latest",
     "part_metadata",
+    "proven_rows",
     "quarantine_parts",
     "readable_parts",
     "recorded_unique",
@@ -146,6 +151,26 @@ def recorded_unique(records: Sequence[PartRecord | None], manifest: Manifest | N
     if any(r is None or r.session not in known for r in records):
         return None
     return not any(r.supersedes for r in records if r is not None)
+
+
+def proven_rows(parts: Sequence[Path], manifest: Manifest) -> int | None:
+    """How many trials ``parts`` hold, from their footers alone, when their writers' records prove each trial is
+    one row (``recorded_unique``) and each part's seal states its rows; None when they prove nothing. The parts
+    must have verified (``survey_parts``): a verified seal's count is the part's."""
+    records: list[PartRecord | None] = []
+    rows = 0
+    for part in parts:
+        try:
+            with pa.OSFile(str(part)) as source:
+                reader = ipc.open_file(source)
+                records.append(_record(reader.schema.metadata))
+                sealed = sealed_rows(reader)
+        except (pa.ArrowInvalid, OSError):
+            return None
+        if sealed is None:
+            return None
+        rows += sealed
+    return rows if recorded_unique(records, manifest) else None
 
 
 def _part_order(path: Path, record: PartRecord | None) -> tuple[int, str]:
@@ -287,6 +312,8 @@ def scan_latest(parts: list[Path], unique: bool | None = None,
     the newest rows are found without first counting; None, the rows are counted to decide. With False and the
     ``records`` (one per part), only trials a superseding part (a ``--retry-errors`` session's) holds can repeat:
     the others are kept as they are and only those are sorted (``_latest_retried``), not every row."""
+    import polars as pl
+
     frame = pl.scan_ipc([str(p) for p in parts], glob=False)  # literal paths: OUT may hold [ or *
     key = trial_key(frame.collect_schema().names())
     if "trial_id" not in key or unique:
@@ -306,6 +333,8 @@ def _latest_retried(parts: list[Path], records: Sequence[PartRecord | None], key
     one repeats no trial (its sessions wrote only trials not yet written), so its rows stand unless a later part
     holds their trial; only those trials' rows and the later parts are sorted. Rows of retried trials come after
     the others (``latest`` keeps the parts' order)."""
+    import polars as pl
+
     first = next(i for i, r in enumerate(records) if r is not None and r.supersedes)
     older = pl.scan_ipc([str(p) for p in parts[:first]], glob=False) if first else None
     newer = pl.scan_ipc([str(p) for p in parts[first:]], glob=False)
@@ -324,38 +353,38 @@ class ResumeSet:
     retry: dict[str, int]
 
 
-_CELL = ("probe", "case_id", "condition", "run", "model")
+CELL = ("probe", "case_id", "condition", "run", "model")
 
 
-def resume_rows(parts: list[Path], retry_kinds: Collection[str] | None = None) -> tuple[pl.LazyFrame, dict[str, int]]:
-    """What a resume skips, lazily: the rows done (``trial_id`` and the cell columns), and the error rows it
-    re-attempts by kind. Every row written is done, except (``retry_kinds``) the trials whose newest row is an
-    error of one of those kinds."""
+def resume_rows(parts: list[Path], retry_kinds: Collection[str] | None = None) -> tuple[list[pa.RecordBatch], dict[str, int]]:
+    """The rows a resume re-attempts: (``retry_kinds``) the trials whose newest row is an error of one of those
+    kinds, as record batches of ``trial_id`` and the cell columns the parts have, and their count by kind. Every
+    other row written is done (``column_batches`` reads them: no query engine for a plain resume)."""
+    if not retry_kinds or not parts:
+        return [], {}
+    import polars as pl
+
     frame = pl.scan_ipc([str(p) for p in parts], glob=False)  # literal paths: OUT may hold [ or *
     names = frame.collect_schema().names()
-    cols = [c for c in ("trial_id", *_CELL) if c in names]
-    if not retry_kinds:
-        return frame.select(cols), {}
+    cols = [c for c in ("trial_id", *CELL) if c in names]
     picked = [c for c in (*cols, "status", "error_kind", "finished_at") if c in names]
-    newest = latest(frame.select(picked))
     again = (pl.col("status") == "error") & pl.col("error_kind").fill_null("").is_in(list(retry_kinds))
-    redo = newest.filter(again).group_by("error_kind").len().collect(engine="streaming")
-    retry = {str(k): int(n) for k, n in redo.iter_rows()}
-    return newest.filter(~again).select(cols), retry
+    redo = latest(frame.select(picked)).filter(again).collect(engine="streaming")
+    retry = {str(k): int(n) for k, n in redo.group_by("error_kind").len().iter_rows()}
+    return redo.select(cols).to_arrow().to_batches(), retry
 
 
 def resume_keys(parts: list[Path], retry_kinds: Collection[str] | None = None) -> ResumeSet:
-    """Trial ids a resume skips (``resume_rows``), as sorted uint64 keys."""
+    """Trial ids a resume skips, as sorted uint64 keys: every id written, read a batch at a time, less the trials
+    re-attempted (``resume_rows``)."""
     if not parts:
         return ResumeSet(np.empty(0, dtype=np.uint64), {})
-    if retry_kinds:
-        done, retry = resume_rows(parts, retry_kinds)
-        ids = done.select("trial_id").collect()["trial_id"]
-        keys = trial_keys(ids.to_arrow()) if len(ids) else np.empty(0, dtype=np.uint64)
-        keys.sort()
-        return ResumeSet(sorted_unique(keys), retry)
-    # every id written, read a batch at a time into 8-byte keys, sorted
-    return ResumeSet(sorted_unique(completed_trial_keys(parts[0].parent, parts)), {})
+    redo, retry = resume_rows(parts, retry_kinds)
+    done = sorted_unique(completed_trial_keys(parts[0].parent, parts))
+    if redo:
+        again = np.concatenate([trial_keys(batch.column("trial_id").drop_null()) for batch in redo])
+        done = done[~np.isin(done, again)]
+    return ResumeSet(done, retry)
 
 
 def sorted_unique(keys: np.ndarray) -> np.ndarray:

@@ -22,8 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from runner.config.cost import ModelPrice, prices_from, usage_by_model
 from runner.core.calls import Blobs
@@ -41,6 +40,10 @@ from runner.output.parts import (
     survey_parts,
 )
 from runner.output.sink import TRIALS_DIR
+from runner.output.tally import Tally, tally_parts, tally_scan
+
+if TYPE_CHECKING:  # polars loads when rows are read: opening an output reads footers only
+    import polars as pl
 
 __all__ = ["Output", "Spend", "as_output", "spent_in"]
 
@@ -133,6 +136,8 @@ class Output:
     def blobs(self) -> Blobs:
         """The content the rows' recorded calls name by id (``call_blobs``), from *every* row of every part: a
         batch's first row naming a blob may be one a newer row of its trial supersedes. Empty for trials imported without calls."""
+        import polars as pl
+
         blobs = Blobs()
         for part in self.parts:
             frame = pl.scan_ipc(str(part), glob=False)  # literal path: OUT may hold [ or *
@@ -145,10 +150,13 @@ class Output:
 
     def counts(self) -> dict[str, int]:
         """Rows by status, each trial once (empty for an output without parts)."""
-        if not self.parts:
-            return {}
-        frame = self.scan().group_by("status").len().collect(engine="streaming")  # memory: one count per status
-        return {str(status): int(n) for status, n in frame.iter_rows()}
+        return self.tally.by_status() if self.parts else {}
+
+    @cached_property
+    def tally(self) -> Tally:
+        """Each trial's ending counted once (``runner.output.tally``): read from the parts with Arrow when their
+        records prove each trial one row, else from ``scan``; read once, shared by ``counts`` and the verdict."""
+        return tally_parts(self.parts) if self.unique else tally_scan(self.scan())
 
     def usage(self, prices: Mapping[str, ModelPrice] | None = None, by: tuple[str, ...] = ("model",),
               frame: pl.LazyFrame | None = None) -> pl.DataFrame:

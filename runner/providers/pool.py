@@ -20,8 +20,7 @@ from runner.providers.cache import AnswerStore, CachedProvider
 from runner.providers.limiter import Limiter, make_limiter
 from runner.providers.managed import ManagedProvider
 from runner.providers.remedies import Learned, RemedyBook
-from runner.providers.settings import Connection, Limits, RetryPolicy
-from runner.providers.transport import DEFAULT_TRANSPORT
+from runner.providers.settings import DEFAULT_TRANSPORT, Connection, Limits, RetryPolicy
 
 
 class ProviderPool:

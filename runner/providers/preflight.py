@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import httpx
-
 from runner.core.redact import scrub
 from runner.providers.secrets import secret_from_env
 from runner.providers.settings import Connection, redact_url
 
 if TYPE_CHECKING:
+    import httpx
+
     from runner.providers.http_base import HttpProvider
 
 __all__ = ["SIMULATED_SERVER", "Checked", "Endpoint", "Finding", "check_endpoints"]
@@ -109,6 +109,8 @@ async def _check(e: Endpoint) -> tuple[Finding | None, bool]:
 
 
 async def _ask(e: Endpoint) -> tuple[Finding | None, httpx.Response | None]:
+    import httpx  # here: a sweep of simulated agents sends nothing and loads no HTTP client
+
     cls = _provider_class(e.provider)
     assert cls is not None
     connection = e.connection

@@ -150,6 +150,10 @@ def check_json_numbers(value: Any, where: str = "params") -> None:
         for i, v in enumerate(value):
             check_json_numbers(v, f"{where}[{i}]")
 
+#: the HTTP client every HTTP provider uses unless told (``runner.providers.transport``), chosen by
+#: benchmarks/http_throughput.py (see docs/performance.md)
+DEFAULT_TRANSPORT = "aiohttp"
+
 DEFAULT_BASE_URL = {
     "openai": "https://api.openai.com/v1",
     "anthropic": "https://api.anthropic.com/v1",

@@ -45,9 +45,9 @@ from typing import Any, Protocol
 
 import httpx
 
+from runner.providers.settings import DEFAULT_TRANSPORT
+
 _TRANSPORTS = ("aiohttp", "httpx-transport", "httpx-aiohttp", "httpx", "sharded")
-#: chosen by benchmarks/http_throughput.py (see the README's "Performance" section)
-DEFAULT_TRANSPORT = "aiohttp"
 _SHARD_SIZE = 16  # connections per shard: where a single httpx pool still scaled in the benchmark
 
 

@@ -15,6 +15,7 @@ import pytest
 import runner
 from runner.core.exits import EXIT_BUDGET, EXIT_ERRORS, EXIT_GATE, EXIT_OK
 from runner.core.gates import parse_gate
+from runner.output import Output
 from tests.helpers.cli import invoke
 from tests.helpers.files import bundled_sweep, quickstart_dict, write_yaml
 
@@ -108,3 +109,31 @@ def test_bad_endings_are_refused_before_anything_runs(tmp_path: Path) -> None:
     with pytest.raises(runner.UserError, match="--max-error-rate"):
         runner.run(sweep, tmp_path / "c", quiet=True, max_error_rate=1.5)
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists() and not (tmp_path / "c").exists()
+
+
+def test_the_verdict_read_from_the_parts_equals_the_scans(tmp_path: Path) -> None:
+    """A run whose parts prove each trial one row is tallied from the parts with Arrow alone; the verdict equals
+    the one the lazy scan aggregates (which a retried output uses), dead model and first error included."""
+    from runner.analysis.verdict import run_verdict
+    from runner.output.tally import tally_parts, tally_scan
+
+    result = runner.run(_with_a_broken_model(tmp_path), tmp_path / "out", quiet=True)
+    output = Output.open(tmp_path / "out")
+    assert output.unique
+    assert tally_parts(output.parts) == tally_scan(output.scan())
+    assert list(tally_parts(output.parts).first_error) == list(tally_scan(output.scan()).first_error)
+    verdict = run_verdict(output)
+    assert result.ending is not None and verdict == result.ending.verdict
+    assert verdict.rows == output.scan().collect().height and verdict.errors == verdict.rows // 4
+    assert [d.model for d in verdict.dead_models] == ["broken"] and verdict.dead_models[0].first_error
+
+
+def test_a_retried_output_is_judged_by_each_trials_newest_row(tmp_path: Path) -> None:
+    sweep = _with_a_broken_model(tmp_path)
+    first = runner.run(sweep, tmp_path / "out", quiet=True)
+    again = runner.run(sweep, tmp_path / "out", quiet=True, retry_errors=["all"])
+    assert first.ending is not None and again.ending is not None
+    output = Output.open(tmp_path / "out")
+    assert output.unique is False
+    assert again.ending.verdict.rows == first.ending.verdict.rows == output.scan().collect().height
+    assert again.ending.verdict.errors == first.ending.verdict.errors

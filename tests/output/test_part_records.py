@@ -26,7 +26,7 @@ from runner.core.manifest import MANIFEST, RunStatus, read_manifest
 from runner.execution.grid import Grid, grid_of
 from runner.output import Output
 from runner.output.checksums import CHECKSUMS_KEY
-from runner.output.parts import SESSION_KEY, SUPERSEDES_KEY, latest, session_token, sorted_unique
+from runner.output.parts import SESSION_KEY, SUPERSEDES_KEY, latest, proven_rows, session_token, sorted_unique
 from tests.helpers.rows import write_part, written_rows
 from tests.providers.conftest import outcomes
 
@@ -116,6 +116,38 @@ def test_a_retry_session_records_what_it_supersedes_and_every_reader_takes_the_n
     assert frame.sort("trial_id").equals(full.sort("trial_id"))
 
 
+def test_a_whole_output_is_proven_whole_by_its_footers_and_no_row_is_read(
+        built: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sweep, _ = built
+    out = copy_of(built, tmp_path)
+    manifest = read_manifest(out)
+    assert manifest is not None and proven_rows([the_part(out)], manifest) == 234
+
+    def no_rows(*_: object) -> None:
+        raise AssertionError("a resume of a whole output read its rows")
+
+    monkeypatch.setattr(Grid, "indexes", no_rows)
+    result = runner.run(load_sweep(sweep), out, quiet=True)
+    assert result.skipped == 234 and result.stats.done == 0 and result.exit_code == 0
+
+
+def test_footers_prove_nothing_without_a_trusted_record_or_a_seal(built: tuple[Path, Path], tmp_path: Path) -> None:
+    out = copy_of(built, tmp_path)
+    part = the_part(out)
+    manifest = read_manifest(out)
+    assert manifest is not None
+    rewrite(part, part, keep=slice(None, None, 3))  # batches lost: the seal counts what is left
+    kept = written_rows(out).height
+    assert proven_rows([part], manifest) == kept < 234
+    metadata = dict(ipc.open_file(str(part)).schema.metadata)
+    metadata[SESSION_KEY] = b"0|2026-01-01T00:00:00+00:00|1"  # copied in from another output of the same sweep
+    rewrite(part, part, metadata=metadata)
+    assert proven_rows([part], manifest) is None
+    with pa.OSFile(str(part), "wb") as sink:  # a part without a seal (or a footer)
+        sink.write(b"ARROW1\0\0")
+    assert proven_rows([part], manifest) is None
+
+
 def test_a_resume_after_losing_batches_in_the_middle_equals_an_uninterrupted_run(
         built: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sweep, reference = built
@@ -151,12 +183,14 @@ def test_the_grid_by_index_is_the_grid_in_order(built: tuple[Path, Path]) -> Non
                  np.arange(len(grid))):
         skip = set(done.tolist())
         assert list(grid.pending(done, chunk=50)) == [s for i, s in enumerate(specs) if i not in skip]
-    rows = runner.load(out).select("probe", "case_id", "condition", "run", "model")
-    assert grid.indexes(rows).tolist() == list(range(len(grid)))
-    stray = pl.LazyFrame({"probe": ["misselection", "nope"], "case_id": [specs[5].case_id] * 2,
-                          "condition": [specs[5].condition] * 2, "run": [specs[5].run] * 2,
-                          "model": [specs[5].model] * 2})
-    assert grid.indexes(stray).tolist() == [5]  # a row naming no cell of the grid is left out
+    rows = runner.load(out).select("probe", "case_id", "condition", "run", "model").collect().to_arrow()
+    assert grid.indexes(rows.to_batches(max_chunksize=7)).tolist() == list(range(len(grid)))
+    s = specs[5]
+    stray = pa.table({"probe": ["misselection", "nope", s.probe, s.probe, s.probe, None],
+                      "case_id": [s.case_id] * 6, "condition": [s.condition] * 6,
+                      "run": [s.run, s.run, 10**6, s.run, -1, s.run], "model": [s.model] * 3 + ["nobody", s.model, s.model]})
+    # rows naming no cell of the grid (another probe, a run past the cell's runs, another model, none) are left out
+    assert grid.indexes(stray.to_batches()).tolist() == [5]
 
 
 def test_sorted_unique_is_np_unique_of_sorted_keys() -> None:

@@ -1,0 +1,74 @@
+"""A few columns of finished parts, read batch by batch with Arrow alone.
+
+A resume that finds nothing to do, and the verdict at its end, need four or five narrow
+columns of every row (a trial's id, its cell, its status) and nothing a query engine
+adds: reading them from the memory-mapped parts costs milliseconds per million rows,
+importing polars to do it costs more than the whole read. Every reader here skips the
+seal (``runner.output.checksums``): it holds no rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+__all__ = ["column_batches", "part_columns"]
+
+
+def part_columns(part: Path) -> list[str]:
+    """The column names of a finished part (its footer's schema; no row is read)."""
+    with pa.memory_map(str(part), "r") as source:
+        return ipc.open_file(source).schema.names
+
+
+def column_batches(parts: Iterable[Path], names: Sequence[str], rows: int = 1 << 16,
+                   optional: Collection[str] = ()) -> Iterator[pa.RecordBatch]:
+    """The columns ``names`` (in that order) of every row of ``parts``, in order, as record batches of about
+    ``rows`` rows: a writer's batches of a few thousand rows are joined, so the caller's vectorised work runs
+    once per 65,536 rows, not once per batch written (a third of the CPU of a resume's read at 1M rows).
+
+    A column of ``optional`` that a part lacks reads as nulls; for any other, ``KeyError`` names the part and
+    the column."""
+    group: list[pa.RecordBatch] = []
+    size = 0
+    for batch in _batches(parts, names, optional):
+        group.append(batch)
+        size += batch.num_rows
+        if size >= rows:
+            yield _joined(group)
+            group, size = [], 0
+    if group:
+        yield _joined(group)
+
+
+def _batches(parts: Iterable[Path], names: Sequence[str], optional: Collection[str]) -> Iterator[pa.RecordBatch]:
+    for part in parts:
+        with pa.memory_map(str(part), "r") as source:
+            schema = ipc.open_file(source).schema
+            present = [name for name in names if schema.get_field_index(name) >= 0]
+            missing = [name for name in names if name not in present]
+            if any(name not in optional for name in missing):
+                raise KeyError(f"{part} has no {next(n for n in missing if n not in optional)!r} column")
+            indexes = sorted({schema.get_field_index(name) for name in present})
+            reader = ipc.open_file(source, options=ipc.IpcReadOptions(included_fields=indexes))
+            for i in range(reader.num_record_batches):
+                batch = reader.get_batch(i)
+                if not batch.num_rows:
+                    continue  # the seal
+                if missing:
+                    columns = {name: batch.column(name) for name in present}
+                    batch = pa.RecordBatch.from_arrays(
+                        [columns[n] if n in columns else pa.nulls(batch.num_rows) for n in names], names=list(names))
+                    yield batch
+                else:
+                    yield batch.select(list(names))
+
+
+def _joined(group: list[pa.RecordBatch]) -> pa.RecordBatch:
+    if len(group) == 1:
+        return group[0]
+    table = pa.Table.from_batches(group).combine_chunks()
+    return pa.RecordBatch.from_arrays([column.chunk(0) for column in table.columns], schema=table.schema)
