@@ -46,9 +46,12 @@ def view(
 
     try:
         run_viewer(sources, port, started)
+    except KeyboardInterrupt:  # Ctrl-C before the server took over the signal: stopping is what it asked
+        pass
     except OSError as exc:
         raise fail(UserError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}",
                               hint="choose another --port, or --port 0 for any free one")) from None
+    err.print("trialgrid view: stopped", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -119,3 +119,43 @@ def test_a_missing_output_is_one_error_line(tmp_path: Path) -> None:
     from tests.helpers.cli import invoke, invoke_error_line
 
     assert "not a trialgrid output directory" in invoke_error_line(invoke("view", str(tmp_path / "nowhere")))
+
+
+#: ``trialgrid view`` whose background warm-up takes a minute (as a 1M-trial output's takes seconds)
+_SLOW_WARM = """
+import sys, time
+import runner.viewer.data as data
+data.Source.warm = data.Source.verify = lambda self: time.sleep(60)
+from runner.cli import main
+sys.argv = ["trialgrid", "view", sys.argv[1], "--port", "0"]
+main()
+"""
+
+
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_or_sigterm_stops_the_viewer_during_its_warm_up_with_its_own_line(quick_out: Path,
+                                                                                 signum: str) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    from tests.helpers.files import ROOT
+
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_WARM, str(quick_out)], cwd=ROOT, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        url = urlsplit(line.split(": ", 1)[1].split(" ", 1)[0])
+        status, _, _ = get((str(url.hostname), int(url.port or 0)), "/api/runs/0/trials")
+        assert status == 200  # the first page answered: the warm-up has started (and sleeps a minute)
+        proc.send_signal(getattr(signal, signum))
+        assert proc.wait(timeout=30) == 0  # not after the warm-up's minute
+        said = proc.stderr.read()
+        assert "trialgrid view: stopped" in said and "rerun" not in said and "Traceback" not in said
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+        if proc.stderr:
+            proc.stderr.close()
