@@ -81,6 +81,25 @@ def test_flags_are_coloured_by_what_they_mean_and_headers_do_not_break(tab: Any,
     assert tab.errors == []
 
 
+_LINES = """e => { const r = document.createRange(); r.selectNodeContents(e);
+                     return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size; }"""
+
+
+def test_ids_and_names_stay_whole_and_the_verdict_stays_in_its_column(tab: Any, url: str) -> None:
+    tab.page.set_viewport_size({"width": 1200, "height": 820})  # the docs' screenshots: many flag columns
+    tab.goto(url + "#/run/0?f.decoy_called=true")
+    for column in ("trial_id", "model", "condition", "tools_called"):
+        index = tab.texts("table.trials th").index(column)
+        lines = tab.page.eval_on_selector_all(f"tr.trial > td:nth-child({index + 1})",
+                                              f"cells => cells.map({_LINES})")
+        assert lines and set(lines) == {1}, column  # never broken mid-word; a wide list scrolls sideways
+    assert tab.page.eval_on_selector(".scroll", "e => e.scrollWidth > e.clientWidth")
+    tab.click("tr.trial")
+    aside = tab.page.eval_on_selector(".verdict-side", "e => [e.scrollWidth, e.clientWidth]")
+    assert aside[0] <= aside[1]  # a long value wraps inside the verdict, not past the page's edge
+    assert tab.errors == []
+
+
 @pytest.mark.parametrize("kind", sorted(PROBES))
 def test_every_good_rate_is_a_flag_of_its_probe(kind: str) -> None:
     probe = PROBES[kind]

@@ -212,7 +212,8 @@ async function listView(run, params) {
   const filtered = [...params].some(([k]) => /^[fznx]\./.test(k) || k === "q");
   const kept = new URLSearchParams([...params].filter(([k]) => k === "sort" || k === "desc" || k === "limit"));
   const reset = filtered ? el("a", { href: route(["run", run], kept), id: "clear-filters" }, "clear filters") : "";
-  main.replaceChildren(heading, filters, also, el("div", {}, count, " trials ", reset), pager, table,
+  main.replaceChildren(heading, filters, also, el("div", {}, count, " trials ", reset), pager,
+                       el("div", { class: "scroll" }, table),
                        el("p", { class: "muted legend" }, LEGEND, " · j / k to move, Enter to open"));
   const draw = async () => {
     // the rows first (a slice: the server stops reading once it has them), the count beside them
