@@ -45,7 +45,7 @@ def incomplete_lines(summary: Summary) -> list[str]:
     """The lines every report leads with, above its first table: one per model whose server was lost
     (``server lost: …``), one per server finding of a replies view (``server finding: …``), one per kind of part
     a rerun moved aside (``set aside: …``), then one per unfinished run (``incomplete: 417 of 540 trials
-    written …``)."""
+    written …``, or for a try of a few trials, ``a try (--limit 5): 5 of 540 trials written …``)."""
     many = len(summary.runs) > 1
     lines = []
     for run, model, lost, trials in lost_servers(summary):
@@ -73,9 +73,18 @@ def incomplete_lines(summary: Summary) -> list[str]:
         if aside.get("foreign"):
             lines.append(f"set aside: {_files(aside['foreign'])} of another sweep{where}, in trials/foreign/ — "
                          "not counted; move them back only into an output of that sweep")
-    lines += [f"incomplete: {done:,} of {total:,} trials written" + (f" (run {run})" if many else "")
-              + " — rates cover only the trials that ran, and the scorecard is not graded; rerun the same command "
-                "to finish the grid" for run, done, total in incomplete_runs(summary)]
+    picks = {analysed.label: analysed.manifest.sessions[-1].picks for analysed in summary.runs
+             if analysed.manifest.sessions}
+    for run, done, total in incomplete_runs(summary):
+        where = f" (run {run})" if many else ""
+        tried = picks.get(run)
+        if tried:  # rerunning a try's command would run another few trials, never the grid
+            lines.append(f"a try ({' '.join(tried)}): {done:,} of {total:,} trials written{where} — rates cover only "
+                         "these trials, and the scorecard is not graded; run the sweep without "
+                         f"{' and '.join(sorted({flag.split()[0] for flag in tried}))} for the whole grid")
+        else:
+            lines.append(f"incomplete: {done:,} of {total:,} trials written{where} — rates cover only the trials "
+                         "that ran, and the scorecard is not graded; rerun the same command to finish the grid")
     return lines
 
 

@@ -222,6 +222,8 @@ class SessionRecord(ManifestRecord):
     stopped: str | None = Field(default=None, description="why the session stopped before the grid was done "
                                                           "(a budget reached, a batch refused or cut to fit)")
     retry_errors: list[str] | None = Field(default=None, description="--retry-errors: the error kinds re-attempted")
+    picks: list[str] | None = Field(default=None, description="a try's --case and --limit flags: it ran a part of "
+                                                              "the grid")
     elapsed_s: float | None = Field(default=None, description="wall-clock seconds, once finished")
     cache: CacheStats | None = Field(default=None, description="response cache counts, when a cache was used")
     extensions: dict[str, dict[str, Any]] = Field(

@@ -148,7 +148,6 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
     narrow = loaded.narrowing or narrow
     judged = [*options.parsed_gates, *(parse_gate(text, "gate") for text in loaded.sweep.gates)]  # the sweep's own too
     _check_fail_on(loaded, options.fail_on)
-    limit = options.limit
     _check_cases(loaded, options.cases)
     target = output_of(loaded, out, options.picks)
     check_output_dir(target)
@@ -157,8 +156,7 @@ def run(sweep: LoadedSweep | str | os.PathLike[str], out: str | os.PathLike[str]
         raise UserError(f"--limit and --case try a few trials in this process; they do not go with a {chosen.backend} "
                         "run", hint="drop them, or drop --ray / --batch (and a model's `mode: batch`) for the try")
     if narrow or options.picks:
-        what = " ".join(filter(None, [narrow.describe(), *(f"--case {c}" for c in options.cases),
-                                      f"--limit {limit}" if limit is not None else ""]))
+        what = " ".join(filter(None, [narrow.describe(), *options.pick_flags]))
         say(f"a try ({what}): a part of the sweep, written to {target}, not to the sweep's output")
     if chosen.note:
         say(chosen.note)

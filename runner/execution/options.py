@@ -91,6 +91,11 @@ class RunOptions:
         return self.limit is not None or bool(self.cases)
 
     @property
+    def pick_flags(self) -> list[str]:
+        """What a try picks, as the flags say it (``--case invoices``, ``--limit 5``); empty: the whole grid."""
+        return [*(f"--case {c}" for c in self.cases), *([f"--limit {self.limit}"] if self.limit is not None else [])]
+
+    @property
     def narrowing(self) -> Narrowing:
         """``models`` and ``runs`` as the try they make of the sweep (empty: the whole sweep)."""
         return Narrowing(tuple(self.models), self.runs)

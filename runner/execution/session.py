@@ -147,6 +147,8 @@ class Session:
         self.loaded, self.out = loaded, out
         #: run at most this many of the pending trials (a try: ``--limit``); None: all of them
         self.limit = options.limit
+        #: a try's flags, recorded in its session (the report then says how to run the whole grid)
+        self.picks = options.pick_flags
         self.strict_params, self.retry_kinds, self.wait = options.strict_params, options.retry_kinds, options.wait
         self.remedies_apply_to = remedies_apply_to
         self.phase = Phase.NEW
@@ -198,7 +200,8 @@ class Session:
         loaded, out = self.loaded, self.out
         self._lock = lock_output(out, wait=self.wait)
         try:
-            self.manifest = start_manifest(out, loaded, self.total, retry_kinds=self.retry_kinds)
+            self.manifest = start_manifest(out, loaded, self.total, retry_kinds=self.retry_kinds,
+                                           picks=self.picks)
             trials_dir = self.trials_dir
             trials_dir.mkdir(exist_ok=True)
             self.repaired = [*repair_parts(trials_dir)]

@@ -70,7 +70,7 @@ def _edited_agents(existing: Manifest, loaded: LoadedSweep) -> list[str]:
 
 
 def start_manifest(out: Path, loaded: LoadedSweep, trials_total: int, *,
-                   retry_kinds: Sequence[str] | None = None) -> Manifest:
+                   retry_kinds: Sequence[str] | None = None, picks: Sequence[str] = ()) -> Manifest:
     """Create the manifest, or check and extend the one a previous run left.
 
     Called with the output's lock held: a session an earlier process left ``running``
@@ -81,6 +81,8 @@ def start_manifest(out: Path, loaded: LoadedSweep, trials_total: int, *,
                             status=RunStatus.RUNNING, trials_run=0)
     if retry_kinds is not None:
         session.retry_errors = list(retry_kinds)
+    if picks:
+        session.picks = list(picks)
     if existing is None:
         if (out / "trials").exists() and any((out / "trials").iterdir()):
             raise UserError(f"{out} has trial files but no {MANIFEST}; refusing to mix them with a new sweep",

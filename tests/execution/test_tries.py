@@ -10,6 +10,7 @@ import yaml
 
 import runner
 from runner.config.sweep import Narrowing
+from runner.core.manifest import read_manifest
 from runner.execution.modes import narrowed_output
 from tests.helpers.cli import invoke
 from tests.helpers.files import bundled_sweep
@@ -97,3 +98,19 @@ def test_a_case_try_builds_only_its_cases_specs_in_grid_order(tmp_path: Path, na
         want = [s for s in specs if s.case_id in picked]
         assert [grid.spec_at(i) for i in grid.indexes_of(picked)] == want
         assert grid.size_of(picked) == len(want)
+
+
+def test_the_report_of_a_limited_try_says_how_to_run_the_whole_grid(tmp_path: Path) -> None:
+    sweep = _in(tmp_path, "quickstart.yaml")
+    out = tmp_path / "tried"
+    result = invoke("run", str(sweep), "--out", str(out), "--limit", "5")
+    assert result.exit_code == 0, result.output
+    manifest = read_manifest(out)
+    assert manifest is not None and manifest.sessions[-1].picks == ["--limit 5"]
+    said = result.output
+    assert "a try (--limit 5): 5 of 234 trials written" in said and "without --limit for the whole grid" in said
+    assert "rerun the same command" not in said  # that would run five more, never the grid
+    whole = invoke("run", str(sweep), "--out", str(out), "--limit", "3")  # still a try: still said as one
+    assert "a try (--limit 3): 8 of 234 trials written" in whole.output
+    finished = invoke("run", str(sweep), "--out", str(out))
+    assert finished.exit_code == 0 and "a try" not in finished.output and "incomplete" not in finished.output
