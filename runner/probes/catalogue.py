@@ -14,15 +14,19 @@ it is read: a key its form does not have but spelt like one (``"paramters"``) is
 with a did-you-mean, since a misspelt schema would send every tool with no arguments (other
 unknown keys are the vendors' extensions, left alone); the argument schema must be
 a valid JSON Schema (checked against the meta-schema by ``jsonschema``: a misspelt type, an
-invalid ``pattern``, a ``required`` that is not a list); a tool with no argument schema at
-all is a warning (``parameters: {}`` says it takes none on purpose).
+invalid ``pattern``, a ``required`` that is not a list), whose every ``$ref`` points inside it
+(vendors resolve no other) at something that is not a ``$ref`` loop; a description longer
+than ``MAX_DESCRIPTION`` is a file pasted by mistake. A tool with no argument schema at all
+is a warning (``parameters: {}`` says it takes none on purpose).
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from runner.core.errors import UserError, warn
 from runner.core.sources import Source, load_source
@@ -35,6 +39,9 @@ _ANTHROPIC = frozenset({"name", "description", "input_schema", "cache_control", 
 _MCP = frozenset({"name", "title", "description", "inputSchema", "outputSchema", "annotations", "icons", "_meta"})
 _PLAIN = frozenset({"name", "description", "parameters", "strict"})
 
+
+#: characters a tool's description may have: a paragraph is a few hundred; a megabyte is a file pasted in
+MAX_DESCRIPTION = 65_536
 
 _EVERY_KEY = sorted(_OPENAI_OUTER | _OPENAI_FUNCTION | _ANTHROPIC | _MCP | _PLAIN)
 
@@ -61,6 +68,54 @@ def _check_schema(schema: dict[str, Any], fail: Any, at: tuple) -> None:
     except exceptions.SchemaError as exc:
         where = tuple(exc.absolute_path)
         raise fail(f"not a valid JSON Schema: {exc.message[:200]}", at + where) from None
+
+
+def _refs(node: Any, at: tuple) -> Iterator[tuple[str, tuple]]:
+    """Every ``$ref`` string in ``node`` and where it is (the ``$ref`` key's path)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                yield value, at + (key,)
+            else:
+                yield from _refs(value, at + (key,))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _refs(value, at + (i,))
+
+
+def _pointed(root: dict[str, Any], ref: str) -> tuple[bool, Any]:
+    """(found, the node) a local ``$ref`` (``#``, ``#/$defs/a``: a JSON pointer, percent-encoded) points at."""
+    node: Any = root
+    for token in unquote(ref[1:]).split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isascii() and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return False, None
+    return True, node
+
+
+def _check_refs(schema: dict[str, Any], fail: Any, at: tuple) -> None:
+    """Every ``$ref`` local and resolving, and no chain of ``$ref``s that only points at itself (a recursive
+    schema, a tree whose ``children`` refer back to ``#``, is fine: it describes something)."""
+    for ref, where in _refs(schema, ()):
+        if not ref.startswith("#"):
+            raise fail(f"$ref {ref!r} points outside this schema, which no provider resolves: copy what it names "
+                       "under '$defs' and refer to '#/$defs/…'", at + where)
+        seen = [ref]
+        while True:
+            found, node = _pointed(schema, seen[-1])
+            if not found:
+                raise fail(f"$ref {ref!r} points at nothing in this schema", at + where)
+            target = node.get("$ref") if isinstance(node, dict) else None
+            if not isinstance(target, str) or not target.startswith("#"):
+                break
+            if target in seen:
+                raise fail(f"$ref {ref!r} is a loop ({' → '.join([*seen, target])}) that describes no value",
+                           at + where)
+            seen.append(target)
 
 
 def _entry(item: Any, source: Source, path: tuple) -> ToolSpec:
@@ -96,6 +151,9 @@ def _entry(item: Any, source: Source, path: tuple) -> ToolSpec:
         description = ""
     if not isinstance(description, str):
         raise fail("'description' must be a string", sub + ("description",))
+    if len(description) > MAX_DESCRIPTION:
+        raise fail(f"'description' is {len(description):,} characters, over the {MAX_DESCRIPTION:,} a tool's "
+                   "description may have here: was a file pasted in?", sub + ("description",))
     if schema_key not in body:
         line = source.line_of(path)
         warn(f"{source.path}{f':{line}' if line else ''}: tool {name!r} has no {schema_key!r}: it is offered with no "
@@ -104,6 +162,7 @@ def _entry(item: Any, source: Source, path: tuple) -> ToolSpec:
     if not isinstance(schema, dict) or schema.get("type", "object") != "object":
         raise fail("the argument schema must be a JSON-schema object ({'type': 'object', ...})", sub + (schema_key,))
     _check_schema(schema, fail, sub + (schema_key,))
+    _check_refs(schema, fail, sub + (schema_key,))
     props = schema.get("properties", {})
     if not isinstance(props, dict):
         raise fail("'properties' must be a mapping", sub + (schema_key, "properties"))

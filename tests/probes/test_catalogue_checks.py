@@ -44,6 +44,25 @@ BAD: list[tuple[Any, str, str]] = [
     ([GOOD | {"parameters": {"type": "array"}}], "[0].parameters", "JSON-schema object"),
     ([GOOD, {**GOOD, "name": 7}], "[1].name", "non-empty string"),
     ([GOOD, GOOD], "[1]", "duplicate tool name"),
+    ([GOOD | {"parameters": {"type": "object", "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+                             "properties": {"x": {"$ref": "#/$defs/a"}}}}], "[0].parameters.", "is a loop"),
+    ([GOOD | {"parameters": {"type": "object", "properties": {"x": {"$ref": "#/$defs/nope"}}}}],
+     "[0].parameters.properties.x.$ref", "points at nothing"),
+    ([GOOD | {"parameters": {"type": "object", "properties": {"x": {"$ref": "https://example.com/s.json"}}}}],
+     "[0].parameters.properties.x.$ref", "points outside this schema"),
+    ([GOOD | {"description": "x" * (1 << 20)}], "[0].description", "1,048,576 characters"),
+    ([GOOD | {"description": 5}], "[0].description", "must be a string"),
+    (["lookup"], "[0]", "must be a mapping"),
+    ([{"type": "function", "function": "lookup"}], "[0].function", "must be a mapping"),
+    ([GOOD | {"parameters": None}], "[0].parameters", "JSON-schema object"),
+    ([GOOD | {"parameters": {"type": "object", "properties": ["a"]}}], "[0].parameters.properties",
+     "not a valid JSON Schema"),
+    ([GOOD | {"parameters": {"type": "object", "properties": {"a": {"type": "object", "properties": {
+        "b": {"type": "numbr"}}}}}}], "[0].parameters.properties.a.properties.b.type", "not a valid JSON Schema"),
+    ([GOOD | {"parameters": {"type": "object", "additionalProperties": "no"}}],
+     "[0].parameters.additionalProperties", "not a valid JSON Schema"),
+    ([GOOD | {"parameters": {"type": "object", "properties": {"a": {"type": "array", "items": 3}}}}],
+     "[0].parameters.properties.a.items", "not a valid JSON Schema"),
 ]
 
 
@@ -53,6 +72,22 @@ def test_each_mistake_is_one_located_error(tmp_path: Path, tools: Any, where: st
         load_catalogue(_write(tmp_path, tools))
     text = str(info.value)
     assert "tools.json:" in text and where in text and words in text, text
+
+
+def test_twenty_mistakes_at_least_each_one_line_and_exit_2_from_validate(tmp_path: Path) -> None:
+    assert len(BAD) >= 20
+    tools, where, words = next(b for b in BAD if b[2] == "is a loop")  # through the command a user runs
+    data = quickstart_dict()
+    data["probes"][0]["catalogue"] = str(_write(tmp_path, tools))
+    result = invoke("validate", str(write_yaml(tmp_path / "sweep.yaml", data)))
+    assert result.exit_code == 2 and where in result.output and words in result.output, result.output
+
+
+def test_a_recursive_schema_and_local_refs_load(tmp_path: Path) -> None:
+    tree = {"type": "object", "$defs": {"node": {"type": "object", "properties": {
+        "name": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+        "properties": {"root": {"$ref": "#/$defs/node"}, "again": {"$ref": "#/properties/root"}}}
+    assert load_catalogue(_write(tmp_path, [GOOD | {"parameters": tree}]))[0][0].parameters == tree
 
 
 def test_vendor_extensions_and_types_lists_load(tmp_path: Path) -> None:
