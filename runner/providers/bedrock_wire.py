@@ -152,6 +152,11 @@ class BedrockProvider(HttpProvider):
     def encode(self, request: ChatRequest) -> dict[str, Any]:
         return encode_request(request)
 
+    def param_homes(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        # Converse's own settings, then what it hands the model as it is (where a model's own name goes)
+        homes = [body[k] for k in ("inferenceConfig", "additionalModelRequestFields") if isinstance(body.get(k), dict)]
+        return homes or [body.setdefault("additionalModelRequestFields", {})]
+
     def decode(self, data: Any) -> ChatResponse:
         return decode_response(data)
 

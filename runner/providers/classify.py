@@ -142,6 +142,10 @@ _NAMES_PARAM = (
     # pydantic-style "field: message" (Anthropic's validation errors)
     re.compile(rf"^{_Q}?{_NAME}{_Q}?:\s*(?:Input should|Field required|Value error|Invalid)"),
     re.compile(rf"{_Q}{_NAME}{_Q}\s+does not support"),
+    # Google's JSON mapping: 'Invalid JSON payload received. Unknown name "topK" at 'generation_config': ...'
+    re.compile(rf"[Uu]nknown name {_Q}{_NAME}{_Q}"),
+    # a model's own validation on Bedrock: 'Malformed input request: #: extraneous key [top_k] is not permitted'
+    re.compile(r"extraneous key \[([A-Za-z_][A-Za-z0-9_.\-]*)\] is not permitted"),
 )
 
 
@@ -174,7 +178,8 @@ def parse_remedy(message: str, param_hint: str | None = None) -> Remedy | None:
       "Unsupported value: 'P' ... Only the default (V) value is supported"
     - rename: "... 'X' ... Use 'Y' instead"
     - drop: "Unsupported parameter: 'X'", "'X' is not supported with this model",
-      "X: Extra inputs are not permitted", "Unrecognized request argument supplied: X"
+      "X: Extra inputs are not permitted", "Unrecognized request argument supplied: X", Google's
+      'Unknown name "X" at ...: Cannot find field.', a Bedrock model's "extraneous key [X] is not permitted"
     """
     match = _SET.search(message)
     if match:
@@ -193,7 +198,8 @@ def parse_remedy(message: str, param_hint: str | None = None) -> Remedy | None:
     instead = _USE_INSTEAD.search(message)
     if instead and instead.group(1) != param:
         return Remedy("rename", param, new_name=instead.group(1))
-    if re.search(r"not supported|[Uu]nsupported parameter|Extra inputs are not permitted|[Uu]nrecognized request argument", message):
+    if re.search(r"not supported|[Uu]nsupported parameter|Extra inputs are not permitted|[Uu]nrecognized request argument"
+                 r"|[Uu]nknown name .* Cannot find field|extraneous key .* is not permitted", message):
         return Remedy("drop", param)
     return None
 

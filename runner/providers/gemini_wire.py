@@ -143,6 +143,10 @@ class GeminiProvider(HttpProvider):
     def encode(self, request: ChatRequest) -> dict[str, Any]:
         return encode_request(request)
 
+    def param_homes(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        # the API names a parameter as sent ("Unknown name \"topK\" at 'generation_config'")
+        return [body.setdefault("generationConfig", {})]
+
     def decode(self, data: Any) -> ChatResponse:
         return decode_response(data)
 

@@ -29,6 +29,7 @@ from runner.core.types import ChatRequest, ChatResponse
 from runner.providers.classify import classify_http, filtered
 from runner.providers.errors import ErrorKind, ProviderError, Remedy
 from runner.providers.pacing import note_rate_headers
+from runner.providers.remedies import apply_remedies
 from runner.providers.secrets import Secret, secret_from_env
 from runner.providers.seed_channel import SEED_HEADER
 from runner.providers.settings import DEFAULT_BASE_URL, Connection, redact_url
@@ -43,29 +44,6 @@ except ImportError:  # pragma: no cover
 _STRUCTURAL = frozenset({"model", "messages", "tools", "system"})
 
 
-def _apply_remedies(body: dict[str, Any], remedies: Sequence[Remedy]) -> list[str]:
-    """Apply learned remedies to a request body in place; return those that changed it."""
-    applied: list[str] = []
-    for remedy in remedies:
-        param = remedy.param
-        if param in _STRUCTURAL:
-            continue
-        if remedy.action == "drop":
-            if param in body:
-                del body[param]
-                applied.append(remedy.describe())
-        elif remedy.action == "rename":
-            if param in body and remedy.new_name:
-                body[remedy.new_name] = body.pop(param)
-                applied.append(remedy.describe())
-        elif remedy.action == "set":
-            if body.get(param, _MISSING) != remedy.value:
-                body[param] = remedy.value
-                applied.append(remedy.describe())
-    return applied
-
-
-_MISSING = object()
 
 
 class HttpProvider:
@@ -123,6 +101,11 @@ class HttpProvider:
         """(message, parameter, code) from an error body."""
         raise NotImplementedError
 
+    def param_homes(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """Where this wire format keeps a request's parameters, which learned remedies change: the body's top
+        level here; a format that nests them (Gemini's ``generationConfig``) says where."""
+        return [body]
+
     def retry_after_in(self, data: Any) -> float | None:
         """The wait an error body asks for, for a vendor that says it there rather than in a ``Retry-After``
         header (Google's ``RetryInfo``); None: the body says nothing of it."""
@@ -135,7 +118,7 @@ class HttpProvider:
 
     async def complete(self, request: ChatRequest, remedies: Sequence[Remedy] = ()) -> ChatResponse:
         body = self.encode(request)
-        applied = _apply_remedies(body, remedies) if remedies else []
+        applied = apply_remedies(self.param_homes(body), remedies, _STRUCTURAL) if remedies else []
         headers = {SEED_HEADER: str(request.seed)} if request.seed is not None and self._sends_seed else {}
         payload = orjson.dumps(body)  # ~8x json.dumps on these bodies; CPU is the limit at high concurrency
         url = self.url_for(request)

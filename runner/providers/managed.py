@@ -52,7 +52,7 @@ from runner.providers.errors import ErrorKind, ProviderError, Remedy
 from runner.providers.estimate import estimate_tokens
 from runner.providers.limiter import Limiter
 from runner.providers.pacing import is_rate_limit, rate_slot
-from runner.providers.remedies import BookKey, RemedyBook, request_shape
+from runner.providers.remedies import BookKey, RemedyBook, apply_remedies, request_shape
 from runner.providers.settings import RetryPolicy
 
 #: remedy re-sends allowed in one call (each must apply a remedy not applied before)
@@ -66,21 +66,7 @@ PROBE_EVERY_S = 5.0
 def remedy_params(params: Mapping[str, Any], remedies: Sequence[Remedy]) -> tuple[dict[str, Any], list[str]]:
     """Remedies applied to a neutral ``params`` mapping (for providers without a wire body)."""
     out = dict(params)
-    applied: list[str] = []
-    for r in remedies:
-        if r.action == "drop" and r.param in out:
-            del out[r.param]
-        elif r.action == "rename" and r.param in out and r.new_name:
-            out[r.new_name] = out.pop(r.param)
-        elif r.action == "set" and out.get(r.param, _MISSING) != r.value:
-            out[r.param] = r.value
-        else:
-            continue
-        applied.append(r.describe())
-    return out, applied
-
-
-_MISSING = object()
+    return out, apply_remedies([out], remedies)
 
 
 class ManagedProvider:

@@ -24,13 +24,42 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from runner.providers.errors import Remedy
 
+__all__ = ["BookKey", "Learned", "RemedyBook", "apply_remedies", "remedy_from_json", "request_shape"]
+
 BookKey = tuple[str, str, str]  # (provider, endpoint, model id)
+
+_MISSING = object()
+
+
+def apply_remedies(homes: Sequence[dict[str, Any]], remedies: Sequence[Remedy],
+                   protected: frozenset[str] = frozenset()) -> list[str]:
+    """Apply ``remedies`` in place to the mappings where a request keeps its parameters (``homes``: a wire
+    body's top level, or the sections its format nests them in; a provider without a wire body, its neutral
+    ``params``), and return the remedies that changed something. A parameter is dropped or renamed in the
+    home that holds it; a value is set where it is, else in the first home. ``protected`` names are the
+    request's structure, never touched."""
+    applied: list[str] = []
+    for remedy in remedies:
+        param = remedy.param
+        if param in protected or not homes:
+            continue
+        home = next((h for h in homes if param in h), None)
+        if remedy.action == "drop" and home is not None:
+            del home[param]
+        elif remedy.action == "rename" and home is not None and remedy.new_name:
+            home[remedy.new_name] = home.pop(param)
+        elif remedy.action == "set" and (home or homes[0]).get(param, _MISSING) != remedy.value:
+            (home if home is not None else homes[0])[param] = remedy.value
+        else:
+            continue
+        applied.append(remedy.describe())
+    return applied
 
 
 @dataclass(frozen=True)

@@ -161,6 +161,13 @@ def test_connection_refused_is_transient() -> None:
     ("Unsupported value: 'reasoning_effort' does not support 'low' with this model when tools are present. "
      "Set reasoning_effort to 'none'.", None, Remedy("set", "reasoning_effort", value="none")),
     ("Invalid request: the messages are empty.", None, None),
+    # Google's JSON mapping (Gemini API, Vertex AI), naming the field as sent
+    ("Invalid JSON payload received. Unknown name \"topK\" at 'generation_config': Cannot find field.", None,
+     Remedy("drop", "topK")),
+    # a model's own validation, as Bedrock passes it on
+    ("The model returned the following errors: Malformed input request: #: extraneous key [top_k] is not permitted, "
+     "please reformat your input and try again.", None, Remedy("drop", "top_k")),
+    ("Invalid JSON payload received. Unknown name \"contents\": Cannot bind query parameter.", None, None),
 ])
 def test_parse_remedy(message: str, param: str | None, remedy: Remedy | None) -> None:
     assert parse_remedy(message, param) == remedy

@@ -274,7 +274,7 @@ class SimServer:
             streamed = body.get("stream") is True
             has_tools = bool(chat.tools)
             for rule in self.options.rules:
-                if rule.applies(model, body, has_tools):
+                if rule.applies(model, codec.params_of(body), has_tools):
                     status, tag = 400, f"rule:{rule.spec}"
                     stats.rejected(rule.spec, model, rule.param)
                     return self._json(400, codec.rule_error(rule, body, has_tools), limits)

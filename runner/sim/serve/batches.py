@@ -128,7 +128,7 @@ class BatchRoutes:
             return ("error", 400, codec.error(400, message))
         has_tools = bool(chat.tools)
         for rule in self.server.options.rules:
-            if rule.applies(chat.model, body, has_tools):
+            if rule.applies(chat.model, codec.params_of(body), has_tools):
                 self.server.stats.rejected(rule.spec, chat.model, rule.param)
                 return ("error", 400, codec.rule_error(rule, body, has_tools))
         fate = self.fate(custom_id)

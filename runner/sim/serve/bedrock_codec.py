@@ -124,9 +124,21 @@ class BedrockCodec:
         return {"message": message, "__type": name}
 
     @staticmethod
+    def params_of(body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Where a request keeps its parameters, as a rule matches them: ``inferenceConfig`` and the fields
+        Bedrock hands the model as they are (``additionalModelRequestFields``), spelt as sent."""
+        found: dict[str, Any] = {}
+        for key in ("inferenceConfig", "additionalModelRequestFields"):
+            if isinstance(body.get(key), Mapping):
+                found.update(body[key])
+        return found
+
+    @staticmethod
     def rule_error(rule: Rule, body: Mapping[str, Any], has_tools: bool) -> dict[str, Any]:
-        return BedrockCodec.error(400, f"The model returned the following errors: {rule.param}: extraneous key "
-                                       f"[{rule.param}] is not permitted")
+        # the model's own validation, as Bedrock passes it on (Anthropic's models on Bedrock, for one)
+        return BedrockCodec.error(400, "The model returned the following errors: Malformed input request: #: "
+                                       f"extraneous key [{rule.param}] is not permitted, please reformat your input "
+                                       "and try again.", kind="ValidationException")
 
     @staticmethod
     def auth_error(key: str | None) -> dict[str, Any]:

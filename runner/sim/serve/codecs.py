@@ -152,6 +152,11 @@ class OpenAICodec:
         return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
     @staticmethod
+    def params_of(body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Where a request keeps its parameters, as a rule matches them: the body's top level."""
+        return body
+
+    @staticmethod
     def rule_error(rule: Rule, body: Mapping[str, Any], has_tools: bool) -> dict[str, Any]:
         p = rule.param
         if rule.action == "drop":
@@ -306,6 +311,11 @@ class AnthropicCodec:
               code: str | None = None) -> dict[str, Any]:
         # the request_id is added by the server's middleware (runner/sim/serve/vendor_http.py)
         return {"type": "error", "error": {"type": kind, "message": message}}
+
+    @staticmethod
+    def params_of(body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Where a request keeps its parameters, as a rule matches them: the body's top level."""
+        return body
 
     @staticmethod
     def rule_error(rule: Rule, body: Mapping[str, Any], has_tools: bool) -> dict[str, Any]:

@@ -152,6 +152,12 @@ class GeminiCodec:
         return {"error": {"code": status, "message": message, "status": _STATUS.get(status, "UNKNOWN")}}
 
     @staticmethod
+    def params_of(body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Where a request keeps its parameters, as a rule matches them: ``generationConfig``, spelt as sent."""
+        config = body.get("generationConfig")
+        return config if isinstance(config, Mapping) else {}
+
+    @staticmethod
     def rule_error(rule: Rule, body: Mapping[str, Any], has_tools: bool) -> dict[str, Any]:
         p = rule.param
         if rule.action in ("drop", "rename"):
