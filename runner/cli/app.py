@@ -45,6 +45,7 @@ from runner.cli.validate import register as register_validate
 from runner.cli.view import register as register_view
 from runner.core.errors import TrialgridError, UserError
 from runner.core.safety import one_line
+from runner.core.version import trialgrid_version
 
 
 def _os_error(exc: OSError) -> UserError:
@@ -111,11 +112,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
 
 def _version(value: bool) -> None:
     if value:
-        try:
-            version = metadata.version("trialgrid")
-        except metadata.PackageNotFoundError:
-            version = "unknown (not installed)"
-        out.print(f"trialgrid {version}")
+        out.print(f"trialgrid {trialgrid_version()}")
         raise typer.Exit(EXIT_OK)
 
 

@@ -63,12 +63,20 @@ def audit(
     token_env: str | None = typer.Option(None, "--token-env", metavar="VAR", help="With --listen: senders must "
                                          "send the token in this environment variable as a bearer token "
                                          "(required off loopback)."),
+    export_to: str | None = typer.Option(None, "--export-to", metavar="URL", help="With --listen: send each "
+                                         "finding as an OTel gen_ai.evaluation.result event to this OTLP/HTTP "
+                                         "endpoint (a Collector's http://HOST:4318, or its /v1/logs URL); headers "
+                                         "from OTEL_EXPORTER_OTLP_HEADERS."),
 ) -> None:
     """Audit traces for phantom arguments with the containment baseline — offline, nothing is sent — and report
     flag rates per tool argument (and agreement with an auditor run, and precision / recall where gold exists)."""
     if listen is not None:
-        _listen(listen, token_env, out_dir, bool(paths) or run is not None or labels is not None)
+        _listen(listen, token_env, out_dir, bool(paths) or run is not None or labels is not None, export_to)
         return
+    if export_to is not None:
+        raise fail(UserError("--export-to sends the findings of traces received with --listen",
+                             hint="trialgrid audit --listen 4318 --out live/ --export-to http://collector:4318; "
+                                  "an audit of files writes its events with --findings"))
     from runner.probes.phantom import audit as A
     from runner.probes.phantom.calibration import audit_views, read_labels, write_findings
     from runner.reporting.terminal import print_views
@@ -130,7 +138,8 @@ def audit(
         raise fail(UserError(exc.strerror or type(exc).__name__, file=exc.filename)) from None
 
 
-def _listen(listen: str, token_env: str | None, out_dir: Path | None, offline_flags: bool) -> None:
+def _listen(listen: str, token_env: str | None, out_dir: Path | None, offline_flags: bool,
+            export_to: str | None = None) -> None:
     """``audit --listen``: the OTLP receiver (``runner.importers.traces.receiver``) until Ctrl-C."""
     from runner.importers.traces.receiver import Listen, parse_listen, serve_receiver
 
@@ -147,7 +156,12 @@ def _listen(listen: str, token_env: str | None, out_dir: Path | None, offline_fl
             if not token:
                 raise UserError(f"--token-env {token_env}: the variable is not set, or empty")
         host, port = parse_listen(listen)
-        state = serve_receiver(out_dir, Listen(host, port, token), started=note)
+        url = None
+        if export_to is not None:
+            from runner.importers.traces.export import export_url
+
+            url = export_url(export_to)
+        state = serve_receiver(out_dir, Listen(host, port, token), started=note, export_to=url)
     except UserError as exc:
         raise fail(exc) from None
     except OSError as exc:
@@ -156,7 +170,8 @@ def _listen(listen: str, token_env: str | None, out_dir: Path | None, offline_fl
         raise fail(UserError(f"cannot listen on {listen}: {exc.strerror or exc}", hint="is the port in use?")) from None
     note(f"stopped: {state.requests:,} request(s), {state.calls:,} call(s) audited, {state.findings:,} finding(s) "
          f"in {out_dir / 'findings.jsonl'}; the flag rates: trialgrid audit {out_dir / 'traces.jsonl'} "
-         f"--out {out_dir / 'report'}")
+         f"--out {out_dir / 'report'}"
+         + (f"; {state.exported:,} event(s) exported to {url}" if url else ""))
 
 
 def sample(

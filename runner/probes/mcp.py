@@ -32,7 +32,6 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from runner.core.errors import UserError
 from runner.core.safety import max_input_bytes
 from runner.core.sources import Source
 from runner.core.types import ToolSpec
+from runner.core.version import trialgrid_version
 from runner.probes.catalogue import load_catalogue, parse_catalogue
 from runner.providers.settings import CREDENTIAL_HEADER
 
@@ -213,13 +213,6 @@ class _StdioClient:
                 continue
 
 
-def _client_version() -> str:
-    try:
-        return metadata.version("trialgrid")
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
 def _list_tools(client: _StdioClient, timeout_s: float) -> tuple[list[Any], int]:
     tools: list[Any] = []
     cursor: str | None = None
@@ -256,7 +249,7 @@ def _fetch_catalogue(server: McpServer, base_dir: Path, fail: Callable[[str], Us
         raise fail(f"cannot start the MCP server `{shown}`: {exc.strerror or exc}") from None
     try:
         init = client.request("initialize", {"protocolVersion": _PROTOCOL_VERSION, "capabilities": {},
-                                             "clientInfo": {"name": "trialgrid", "version": _client_version()}},
+                                             "clientInfo": {"name": "trialgrid", "version": trialgrid_version()}},
                               server.timeout_s)
         if not isinstance(init.get("capabilities"), dict) or "tools" not in init["capabilities"]:
             raise _Failure("the server does not offer tools (no 'tools' in its initialize capabilities)")

@@ -24,7 +24,6 @@ import json
 import re
 from datetime import UTC, datetime
 from html import escape
-from importlib import metadata
 from pathlib import Path
 
 import polars as pl
@@ -40,6 +39,7 @@ from runner.core.formatting import fmt_usd
 from runner.core.formatting import pct as _pct
 from runner.core.formatting import pp as _pp
 from runner.core.formatting import pvalue as _p
+from runner.core.version import trialgrid_version
 from runner.core.views import ProbeView
 from runner.probes import PROBES
 from runner.reporting import svgplot as S
@@ -510,10 +510,7 @@ def _cost_section(summary: Summary) -> str:
 
 
 def render_html(summary: Summary, title: str = "trialgrid report") -> str:
-    try:
-        version = metadata.version("trialgrid")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
+    version = trialgrid_version()
     body = [f'<p class="note"><b>{escape(line)}</b></p>' for line in incomplete_lines(summary)]
     body += [_runs_section(summary), _settings_section(summary)]
     card = scorecard_table(summary)

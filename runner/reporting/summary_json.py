@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from importlib import metadata, resources
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from runner.analysis.leaderboard import HEADLINE_LEVEL, Summary
 from runner.analysis.scorecard import scorecard_table
 from runner.analysis.scorecard import settings as scorecard_settings
 from runner.core.constants import CONFIDENCE, INTERVAL_METHOD
+from runner.core.version import trialgrid_version
 from runner.core.views import ProbeView
 from runner.reporting.comparisons import comparison_records
 from runner.reporting.consistency import consistency_records
@@ -71,10 +72,7 @@ def _view_dict(view: ProbeView) -> dict[str, Any]:
 
 
 def summary_dict(summary: Summary) -> dict[str, Any]:
-    try:
-        version = metadata.version("trialgrid")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
+    version = trialgrid_version()
     probes = []
     card = scorecard_table(summary)
     for run in summary.runs:

@@ -242,12 +242,12 @@ async def _serve(app: web.Application, host: str, port: int, started: Callable[[
     server = site._server
     sockets = getattr(server, "sockets", None) or []
     bound = sockets[0].getsockname()[1] if sockets else port
-    started(f"http://{host}:{bound}/")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):  # a clean exit: a live run's spilled batches removed
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not on Windows, nor off main
             loop.add_signal_handler(signum, stop.set)
+    started(f"http://{host}:{bound}/")  # once a stop is handled: a signal right after this line exits cleanly
     try:
         await stop.wait()
     finally:

@@ -62,6 +62,11 @@ class Checkpoint:
     recovered: int = 0
     #: lines a crash cut short (their requests were never acknowledged)
     dropped_lines: int = 0
+    #: with ``--export-to``: how much of the events file the endpoint has taken, the events it accepted, and the
+    #: ones it refused for good (a 4xx other than 429)
+    exported_bytes: int = 0
+    exported: int = 0
+    export_refused: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
 
 
@@ -151,9 +156,9 @@ class Receiver:
             state.traces_bytes = self.traces_path.stat().st_size  # the tail is audited now: trusted from here on
             self._audit(unaudited)
             say(f"{len(unaudited):,} call(s) written before the receiver stopped were audited now")
-        self._save()
+        self.save()
 
-    def _save(self) -> None:
+    def save(self) -> None:
         state = self.state
         partial = self.checkpoint_path.with_name(f".{LISTEN_FILE}.partial")
         partial.write_text(json.dumps(asdict(state), indent=1) + "\n", encoding="utf-8")
@@ -186,7 +191,7 @@ class Receiver:
         skipped = self.sink.skipped - skipped_before
         for reason, n in skipped.items():
             state.skipped[reason] = state.skipped.get(reason, 0) + n
-        self._save()
+        self.save()
         rejected = sum(skipped.values())
         return rejected, (f"{rejected} span(s) or call(s) not readable; see {LISTEN_FILE}" if rejected else "")
 
@@ -231,7 +236,9 @@ class Receiver:
         skipped = sum(s.skipped.values())
         return (f"{s.requests:,} request(s), {s.calls:,} call(s) audited, {s.findings:,} finding(s)"
                 + (f", {s.incomplete:,} call(s) with their context cut short (kept apart)" if s.incomplete else "")
-                + (f", {skipped:,} skipped" if skipped else ""))
+                + (f", {skipped:,} skipped" if skipped else "")
+                + (f", {s.exported:,} event(s) exported" if s.exported else "")
+                + (f", {s.export_refused:,} refused by the export endpoint" if s.export_refused else ""))
 
 
 def _ids_in_tail(path: Path) -> list[str]:
@@ -285,8 +292,9 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def make_app(receiver: Receiver, token: str | None) -> Any:
-    """The aiohttp application: ``POST /v1/traces``, one request at a time through ``receiver``."""
+def make_app(receiver: Receiver, token: str | None, lock: Any = None) -> Any:
+    """The aiohttp application: ``POST /v1/traces``, one request at a time through ``receiver`` (``lock``: an
+    ``asyncio.Lock`` shared with whatever else moves the receiver's checkpoint)."""
     import asyncio
     import hmac
 
@@ -294,7 +302,7 @@ def make_app(receiver: Receiver, token: str | None) -> Any:
 
     from runner.importers.traces.otlp_http import MAX_BODY_BYTES, BadExport, export_response
 
-    lock = asyncio.Lock()
+    lock = lock or asyncio.Lock()
     expected = f"Bearer {token}".encode() if token else None
 
     async def traces(request: web.Request) -> web.Response:
@@ -319,9 +327,10 @@ def make_app(receiver: Receiver, token: str | None) -> Any:
     return app
 
 
-def serve_receiver(out: Path, listen: Listen, started: Any = say) -> Checkpoint:
+def serve_receiver(out: Path, listen: Listen, started: Any = say, export_to: str | None = None) -> Checkpoint:
     """Receive and audit until interrupted (Ctrl-C / SIGTERM); the checkpoint at the end. ``started`` gets the
-    endpoint's URL once the socket listens (``port`` 0: any free one)."""
+    endpoint's URL once the socket listens (``port`` 0: any free one). ``export_to``: an OTLP/HTTP logs endpoint
+    the findings' evaluation events are sent to as they are made (``runner.importers.traces.export``)."""
     import asyncio
     import contextlib
     import signal
@@ -334,20 +343,36 @@ def serve_receiver(out: Path, listen: Listen, started: Any = say) -> Checkpoint:
     receiver = Receiver(out)
 
     async def main() -> None:
-        runner = web.AppRunner(make_app(receiver, listen.token), access_log=None, handle_signals=False)
+        lock = asyncio.Lock()
+        runner = web.AppRunner(make_app(receiver, listen.token, lock), access_log=None, handle_signals=False)
         await runner.setup()
         site = web.TCPSite(runner, listen.host, listen.port)
         await site.start()
         sockets = getattr(site._server, "sockets", None) or []
         port = sockets[0].getsockname()[1] if sockets else listen.port
         host = f"[{listen.host}]" if ":" in listen.host else listen.host
-        started(f"receiving OTLP traces on http://{host}:{port}{TRACES_PATH} → {out}")
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in (signal.SIGINT, signal.SIGTERM):  # before the line that says it listens: a stop then is clean
             with contextlib.suppress(NotImplementedError, RuntimeError):  # not on Windows, nor off the main thread
                 loop.add_signal_handler(sig, stop.set)
+        started(f"receiving OTLP traces on http://{host}:{port}{TRACES_PATH} → {out}")
         said = receiver.progress()
+        exporting = None
+        if export_to is not None:
+            from runner.importers.traces.export import Sent, keep_exporting
+
+            state = receiver.state
+
+            async def committed(sent: Sent) -> None:
+                async with lock:  # the checkpoint moves with the requests', never between their steps
+                    state.exported_bytes += sent.size
+                    state.exported += sent.accepted
+                    state.export_refused += sent.refused
+                    receiver.save()
+
+            exporting = asyncio.ensure_future(keep_exporting(
+                export_to, receiver.events_path, lambda: (state.exported_bytes, state.events_bytes), committed, stop))
         try:
             while not stop.is_set():
                 with contextlib.suppress(TimeoutError):
@@ -357,6 +382,8 @@ def serve_receiver(out: Path, listen: Listen, started: Any = say) -> Checkpoint:
                     say(line)
                     said = line
         finally:
+            if exporting is not None:
+                await exporting  # it sends what arrived last, once, then ends
             await runner.cleanup()
 
     try:

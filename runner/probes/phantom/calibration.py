@@ -204,7 +204,10 @@ def calibrate(fields: pl.DataFrame, labels: pl.DataFrame, seed: int) -> tuple[pl
     return scores, pl.DataFrame(out, schema=CALIBRATED_SCHEMA).sort("model", "condition", "scorer")
 
 
-OTEL_FORMATS = ("otel-genai", "otel", "otlp", "openinference")
+#: the sources whose traces are OpenTelemetry traces, so a finding's event can be parented to its span: every
+#: instrumentation the OTLP reader reads (the GenAI conventions, their older flattened attributes, OpenInference,
+#: Langfuse's own SDK) and the ``otel`` / ``otlp`` names of hand-written traces
+OTEL_FORMATS = ("otel-genai", "otel-genai-flat", "openinference", "langfuse", "otel", "otlp")
 
 
 def findings(fields: pl.DataFrame) -> Iterator[dict[str, Any]]:
