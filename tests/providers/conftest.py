@@ -120,3 +120,40 @@ def limit_used(log: dict[str, list[Any]], rpm: int, window_s: float = 60.0) -> f
     """Requests the server admitted (answers that were not 429) per minute, as a share of its limit."""
     admitted = sorted(t for t, s in zip(log["t"], log["status"], strict=True) if s != 429)
     return (len(admitted) - 1) / (admitted[-1] - admitted[0]) * window_s / rpm
+
+
+#: the key every vendor endpoint below is served with, and Bedrock's access key id (its "key" on the server)
+WIRE_KEY, WIRE_AKID = "wire-test-key-7d21", "AKIDTRIALGRIDWIRES01"
+#: each HTTP wire format's provider → (the path under ``trialgrid serve``'s URL, the model fields, the
+#: environment it reads its credentials, project and region from)
+WIRES: dict[str, tuple[str, dict[str, Any], dict[str, str]]] = {
+    "anthropic": ("", {"api_key_env": "WIRE_TEST_KEY"}, {}),
+    "openai-responses": ("/v1", {"api_key_env": "WIRE_TEST_KEY"}, {}),
+    "azure-openai": ("", {"api_key_env": "WIRE_TEST_KEY", "api_version": "2024-10-21"}, {}),
+    "gemini": ("/v1beta", {"api_key_env": "WIRE_TEST_KEY"}, {}),
+    "vertex": ("/v1", {"api_key_env": "WIRE_TEST_KEY"},
+               {"GOOGLE_CLOUD_PROJECT": "trialgrid-test", "GOOGLE_CLOUD_LOCATION": "europe-west4"}),
+    "bedrock": ("", {"api_key_env": None},
+                {"AWS_ACCESS_KEY_ID": WIRE_AKID, "AWS_SECRET_ACCESS_KEY": "trialgrid-wires-secret",
+                 "AWS_REGION": "eu-west-3", "AWS_EC2_METADATA_DISABLED": "true"}),
+}
+
+
+@pytest.fixture
+def wire(serve, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """``wire(provider, **ServeOptions fields)`` → (a started server that wants that provider's credentials, the
+    sweep's ``base_url`` for it, the model fields): the test credentials in the environment, and none of the
+    machine's AWS profiles."""
+    def start(provider: str, **options: Any) -> tuple[ServerThread, str, dict[str, Any]]:
+        path, fields, env = WIRES[provider]
+        monkeypatch.setenv("WIRE_TEST_KEY", WIRE_KEY)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+        monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+        server = serve(keys=(WIRE_AKID if provider == "bedrock" else WIRE_KEY,), **options)
+        return server, server.url + path, dict(fields)
+
+    return start
