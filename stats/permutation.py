@@ -69,6 +69,7 @@ Defaults and edge cases (documented behaviour, covered by tests):
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import TypedDict
 
 import numpy as np
@@ -200,6 +201,37 @@ def _mc(count: int, draws: int) -> tuple[float, float]:
 
 def _trial_level(codes: np.ndarray, k: int, a: np.ndarray, h: np.ndarray, m: np.ndarray, statistic: float, n_resamples: int | None,
                  seed: SeedLike, common: _Common) -> PermutationTestResult:
+    result = _trial_test(codes, k, a, h, m, statistic, n_resamples, seed, common)
+    if result.attainable_floor > 0.0:
+        return result
+    # The floor is a product of per-cluster endpoint probabilities; below ~1e-308 it underflows to 0: 0 stays
+    # the reported floor (a true lower bound), flagged, with its size in log10 from the log pmfs.
+    total = np.bincount(codes, m, k).astype(np.int64)
+    good = np.bincount(codes, h, k).astype(np.int64)
+    draws = np.bincount(codes, m * a, k).astype(np.int64)
+    offs, lo, logp = K.hypergeom_logtables(total, good, draws)
+    log10_floor = _trial_log_floor(offs, lo, logp, int(total.sum()), int(good.sum()), int(draws.sum())) / math.log(10)
+    return replace(result, floor_is_bound=True, log10_floor=log10_floor,
+                   method=result.method + f"; floor below the float range (log10 floor = {log10_floor:.1f}), "
+                                          "reported as the bound 0")
+
+
+def _trial_log_floor(offs: np.ndarray, lo: np.ndarray, logp: np.ndarray, big_n: int, big_k: int, n_a: int) -> float:
+    """The natural log of ``_trial_floor``'s floor, from the log pmfs (no underflow)."""
+    x_min = int(lo.sum())
+    x_max = int(x_min + np.sum(np.diff(offs) - 1))
+    d_hi, d_lo = abs(x_max * big_n - big_k * n_a), abs(x_min * big_n - big_k * n_a)
+    d = max(d_hi, d_lo)
+    terms = []
+    if d_hi == d:
+        terms.append(float(np.sum(logp[offs[1:] - 1])))
+    if d_lo == d and x_min != x_max:
+        terms.append(float(np.sum(logp[offs[:-1]])))
+    return float(np.logaddexp.reduce(terms))
+
+
+def _trial_test(codes: np.ndarray, k: int, a: np.ndarray, h: np.ndarray, m: np.ndarray, statistic: float,
+                n_resamples: int | None, seed: SeedLike, common: _Common) -> PermutationTestResult:
     total = np.bincount(codes, m, k).astype(np.int64)
     good = np.bincount(codes, h, k).astype(np.int64)
     draws = np.bincount(codes, m * a, k).astype(np.int64)

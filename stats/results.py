@@ -36,7 +36,9 @@ class PermutationTestResult:
     data could produce under the stated permutation scheme (given the data's
     margins), so a p at the floor means "as extreme as this design allows".
     ``floor_is_bound`` is True only when that floor could not be computed
-    exactly and a lower bound (1 / number of arrangements) is reported instead.
+    exactly and a lower bound is reported instead: 1 / number of arrangements,
+    or 0 when the floor lies below the float range (``log10_floor`` then
+    carries its actual size).
     ``pvalue_error`` is the stated absolute error bound of a p-value computed by
     tilted convolution (None when exact or Monte Carlo — see ``mc_stderr``);
     when that p is below 1e-300 it is reported as the bound 1e-300 with
@@ -70,6 +72,9 @@ class PermutationTestResult:
         True when ``pvalue`` is only an upper bound (see ``log10_pvalue``).
     log10_pvalue : float or None
         log10 of a p below the float range.
+    log10_floor : float or None
+        log10 of a floor below the float range (``attainable_floor`` is then 0,
+        a bound).
     """
 
     statistic: float
@@ -91,6 +96,8 @@ class PermutationTestResult:
     pvalue_is_bound: bool = False
     #: log10 of the p-value where it is known below the float range (tilted convolution), else None
     log10_pvalue: float | None = None
+    #: log10 of the attainable floor where it is below the float range (reported as the bound 0), else None
+    log10_floor: float | None = None
 
     @property
     def floor(self) -> float:

@@ -430,3 +430,17 @@ def test_trial_level_with_trimmed_tables_equals_the_full_convolution():
     d_obs = abs(h[::2].sum() * big_n - big_k * n_a)
     assert "exact" in res.method
     assert res.pvalue == pytest.approx(dist[np.abs(x * big_n - big_k * n_a) >= d_obs].sum(), rel=1e-9)
+
+
+def test_a_trial_floor_below_the_float_range_is_a_flagged_bound_with_its_log10():
+    # 10 prompts, each 500 trials a side, arm A all hits and arm B none: the only arrangements as extreme put every
+    # hit back in arm A in every prompt (or every one in arm B), each 1 / C(1000, 500) ≈ 1e-299.7, so ≈ 1e-2994 in all
+    cells = [(f"p{c}", arm, 500 * arm, 500) for c in range(10) for arm in (1, 0)]
+    res = call(cells, level="trial")
+    assert res.attainable_floor == 0.0 and res.floor_is_bound and res.log10_floor is not None
+    # brute force in integers: both extreme arrangements count (the statistic is symmetric here)
+    exact = math.log10(2) - 10 * math.log10(math.comb(1000, 500))
+    assert res.log10_floor == pytest.approx(exact, abs=1e-6)
+    assert "log10 floor" in res.method and res.pvalue >= res.attainable_floor
+    small = call([(f"p{c}", arm, 5 * arm, 5) for c in range(3) for arm in (1, 0)], level="trial")
+    assert small.attainable_floor > 0 and not small.floor_is_bound and small.log10_floor is None
