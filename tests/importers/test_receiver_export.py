@@ -58,6 +58,22 @@ class Collector:
 
 
 @pytest.fixture
+def started() -> Iterator[list[Receiving]]:
+    """Receivers a test starts, killed at its end if still running (a failed assertion leaves none behind)."""
+    procs: list[Receiving] = []
+    yield procs
+    for r in procs:
+        if r.proc.poll() is None:
+            r.kill()
+
+
+def _receiving(started: list[Receiving], out: Path, *args: str, env: dict[str, str] | None = None) -> Receiving:
+    r = Receiving(out, *args, env=env)
+    started.append(r)
+    return r
+
+
+@pytest.fixture
 def collector() -> Iterator[Collector]:
     c = Collector(answers=[503, 503])  # down for its first two requests: the receiver waits and sends again
     try:
@@ -83,11 +99,11 @@ def _exported(out: Path) -> None:
     raise AssertionError(f"not exported within a minute: {state}")
 
 
-def test_every_event_reaches_the_endpoint_once_through_an_outage_and_a_restart(collector: Collector,
-                                                                               tmp_path: Path) -> None:
+def test_every_event_reaches_the_endpoint_once_through_an_outage_and_a_restart(collector: Collector, tmp_path: Path,
+                                                                               started: list[Receiving]) -> None:
     out = tmp_path / "live"
-    receiver = Receiving(out, "--export-to", collector.url,
-                         env={"OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=s3cr%3Dt,x-team=evals"})
+    receiver = _receiving(started, out, "--export-to", collector.url,
+                          env={"OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=s3cr%3Dt,x-team=evals"})
     _send(receiver.url)
     _send(receiver.url, "otel_flat_anthropic.otlp.json")
     _exported(out)  # through the endpoint's two 503s: it is asked again, a little later each time
@@ -105,25 +121,26 @@ def test_every_event_reaches_the_endpoint_once_through_an_outage_and_a_restart(c
     state = json.loads((out / LISTEN_FILE).read_text())
     assert state["exported"] == len(events) and state["exported_bytes"] == state["events_bytes"]
 
-    again = Receiving(out, "--export-to", collector.url)  # a restart sends nothing it sent before
+    again = _receiving(started, out, "--export-to", collector.url)  # a restart sends nothing it sent before
     _send(again.url)  # the same spans again: imported once, so no new finding either
     again.stop()
     assert len(collector.records()) == len(events)
 
 
-def test_events_made_while_the_endpoint_was_down_are_sent_by_the_next_start(tmp_path: Path) -> None:
+def test_events_made_while_the_endpoint_was_down_are_sent_by_the_next_start(tmp_path: Path,
+                                                                            started: list[Receiving]) -> None:
     down = Collector()
     url = down.url
     down.close()  # nothing listens there now
     out = tmp_path / "live"
-    receiver = Receiving(out, "--export-to", url)
+    receiver = _receiving(started, out, "--export-to", url)
     _send(receiver.url)
     receiver.kill()  # not even a clean stop
     state = json.loads((out / LISTEN_FILE).read_text())
     assert state["events_bytes"] > 0 and state["exported_bytes"] == 0
     up = Collector(port=int(url.rsplit(":", 1)[1]))
     try:
-        Receiving(out, "--export-to", url).stop()
+        _receiving(started, out, "--export-to", url).stop()
         events = (out / EVENTS_FILE).read_text().splitlines()
         assert len(up.records()) == len(events)
         assert json.loads((out / LISTEN_FILE).read_text())["exported"] == len(events)
@@ -131,11 +148,11 @@ def test_events_made_while_the_endpoint_was_down_are_sent_by_the_next_start(tmp_
         up.close()
 
 
-def test_a_batch_refused_for_good_is_counted_and_passed_over(tmp_path: Path) -> None:
+def test_a_batch_refused_for_good_is_counted_and_passed_over(tmp_path: Path, started: list[Receiving]) -> None:
     c = Collector(answers=[400])
     try:
         out = tmp_path / "live"
-        receiver = Receiving(out, "--export-to", c.url + "/v1/logs")
+        receiver = _receiving(started, out, "--export-to", c.url + "/v1/logs")
         _send(receiver.url)
         _send(receiver.url, "otel_flat_anthropic.otlp.json")
         said = receiver.stop()
