@@ -87,7 +87,8 @@ def run_verdict(output: Output | Path) -> Verdict:
     kinds: dict[str, dict[str | None, int]] = {}  # every row of a model by error kind
     for (model, status, kind), n in rows.items():
         trials[model] = trials.get(model, 0) + n
-        kinds.setdefault(model, {})[kind] = kinds.get(model, {}).get(kind, 0) + n
+        of_model = kinds.setdefault(model, {})
+        of_model[kind] = of_model.get(kind, 0) + n
         if status != "ok":
             failed[model] = failed.get(model, 0) + n
             by_kind[kind or "unknown"] = by_kind.get(kind or "unknown", 0) + n

@@ -119,6 +119,8 @@ class Grid:
         import numpy as np
         import pyarrow as pa
 
+        from runner.output.columns import dictionary_codes
+
         n_models = len(self.models)
         # (probe, case, condition) -> (the index of its run 0 with model 0, its runs)
         where = {(probe.name, case, condition): (offset + cell * probe.runs * n_models, probe.runs)
@@ -126,19 +128,10 @@ class Grid:
         model_at = {model: m for m, model in enumerate(self.models)}
         found = []
         for batch in cells:
-            codes, values = [], []
-            for name in ("probe", "case_id", "condition", "model"):
-                encoded = batch.column(name).cast(pa.string()).dictionary_encode()
-                width = len(encoded.dictionary)
-                codes.append(encoded.indices.fill_null(width).to_numpy(zero_copy_only=False).astype(np.int64))
-                values.append([*encoded.dictionary.to_pylist(), None])
+            codes, values = zip(*(dictionary_codes(batch.column(name))
+                                   for name in ("probe", "case_id", "condition", "model")), strict=True)
             sizes = [len(v) for v in values[:3]]
-            cell_codes = (codes[0] * sizes[1] + codes[1]) * sizes[2] + codes[2]
-            if sizes[0] * sizes[1] * sizes[2] <= 4 * len(cell_codes) + 1024:  # every combination once: no sort
-                combos = np.arange(sizes[0] * sizes[1] * sizes[2], dtype=np.int64)
-                inverse = cell_codes
-            else:
-                combos, inverse = np.unique(cell_codes, return_inverse=True)
+            combos, inverse = np.unique((codes[0] * sizes[1] + codes[1]) * sizes[2] + codes[2], return_inverse=True)
             base, runs = np.full(len(combos), -1, np.int64), np.zeros(len(combos), np.int64)
             for i, code in enumerate(combos.tolist()):
                 rest, k = divmod(code, sizes[2])

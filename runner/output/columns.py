@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-__all__ = ["column_batches", "part_columns"]
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["column_batches", "dictionary_codes", "part_columns"]
 
 
 def part_columns(part: Path) -> list[str]:
@@ -72,3 +76,14 @@ def _joined(group: list[pa.RecordBatch]) -> pa.RecordBatch:
         return group[0]
     table = pa.Table.from_batches(group).combine_chunks()
     return pa.RecordBatch.from_arrays([column.chunk(0) for column in table.columns], schema=table.schema)
+
+
+def dictionary_codes(column: pa.Array) -> tuple[np.ndarray, list[Any]]:
+    """A column of strings as small int64 codes and the values they stand for, null the last code: the rows of a
+    batch are then counted or looked up in numpy, each distinct value touched once in Python."""
+    import numpy as np
+
+    encoded = column.cast(pa.string()).dictionary_encode()
+    width = len(encoded.dictionary)
+    codes = encoded.indices.fill_null(width).to_numpy(zero_copy_only=False).astype(np.int64)
+    return codes, [*encoded.dictionary.to_pylist(), None]

@@ -45,18 +45,13 @@ class Tally:
 def tally_parts(parts: Sequence[Path]) -> Tally:
     """The tally of parts whose rows are each one trial, a batch of the four columns at a time."""
     import numpy as np
-    import pyarrow as pa
 
-    from runner.output.columns import column_batches
+    from runner.output.columns import column_batches, dictionary_codes
 
     tally = Tally()
     for batch in column_batches(parts, TALLY_COLUMNS, optional=_OPTIONAL):
-        codes, values = [], []
-        for column in batch.columns[:3]:  # model, status, error kind: each as small codes and their values
-            encoded = column.cast(pa.string()).dictionary_encode()
-            width = len(encoded.dictionary)
-            codes.append(encoded.indices.fill_null(width).to_numpy(zero_copy_only=False).astype(np.int64))
-            values.append([*encoded.dictionary.to_pylist(), None])
+        # model, status, error kind: each as small codes and their values
+        codes, values = zip(*(dictionary_codes(column) for column in batch.columns[:3]), strict=True)
         sizes = [len(v) for v in values]
         code = (codes[0] * sizes[1] + codes[1]) * sizes[2] + codes[2]
         counts = np.bincount(code, minlength=sizes[0] * sizes[1] * sizes[2])

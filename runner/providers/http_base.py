@@ -44,8 +44,6 @@ except ImportError:  # pragma: no cover
 _STRUCTURAL = frozenset({"model", "messages", "tools", "system"})
 
 
-
-
 class HttpProvider:
     """A wire-format provider over HTTP. One ``complete`` = one request."""
 
