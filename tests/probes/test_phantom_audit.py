@@ -100,6 +100,35 @@ def test_flag_rates_are_clustered_by_conversation(tmp_path: Path) -> None:
     assert (every["audits"], every["baseline_flagged"], every["conversations"]) == (14, 4, 4)
 
 
+def test_flag_rates_equal_a_group_by_per_model_condition_and_field() -> None:
+    """Every row, the all-fields rows of several (model, condition)s too, against polars' group_by and the
+    interval called on its per-conversation sums."""
+    rng = np.random.default_rng(11)
+    n = 3_000
+    units = pl.DataFrame({
+        "model": rng.choice(["m1", "m2"], n), "condition": rng.choice(["results_visible", "results_hidden"], n),
+        "conversation": rng.choice([f"c{i}" for i in range(60)], n),
+        "field": rng.choice(["get_order.order_id", "refund_order.email", "refund_order.amount"], n),
+        "baseline": rng.random(n) < 0.3,
+        "auditor": pl.Series([None if r < 0.2 else bool(v < 0.4) for r, v in rng.random((n, 2))], dtype=pl.Boolean),
+    })
+    rates = flag_rates(units, seed=0)
+    assert rates.height == 2 * 2 * 4
+    for (m, c, f), sub in units.with_columns(pl.lit("(all fields)").alias("field")).vstack(units).group_by(
+            "model", "condition", "field"):
+        per = sub.group_by("conversation").agg(n=pl.len(), b=pl.col("baseline").sum(), an=pl.col("auditor").count(),
+                                               a=pl.col("auditor").fill_null(False).sum()).sort("conversation")
+        row = rates.filter((pl.col("model") == m) & (pl.col("condition") == c) & (pl.col("field") == f)).row(
+            0, named=True)
+        assert (row["audits"], row["conversations"], row["baseline_flagged"], row["auditor_scored"],
+                row["auditor_flagged"]) == (sub.height, per.height, per["b"].sum(), per["an"].sum(), per["a"].sum())
+        for scorer, hits, of in (("baseline", "b", "n"), ("auditor", "a", "an")):
+            ci = stats.cluster_rate_ci(per["conversation"].to_numpy(), per[hits].to_numpy(), per[of].to_numpy(),
+                                       confidence_level=CONFIDENCE, seed=0, method=INTERVAL_METHOD)
+            assert row[f"{scorer}_rate"] == pytest.approx(ci.statistic)
+            assert (row[f"{scorer}_lo"], row[f"{scorer}_hi"]) == pytest.approx(tuple(ci.confidence_interval))
+
+
 def _with_auditor(fields: pl.DataFrame, flags: dict[tuple[str, str], bool]) -> pl.DataFrame:
     return fields.with_columns(pl.Series("auditor", [flags.get((t, f), False) for t, f in
                                                      zip(fields["trace"], fields["field"], strict=True)]))

@@ -25,6 +25,7 @@ audit is reported from per (field, conversation) counts instead of the table its
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import pairwise
 from typing import Any
 
@@ -94,21 +95,24 @@ def _small(codes: np.ndarray) -> np.ndarray:
     return codes.astype(np.int32) if codes.size and int(codes.max()) < 1 << 31 else codes
 
 
-def _per_cluster(group: np.ndarray, conv: np.ndarray, weight: np.ndarray,
-                 flags: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
-    """Per distinct (group, conversation), sorted by both: the group, the conversation, the summed weight, and
-    for each boolean column the weight summed where it holds."""
-    span = int(conv.max()) + 1
-    key = group.astype(np.int64) * span + conv
-    order = np.argsort(key, kind="stable")
-    key = key[order]
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    key = key[starts]
-    w, ordered = weight[order], [f[order] for f in flags]
-    del order
+def _groups(codes: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """(code, its rows in input order) of each distinct code, in ascending order of the codes."""
+    order = np.argsort(codes, kind="stable")
+    ordered = codes[order]
+    bounds = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1], True])
+    for lo, hi in pairwise(bounds):
+        yield int(ordered[lo]), order[lo:hi]
+
+
+def _per_cluster(conv: np.ndarray, weight: np.ndarray, flags: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    """Per distinct conversation of one group, sorted: the conversation, the summed weight, and for each boolean
+    column the weight summed where it holds."""
+    order = np.argsort(conv, kind="stable")
+    conv, w = conv[order], weight[order]
+    starts = np.flatnonzero(np.r_[True, conv[1:] != conv[:-1]])
     sums = [np.add.reduceat(w, starts, dtype=np.int64)]
-    sums += [np.add.reduceat(np.where(f, w, 0), starts, dtype=np.int64) for f in ordered]
-    return ((key // span).astype(np.int32), (key % span).astype(np.int32), *sums)
+    sums += [np.add.reduceat(np.where(f[order], w, 0), starts, dtype=np.int64) for f in flags]
+    return (conv[starts], *sums)
 
 
 def flag_rates(fields: pl.DataFrame, seed: int) -> pl.DataFrame:
@@ -121,35 +125,50 @@ def flag_rates(fields: pl.DataFrame, seed: int) -> pl.DataFrame:
     strings would give."""
     if fields.height == 0:
         return pl.DataFrame(schema=FLAG_SCHEMA)
-    w = fields[COUNT].to_numpy() if COUNT in fields.columns else np.ones(fields.height, np.int32)
-    w = _small(w.astype(np.int64))
+    w = _small(fields[COUNT].to_numpy()) if COUNT in fields.columns else np.ones(fields.height, np.int32)
     auditor = fields["auditor"]
     flags = (fields["baseline"].fill_null(False).to_numpy().astype(bool), auditor.is_not_null().to_numpy(),
              auditor.fill_null(False).to_numpy().astype(bool))
     conv_col = fields["conversation"]
-    conv = _small((conv_col if conv_col.dtype.is_integer() else conv_col.rank("dense")).to_numpy().astype(np.int64))
+    conv = _small((conv_col if conv_col.dtype.is_integer() else conv_col.rank("dense")).to_numpy())
     model, condition, name = (_codes(fields[c]) for c in ("model", "condition", "field"))
-    pair = _small(model.astype(np.int64) * (int(condition.max()) + 1) + condition)
-    triple = _small(pair.astype(np.int64) * (int(name.max()) + 1) + name)
+    names = int(name.max()) + 1
+    # a field's code is its (model, condition)'s times the names plus its own: in ascending order of the codes,
+    # the fields of one (model, condition) come together
+    triple = _small((model.astype(np.int64) * (int(condition.max()) + 1) + condition) * names + name)
     del model, condition, name
     out: list[dict[str, Any]] = []
-    for codes, every in ((triple, False), (pair, True)):
-        g, cl, n, b, an, a = _per_cluster(codes, conv, w, flags)
-        # each group's names from its first row
-        first = {int(k): int(np.argmax(codes == k)) for k in np.unique(g)}
-        labels = {k: tuple(fields[c][i] for c in ("model", "condition", "field")) for k, i in first.items()}
-        bounds = np.flatnonzero(np.r_[True, g[1:] != g[:-1], True])
-        for lo, hi in pairwise(bounds):
-            m, c, f = labels[int(g[lo])]
-            s = slice(int(lo), int(hi))
-            br, blo, bhi = _rate(cl[s], b[s], n[s], seed)
-            ar, alo, ahi = _rate(cl[s], a[s], an[s], seed)
-            out.append({"model": m, "condition": c, "field": ALL_FIELDS if every else f, "audits": int(n[s].sum()),
-                        "conversations": int((n[s] > 0).sum()), "baseline_flagged": int(b[s].sum()),
-                        "baseline_rate": br, "baseline_lo": blo, "baseline_hi": bhi,
-                        "auditor_scored": int(an[s].sum()), "auditor_flagged": int(a[s].sum()),
-                        "auditor_rate": ar, "auditor_lo": alo, "auditor_hi": ahi})
-        del g, cl, n, b, an, a  # before the next pass makes its own
+    # per conversation of the current (model, condition), its sums over every field: the all-fields row from the
+    # fields' own sums, never from a second pass over the whole table
+    every = np.zeros((4, int(conv.max()) + 1), np.int64)
+    labels: tuple[str, str] | None = None
+
+    def row(label: tuple[str, str, str], cl: np.ndarray, n: np.ndarray, b: np.ndarray, an: np.ndarray,
+            a: np.ndarray) -> dict[str, Any]:
+        br, blo, bhi = _rate(cl, b, n, seed)
+        ar, alo, ahi = _rate(cl, a, an, seed)
+        return {"model": label[0], "condition": label[1], "field": label[2], "audits": int(n.sum()),
+                "conversations": int((n > 0).sum()), "baseline_flagged": int(b.sum()), "baseline_rate": br,
+                "baseline_lo": blo, "baseline_hi": bhi, "auditor_scored": int(an.sum()),
+                "auditor_flagged": int(a.sum()), "auditor_rate": ar, "auditor_lo": alo, "auditor_hi": ahi}
+
+    def all_fields() -> None:
+        if labels is not None:
+            cl = np.flatnonzero(every[0])  # every conversation present has a unit (its weight is at least 1)
+            out.append(row((*labels, ALL_FIELDS), cl, *every[:, cl]))
+            every[:] = 0
+
+    pair = -1
+    for code, rows in _groups(triple):
+        first = int(rows[0])
+        label = (fields["model"][first], fields["condition"][first], fields["field"][first])
+        if code // names != pair:
+            all_fields()
+            pair, labels = code // names, label[:2]
+        cl, *sums = _per_cluster(conv[rows], w[rows], tuple(flag[rows] for flag in flags))
+        out.append(row(label, cl, *sums))
+        every[:, cl] += sums  # each conversation once in ``cl``
+    all_fields()
     table = pl.DataFrame(out, schema=FLAG_SCHEMA)
     # the all-fields row last in each model × condition
     return table.sort("model", "condition", pl.col("field") == ALL_FIELDS, "field")
