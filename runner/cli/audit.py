@@ -17,6 +17,7 @@ import typer
 
 from runner.cli.console import fail, note, plain, warn
 from runner.core.errors import UserError
+from runner.core.heap import release_freed
 
 if TYPE_CHECKING:
     import polars as pl
@@ -102,6 +103,7 @@ def audit(
             rows = _run_rows(run) if run is not None else None
             summary = A.audit_files(paths, out_dir, hide_results=hide_results, run_rows=rows,
                                     workers=workers or (os.cpu_count() or 1))
+            release_freed()  # the audit's buffers go back before the report reads what it wrote
             warn([f"skipped {line}" for line in summary.notes])
             skipped = ", ".join(f"{n} {r}" for r, n in sorted(summary.skipped.items()))
             note(f"audited {summary.traces} trace(s), {summary.calls} call(s), {summary.fields} field(s)"

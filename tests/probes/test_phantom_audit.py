@@ -410,8 +410,8 @@ def test_counts_summed_while_auditing_are_a_group_by_of_the_table(tmp_path: Path
     for lo in range(0, n, 333):
         counts.add(table.slice(lo, 333).to_arrow().to_batches()[0])
     got = counts.table()
-    want = table.group_by(list(A.COUNT_KEYS)).agg(pl.len().cast(pl.Int64).alias(COUNT)).with_columns(
-        pl.col("conversation").rank("dense").cast(pl.Int64))
+    want = table.group_by(list(A.COUNT_KEYS)).agg(pl.len().cast(pl.Int32).alias(COUNT)).with_columns(
+        pl.col("conversation").rank("dense").cast(pl.Int32))
     key = list(A.COUNT_KEYS)
     assert got.sort(key, nulls_last=True).equals(want.sort(key, nulls_last=True))
     assert got[COUNT].sum() == n

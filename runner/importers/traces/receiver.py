@@ -214,7 +214,7 @@ class Receiver:
         state = self.state
         first = state.traces_lines + 1
         numbered = list(enumerate(lines, start=first))
-        batch, summary, _ids = baseline_chunk(0, str(self.traces_path), numbered, False)
+        batch, summary, _ids, _digests = baseline_chunk(0, str(self.traces_path), numbered, False)
         found, events = [], []
         for rec in findings(pl.from_arrow(batch)):  # type: ignore[arg-type]  # a RecordBatch is a frame
             found.append(orjson.dumps(rec) + b"\n")

@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from runner.core.errors import UserError
+from runner.core.idset import IdSet, digests
 from runner.core.jsonlines import BadLine, NotJSON, parse_line, raw_lines
 from runner.core.safety import confined
 from runner.core.skips import Skips
@@ -227,10 +228,14 @@ def iter_traces(path: Path, summary: AuditSummary) -> Iterator[tuple[int, Trace]
             yield number, trace
 
 
-def baseline_chunk(file_index: int, path: str, lines: list[tuple[int, bytes]],
-                    hide_results: bool) -> tuple[pa.RecordBatch, AuditSummary, list[tuple[str, int]]]:
+#: what a worker returns for one chunk: its rows, what it skipped, and for the repeat check the (trace id, line)
+#: of each trace it audited and the ids' digests (``idset.digests``)
+_Chunk = tuple[pa.RecordBatch, AuditSummary, list[tuple[str, int]], bytes]
+
+
+def baseline_chunk(file_index: int, path: str, lines: list[tuple[int, bytes]], hide_results: bool) -> _Chunk:
     """The baseline's rows of one chunk of lines (run in a worker process), what it skipped, and (trace id,
-    line) of each trace it audited, for the duplicate check."""
+    line) of each trace it audited with the ids' digests, for the duplicate check."""
     summary = AuditSummary()
     cols = _Columns()
     condition = "results_hidden" if hide_results else "results_visible"
@@ -247,7 +252,7 @@ def baseline_chunk(file_index: int, path: str, lines: list[tuple[int, bytes]],
         ids.append((trace.id, number))
         summary.calls += len(trace.calls)
         summary.fields += cols.add(trace, file_index, number, [(NO_AUDITOR, condition, 0, flagged, None)])
-    return cols.batch(), summary, ids
+    return cols.batch(), summary, ids, digests(i for i, _ in ids)
 
 
 def _chunks(paths: Sequence[Path], summary: AuditSummary, size: int) -> Iterator[tuple[int, str, list[tuple[int, bytes]]]]:
@@ -272,16 +277,15 @@ def _baseline_batches(paths: Sequence[Path], summary: AuditSummary, hide_results
                       workers: int) -> Iterator[pa.RecordBatch]:
     """The baseline's row batches over every file, in input order, chunks audited by ``workers`` processes
     (bounded: at most two chunks per worker in flight); duplicates of an earlier trace id are dropped."""
-    seen: set[str] = set()
+    seen = IdSet()
 
-    def keep(batch: pa.RecordBatch, part: AuditSummary, ids: list[tuple[str, int]], path: str) -> pa.RecordBatch:
+    def keep(batch: pa.RecordBatch, part: AuditSummary, ids: list[tuple[str, int]], digested: bytes,
+             path: str) -> pa.RecordBatch:
         dup_lines = []
-        for trace_id, line in ids:
-            if trace_id in seen:
-                dup_lines.append(line)
-                part.skip("duplicate id", f"{path}:{line}", f"duplicate trace id {trace_id!r}; skipped")
-            else:
-                seen.add(trace_id)
+        for i in seen.add(digested):
+            trace_id, line = ids[i]
+            dup_lines.append(line)
+            part.skip("duplicate id", f"{path}:{line}", f"duplicate trace id {trace_id!r}; skipped")
         _merge(summary, part)
         summary.traces += len(ids) - len(dup_lines)
         if dup_lines:
@@ -298,7 +302,7 @@ def _baseline_batches(paths: Sequence[Path], summary: AuditSummary, hide_results
             yield keep(*baseline_chunk(file_index, path, lines, hide_results), path)
         return
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        pending: deque[tuple[Future[tuple[pa.RecordBatch, AuditSummary, list[tuple[str, int]]]], str]] = deque()
+        pending: deque[tuple[Future[_Chunk], str]] = deque()
         for file_index, path, lines in chunks:
             pending.append((pool.submit(baseline_chunk, file_index, path, lines, hide_results), path))
             if len(pending) >= 2 * workers:
@@ -324,13 +328,12 @@ def _with_auditor(paths: Sequence[Path], summary: AuditSummary,
                   write: Callable[[pa.RecordBatch], None]) -> None:
     """One row per field per audit of a phantom run (in this process: a run's traces are as many as it asked)."""
     cols = _Columns()
-    seen: set[str] = set()
+    seen = IdSet()
     for file_index, path in enumerate(paths):
         for line, trace in iter_traces(path, summary):
-            if trace.id in seen:
+            if seen.add(digests([trace.id])):
                 summary.skip("duplicate id", f"{path}:{line}", f"duplicate trace id {trace.id!r}; skipped")
                 continue
-            seen.add(trace.id)
             verdicts = index.get(trace.id, [])
             if not verdicts:
                 summary.skip("not in the run", f"{path}:{line}", f"trace {trace.id!r} has no audit in the run")
@@ -380,7 +383,7 @@ def audit_files(paths: Sequence[Path], out: Path, *, hide_results: bool = False,
                         hint=summary.notes[0] if summary.notes else "write one trace per line "
                         "(`trialgrid import traces` makes them)")
     counts_tmp = confined(out, COUNTS_FILE + ".part")
-    counts.table().write_parquet(counts_tmp, compression="zstd")
+    counts.write(counts_tmp)
     counts_tmp.replace(confined(out, COUNTS_FILE))
     tmp.replace(target)
     meta = {"files": [str(p) for p in paths], "condition": condition, "calls": summary.calls,
@@ -495,34 +498,65 @@ class ClusterCounts:
         self._keys = np.insert(self._keys, at[new], keys[new])
         self._counts = np.insert(self._counts, at[new], counts[new])
 
-    def table(self) -> pl.DataFrame:
-        """The counts: one row per key (``COUNT_KEYS``) with the units it stands for (``report.COUNT``)."""
+    def batches(self, rows: int = 1 << 20) -> Iterator[pa.RecordBatch]:
+        """The counts in slices of ``rows``: one row per key (``COUNT_KEYS``) with the units it stands for
+        (``report.COUNT``); the strings as dictionaries, the conversation and the count as int32 where they fit.
+        A slice at a time, so a million calls' counts are never a whole table beside the kept keys."""
         self._merge()
-        keys = self._keys
-        verdict = (keys & ((1 << _VERDICT_BITS) - 1)).astype(np.int8)
-        group = ((keys >> _VERDICT_BITS) & ((1 << _GROUP_BITS) - 1)).astype(np.int32)
         names = list(self._convs)  # by number: dicts keep their insertion order
         rank = np.empty(len(names), np.int64)  # each conversation's rank in sorted order, from 1
         rank[np.fromiter(sorted(range(len(names)), key=names.__getitem__), np.int64, count=len(names))] = \
             np.arange(1, len(names) + 1)
         del names
+        rank = _narrow(rank)
+        counts = _narrow(self._counts)
+        schema = counts_schema(pa.from_numpy_dtype(rank.dtype), pa.from_numpy_dtype(counts.dtype))
         triples = np.array(list(self._groups), np.int64)  # by group number
-        parts = [(triples >> 42) & ((1 << 21) - 1), (triples >> 21) & ((1 << 21) - 1), triples & ((1 << 21) - 1)]
+        parts = [((triples >> shift) & ((1 << 21) - 1)).astype(np.int32) for shift in (42, 21, 0)]
+        dictionaries = [pa.array(list(ids), pa.string()) for ids in self._names]  # each name by its number
 
-        def strings(i: int) -> pl.Series:  # categorical: four bytes a row, where strings were most of the table
-            names = list(self._names[i])  # by number
-            return pl.Series([names[j] for j in parts[i]], dtype=pl.Categorical).gather(group)
+        def verdicts(code: np.ndarray) -> pa.Array:
+            return pa.array(code == 2, mask=code == 0)
 
-        def verdicts(code: np.ndarray) -> pl.Series:
-            return pl.Series(pa.array(code == 2, mask=code == 0))
+        for lo in range(0, self._keys.size, rows):
+            keys = self._keys[lo:lo + rows]
+            verdict = keys & ((1 << _VERDICT_BITS) - 1)
+            group = (keys >> _VERDICT_BITS) & ((1 << _GROUP_BITS) - 1)
+            model, condition, name = (pa.DictionaryArray.from_arrays(part[group], d)
+                                      for part, d in zip(parts, dictionaries, strict=True))
+            yield pa.RecordBatch.from_arrays([
+                model, condition, pa.array(rank[keys >> (_GROUP_BITS + _VERDICT_BITS)]), name,
+                pa.array((verdict % 2).astype(bool)), verdicts((verdict // 2) % 3), verdicts((verdict // 6) % 3),
+                pa.array(counts[lo:lo + rows])], schema=schema)
 
-        conversation = rank[keys >> (_GROUP_BITS + _VERDICT_BITS)]
-        del rank
-        return pl.DataFrame({
-            "model": strings(0), "condition": strings(1), "conversation": conversation, "field": strings(2),
-            "baseline": (verdict % 2).astype(bool), "auditor": verdicts((verdict // 2) % 3),
-            "gold": verdicts((verdict // 6) % 3), COUNT: self._counts,
-        })
+    def table(self) -> pl.DataFrame:
+        """The counts as one frame (``batches``)."""
+        frame = pl.from_arrow(pa.Table.from_batches(list(self.batches())))
+        assert isinstance(frame, pl.DataFrame)
+        return frame
+
+    def write(self, path: Path) -> None:
+        """The counts into a Parquet file at ``path`` (``batches``), a slice at a time."""
+        batches = self.batches()
+        first = next(batches, None)
+        schema = first.schema if first is not None else counts_schema(pa.int32(), pa.int32())
+        with pq.ParquetWriter(path, schema, compression="zstd") as writer:
+            for batch in ([first] if first is not None else []):
+                writer.write_batch(batch)
+            for batch in batches:
+                writer.write_batch(batch)
+
+
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """int64 values as int32 where they fit: a million calls' counts are three million rows of each."""
+    return values.astype(np.int32) if not values.size or int(values.max()) < 1 << 31 else values
+
+
+def counts_schema(conversation: pa.DataType, count: pa.DataType) -> pa.Schema:
+    """The aggregated field table's columns (``COUNT_KEYS`` and ``report.COUNT``)."""
+    names = pa.dictionary(pa.int32(), pa.string())
+    return pa.schema([("model", names), ("condition", names), ("conversation", conversation), ("field", names),
+                      ("baseline", pa.bool_()), ("auditor", pa.bool_()), ("gold", pa.bool_()), (COUNT, count)])
 
 
 def read_counts(directory: Path) -> pl.DataFrame:

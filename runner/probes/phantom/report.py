@@ -25,6 +25,7 @@ audit is reported from per (field, conversation) counts instead of the table its
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from itertools import pairwise
 from typing import Any
@@ -83,16 +84,36 @@ FLAG_SCHEMA = pl.Schema({
     "auditor_hi": pl.Float64})
 
 
-def _codes(col: pl.Series) -> np.ndarray:
+def _physical(col: pl.Series) -> pl.Series:
     """A number per distinct value of the column (its categorical code; nulls as the empty string)."""
     if col.dtype != pl.Categorical:
         col = col.cast(pl.String).cast(pl.Categorical)
-    return col.fill_null("").to_physical().to_numpy().astype(np.int32)
+    return col.fill_null("").to_physical()
 
 
-def _small(codes: np.ndarray) -> np.ndarray:
-    """``codes`` as int32 where they fit (half the memory of a million calls' keys), else as they are."""
-    return codes.astype(np.int32) if codes.size and int(codes.max()) < 1 << 31 else codes
+def _key(columns: list[pl.Series]) -> np.ndarray:
+    """One number per distinct combination of the string columns, ordered by the first column's code, then the
+    second's, and so on; made one column at a time, so a million rows hold one column's codes beside it."""
+    sizes = [_values(c) for c in columns]
+    key = np.zeros(len(columns[0]), np.int32 if math.prod(sizes) < 1 << 31 else np.int64)
+    for col, size in zip(columns, sizes, strict=True):
+        np.multiply(key, size, out=key)
+        np.add(key, _physical(col).to_numpy().view(np.int32), out=key)  # codes below 2³¹: read as they are
+    return key
+
+
+def _values(col: pl.Series) -> int:
+    """How many numbers ``_physical`` gives the column (its largest code + 1)."""
+    top = _physical(col).max()
+    return int(top) + 1 if isinstance(top, int) else 1
+
+
+def _small(col: pl.Series) -> np.ndarray:
+    """An integer column as int32 where it fits (half the memory of a million calls' keys), else as int64;
+    cast before it leaves polars, so the wide copy is never made."""
+    lo, hi = col.min(), col.max()
+    fits = lo is None or (-(1 << 31) <= int(lo) and int(hi) < 1 << 31)  # type: ignore[arg-type]
+    return col.cast(pl.Int32 if fits else pl.Int64).to_numpy()
 
 
 def _groups(codes: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
@@ -125,18 +146,15 @@ def flag_rates(fields: pl.DataFrame, seed: int) -> pl.DataFrame:
     strings would give."""
     if fields.height == 0:
         return pl.DataFrame(schema=FLAG_SCHEMA)
-    w = _small(fields[COUNT].to_numpy()) if COUNT in fields.columns else np.ones(fields.height, np.int32)
+    w = _small(fields[COUNT]) if COUNT in fields.columns else np.ones(fields.height, np.int32)
     auditor = fields["auditor"]
     flags = (fields["baseline"].fill_null(False).to_numpy().astype(bool), auditor.is_not_null().to_numpy(),
              auditor.fill_null(False).to_numpy().astype(bool))
     conv_col = fields["conversation"]
-    conv = _small((conv_col if conv_col.dtype.is_integer() else conv_col.rank("dense")).to_numpy())
-    model, condition, name = (_codes(fields[c]) for c in ("model", "condition", "field"))
-    names = int(name.max()) + 1
-    # a field's code is its (model, condition)'s times the names plus its own: in ascending order of the codes,
-    # the fields of one (model, condition) come together
-    triple = _small((model.astype(np.int64) * (int(condition.max()) + 1) + condition) * names + name)
-    del model, condition, name
+    conv = _small(conv_col if conv_col.dtype.is_integer() else conv_col.rank("dense"))
+    # in ascending order of the keys, the fields of one (model, condition) come together
+    triple = _key([fields["model"], fields["condition"], fields["field"]])
+    names = _values(fields["field"])
     out: list[dict[str, Any]] = []
     # per conversation of the current (model, condition), its sums over every field: the all-fields row from the
     # fields' own sums, never from a second pass over the whole table
