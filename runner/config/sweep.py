@@ -415,8 +415,9 @@ def _sweep_identity(sweep: Sweep, probes: list[Probe], sources: dict[str, str]) 
 
 def local_server_warnings(sweep: Sweep, except_models: Collection[str] = ()) -> list[str]:
     """A model on a local server with several requests in flight or retries: they queue behind each other. Said
-    when a run starts (``runner.run``), not when the sweep loads: the preflight's answer tells ``trialgrid serve``
-    (``except_models``), which answers many at once, from a server that runs one request at a time."""
+    when a run starts (``runner.run``), not when the sweep loads: the preflight's answer tells ``trialgrid serve``,
+    which answers many at once, from a server that runs one request at a time, and it knows the wire formats no
+    such server speaks (``except_models``: both)."""
     out = []
     for m in sweep.models:
         if m.name in except_models or not is_loopback(m.base_url) or (m.concurrency == 1 and m.retry.max_attempts == 1):

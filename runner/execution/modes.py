@@ -218,7 +218,7 @@ def check_endpoints_of(loaded: LoadedSweep) -> None:
         raise Problems([UserError(f.line(), file=loaded.path, hint=f.hint) for f in checked.findings],
                        every_line=True)
     # a local server that runs one request at a time queues a sweep's concurrency; the simulated agent does not
-    for line in local_server_warnings(loaded.sweep, except_models=checked.simulated):
+    for line in local_server_warnings(loaded.sweep, except_models=checked.not_queueing):
         warn(line)
 
 

@@ -45,6 +45,7 @@ class AzureOpenAIProvider(OpenAIProvider):
     name = "azure-openai"
     #: a deployment's name is not a model the models route knows: the preflight judges the answer, not a 404
     knows_models = False
+    local_model_servers = False  # a cloud's API
 
     def __init__(self, connection: Connection, **kw: object) -> None:
         self._token = entra_token_source() if connection.api_key_env is None else None

@@ -113,6 +113,7 @@ class BedrockProvider(HttpProvider):
     #: the runtime host has no route the preflight may ask for free: it checks the signer can be made
     knows_models = False
     has_models_route = False
+    local_model_servers = False  # AWS's API
 
     @classmethod
     def check_offline(cls, connection: Connection) -> str | None:

@@ -132,6 +132,7 @@ class GeminiProvider(HttpProvider):
     """``generateContent`` over HTTP; one request per ``complete``."""
 
     name = "gemini"
+    local_model_servers = False  # Google's API (and Vertex's, which inherits this)
 
     @staticmethod
     def auth_headers(secret: Secret | None) -> dict[str, str]:

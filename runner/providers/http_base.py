@@ -55,6 +55,10 @@ class HttpProvider:
     knows_models = True
     #: the preflight may ask ``GET {base}/models/{model}``, which bills nothing (False: ``check_offline`` only)
     has_models_route = True
+    #: model servers people run on their own machine (llama.cpp, Ollama) speak this wire format: at a loopback
+    #: ``base_url`` a run warns that one may answer a request at a time (False: only a proxy or a test server
+    #: is found there, never such a server)
+    local_model_servers = True
 
     @classmethod
     def check_offline(cls, connection: Connection) -> str | None:

@@ -78,10 +78,11 @@ def _provider_class(name: str) -> type[HttpProvider] | None:
 
 @dataclass(frozen=True)
 class Checked:
-    """What the preflight found: the problems, and the model entries ``trialgrid serve`` answered for."""
+    """What the preflight found: the problems, and the model entries that cannot be a local model server that
+    answers a request at a time: ``trialgrid serve`` answered for them, or no such server speaks their wire."""
 
     findings: list[Finding]
-    simulated: frozenset[str]
+    not_queueing: frozenset[str]
 
 
 def check_endpoints(endpoints: Sequence[Endpoint]) -> Checked:
@@ -98,8 +99,9 @@ def check_endpoints(endpoints: Sequence[Endpoint]) -> Checked:
         return list(await asyncio.gather(*(_check(group[0]) for group in distinct.values())))
 
     found = asyncio.run(all_of())
-    simulated = {e.name for (_, served), group in zip(found, distinct.values(), strict=True) if served for e in group}
-    return Checked([f for f, _ in found if f is not None], frozenset(simulated))
+    not_queueing = {e.name for (_, served), group in zip(found, distinct.values(), strict=True) for e in group
+                    if served or not getattr(_provider_class(e.provider), "local_model_servers", True)}
+    return Checked([f for f, _ in found if f is not None], frozenset(not_queueing))
 
 
 async def _check(e: Endpoint) -> tuple[Finding | None, bool]:

@@ -146,3 +146,15 @@ def test_the_local_server_warning_is_for_a_local_model_server_not_for_trialgrid_
         data["models"] = data["models"][:1]
         local = invoke("run", str(write(tmp_path, data, "local.yaml")), "--out", str(tmp_path / "local"), "-q")
     assert local.exit_code == 0 and local.stderr.count(queues) == 1, local.stderr
+
+
+@pytest.mark.parametrize("provider", ["azure-openai", "gemini", "vertex", "bedrock"])
+def test_no_local_server_warning_for_a_cloud_wire_format_at_trialgrid_serve(provider: str, tmp_path: Path,
+                                                                             wire: Any) -> None:
+    """No model server people run at home speaks these: at a loopback URL it is a proxy or ``trialgrid serve``,
+    even where the preflight has no route to ask who answers (Vertex, Bedrock)."""
+    _, base_url, fields = wire(provider)
+    data = http_sweep(base_url, provider, runs=1, timeout_s=5, **fields)
+    data["models"] = data["models"][:1]
+    result = invoke("run", str(write(tmp_path, data)), "--out", str(tmp_path / "out"), "-q")
+    assert result.exit_code == 0 and "queues the rest" not in result.stderr, result.stderr
