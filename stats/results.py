@@ -9,6 +9,7 @@ record of what was computed, not something to be edited.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple, get_args
 
@@ -102,6 +103,15 @@ class PermutationTestResult:
     @property
     def floor(self) -> float:
         return self.attainable_floor
+
+    @property
+    def floor_log10(self) -> float | None:
+        """log10 of the attainable floor, also where the floor is below the float range (``log10_floor``): what
+        the report's tables and JSON carry beside the floor, so a floor reported as 0 keeps its size. None
+        when the floor is 0 and its size unknown."""
+        if self.attainable_floor > 0.0:
+            return math.log10(self.attainable_floor)
+        return self.log10_floor
 
     @property
     def rate_a(self) -> float:

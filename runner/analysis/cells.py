@@ -186,10 +186,10 @@ def _contrast_table(cells: pl.DataFrame, contrasts: tuple[Contrast, ...], seed: 
             "arm_a": list(c.arm_a), "arm_b": list(c.arm_b),  # lists: a condition name may hold "+"
             "rate_a": trial.rate_a, "rate_b": trial.rate_b, "difference": trial.statistic,
             "ci_lo": ci.low, "ci_hi": ci.high, "interval_method": interval_method,
-            "p_trial": trial.pvalue, "floor_trial": trial.attainable_floor, "method_trial": trial.method,
-            "mc_se_trial": trial.mc_stderr,
-            "p_cell": cell.pvalue, "floor_cell": cell.attainable_floor, "method_cell": cell.method,
-            "mc_se_cell": cell.mc_stderr,
+            "p_trial": trial.pvalue, "floor_trial": trial.attainable_floor, "floor_log10_trial": trial.floor_log10,
+            "method_trial": trial.method, "mc_se_trial": trial.mc_stderr,
+            "p_cell": cell.pvalue, "floor_cell": cell.attainable_floor, "floor_log10_cell": cell.floor_log10,
+            "method_cell": cell.method, "mc_se_cell": cell.mc_stderr,
             "prompts": len(np.unique(cluster)), "firing_a": a_firing.firing,
         })
     return pl.DataFrame(rows)

@@ -50,6 +50,7 @@ class PairedContrast:
     interval_method: str
     p: float
     floor: float
+    floor_log10: float | None
     method: str
     mc_se: float | None
     cases: int
@@ -77,7 +78,8 @@ def paired_contrast(case: np.ndarray, hits_a: np.ndarray, n_a: np.ndarray, hits_
     return PairedContrast(
         rate_a=test.rate_a, rate_b=test.rate_b, difference=test.statistic,
         ci_lo=ci.confidence_interval.low, ci_hi=ci.confidence_interval.high, interval_method=ci.interval_method,
-        p=test.pvalue, floor=test.attainable_floor, method=test.method, mc_se=test.mc_stderr,
+        p=test.pvalue, floor=test.attainable_floor, floor_log10=test.floor_log10, method=test.method,
+        mc_se=test.mc_stderr,
         cases=test.n_clusters, cells=int(case.size), detectable=float((hi - lo) / 2),
     )
 
@@ -87,7 +89,7 @@ COMPARISON_SCHEMA = pl.Schema({
     "model_b": pl.String(), "run_b": pl.String(), "cases": pl.Int64(), "cells": pl.Int64(),
     "rate_a": pl.Float64(), "rate_b": pl.Float64(), "difference": pl.Float64(), "ci_lo": pl.Float64(),
     "ci_hi": pl.Float64(), "interval_method": pl.String(), "p": pl.Float64(), "floor": pl.Float64(),
-    "method": pl.String(), "mc_se": pl.Float64(), "p_holm": pl.Float64(), "family": pl.Int64(),
+    "floor_log10": pl.Float64(), "method": pl.String(), "mc_se": pl.Float64(), "p_holm": pl.Float64(), "family": pl.Int64(),
     "detectable": pl.Float64(), "verdict": pl.String(),
 })
 
@@ -145,7 +147,8 @@ def model_comparisons(runs: Sequence[RunAnalysis], seed: int) -> pl.DataFrame:
         c = paired_contrast(case, ha, na, hb, nb, family_level=ALPHA / m, seed=seed)
         rows.append({**key, "cases": c.cases, "cells": c.cells, "rate_a": c.rate_a, "rate_b": c.rate_b,
                      "difference": c.difference, "ci_lo": c.ci_lo, "ci_hi": c.ci_hi,
-                     "interval_method": c.interval_method, "p": c.p, "floor": c.floor, "method": c.method,
+                     "interval_method": c.interval_method, "p": c.p, "floor": c.floor, "floor_log10": c.floor_log10,
+                     "method": c.method,
                      "mc_se": c.mc_se, "family": m, "detectable": c.detectable})
     adjusted = stats.holm([r["p"] for r in rows]) if rows else np.zeros(0)
     for r, q in zip(rows, adjusted, strict=True):

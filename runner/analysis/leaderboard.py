@@ -136,8 +136,8 @@ _CONDITION_SCHEMA = pl.Schema({"model": pl.String, "condition": pl.String, "rate
 _CONTRAST_SCHEMA = pl.Schema({"model": pl.String(), "contrast": pl.String(), "outcome": pl.String(), "arm_a": pl.List(pl.String()),
                     "arm_b": pl.List(pl.String()), "rate_a": pl.Float64(), "rate_b": pl.Float64(), "difference": pl.Float64(),
                     "ci_lo": pl.Float64(), "ci_hi": pl.Float64(), "interval_method": pl.String(), "p_trial": pl.Float64(), "floor_trial": pl.Float64(),
-                    "method_trial": pl.String(), "mc_se_trial": pl.Float64(), "p_cell": pl.Float64(),
-                    "floor_cell": pl.Float64(), "method_cell": pl.String(), "mc_se_cell": pl.Float64(),
+                    "floor_log10_trial": pl.Float64(), "method_trial": pl.String(), "mc_se_trial": pl.Float64(),
+                    "p_cell": pl.Float64(), "floor_cell": pl.Float64(), "floor_log10_cell": pl.Float64(), "method_cell": pl.String(), "mc_se_cell": pl.Float64(),
                     "prompts": pl.Int64(), "firing_a": pl.Int64()})
 _CELL_SCHEMA = pl.Schema({"model": pl.String, "case_id": pl.String, "condition": pl.String, "rate": pl.String,
                 "n": pl.Int64, "errors": pl.Int64, "hits": pl.Int64})
@@ -198,8 +198,10 @@ def _leaderboard_rows(run: str, a: ProbeAnalysis, usage: pl.DataFrame,
             "difference": c["difference"] if c else None, "ci_lo": c["ci_lo"] if c else None,
             "ci_hi": c["ci_hi"] if c else None, "interval_method": c["interval_method"] if c else None,
             "p": c[f"p_{HEADLINE_LEVEL}"] if c else None, "floor": c[f"floor_{HEADLINE_LEVEL}"] if c else None,
+            "floor_log10": c[f"floor_log10_{HEADLINE_LEVEL}"] if c else None,
             "method": c[f"method_{HEADLINE_LEVEL}"] if c else None,
             "p_trial": c["p_trial"] if c else None, "floor_trial": c["floor_trial"] if c else None,
+            "floor_log10_trial": c["floor_log10_trial"] if c else None,
             "method_trial": c["method_trial"] if c else None,
             "input_tokens": u0.get("input_tokens", 0), "output_tokens": u0.get("output_tokens", 0),
             "cost_usd": u0.get("cost_usd"), "cost_per_trial_usd": u0.get("cost_per_trial_usd"),
@@ -214,8 +216,8 @@ _LEADERBOARD_SCHEMA = pl.Schema({
     "firing_event": pl.String(), "firing_scope": pl.String(), "contrast": pl.String(), "outcome": pl.String(),
     "arm_a": pl.List(pl.String()), "arm_b": pl.List(pl.String()), "rate_a": pl.Float64(), "rate_b": pl.Float64(),
     "difference": pl.Float64(), "ci_lo": pl.Float64(), "ci_hi": pl.Float64(), "interval_method": pl.String(),
-    "p": pl.Float64(), "floor": pl.Float64(), "method": pl.String(), "p_trial": pl.Float64(), "floor_trial": pl.Float64(),
-    "method_trial": pl.String(), "input_tokens": pl.Int64(), "output_tokens": pl.Int64(), "cost_usd": pl.Float64(),
+    "p": pl.Float64(), "floor": pl.Float64(), "floor_log10": pl.Float64(), "method": pl.String(), "p_trial": pl.Float64(),
+    "floor_trial": pl.Float64(), "floor_log10_trial": pl.Float64(), "method_trial": pl.String(), "input_tokens": pl.Int64(), "output_tokens": pl.Int64(), "cost_usd": pl.Float64(),
     "cost_per_trial_usd": pl.Float64(), "remedies": pl.List(pl.String()),
 })
 

@@ -63,7 +63,7 @@ def comparison_records(summary: Summary) -> list[dict[str, Any]]:
     for r in summary.comparisons.iter_rows(named=True):
         out.append({k: r[k] for k in ("probe", "kind", "rate", "model_a", "run_a", "model_b", "run_b", "cases",
                                       "cells", "rate_a", "rate_b", "difference", "interval_method", "p", "floor",
-                                      "method", "mc_se", "p_holm", "family", "detectable", "verdict")}
+                                      "floor_log10", "method", "mc_se", "p_holm", "family", "detectable", "verdict")}
                    | {"ci": [r["ci_lo"], r["ci_hi"]]})
     return out
 

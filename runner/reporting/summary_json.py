@@ -59,7 +59,8 @@ def _rows(frame: pl.DataFrame, run: str, probe: str) -> list[dict[str, Any]]:
 
 
 def _test(r: dict[str, Any], level: str) -> dict[str, Any]:
-    return {"p": r[f"p_{level}"], "floor": r[f"floor_{level}"], "method": r[f"method_{level}"],
+    return {"p": r[f"p_{level}"], "floor": r[f"floor_{level}"], "floor_log10": r[f"floor_log10_{level}"],
+            "method": r[f"method_{level}"],
             "mc_stderr": r.get(f"mc_se_{level}")}
 
 
@@ -85,7 +86,8 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
                             "arm_b": _arms(r["arm_b"]), "rate_a": r["rate_a"], "rate_b": r["rate_b"],
                             "difference": r["difference"], "ci": [r["ci_lo"], r["ci_hi"]],
                             "interval_method": r["interval_method"], "level": HEADLINE_LEVEL,
-                            "p": r["p"], "floor": r["floor"], "method": r["method"]}
+                            "p": r["p"], "floor": r["floor"], "floor_log10": r["floor_log10"],
+                            "method": r["method"]}
                 board.append({k: r[k] for k in ("model", "headline", "trials", "errors", "error_rate", "prompts",
                                                 "firing", "firing_event", "firing_scope", "input_tokens", "output_tokens",
                                                 "cost_usd", "cost_per_trial_usd", "remedies")} | {"test": test})

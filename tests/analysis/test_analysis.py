@@ -131,3 +131,20 @@ def test_an_output_from_before_newer_outcome_columns_still_reports(quickstart_ou
                                     "--csv", str(tmp_path / "csv"), "--html", str(tmp_path / "r.html")])
     assert done.exit_code == 0, done.output
     assert "decoy_called" in done.output and (tmp_path / "r.html").stat().st_size > 0
+
+
+def test_a_trial_floor_below_the_float_range_keeps_its_size_in_the_contrast_table() -> None:
+    """10 prompts of 500 trials a side, every hit in arm A: the trial floor (≈ 1e-2994) is reported as the bound 0
+    and carried in log10 beside it; the cell floor is an ordinary number with its own log10."""
+    import math
+
+    from runner.analysis.cells import _contrast_table
+    from runner.probes.base import Contrast
+
+    cells = pl.DataFrame([{"model": "m", "case_id": f"p{c}", "condition": cond, "hit": 500 * (cond == "a"),
+                           "n_hit": 500} for c in range(10) for cond in ("a", "b")])
+    row = _contrast_table(cells, (Contrast(label="a vs b", outcome="hit", arm_a=("a",), arm_b=("b",)),),
+                          seed=1).row(0, named=True)
+    exact = math.log10(2) - 10 * math.log10(math.comb(1000, 500))
+    assert row["floor_trial"] == 0.0 and row["floor_log10_trial"] == pytest.approx(exact, abs=1e-6)
+    assert row["floor_cell"] > 0 and row["floor_log10_cell"] == pytest.approx(math.log10(row["floor_cell"]))
