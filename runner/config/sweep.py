@@ -48,6 +48,7 @@ from runner.providers.callable_provider import load_function, source_digest
 from runner.providers.estimate import estimate_usage
 from runner.providers.secrets import unsendable_key
 from runner.providers.settings import (
+    BATCH_PROVIDERS,
     DEFAULT_KEY_ENV,
     Connection,
     Limits,
@@ -80,7 +81,7 @@ class ModelConfig(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict, description="request parameters (temperature, max_tokens, ...)")
     concurrency: int = Field(default=16, ge=1, le=100_000, description="max trials of this model in flight")
     mode: Literal["live", "batch"] = Field(default="live", description="live: one request per trial as it runs; "
-                                           "batch: the vendor's batch API (openai, anthropic; see runner/execution/backends/batch)")
+                                           "batch: the vendor's batch API (openai, openai-responses, anthropic, gemini; see runner/execution/backends/batch)")
     # -- real providers (openai, anthropic, callable); see runner/providers/settings.py
     base_url: str | None = Field(default=None, description="endpoint; default the vendor's public API")
     api_key_env: str | None = Field(default=None, description="environment variable holding the API key "
@@ -203,8 +204,9 @@ class ModelConfig(BaseModel):
         if self.provider == "azure-openai" and not self.base_url:
             raise ValueError("provider azure-openai needs base_url: your resource's endpoint, "
                              "e.g. https://my-resource.openai.azure.com")
-        if self.mode == "batch" and self.provider not in ("openai", "anthropic", "openai-responses"):
-            raise ValueError(f"mode: batch needs provider openai, openai-responses or anthropic (their batch APIs), not {self.provider}")
+        if self.mode == "batch" and self.provider not in BATCH_PROVIDERS:
+            raise ValueError(f"mode: batch needs provider {', '.join(BATCH_PROVIDERS)} (their batch APIs), "
+                             f"not {self.provider}")
         tpm = self.limits.tpm
         if tpm is not None:
             # every request is charged at least its output cap (max_tokens, or the default estimate): a tpm below

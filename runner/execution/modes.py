@@ -82,14 +82,14 @@ def batch_models(loaded: LoadedSweep, all_models: bool) -> set[str]:
     chosen = {m.name for m in loaded.sweep.models if all_models or m.mode == "batch"}
     if not chosen:
         return chosen
-    from runner.providers.batches import VENDORS  # the vendors' HTTP clients: only when a batch is asked for
+    from runner.providers.settings import BATCH_PROVIDERS
 
     for i, m in enumerate(loaded.sweep.models):
-        if m.name in chosen and m.provider not in VENDORS:
+        if m.name in chosen and m.provider not in BATCH_PROVIDERS:
             raise UserError(f"--batch: model {m.name!r} uses provider {m.provider}, which has no batch API",
                             file=loaded.path, key_path=("models", i, "provider"),
-                            hint="batch mode needs provider openai, openai-responses or anthropic; set `mode: batch` on those models "
-                                 "only, instead of --batch")
+                            hint=f"batch mode needs provider {', '.join(BATCH_PROVIDERS)}; set `mode: batch` on those "
+                                 "models only, instead of --batch")
     multi = [p for p in loaded.probes if not p.single_turn]
     if multi:
         single = ", ".join(sorted(kind for kind, probe in PROBES.items() if probe.single_turn))

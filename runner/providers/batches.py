@@ -1,4 +1,4 @@
-"""The two vendors' batch APIs, from the client side: submit, poll, fetch results.
+"""The vendors' batch APIs, from the client side: submit, poll, fetch results.
 
 - OpenAI Batch: upload a JSONL of ``{custom_id, method, url, body}`` lines through
   the Files API (purpose ``batch``), create the batch on ``/v1/chat/completions``,
@@ -6,6 +6,10 @@
   errors, expired requests).
 - Anthropic Message Batches: create with ``{requests: [{custom_id, params}]}``,
   poll until ``processing_status`` is ``ended``, then read the JSONL at ``results_url``.
+- The Gemini API's batch mode: ``models/{model}:batchGenerateContent`` with the requests inline (each
+  ``{request, metadata: {key}}``), polled as ``batches/{id}`` until its state ends; the answers come back inline
+  in the batch (``metadata.output.inlinedResponses``), each with its request's key. Vertex AI's batch
+  prediction reads its input from Cloud Storage or BigQuery only, so ``provider: vertex`` has no batch mode.
 
 Request bodies are the live wire encoders' (``openai_wire`` / ``anthropic_wire``),
 answers go through the live decoders, and per-request errors through the same
@@ -30,6 +34,7 @@ import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, cast
+from urllib.parse import quote
 
 import httpx
 import orjson
@@ -38,6 +43,7 @@ from runner.core.jsonlines import json_lines
 from runner.core.types import ChatRequest, ChatResponse
 from runner.providers import ErrorKind, ProviderError, make_provider
 from runner.providers.classify import classify_http, filtered
+from runner.providers.google_status import GRPC_STATUS
 from runner.providers.http_base import HttpProvider
 from runner.providers.seed_channel import SEED_METADATA_KEY, SEED_USER_PREFIX
 from runner.providers.settings import Connection, RetryPolicy
@@ -120,6 +126,8 @@ class VendorBatches:
     def _decoded(self, body: Any, batch_id: str) -> Answer:
         try:
             response = self.wire.decode(body)
+        except ProviderError as exc:  # what the wire format classifies in an answer (a safety block): as live
+            return Answer(error=exc)
         except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
             return Answer(error=ProviderError(ErrorKind.TRANSIENT, f"unexpected response shape in batch {batch_id}: "
                                               f"{type(exc).__name__} {self.wire.scrub(str(exc))}"))
@@ -272,8 +280,77 @@ class _AnthropicBatches(VendorBatches):
         return answers
 
 
+#: the Gemini batch states that end it, and the word ``_missing`` reads
+_GEMINI_ENDED = {"BATCH_STATE_SUCCEEDED": "succeeded", "BATCH_STATE_FAILED": "failed",
+                 "BATCH_STATE_CANCELLED": "cancelled", "BATCH_STATE_EXPIRED": "expired"}
+
+
+class _GeminiBatches(VendorBatches):
+    """The Gemini API's batch mode, the requests and answers inline. An item is ``{request, metadata}``: the
+    request names its model (the URL's is the first's: a batch holds one model entry's trials); the metadata
+    gets the trial id as its ``key`` and, to ``trialgrid serve``, the whole trial seed (``generationConfig`` has
+    31 bits of it; a batch has no headers)."""
+
+    name = "gemini"
+
+    def encode(self, request: ChatRequest) -> dict[str, Any]:
+        item: dict[str, Any] = {"request": {"model": f"models/{request.model}", **self.wire.encode(request)},
+                                "metadata": {}}
+        if request.seed is not None and self.wire.connection.sends_seed:
+            item["metadata"][SEED_METADATA_KEY] = str(request.seed)
+        return item
+
+    async def submit(self, items: list[tuple[str, dict[str, Any]]], label: str) -> dict[str, Any]:
+        model = str(items[0][1]["request"]["model"]).removeprefix("models/")
+        created = self._json(await self._send(
+            "POST", f"{self.base}/models/{quote(model, safe='')}:batchGenerateContent", "creating the batch",
+            json={"batch": {"displayName": label, "inputConfig": {"requests": {"requests": [
+                {**item, "metadata": {**item["metadata"], "key": cid}} for cid, item in items]}}}}),
+            "creating the batch")
+        if not isinstance(created.get("name"), str) or not created["name"].startswith("batches/"):
+            raise ProviderError(ErrorKind.TRANSIENT, "creating the batch: the answer names no batch (batches/…)")
+        return {"id": created["name"]}
+
+    async def poll(self, remote: dict[str, Any]) -> Poll:
+        info = self._json(await self._send("GET", f"{self.base}/{remote['id']}", "polling the batch"),
+                          "polling the batch")
+        meta = _mapping(info.get("metadata")) or {}
+        state = str(meta.get("state"))
+        counts = {k: int(v) for k, v in (_mapping(meta.get("batchStats")) or {}).items()
+                  if isinstance(v, (int, str)) and str(v).isdigit()}
+        return Poll(state in _GEMINI_ENDED, state, counts, info)
+
+    async def results(self, remote: dict[str, Any], poll: Poll, trial_ids: Iterable[str]) -> dict[str, Answer]:
+        batch_id = remote["id"]
+        meta = _mapping(poll.info.get("metadata")) or {}
+        output = _mapping(meta.get("output")) or _mapping(poll.info.get("response")) or {}
+        inlined = (_mapping(output.get("inlinedResponses")) or {}).get("inlinedResponses")
+        answers: dict[str, Answer] = {}
+        for item in inlined if isinstance(inlined, list) else ():
+            key = (_mapping(item.get("metadata")) or {}).get("key") if isinstance(item, dict) else None
+            if not isinstance(key, str):
+                continue  # answers no trial, which then gets the missing-answer error
+            response, error = _mapping(item.get("response")), _mapping(item.get("error"))
+            if response is not None:
+                answers[key] = self._decoded(response, batch_id)
+            else:
+                code = (error or {}).get("code")
+                status, name = GRPC_STATUS.get(code, (500, "UNKNOWN")) if isinstance(code, int) else (500, "UNKNOWN")
+                body = {"error": {"code": status, "status": name, "message": str((error or {}).get("message") or ""),
+                                  "details": (error or {}).get("details") or []}}
+                answers[key] = Answer(error=self.wire.http_error(status, {}, orjson.dumps(body),
+                                                                 f" in batch {batch_id}"))
+        why = self.wire.scrub(str((_mapping(poll.info.get("error")) or {}).get("message") or "no reason given"))
+        for tid in trial_ids:
+            if tid not in answers:
+                answers[tid] = (Answer(error=ProviderError(ErrorKind.FATAL, f"batch {batch_id} failed: {why}"))
+                                if poll.status == "BATCH_STATE_FAILED"
+                                else self._missing(batch_id, _GEMINI_ENDED.get(poll.status, poll.status)))
+        return answers
+
+
 VENDORS: dict[str, type[VendorBatches]] = {"openai": _OpenAIBatches, "anthropic": _AnthropicBatches,
-                                           "openai-responses": _OpenAIResponsesBatches}
+                                           "openai-responses": _OpenAIResponsesBatches, "gemini": _GeminiBatches}
 
 
 def _result_lines(content: bytes) -> Iterator[dict[str, Any]]:

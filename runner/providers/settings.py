@@ -160,6 +160,8 @@ DEFAULT_BASE_URL = {
     "openai-responses": "https://api.openai.com/v1",
     "gemini": "https://generativelanguage.googleapis.com/v1beta",
 }
+#: the providers with a batch API ``mode: batch`` speaks (each one's client: ``runner.providers.batches.VENDORS``)
+BATCH_PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini")
 DEFAULT_KEY_ENV = {
     "openai": "OPENAI_API_KEY",
     "anthropic": "ANTHROPIC_API_KEY",

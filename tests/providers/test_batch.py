@@ -200,3 +200,69 @@ def test_a_results_file_with_lines_that_do_not_read_answers_only_the_trials_it_n
 
     content = b'{"custom_id": "a", "x": 1}\nnot json\n[1]\n{"custom_id": 5}\n\n{"custom_id": "b", "result": "x"}\n'
     assert [item["custom_id"] for item in _result_lines(content)] == ["a", "b"]
+
+
+def test_googles_own_client_runs_a_batch_on_trialgrid_serve(wire) -> None:  # type: ignore[no-untyped-def]
+    """The Gemini API's batch mode as ``google-genai`` speaks it: create with the requests inline, get until it
+    ends, the answers inline with their keys; each equals the live answer to the same request."""
+    genai = pytest.importorskip("google.genai")
+    from google.genai import types
+
+    from runner.sim import SimProvider
+    from tests.providers.invoices import SYSTEM, TOOLS, USER, ask
+
+    server, _, _ = wire("gemini", batch_delay_s=0.3)
+    client = genai.Client(api_key=os.environ["WIRE_TEST_KEY"],
+                          http_options=types.HttpOptions(base_url=server.url, api_version="v1beta"))
+    tools = [types.Tool(function_declarations=[types.FunctionDeclaration(
+        name=t.name, description=t.description, parameters_json_schema=t.parameters) for t in TOOLS])]
+    seeds = range(6)
+    job = client.batches.create(model="typical", src=[types.InlinedRequest(
+        contents=USER, metadata={"key": f"trial-{seed}"},
+        config=types.GenerateContentConfig(system_instruction=SYSTEM, tools=tools, seed=seed)) for seed in seeds])
+    assert job.name and job.name.startswith("batches/") and job.state == "JOB_STATE_RUNNING"
+    deadline = time.monotonic() + 10
+    while (job := client.batches.get(name=job.name)).state == "JOB_STATE_RUNNING" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert job.state == "JOB_STATE_SUCCEEDED" and job.dest is not None and job.dest.inlined_responses
+    sim = SimProvider()
+    got = {r.metadata["key"]: r.response for r in job.dest.inlined_responses if r.metadata and r.response}
+    assert sorted(got) == [f"trial-{seed}" for seed in seeds]
+    for seed in seeds:
+        want = sim.respond(ask("typical", seed))
+        answer = got[f"trial-{seed}"]
+        assert [c.name for c in answer.function_calls or []] == [c.name for c in want.tool_calls]
+        assert (answer.text or "") == want.text
+    assert server.stats()["batches"] == {"gemini": 1}
+    assert [j.name for j in client.batches.list()] == [job.name]
+
+
+def test_gemini_batch_mode_gives_the_live_outcomes(wire, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    server, base_url, fields = wire("gemini")
+    data = batch_sweep(base_url, "gemini")
+    for m in data["models"]:
+        m.update(fields)
+    path = write(tmp_path, data)
+    live = runner.run(load_sweep(path), tmp_path / "live", quiet=True)
+    before = server.stats()
+    batch = runner.run(path, tmp_path / "batch", mode="batch", quiet=True)
+    after = server.stats()
+    assert batch.status == "complete" and batch.stats.done == live.total
+    assert after["requests"] == before["requests"]  # no live request in batch mode
+    assert after["batches"] == {"gemini": 2} and after["batch_requests"] == {"gemini": live.total}
+    a, b = trials(tmp_path / "live"), trials(tmp_path / "batch")
+    same_outcomes(a, b, [*COMPARED, "decoy_called", "expected_called", "passed"])
+
+
+def test_gemini_expired_and_failed_requests_become_error_rows(wire, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    server, base_url, fields = wire("gemini", batch_error_rate=0.2, batch_expire_rate=0.2, fault_seed=7)
+    data = batch_sweep(base_url, "gemini")
+    for m in data["models"]:
+        m.update(fields)
+    result = runner.run(write(tmp_path, data), tmp_path / "out", mode="batch", quiet=True)
+    df = trials(tmp_path / "out")
+    assert df.height == result.total and df["trial_id"].n_unique() == df.height
+    fates = server.call(lambda s: {tid: s.batches.fate(tid) for tid in df["trial_id"].to_list()})
+    expected = {"ok": None, "error": "transient", "expired": "expired"}
+    got = dict(zip(df["trial_id"].to_list(), df["error_kind"].to_list(), strict=True))
+    assert got == {tid: expected[f] for tid, f in fates.items()} and {"transient", "expired"} <= set(got.values())

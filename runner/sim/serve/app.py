@@ -316,7 +316,7 @@ class SimServer:
                 if fault == "drip":
                     return await self._drip(request, b"".join(frames), _SSE, limits)
                 return await self._stream(request, api, frames, limits, fault)
-            payload = _dumps(self._encode(codec.wire, answers, model, body))
+            payload = _dumps(self.encode_answers(codec.wire, answers, model, body))
             if fault == "drip":
                 return await self._drip(request, payload, _JSON, limits)
             if fault is None:
@@ -345,7 +345,8 @@ class SimServer:
         return (first, *(self.sim.respond(replace(chat, seed=mix64(seed, 0xC40 + i))) for i in range(1, n)))
 
     @staticmethod
-    def _encode(wire: str, answers: tuple[ChatResponse, ...], model: str, body: Any) -> dict[str, Any]:
+    def encode_answers(wire: str, answers: tuple[ChatResponse, ...], model: str, body: Any) -> dict[str, Any]:
+        """The answer body of ``wire`` (a live answer's, and each answer of a batch)."""
         if wire == "openai":
             return OpenAICodec.encode(answers[0], model, answers[1:])
         if wire == "anthropic":

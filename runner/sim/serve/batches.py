@@ -1,4 +1,5 @@
-"""``trialgrid serve``'s batch APIs: OpenAI Batch (with its Files API) and Anthropic Message Batches.
+"""``trialgrid serve``'s batch APIs: OpenAI Batch (with its Files API), Anthropic Message Batches and the Gemini
+API's batch mode.
 
 They exist so batch mode (``runner/execution/backends/batch``) — submission, polling, result files,
 partial failures, expiry, resuming a killed run — is tested offline against the
@@ -11,18 +12,21 @@ Routes (under ``/v1``): ``POST /files``, ``GET /files``, ``GET /files/{id}``,
 ``/v1/chat/completions`` or ``/v1/responses``), ``GET /batches``, ``GET /batches/{id}``,
 ``POST /batches/{id}/cancel``, ``POST /messages/batches``, ``GET /messages/batches``,
 ``GET /messages/batches/{id}``, ``POST /messages/batches/{id}/cancel``,
-``DELETE /messages/batches/{id}``, ``GET /messages/batches/{id}/results``.
+``DELETE /messages/batches/{id}``, ``GET /messages/batches/{id}/results``; under ``/v1beta``:
+``POST /models/{model}:batchGenerateContent`` (requests inline), ``GET /batches``, ``GET /batches/{id}`` (the
+answers inline once it has ended), ``POST /batches/{id}:cancel``, ``DELETE /batches/{id}``.
 
 Cancelling a batch that has not ended ends it at once: its requests are
 ``cancelled`` (OpenAI: the batch is ``cancelled``, no output file) or ``canceled``
-(Anthropic: the batch is ``ended``, each result ``canceled``).
+(Anthropic: the batch is ``ended``, each result ``canceled``; Gemini: ``BATCH_STATE_CANCELLED``, no answers).
 
 Answers are computed when a batch is created and shown once ``batch_delay_s`` has
 passed (until then the batch is ``in_progress``). Each request's fate is drawn from
 a hash of the fault seed and its ``custom_id`` — so a test can predict it and a
 resubmission of the same request meets the same fate: ``batch_expire_rate`` of
 requests are left unprocessed as if the completion window closed (the OpenAI batch
-then ends ``expired``), ``batch_error_rate`` get a 500 server error result.
+then ends ``expired``, a Gemini one ``BATCH_STATE_EXPIRED`` with the answers it has), ``batch_error_rate`` get a
+500 server error result.
 
 The Messages API has no seed field and a batch has no per-request headers, so the
 trial seed of an Anthropic batch request travels in ``metadata.user_id`` as
@@ -34,14 +38,15 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import orjson
 from aiohttp import web
 
 from runner.providers.errors import ProviderError
-from runner.providers.seed_channel import SEED_HEADER, SEED_USER_PREFIX
+from runner.providers.google_status import GRPC_STATUS
+from runner.providers.seed_channel import SEED_HEADER, SEED_METADATA_KEY, SEED_USER_PREFIX
 from runner.sim.serve.codec_table import CODECS
 from runner.sim.serve.codecs import BadRequest, OpenAICodec
 
@@ -96,6 +101,11 @@ class BatchRoutes:
         r.add_post("/v1/messages/batches/{id}/cancel", self._anthropic_cancel)
         r.add_delete("/v1/messages/batches/{id}", self._anthropic_delete)
         r.add_get("/v1/messages/batches/{id}/results", self._anthropic_results)
+        r.add_post("/v1beta/models/{model}:batchGenerateContent", self._gemini_create)
+        r.add_get("/v1beta/batches", self._gemini_list)
+        r.add_get("/v1beta/batches/{id}", self._gemini_get)
+        r.add_post("/v1beta/batches/{id}:cancel", self._gemini_cancel)
+        r.add_delete("/v1beta/batches/{id}", self._gemini_delete)
 
     # ------------------------------------------------------------ shared
 
@@ -118,11 +128,15 @@ class BatchRoutes:
             return "error"
         return "ok"
 
-    def _answer(self, api: str, custom_id: str, body: Any, headers: dict[str, str]) -> tuple[Any, ...]:
-        """One request of a batch, answered like a live request of ``api`` (without latency or live faults)."""
+    def _answer(self, api: str, custom_id: str, body: Any, headers: dict[str, str],
+                model: str | None = None) -> tuple[Any, ...]:
+        """One request of a batch, answered like a live request of ``api`` (without latency or live faults);
+        ``model``: the one the batch names, where the request's body does not (Gemini)."""
         codec = CODECS[api]
         try:
             chat = codec.decode(body, headers)
+            if model is not None:
+                chat = replace(chat, model=model)
         except (BadRequest, KeyError, TypeError, AttributeError, ValueError) as exc:
             message = str(exc) if isinstance(exc, BadRequest) else f"could not parse the request: {type(exc).__name__}"
             return ("error", 400, codec.error(400, message))
@@ -142,7 +156,7 @@ class BatchRoutes:
             return ("error", 500, codec.error(500, exc.message, kind=codec.kind_for(500)))
         except ValueError:
             return ("error", *codec.unknown_model(chat.model))
-        return ("ok", codec.encode(answer, chat.model))
+        return ("ok", self.server.encode_answers(api, (answer,), chat.model, body))
 
     def _new(self, api: str, prefix: str, results: dict[str, tuple[Any, ...]]) -> _Batch:
         now = time.time()
@@ -165,6 +179,8 @@ class BatchRoutes:
         wanted = request.match_info["id"]
         if api == "anthropic":
             return _json(404, CODECS["anthropic"].error(404, f"message batch {wanted} not found", kind="not_found_error"))
+        if api == "gemini":
+            return _json(404, CODECS["gemini"].error(404, f"Batch batches/{wanted} not found."))
         return _json(404, CODECS["openai"].error(404, f"No batch found with id {wanted!r}"))
 
     # ------------------------------------------------------------ OpenAI Files
@@ -371,6 +387,96 @@ class BatchRoutes:
             lines.append(orjson.dumps({"custom_id": custom_id, "result": body}) + b"\n")
         return web.Response(body=b"".join(lines), content_type="application/x-jsonl")
 
+
+    # ------------------------------------------------------------ the Gemini API's batch mode
+
+    async def _gemini_create(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request, "gemini")) is not None:
+            return denied
+        codec = CODECS["gemini"]
+        model = request.match_info["model"]
+        try:
+            batch = orjson.loads(await request.read())["batch"]
+            items = batch["inputConfig"]["requests"]["requests"]
+            if not isinstance(items, list) or not items:
+                raise TypeError
+        except (ValueError, KeyError, TypeError):
+            return _json(400, codec.error(400, "* BatchGenerateContentRequest.batch.input_config: the requests are "
+                                               "required (inline: inputConfig.requests.requests, a non-empty list)"))
+        results: dict[str, tuple[Any, ...]] = {}
+        for n, item in enumerate(items):
+            body = item.get("request") if isinstance(item, dict) else None
+            key = (item.get("metadata") or {}).get("key") if isinstance(item, dict) else None
+            if not isinstance(body, dict):
+                return _json(400, codec.error(400, f"* inputConfig.requests.requests[{n}].request: required"))
+            key = key if isinstance(key, str) else str(n)  # a request without a key answers in its place
+            if key in results:
+                return _json(400, codec.error(400, f"* inputConfig.requests.requests[{n}]: duplicate key {key!r}"))
+            named = str(body.get("model") or model).removeprefix("models/")
+            seed = (item.get("metadata") or {}).get(SEED_METADATA_KEY)
+            headers = {SEED_HEADER: seed} if isinstance(seed, str) else {}
+            results[key] = self._answer("gemini", key, {k: v for k, v in body.items() if k != "model"}, headers,
+                                        named)
+        created = self._new("gemini", "", results)
+        created.metadata = {"displayName": str(batch.get("displayName") or ""), "model": f"models/{model}"}
+        return _json(200, self._gemini_object(created))
+
+    def _gemini_object(self, batch: _Batch) -> dict[str, Any]:
+        """The batch as the API's long-running operation: its state and counts in ``metadata``, and once it has
+        ended, the answers inline (``metadata.output``), each with its request's key."""
+        ended = time.time() >= batch.ready_at
+        results = batch.results.items()
+        cancelled = batch.cancelled_at is not None
+        expired = any(r[0] == "expired" for _, r in results)
+        state = ("BATCH_STATE_CANCELLED" if cancelled else "BATCH_STATE_EXPIRED" if expired
+                 else "BATCH_STATE_SUCCEEDED") if ended else "BATCH_STATE_RUNNING"
+        answered = [(key, r) for key, r in results if r[0] in ("ok", "error")] if ended and not cancelled else []
+        inlined = []
+        for key, r in answered:
+            if r[0] == "ok":
+                inlined.append({"response": r[1], "metadata": {"key": key}})
+            else:
+                error = r[2].get("error") or {}
+                code = next((c for c, (_, name) in GRPC_STATUS.items() if name == error.get("status")), 2)
+                inlined.append({"error": {"code": code, "message": error.get("message", "")}, "metadata": {"key": key}})
+        ok = sum(r[0] == "ok" for _, r in answered)
+        meta: dict[str, Any] = {
+            "@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch",
+            "name": f"batches/{batch.id}", **batch.metadata, "state": state, "createTime": _iso(batch.created),
+            "updateTime": _iso(min(time.time(), batch.ready_at)),
+            "batchStats": {"requestCount": str(len(batch.results)), "successfulRequestCount": str(ok),
+                           "failedRequestCount": str(len(answered) - ok),
+                           "pendingRequestCount": "0" if ended else str(len(batch.results))}}
+        if ended:
+            meta["endTime"] = _iso(batch.ready_at)
+            meta["output"] = {"inlinedResponses": {"inlinedResponses": inlined}}
+        return {"name": f"batches/{batch.id}", "metadata": meta, "done": ended}
+
+    async def _gemini_get(self, request: web.Request) -> web.Response:
+        batch = self._batch(request, "gemini")
+        if isinstance(batch, web.Response):
+            return batch
+        return _json(200, self._gemini_object(batch))
+
+    async def _gemini_list(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request, "gemini")) is not None:
+            return denied
+        return _json(200, {"operations": [self._gemini_object(b) for b in reversed(self.batches.values())
+                                          if b.api == "gemini"]})
+
+    async def _gemini_cancel(self, request: web.Request) -> web.Response:
+        batch = self._batch(request, "gemini")
+        if isinstance(batch, web.Response):
+            return batch
+        self._cancel(batch)
+        return _json(200, {})
+
+    async def _gemini_delete(self, request: web.Request) -> web.Response:
+        batch = self._batch(request, "gemini")
+        if isinstance(batch, web.Response):
+            return batch
+        del self.batches[batch.id]
+        return _json(200, {})
 
     # ------------------------------------------------------------ lists, cancels, deletes
 
