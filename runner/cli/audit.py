@@ -82,6 +82,7 @@ def audit(
     from runner.probes.phantom.calibration import audit_views, read_labels, write_findings
     from runner.reporting.terminal import print_views
 
+    summary: A.AuditSummary | None = None
     try:
         if not paths:
             raise UserError("give trace files to audit (or one audit directory), or --listen PORT to receive them",
@@ -113,6 +114,8 @@ def audit(
         auditor = bool(A.read_meta(directory).get("auditor"))
         if auditor or labels is not None:  # the disagreements and the labels' join need the units themselves
             fields = A.read_fields(directory, A.VIEW_COLUMNS + (A.LISTING_COLUMNS if auditor else ()))
+        elif summary is not None and summary.counts is not None:  # baseline only, as just counted
+            fields, summary.counts = summary.counts, None
         else:  # baseline only: the rates from per-conversation counts, memory independent of the calls
             fields = A.read_counts(directory)
         views = audit_views(fields, seed=seed, labels=read_labels(labels) if labels is not None else None)

@@ -100,9 +100,9 @@ def test_flag_rates_are_clustered_by_conversation(tmp_path: Path) -> None:
     assert (every["audits"], every["baseline_flagged"], every["conversations"]) == (14, 4, 4)
 
 
-def test_flag_rates_equal_a_group_by_per_model_condition_and_field() -> None:
+def test_flag_rates_equal_a_group_by_per_model_condition_and_field(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every row, the all-fields rows of several (model, condition)s too, against polars' group_by and the
-    interval called on its per-conversation sums."""
+    interval called on its per-conversation sums; the same whether the groups are scanned for or sorted."""
     rng = np.random.default_rng(11)
     n = 3_000
     units = pl.DataFrame({
@@ -114,6 +114,10 @@ def test_flag_rates_equal_a_group_by_per_model_condition_and_field() -> None:
     })
     rates = flag_rates(units, seed=0)
     assert rates.height == 2 * 2 * 4
+    from runner.probes.phantom import report
+
+    monkeypatch.setattr(report, "_SCANNED_GROUPS", 0)
+    assert flag_rates(units, seed=0).equals(rates)
     for (m, c, f), sub in units.with_columns(pl.lit("(all fields)").alias("field")).vstack(units).group_by(
             "model", "condition", "field"):
         per = sub.group_by("conversation").agg(n=pl.len(), b=pl.col("baseline").sum(), an=pl.col("auditor").count(),

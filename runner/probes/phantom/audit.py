@@ -77,6 +77,9 @@ class AuditSummary:
     traces: int = 0
     #: skipped lines by reason, and the first few, one readable line each (file, line, what is wrong)
     skips: Skips = field(default_factory=Skips)
+    #: the counts it wrote to ``COUNTS_FILE`` (``read_counts``' table), for a report in the same process to use
+    #: without reading them back
+    counts: pl.DataFrame | None = None
 
     @property
     def skipped(self) -> Counter[str]:
@@ -383,8 +386,11 @@ def audit_files(paths: Sequence[Path], out: Path, *, hide_results: bool = False,
                         hint=summary.notes[0] if summary.notes else "write one trace per line "
                         "(`trialgrid import traces` makes them)")
     counts_tmp = confined(out, COUNTS_FILE + ".part")
-    counts.write(counts_tmp)
+    table = pa.Table.from_batches(list(counts.batches()))
+    counts.clear()  # its keys are in the table now
+    pq.write_table(table, counts_tmp, compression="zstd")
     counts_tmp.replace(confined(out, COUNTS_FILE))
+    summary.counts = pl.from_arrow(table)  # type: ignore[assignment]  # a Table gives a frame
     tmp.replace(target)
     meta = {"files": [str(p) for p in paths], "condition": condition, "calls": summary.calls,
             "traces": summary.traces, "fields": summary.fields, "skipped": dict(summary.skipped),
@@ -432,6 +438,10 @@ class ClusterCounts:
     as the views need only which units share one."""
 
     def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget every count (the memory goes with them)."""
         self._names: tuple[dict[str, int], dict[str, int], dict[str, int]] = ({}, {}, {})  # model, condition, field
         self._groups: dict[int, int] = {}  # packed (model, condition, field) numbers → group number
         self._convs: dict[str, int] = {}
