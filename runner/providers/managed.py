@@ -206,6 +206,8 @@ class ManagedProvider:
                     self._note_connection(None)
                     usage = response.usage
                     await limiter.release(permit, (usage.input_tokens or 0) + (usage.output_tokens or 0), info=slot.info)
+                    if self._wire and response.attempts == attempts:  # the wire set both (the usual first try)
+                        return response
                     return replace(response, attempts=attempts,
                                    remedies=response.remedies if self._wire else tuple(applied))
             error.attempts = attempts

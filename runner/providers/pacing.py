@@ -146,9 +146,12 @@ def _number(value: str | None) -> float | None:
 def read_rate_headers(headers: Mapping[str, str], *, now: float | None = None) -> RateInfo | None:
     """The vendor rate-limit headers of one answer, OpenAI's or Anthropic's; ``None`` if it has neither.
 
-    ``headers`` must be case-insensitive (httpx and aiohttp headers are). Anthropic's
+    ``headers``: any mapping of names to values, in any case (httpx's and aiohttp's headers, a dict). Anthropic's
     token budget is the tightest of its ``tokens``, ``input-tokens`` and ``output-tokens``.
     """
+    # one pass into a plain dict: every answer is read here, and httpx's case-insensitive ``get`` is a scan of
+    # the headers per call (9 µs an answer for these lookups, against 1 µs for the copy and the lookups)
+    headers = {k.lower(): v for k, v in headers.items()}
     if headers.get("x-ratelimit-limit-requests") is not None or headers.get("x-ratelimit-limit-tokens") is not None:
         info = RateInfo(
             _number(headers.get("x-ratelimit-limit-requests")), _number(headers.get("x-ratelimit-remaining-requests")),
