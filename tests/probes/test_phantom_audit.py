@@ -310,6 +310,16 @@ def test_findings_are_keyed_by_the_source_ids_and_otel_ones_are_evaluation_event
     assert (n, events) == (4, 4) and (tmp_path / "f" / "findings.otel.jsonl").is_file()
 
 
+def test_calls_without_arguments_are_audited_with_no_field(tmp_path: Path) -> None:
+    """Nothing to count is an empty counts table with its columns, and a report of it, not a crash."""
+    traces = [_trace("e1", "conv-e", "Ping the service", {}), _trace("e2", "conv-e", "Ping again", {})]
+    result = CliRunner().invoke(app, ["audit", str(_write(tmp_path / "t.jsonl", traces)), "--out", str(tmp_path / "a")])
+    assert result.exit_code == 0, result.output
+    assert "audited 2 trace(s), 2 call(s), 0 field(s)" in result.output
+    counts = A.read_counts(tmp_path / "a")
+    assert counts.height == 0 and counts.columns == [*A.COUNT_KEYS, "units_n"]
+
+
 def test_audit_command_is_offline_reports_and_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
     path = _write(tmp_path / "t.jsonl", GOLDLESS)
     result = cli.invoke(app, ["audit", str(path), "--out", str(tmp_path / "a"), "--workers", "1",

@@ -386,7 +386,7 @@ def audit_files(paths: Sequence[Path], out: Path, *, hide_results: bool = False,
                         hint=summary.notes[0] if summary.notes else "write one trace per line "
                         "(`trialgrid import traces` makes them)")
     counts_tmp = confined(out, COUNTS_FILE + ".part")
-    table = pa.Table.from_batches(list(counts.batches()))
+    table = counts.arrow()
     counts.clear()  # its keys are in the table now
     pq.write_table(table, counts_tmp, compression="zstd")
     counts_tmp.replace(confined(out, COUNTS_FILE))
@@ -511,7 +511,7 @@ class ClusterCounts:
     def batches(self, rows: int = 1 << 20) -> Iterator[pa.RecordBatch]:
         """The counts in slices of ``rows``: one row per key (``COUNT_KEYS``) with the units it stands for
         (``report.COUNT``); the strings as dictionaries, the conversation and the count as int32 where they fit.
-        A slice at a time, so a million calls' counts are never a whole table beside the kept keys."""
+        The slices share the dictionaries: a table of them holds each name once."""
         self._merge()
         names = list(self._convs)  # by number: dicts keep their insertion order
         rank = np.empty(len(names), np.int64)  # each conversation's rank in sorted order, from 1
@@ -520,7 +520,7 @@ class ClusterCounts:
         del names
         rank = _narrow(rank)
         counts = _narrow(self._counts)
-        schema = counts_schema(pa.from_numpy_dtype(rank.dtype), pa.from_numpy_dtype(counts.dtype))
+        schema = _counts_schema(pa.from_numpy_dtype(rank.dtype), pa.from_numpy_dtype(counts.dtype))
         triples = np.array(list(self._groups), np.int64)  # by group number
         parts = [((triples >> shift) & ((1 << 21) - 1)).astype(np.int32) for shift in (42, 21, 0)]
         dictionaries = [pa.array(list(ids), pa.string()) for ids in self._names]  # each name by its number
@@ -539,22 +539,17 @@ class ClusterCounts:
                 pa.array((verdict % 2).astype(bool)), verdicts((verdict // 2) % 3), verdicts((verdict // 6) % 3),
                 pa.array(counts[lo:lo + rows])], schema=schema)
 
+    def arrow(self) -> pa.Table:
+        """The counts as one Arrow table (``batches``)."""
+        batches = list(self.batches())
+        return pa.Table.from_batches(batches, schema=batches[0].schema if batches else _counts_schema(pa.int32(),
+                                                                                                        pa.int32()))
+
     def table(self) -> pl.DataFrame:
         """The counts as one frame (``batches``)."""
-        frame = pl.from_arrow(pa.Table.from_batches(list(self.batches())))
+        frame = pl.from_arrow(self.arrow())
         assert isinstance(frame, pl.DataFrame)
         return frame
-
-    def write(self, path: Path) -> None:
-        """The counts into a Parquet file at ``path`` (``batches``), a slice at a time."""
-        batches = self.batches()
-        first = next(batches, None)
-        schema = first.schema if first is not None else counts_schema(pa.int32(), pa.int32())
-        with pq.ParquetWriter(path, schema, compression="zstd") as writer:
-            for batch in ([first] if first is not None else []):
-                writer.write_batch(batch)
-            for batch in batches:
-                writer.write_batch(batch)
 
 
 def _narrow(values: np.ndarray) -> np.ndarray:
@@ -562,7 +557,7 @@ def _narrow(values: np.ndarray) -> np.ndarray:
     return values.astype(np.int32) if not values.size or int(values.max()) < 1 << 31 else values
 
 
-def counts_schema(conversation: pa.DataType, count: pa.DataType) -> pa.Schema:
+def _counts_schema(conversation: pa.DataType, count: pa.DataType) -> pa.Schema:
     """The aggregated field table's columns (``COUNT_KEYS`` and ``report.COUNT``)."""
     names = pa.dictionary(pa.int32(), pa.string())
     return pa.schema([("model", names), ("condition", names), ("conversation", conversation), ("field", names),
