@@ -266,3 +266,18 @@ def test_gemini_expired_and_failed_requests_become_error_rows(wire, tmp_path: Pa
     expected = {"ok": None, "error": "transient", "expired": "expired"}
     got = dict(zip(df["trial_id"].to_list(), df["error_kind"].to_list(), strict=True))
     assert got == {tid: expected[f] for tid, f in fates.items()} and {"transient", "expired"} <= set(got.values())
+
+
+@pytest.mark.parametrize("body", [b"not json", b"[]", b'{"batch": []}', b'{"batch": {"inputConfig": {}}}',
+                                  b'{"batch": {"inputConfig": {"requests": {"requests": []}}}}',
+                                  b'{"batch": {"inputConfig": {"requests": {"requests": [1]}}}}',
+                                  b'{"batch": {"inputConfig": {"requests": {"requests": [{"request": {}, '
+                                  b'"metadata": [1]}, {"request": {}, "metadata": "x"}]}}}}'])
+def test_trialgrid_serves_a_gemini_batch_of_anything_without_a_server_error(wire, body: bytes) -> None:  # type: ignore[no-untyped-def]
+    import httpx
+
+    _, base_url, _ = wire("gemini")
+    answer = httpx.post(f"{base_url}/models/typical:batchGenerateContent", content=body, trust_env=False,
+                        headers={"x-goog-api-key": os.environ["WIRE_TEST_KEY"], "content-type": "application/json"})
+    assert answer.status_code in (200, 400), answer.text
+    assert answer.json()["error" if answer.status_code == 400 else "name"]

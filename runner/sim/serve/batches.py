@@ -398,7 +398,7 @@ class BatchRoutes:
         try:
             batch = orjson.loads(await request.read())["batch"]
             items = batch["inputConfig"]["requests"]["requests"]
-            if not isinstance(items, list) or not items:
+            if not isinstance(batch, dict) or not isinstance(items, list) or not items:
                 raise TypeError
         except (ValueError, KeyError, TypeError):
             return _json(400, codec.error(400, "* BatchGenerateContentRequest.batch.input_config: the requests are "
@@ -406,14 +406,16 @@ class BatchRoutes:
         results: dict[str, tuple[Any, ...]] = {}
         for n, item in enumerate(items):
             body = item.get("request") if isinstance(item, dict) else None
-            key = (item.get("metadata") or {}).get("key") if isinstance(item, dict) else None
+            meta = item.get("metadata") if isinstance(item, dict) else None
+            meta = meta if isinstance(meta, dict) else {}  # a client may send anything: what is not a map is none
             if not isinstance(body, dict):
                 return _json(400, codec.error(400, f"* inputConfig.requests.requests[{n}].request: required"))
+            key = meta.get("key")
             key = key if isinstance(key, str) else str(n)  # a request without a key answers in its place
             if key in results:
                 return _json(400, codec.error(400, f"* inputConfig.requests.requests[{n}]: duplicate key {key!r}"))
             named = str(body.get("model") or model).removeprefix("models/")
-            seed = (item.get("metadata") or {}).get(SEED_METADATA_KEY)
+            seed = meta.get(SEED_METADATA_KEY)
             headers = {SEED_HEADER: seed} if isinstance(seed, str) else {}
             results[key] = self._answer("gemini", key, {k: v for k, v in body.items() if k != "model"}, headers,
                                         named)
