@@ -63,6 +63,53 @@ class Budget(BaseModel):
         return " / ".join(parts)
 
 
+#: a sweep's price for a model that is its vendor's list price (``list_price``), looked up when the sweep loads
+LIST_PRICE = "list"
+#: trialgrid's provider → the provider id of genai-prices' table
+_LIST_PROVIDERS = {"openai": "openai", "openai-responses": "openai", "anthropic": "anthropic",
+                   "azure-openai": "azure", "gemini": "google", "vertex": "google", "bedrock": "aws"}
+#: tokens a list price is read at: a small request, below the long-context tiers some models charge more from
+_PRICED_TOKENS = 1_000
+
+
+def list_price(provider: str, model_id: str) -> ModelPrice:
+    """The vendor's current list price of ``model_id`` (standard tier, a small request), from genai-prices'
+    table (the ``prices`` extra). Why a library: a price list kept here would be stale by the next release;
+    genai-prices is kept against the vendors' pages. ``ValueError`` (one line) when it cannot be had."""
+    provider_id = _LIST_PROVIDERS.get(provider)
+    if provider_id is None:
+        raise ValueError(f"no list prices for provider {provider} (give its price as {{input: USD, output: USD}})")
+    try:
+        from genai_prices import Usage, calc_price
+    except ImportError:
+        raise ValueError(f"a list price needs the prices extra: pip install 'trialgrid[prices]' (or give "
+                         f"{model_id!r} its price as {{input: USD, output: USD}})") from None
+    try:
+        inp = calc_price(Usage(input_tokens=_PRICED_TOKENS), model_ref=model_id, provider_id=provider_id)
+        out = calc_price(Usage(output_tokens=_PRICED_TOKENS), model_ref=model_id, provider_id=provider_id)
+    except LookupError:
+        raise ValueError(f"genai-prices has no list price for {provider} model {model_id!r} (for a deployment "
+                         "or an alias, give its price as {input: USD, output: USD})") from None
+    scale = PER_MILLION / _PRICED_TOKENS
+    return ModelPrice(input=float(inp.input_price) * scale, output=float(out.output_price) * scale)
+
+
+def with_list_prices(prices: Any, models: Mapping[str, tuple[str, str]]) -> Any:
+    """A sweep's raw ``prices`` with each entry that says ``list`` replaced by the numbers of ``list_price`` for
+    its model's (provider, model id) in ``models``, so the sweep and the manifest hold the numbers it ran with.
+    Entries naming no model of the sweep are left for the sweep's own check to refuse."""
+    if not isinstance(prices, dict) or LIST_PRICE not in prices.values():
+        return prices
+    out = dict(prices)
+    for name, price in prices.items():
+        if price == LIST_PRICE and name in models:
+            try:
+                out[name] = list_price(*models[name]).model_dump()
+            except ValueError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+    return out
+
+
 def prices_from(raw: Mapping[str, Any] | None) -> dict[str, ModelPrice]:
     """Prices as stored in a manifest's sweep (plain dicts) → ``ModelPrice`` per model label."""
     return {name: ModelPrice.model_validate(p) for name, p in (raw or {}).items()}

@@ -32,7 +32,7 @@ from pydantic import (
 )
 
 import runner.sim  # noqa: F401  (registers the built-in "sim" provider)
-from runner.config.cost import Budget, ModelPrice
+from runner.config.cost import Budget, ModelPrice, with_list_prices
 from runner.config.lint import lint_probes
 from runner.core.columns import Column
 from runner.core.errors import UserError, warn
@@ -259,7 +259,8 @@ class Sweep(BaseModel):
     probes: list[ProbeEntry] = Field(min_length=1)
     engine: EngineConfig = Field(default_factory=EngineConfig)
     # what trials cost and what the sweep may spend; like engine, not part of the sweep's identity
-    prices: dict[str, ModelPrice] = Field(default_factory=dict, description="per model label: USD per million tokens")
+    prices: dict[str, ModelPrice] = Field(default_factory=dict, description="per model label: USD per million tokens, "
+                                          "or `list`: the vendor's list price (the prices extra)")
     budget: Budget | None = Field(default=None, description="stop scheduling new trials once reached")
     # where answers are kept for a rerun; like output, not part of the sweep's identity
     cache: str | None = Field(default=None, description="response cache directory (relative to the current "
@@ -277,6 +278,12 @@ class Sweep(BaseModel):
             except UserError as exc:
                 raise ValueError(exc.message + (f" ({exc.hint})" if exc.hint else "")) from None
         return value
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _list_prices(cls, value: Any, info: ValidationInfo) -> Any:
+        models = info.data.get("models") or ()  # validated before prices (field order); absent if they failed
+        return with_list_prices(value, {m.name: (m.provider, m.model_id) for m in models})
 
     @model_validator(mode="after")
     def _prices_name_models(self) -> Sweep:
