@@ -134,6 +134,9 @@ def print_estimate(loaded: LoadedSweep, proof: Proof, rows: Output | None) -> No
         line += f"; the budget is ${budget.usd:,.2f}" + (", which stops the grid before it is finished"
                                                          if total > budget.usd else "")
     plain(line, out)
+    for name, price in loaded.sweep.prices.items():
+        if price.source is not None:
+            plain(f"  {name}: {price.input:g} / {price.output:g} USD per million tokens, the {price.source}", out)
     for name in proof.skipped:
         plain(f"  probe {name!r} is not estimated (the oracle does not answer judge requests)", out)
 

@@ -38,6 +38,8 @@ class ModelPrice(BaseModel):
 
     input: float = Field(ge=0, description="USD per million input (prompt) tokens")
     output: float = Field(ge=0, description="USD per million output (completion) tokens")
+    source: str | None = Field(default=None, description="where the numbers came from, when not the sweep's own "
+                               "(a list price: the table and its version)")
 
     def cost(self, input_tokens: float, output_tokens: float) -> float:
         return (input_tokens * self.input + output_tokens * self.output) / PER_MILLION
@@ -90,8 +92,11 @@ def list_price(provider: str, model_id: str) -> ModelPrice:
     except LookupError:
         raise ValueError(f"genai-prices has no list price for {provider} model {model_id!r} (for a deployment "
                          "or an alias, give its price as {input: USD, output: USD})") from None
+    from importlib.metadata import version
+
     scale = PER_MILLION / _PRICED_TOKENS
-    return ModelPrice(input=float(inp.input_price) * scale, output=float(out.output_price) * scale)
+    return ModelPrice(input=float(inp.input_price) * scale, output=float(out.output_price) * scale,
+                      source=f"list price of {provider_id} {model_id!r} in genai-prices {version('genai-prices')}")
 
 
 def with_list_prices(prices: Any, models: Mapping[str, tuple[str, str]]) -> Any:

@@ -124,8 +124,9 @@ class SweepSnapshot(_OpenRecord):
     models: list[ModelSnapshot] = Field(default_factory=list, description="the models under test, in sweep order")
     probes: list[dict[str, Any]] | None = Field(default=None, description="the probes' configurations, as written")
     engine: dict[str, Any] | None = Field(default=None, description="engine settings (concurrency, timeouts, ...)")
-    prices: dict[str, dict[str, float]] | None = Field(
-        default=None, description="per model label: USD per million input/output tokens (last session's)")
+    prices: dict[str, dict[str, float | str | None]] | None = Field(
+        default=None, description="per model label: USD per million input/output tokens (last session's), and the "
+                                  "source of a list price (the table and its version)")
     budget: BudgetSnapshot | None = Field(default=None, description="spending caps (last session's); null for none")
     cache: str | None = Field(default=None, description="the response cache directory the sweep names")
 

@@ -55,6 +55,8 @@ def _served_catalogue(probe: Any) -> dict[str, Any]:
 def sweep_snapshot(loaded: LoadedSweep) -> SweepSnapshot:
     """The validated sweep as the manifest records it."""
     data = loaded.sweep.model_dump(mode="json")
+    # a price's source only where it has one (a list price): prices typed in the sweep stay as they were written
+    data["prices"] = {name: {k: v for k, v in price.items() if v is not None} for name, price in data["prices"].items()}
     for m in data["models"]:  # a callable agent's code, so a rerun after an edit can say what changed
         if m["name"] in loaded.function_sources:
             m["function_source"] = loaded.function_sources[m["name"]]

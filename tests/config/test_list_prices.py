@@ -44,6 +44,9 @@ def test_validate_estimates_the_cost_at_list_prices(tmp_path: Path) -> None:
     result = invoke("validate", str(_sweep(tmp_path, {"flash": "list", "sonnet": "list"}, budget={"usd": 5.0})))
     assert result.exit_code == 0, result.output
     assert "cost estimate" in result.output and "$" in result.output
+    # where each list price came from, with the table's version (its date)
+    assert "flash: " in result.output and "the list price of google 'gemini-2.5-flash' in genai-prices 0." \
+        in result.output
 
 
 @pytest.mark.parametrize(("model", "words"), [
