@@ -28,7 +28,11 @@ def _libc() -> Any:
 
 
 def release_freed() -> None:
-    """Return the C heap's free pages to the system, where the C library can (glibc's ``malloc_trim``)."""
+    """Return the C heap's free pages to the system, where the C library can (glibc's ``malloc_trim``), and the
+    pages Arrow's allocator keeps for reuse (where pyarrow is loaded already: never imported for this)."""
     libc = _libc()
     if libc is not None:
         libc.malloc_trim(0)
+    arrow = sys.modules.get("pyarrow")
+    if arrow is not None:
+        arrow.default_memory_pool().release_unused()
