@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from engine_inprocess import compare_with_ungrounded, run_once
 from http_throughput import load, start_server, sweep_dict, transport_rate
+from scale import fresh_cli
 
 #: the in-process marginal CPU per trial, at most this many times the ``--baseline`` tree's
 INPROCESS_REGRESSION = 1.10
@@ -130,7 +131,7 @@ async def bare_rate(url: str, bodies: list[bytes], concurrency: int, seconds: fl
 
 def run_path(base_url: str, concurrency: int, trials: int, tmp: Path) -> dict:
     """``trialgrid run`` of a quickstart sweep of about ``trials`` trials against the server, in a fresh process:
-    trials written, wall seconds and CPU seconds (its own, from ``wait4``)."""
+    trials written, wall seconds and CPU seconds (its own, from ``wait4``: ``scale.fresh_cli``)."""
     import yaml
 
     runs = max(1, round(trials / TRIALS_PER_RUN))
@@ -138,17 +139,12 @@ def run_path(base_url: str, concurrency: int, trials: int, tmp: Path) -> dict:
     data["engine"] = {"concurrency": concurrency}
     path = tmp / f"run-{runs}.yaml"
     path.write_text(yaml.safe_dump(data))
-    out = Path(tempfile.mkdtemp(prefix="run-", dir=tmp))
-    start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "runner", "run", str(path), "--out", str(out / "o"), "-q"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    err = proc.stderr.read().decode() if proc.stderr else ""
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"trialgrid run failed:\n{err}")
-    written = sum(json.loads((out / "o" / "manifest.json").read_text())["counts"].values())
-    return {"trials": written, "wall": wall, "cpu": usage.ru_utime + usage.ru_stime}
+    out = Path(tempfile.mkdtemp(prefix="run-", dir=tmp)) / "o"
+    ran = fresh_cli(["run", str(path), "--out", str(out), "-q"])
+    if ran["exit"] != 0:
+        raise SystemExit(f"trialgrid run failed:\n{ran.get('stderr', '')}")
+    written = sum(json.loads((out / "manifest.json").read_text())["counts"].values())
+    return {"trials": written, "wall": ran["wall_s"], "cpu": ran["cpu_s"]}
 
 
 def _timed(coro_fn, *args):  # type: ignore[no-untyped-def]

@@ -142,22 +142,27 @@ def _in_child(step: str, sweep: Path, out: Path, *, stop_at_first: bool = False)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _cli(args: list[str]) -> dict[str, object]:
-    """A ``trialgrid`` command in a fresh process: wall, CPU (user + sys of the child) and peak RSS."""
+def fresh_cli(args: list[str]) -> dict[str, object]:
+    """A ``trialgrid`` command in a fresh process: wall, CPU (user + sys of the child), peak RSS and its exit code
+    (``exit``, with ``stderr`` when it is not 0)."""
     # the child says its own peak (VmHWM) as its last line on stderr: wait4's ru_maxrss would include this parent's
     code = ("import sys; from runner.cli import main; sys.argv = ['trialgrid', *sys.argv[1:]]\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "code = 0\n"
+            "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code if isinstance(exc.code, int) else 1\n"
             "peak = [ln.split()[1] for ln in open('/proc/self/status') if ln.startswith('VmHWM:')]\n"
-            "print('VmHWM', peak[0] if peak else -1, file=sys.stderr)\n")
+            "print('VmHWM', peak[0] if peak else -1, file=sys.stderr)\n"
+            "sys.exit(code)\n")
     started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert proc.stderr is not None
     said = proc.stderr.read().decode(errors="replace").splitlines()
-    _, _, usage = os.wait4(proc.pid, 0)
+    _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
     peak = next((int(ln.split()[1]) for ln in reversed(said) if ln.startswith("VmHWM ")), -1)
+    code = os.waitstatus_to_exitcode(status)
     return {"wall_s": round(wall, 3), "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
-            "peak_rss_mib": round(peak / 1024, 1) if peak >= 0 else round(usage.ru_maxrss / 1024, 1)}
+            "peak_rss_mib": round(peak / 1024, 1) if peak >= 0 else round(usage.ru_maxrss / 1024, 1),
+            "exit": code, **({"stderr": "\n".join(said)} if code else {})}
 
 
 def _fixture(cache: Path, trials: int) -> tuple[Path, Path, dict[str, object]]:
@@ -293,11 +298,11 @@ def main() -> None:
         show("kill+resume", _kill_and_resume(sweep, args.cache / f"scratch-{args.trials}",
                                              float(build["wall_s"])))  # type: ignore[arg-type]
     if "report" in steps:
-        show("report", _cli(["report", str(out), "--json", str(args.cache / "report.json"), "-q"]))
+        show("report", fresh_cli(["report", str(out), "--json", str(args.cache / "report.json"), "-q"]))
     if "load" in steps:
         show("load", _in_child("load", sweep, out))
     if "diff" in steps:
-        show("diff", _cli(["diff", str(out), str(out)]))
+        show("diff", fresh_cli(["diff", str(out), str(out)]))
 
 if __name__ == "__main__":
     main()
