@@ -91,21 +91,17 @@ def _physical(col: pl.Series) -> pl.Series:
     return col.fill_null("").to_physical()
 
 
-def _key(columns: list[pl.Series]) -> np.ndarray:
+def _key(columns: list[pl.Series]) -> tuple[np.ndarray, list[int]]:
     """One number per distinct combination of the string columns, ordered by the first column's code, then the
-    second's, and so on; made one column at a time, so a million rows hold one column's codes beside it."""
-    sizes = [_values(c) for c in columns]
+    second's, and so on, and how many codes each column has (its largest + 1). The codes (polars series, four
+    bytes a row) become numpy one column at a time, so a million rows hold one column's beside the key."""
+    codes = [_physical(c) for c in columns]
+    sizes = [int(top) + 1 if isinstance(top := c.max(), int) else 1 for c in codes]
     key = np.zeros(len(columns[0]), np.int32 if math.prod(sizes) < 1 << 31 else np.int64)
-    for col, size in zip(columns, sizes, strict=True):
+    for code, size in zip(codes, sizes, strict=True):
         np.multiply(key, size, out=key)
-        np.add(key, _physical(col).to_numpy().view(np.int32), out=key)  # codes below 2³¹: read as they are
-    return key
-
-
-def _values(col: pl.Series) -> int:
-    """How many numbers ``_physical`` gives the column (its largest code + 1)."""
-    top = _physical(col).max()
-    return int(top) + 1 if isinstance(top, int) else 1
+        np.add(key, code.to_numpy().view(np.int32), out=key)  # codes below 2³¹: read as they are
+    return key, sizes
 
 
 def _small(col: pl.Series) -> np.ndarray:
@@ -164,8 +160,7 @@ def flag_rates(fields: pl.DataFrame, seed: int) -> pl.DataFrame:
     conv_col = fields["conversation"]
     conv = _small(conv_col if conv_col.dtype.is_integer() else conv_col.rank("dense"))
     # in ascending order of the keys, the fields of one (model, condition) come together
-    triple = _key([fields["model"], fields["condition"], fields["field"]])
-    names = _values(fields["field"])
+    triple, (_, _, names) = _key([fields["model"], fields["condition"], fields["field"]])
     out: list[dict[str, Any]] = []
     # per conversation of the current (model, condition), its sums over every field: the all-fields row from the
     # fields' own sums, never from a second pass over the whole table
