@@ -2,9 +2,9 @@
 
 A resume that finds nothing to do, and the verdict at its end, need four or five narrow
 columns of every row (a trial's id, its cell, its status) and nothing a query engine
-adds: reading them from the memory-mapped parts costs milliseconds per million rows,
-importing polars to do it costs more than the whole read. Every reader here skips the
-seal (``runner.output.checksums``): it holds no rows.
+adds: reading them from the memory-mapped parts, a window of batches at a time, costs
+milliseconds per million rows; importing polars to do it costs more than the whole read.
+Every reader here skips the seal (``runner.output.checksums``): it holds no rows.
 """
 
 from __future__ import annotations
@@ -48,27 +48,40 @@ def column_batches(parts: Iterable[Path], names: Sequence[str], rows: int = 1 <<
         yield _joined(group)
 
 
+#: batches read through one memory map before it is closed: a map keeps every page it touched resident until it
+#: closes, so a part is read a window of batches at a time. A run's tally at 1M rows peaked 188 MiB above the
+#: imports through one map per part with ``included_fields`` (which copied each batch's whole body), 34 MiB
+#: now, in the same CPU time; a plain file read would read each batch's whole body too.
+MAP_BATCHES = 16
+
+
 def _batches(parts: Iterable[Path], names: Sequence[str], optional: Collection[str]) -> Iterator[pa.RecordBatch]:
     for part in parts:
-        with pa.memory_map(str(part), "r") as source:
-            schema = ipc.open_file(source).schema
-            present = [name for name in names if schema.get_field_index(name) >= 0]
-            missing = [name for name in names if name not in present]
-            if any(name not in optional for name in missing):
-                raise KeyError(f"{part} has no {next(n for n in missing if n not in optional)!r} column")
-            indexes = sorted({schema.get_field_index(name) for name in present})
-            reader = ipc.open_file(source, options=ipc.IpcReadOptions(included_fields=indexes))
-            for i in range(reader.num_record_batches):
-                batch = reader.get_batch(i)
-                if not batch.num_rows:
-                    continue  # the seal
-                if missing:
-                    columns = {name: batch.column(name) for name in present}
-                    batch = pa.RecordBatch.from_arrays(
-                        [columns[n] if n in columns else pa.nulls(batch.num_rows) for n in names], names=list(names))
-                    yield batch
-                else:
-                    yield batch.select(list(names))
+        start, count = 0, 1
+        while start < count:
+            with pa.memory_map(str(part), "r") as source:
+                # every column, zero-copy from the map (only the pages read become resident); with
+                # ``included_fields`` Arrow copies each batch's whole body into memory instead
+                reader = ipc.open_file(source)
+                schema = reader.schema
+                present = [name for name in names if schema.get_field_index(name) >= 0]
+                missing = [name for name in names if name not in present]
+                if any(name not in optional for name in missing):
+                    raise KeyError(f"{part} has no {next(n for n in missing if n not in optional)!r} column")
+                count = reader.num_record_batches
+                for i in range(start, min(start + MAP_BATCHES, count)):
+                    batch = reader.get_batch(i)
+                    if not batch.num_rows:
+                        continue  # the seal
+                    if missing:
+                        columns = {name: batch.column(name) for name in present}
+                        batch = pa.RecordBatch.from_arrays(
+                            [columns[n] if n in columns else pa.nulls(batch.num_rows) for n in names],
+                            names=list(names))
+                        yield batch
+                    else:
+                        yield batch.select(list(names))
+            start += MAP_BATCHES
 
 
 def _joined(group: list[pa.RecordBatch]) -> pa.RecordBatch:
