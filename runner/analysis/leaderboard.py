@@ -22,6 +22,7 @@ from typing import Any
 import polars as pl
 
 import stats
+from runner.analysis import warmup
 from runner.analysis.cells import SUCCESS_RATES, ProbeAnalysis, analyze, firing_event
 from runner.analysis.compare import COMPARISON_SCHEMA, model_comparisons
 from runner.analysis.consistency import CONSISTENCY_SCHEMA, consistency_table
@@ -239,6 +240,7 @@ def summarize(outputs: Sequence[Output | Path]) -> Summary:
     if not outputs:
         raise UserError("no output directory given")
     opened = [as_output(o) for o in outputs]
+    warmup.say_if_compiling()  # a fresh install's first summary compiles the statistics' kernels
     outs = [o.path for o in opened]
     manifests = [o.manifest for o in opened]
     labels = _labels(outs, manifests)

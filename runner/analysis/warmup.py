@@ -12,13 +12,23 @@ analysis passes, on a design of four cells, so the overloads loaded are the ones
 lock makes a kernel the report asks for while it loads wait for it, never load twice. Nothing it computes is kept:
 the numbers of a report are the same with or without it. ``tests/analysis/test_warmup.py`` checks that a report
 after the warm-up loads no kernel signature the warm-up did not.
+
+A fresh installation has nothing to load: its first report compiles the kernels (5–15 s, once; numba keeps the
+machine code beside the package's modules in ``__pycache__``, or under ``NUMBA_CACHE_DIR``). A silent pause that
+long reads as a hang, so the first summary of such a process says so in one line (``say_if_compiling``).
 """
 
 from __future__ import annotations
 
+import os
 import threading
+from typing import Any, cast
 
-__all__ = ["start"]
+from runner.core.messages import note
+
+__all__ = ["kernels_compiled", "say_if_compiling", "start"]
+
+_said = threading.Event()
 
 
 def _load_kernels() -> None:
@@ -48,6 +58,29 @@ def _quietly() -> None:
         _load_kernels()
     except Exception:  # only a head start: the report loads whatever this did not, and says why
         pass
+
+
+def kernels_compiled() -> bool:
+    """Whether numba's cache holds the kernels every interval and every permutation test run (False: the next
+    call compiles them). Reads the cache's index files; True when numba's cache cannot be inspected (nothing is
+    known to be missing). A kernel is cached per argument signature: a rare path may still compile one later."""
+    from stats._kernels import hypergeom_tables
+    from stats._special import beta_ppf_many
+
+    try:
+        indexes = [cast(Any, kernel)._cache._cache_file._index_path for kernel in (hypergeom_tables, beta_ppf_many)]
+    except AttributeError:  # numba's cache layout is its own
+        return True
+    return all(os.path.exists(path) for path in indexes)
+
+
+def say_if_compiling() -> None:
+    """A note, once per process, when the statistics about to run must first compile their kernels."""
+    if _said.is_set():
+        return
+    _said.set()
+    if not kernels_compiled():
+        note("compiling the statistics' kernels for this installation: once, 5–15 s")
 
 
 def start() -> threading.Thread:

@@ -118,6 +118,9 @@ def audit(
             fields, summary.counts = summary.counts, None
         else:  # baseline only: the rates from per-conversation counts, memory independent of the calls
             fields = A.read_counts(directory)
+        from runner.analysis.warmup import say_if_compiling
+
+        say_if_compiling()  # the rates' intervals: a fresh install compiles their kernels first
         views = audit_views(fields, seed=seed, labels=read_labels(labels) if labels is not None else None)
         written: dict[str, Path] = {}
         if listings is not None:

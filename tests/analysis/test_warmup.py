@@ -39,3 +39,21 @@ def test_after_the_warm_up_a_report_loads_no_kernel_it_did_not(quickstart_out: P
     assert found["warmed"], "the warm-up loaded no kernel"
     assert sorted(set(found["after"]) - set(found["warmed"])) == []
 
+
+
+def test_a_fresh_installations_first_report_says_it_compiles_once(quickstart_out: Path, tmp_path: Path) -> None:
+    """Where numba's cache is empty (a fresh install), the first report says in one line that it compiles the
+    statistics' kernels; the next report, which loads them, says nothing of it."""
+    import os
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}  # an empty cache, as a fresh install has
+
+    def report() -> str:
+        done = subprocess.run([sys.executable, "-m", "runner", "report", str(quickstart_out), "-q"], env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    first, second = report(), report()
+    assert first.count("compiling the statistics' kernels") == 1, first
+    assert "compiling" not in second, second
