@@ -141,14 +141,14 @@ class Snapshot:
         prove each trial is one row), else whole. A query over every trial runs window by window: polars keeps
         each page of the parts it touches mapped, and counted in the server's memory, until the query ends (the
         catalogue orders' distinct values alone held 387 MiB of pages at 1M trials)."""
-        from runner.analysis.windows import windows_of
+        from runner.analysis.windows import VIEWER_WINDOW_ROWS, windows_of
 
         assert self.frame is not None
         output, frame = self.output, self.frame
         if self.newest or output is None or (output.parts and output.unique is not True):
             return [frame]  # each trial's newest row chosen in the frame: chosen over every row, at once
         # one row a trial: the closed parts' records prove it, and the open parts' keys repeat none (``_repeats``)
-        return self.cached("windows", lambda: windows_of(output, frame, unique=True))
+        return self.cached("windows", lambda: windows_of(output, frame, unique=True, rows=VIEWER_WINDOW_ROWS))
 
     def blobs(self) -> Blobs:
         """The call blobs of every part, the open ones' too: what a trial's recorded calls are decoded with."""

@@ -32,7 +32,7 @@ def _text(row: dict[str, Any]) -> str:
 
 
 def test_sorted_pages_and_windowed_counts_match_the_whole(quick_out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(windows, "WINDOW_ROWS", 17)  # many windows, the last one short
+    monkeypatch.setattr(windows, "VIEWER_WINDOW_ROWS", 17)  # many windows, the last one short
     rows = _rows(quick_out)
     source = Source(quick_out, "q", Output.open(quick_out))
     snap = source.snapshot()
