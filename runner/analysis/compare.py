@@ -79,8 +79,7 @@ def paired_contrast(case: np.ndarray, hits_a: np.ndarray, n_a: np.ndarray, hits_
         rate_a=test.rate_a, rate_b=test.rate_b, difference=test.statistic,
         ci_lo=ci.confidence_interval.low, ci_hi=ci.confidence_interval.high, interval_method=ci.interval_method,
         p=test.pvalue, floor=test.attainable_floor, floor_log10=test.floor_log10, method=test.method,
-        mc_se=test.mc_stderr,
-        cases=test.n_clusters, cells=int(case.size), detectable=float((hi - lo) / 2),
+        mc_se=test.mc_stderr, cases=test.n_clusters, cells=int(case.size), detectable=float((hi - lo) / 2),
     )
 
 
@@ -148,8 +147,7 @@ def model_comparisons(runs: Sequence[RunAnalysis], seed: int) -> pl.DataFrame:
         rows.append({**key, "cases": c.cases, "cells": c.cells, "rate_a": c.rate_a, "rate_b": c.rate_b,
                      "difference": c.difference, "ci_lo": c.ci_lo, "ci_hi": c.ci_hi,
                      "interval_method": c.interval_method, "p": c.p, "floor": c.floor, "floor_log10": c.floor_log10,
-                     "method": c.method,
-                     "mc_se": c.mc_se, "family": m, "detectable": c.detectable})
+                     "method": c.method, "mc_se": c.mc_se, "family": m, "detectable": c.detectable})
     adjusted = stats.holm([r["p"] for r in rows]) if rows else np.zeros(0)
     for r, q in zip(rows, adjusted, strict=True):
         r["p_holm"] = float(q)

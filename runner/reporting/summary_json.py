@@ -60,8 +60,7 @@ def _rows(frame: pl.DataFrame, run: str, probe: str) -> list[dict[str, Any]]:
 
 def _test(r: dict[str, Any], level: str) -> dict[str, Any]:
     return {"p": r[f"p_{level}"], "floor": r[f"floor_{level}"], "floor_log10": r[f"floor_log10_{level}"],
-            "method": r[f"method_{level}"],
-            "mc_stderr": r.get(f"mc_se_{level}")}
+            "method": r[f"method_{level}"], "mc_stderr": r.get(f"mc_se_{level}")}
 
 
 def _view_dict(view: ProbeView) -> dict[str, Any]:

@@ -39,6 +39,7 @@ import hashlib
 import secrets
 import time
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -93,17 +94,17 @@ class BatchRoutes:
         r.add_get("/v1/files/{id}/content", self._file_content)
         r.add_post("/v1/batches", self._openai_create)
         r.add_get("/v1/batches", self._openai_list)
-        r.add_get("/v1/batches/{id}", self._openai_get)
+        r.add_get("/v1/batches/{id}", partial(self._show, "openai"))
         r.add_post("/v1/batches/{id}/cancel", self._openai_cancel)
         r.add_post("/v1/messages/batches", self._anthropic_create)
         r.add_get("/v1/messages/batches", self._anthropic_list)
-        r.add_get("/v1/messages/batches/{id}", self._anthropic_get)
+        r.add_get("/v1/messages/batches/{id}", partial(self._show, "anthropic"))
         r.add_post("/v1/messages/batches/{id}/cancel", self._anthropic_cancel)
         r.add_delete("/v1/messages/batches/{id}", self._anthropic_delete)
         r.add_get("/v1/messages/batches/{id}/results", self._anthropic_results)
         r.add_post("/v1beta/models/{model}:batchGenerateContent", self._gemini_create)
         r.add_get("/v1beta/batches", self._gemini_list)
-        r.add_get("/v1beta/batches/{id}", self._gemini_get)
+        r.add_get("/v1beta/batches/{id}", partial(self._show, "gemini"))
         r.add_post("/v1beta/batches/{id}:cancel", self._gemini_cancel)
         r.add_delete("/v1beta/batches/{id}", self._gemini_delete)
 
@@ -182,6 +183,15 @@ class BatchRoutes:
         if api == "gemini":
             return _json(404, CODECS["gemini"].error(404, f"Batch batches/{wanted} not found."))
         return _json(404, CODECS["openai"].error(404, f"No batch found with id {wanted!r}"))
+
+    async def _show(self, api: str, request: web.Request) -> web.Response:
+        """GET of one batch: its object as the vendor writes it."""
+        batch = self._batch(request, api)
+        if isinstance(batch, web.Response):
+            return batch
+        if api == "anthropic":
+            return _json(200, self._anthropic_object(batch, request))
+        return _json(200, self._gemini_object(batch) if api == "gemini" else self._openai_object(batch))
 
     # ------------------------------------------------------------ OpenAI Files
 
@@ -305,12 +315,6 @@ class BatchRoutes:
             "metadata": batch.metadata,
         }
 
-    async def _openai_get(self, request: web.Request) -> web.Response:
-        batch = self._batch(request, "openai")
-        if isinstance(batch, web.Response):
-            return batch
-        return _json(200, self._openai_object(batch))
-
     async def _openai_list(self, request: web.Request) -> web.Response:
         if (denied := self._denied(request, "openai")) is not None:
             return denied
@@ -360,12 +364,6 @@ class BatchRoutes:
             "cancel_initiated_at": _iso(batch.cancelled_at) if batch.cancelled_at is not None else None,
             "results_url": f"{origin}/v1/messages/batches/{batch.id}/results" if ended else None,
         }
-
-    async def _anthropic_get(self, request: web.Request) -> web.Response:
-        batch = self._batch(request, "anthropic")
-        if isinstance(batch, web.Response):
-            return batch
-        return _json(200, self._anthropic_object(batch, request))
 
     async def _anthropic_results(self, request: web.Request) -> web.Response:
         batch = self._batch(request, "anthropic")
@@ -453,12 +451,6 @@ class BatchRoutes:
             meta["endTime"] = _iso(batch.ready_at)
             meta["output"] = {"inlinedResponses": {"inlinedResponses": inlined}}
         return {"name": f"batches/{batch.id}", "metadata": meta, "done": ended}
-
-    async def _gemini_get(self, request: web.Request) -> web.Response:
-        batch = self._batch(request, "gemini")
-        if isinstance(batch, web.Response):
-            return batch
-        return _json(200, self._gemini_object(batch))
 
     async def _gemini_list(self, request: web.Request) -> web.Response:
         if (denied := self._denied(request, "gemini")) is not None:
