@@ -114,8 +114,6 @@ def audit(
         auditor = bool(A.read_meta(directory).get("auditor"))
         if auditor or labels is not None:  # the disagreements and the labels' join need the units themselves
             fields = A.read_fields(directory, A.VIEW_COLUMNS + (A.LISTING_COLUMNS if auditor else ()))
-        elif summary is not None and summary.counts is not None:  # baseline only, as just counted
-            fields, summary.counts = summary.counts, None
         else:  # baseline only: the rates from per-conversation counts, memory independent of the calls
             fields = A.read_counts(directory)
         from runner.analysis.warmup import say_if_compiling

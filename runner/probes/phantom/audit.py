@@ -77,9 +77,6 @@ class AuditSummary:
     traces: int = 0
     #: skipped lines by reason, and the first few, one readable line each (file, line, what is wrong)
     skips: Skips = field(default_factory=Skips)
-    #: the counts it wrote to ``COUNTS_FILE`` (``read_counts``' table), for a report in the same process to use
-    #: without reading them back
-    counts: pl.DataFrame | None = None
 
     @property
     def skipped(self) -> Counter[str]:
@@ -386,11 +383,9 @@ def audit_files(paths: Sequence[Path], out: Path, *, hide_results: bool = False,
                         hint=summary.notes[0] if summary.notes else "write one trace per line "
                         "(`trialgrid import traces` makes them)")
     counts_tmp = confined(out, COUNTS_FILE + ".part")
-    table = counts.arrow()
-    counts.clear()  # its keys are in the table now
-    pq.write_table(table, counts_tmp, compression="zstd")
+    counts.write(counts_tmp)
+    counts.clear()
     counts_tmp.replace(confined(out, COUNTS_FILE))
-    summary.counts = pl.from_arrow(table)  # type: ignore[assignment]  # a Table gives a frame
     tmp.replace(target)
     meta = {"files": [str(p) for p in paths], "condition": condition, "calls": summary.calls,
             "traces": summary.traces, "fields": summary.fields, "skipped": dict(summary.skipped),
@@ -423,6 +418,8 @@ COUNT_KEYS = ("model", "condition", "conversation", "field", "baseline", "audito
 _VERDICT_BITS, _GROUP_BITS, _CONV_BITS = 5, 24, 34
 #: (key, count) pairs kept unmerged at most (or as many as the merged ones, if more)
 _MERGE_ROWS = 1 << 20
+#: rows of a slice of the counts as they are written (a Parquet row group each)
+_COUNT_ROWS = 1 << 18
 
 
 class ClusterCounts:
@@ -508,7 +505,7 @@ class ClusterCounts:
         self._keys = np.insert(self._keys, at[new], keys[new])
         self._counts = np.insert(self._counts, at[new], counts[new])
 
-    def batches(self, rows: int = 1 << 20) -> Iterator[pa.RecordBatch]:
+    def batches(self, rows: int = _COUNT_ROWS) -> Iterator[pa.RecordBatch]:
         """The counts in slices of ``rows``: one row per key (``COUNT_KEYS``) with the units it stands for
         (``report.COUNT``); the strings as dictionaries, the conversation and the count as int32 where they fit.
         The slices share the dictionaries: a table of them holds each name once."""
@@ -539,22 +536,34 @@ class ClusterCounts:
                 pa.array((verdict % 2).astype(bool)), verdicts((verdict // 2) % 3), verdicts((verdict // 6) % 3),
                 pa.array(counts[lo:lo + rows])], schema=schema)
 
-    def arrow(self) -> pa.Table:
-        """The counts as one Arrow table (``batches``)."""
-        batches = list(self.batches())
-        return pa.Table.from_batches(batches, schema=batches[0].schema if batches else _counts_schema(pa.int32(),
-                                                                                                        pa.int32()))
+    def _schema(self) -> pa.Schema:
+        """The schema of ``batches``, whether or not there are any."""
+        return _counts_schema(pa.from_numpy_dtype(_narrow_type(np.array([len(self._convs)]))),
+                              pa.from_numpy_dtype(_narrow_type(self._counts)))
+
+    def write(self, path: Path) -> None:
+        """The counts into a Parquet file, a slice at a time: at a million calls a whole table of them held
+        100 MiB beside the counting's own arrays, the audit's peak; the report reads the file back after they
+        are gone (``read_counts``)."""
+        with pq.ParquetWriter(path, self._schema(), compression="zstd") as writer:
+            for batch in self.batches():
+                writer.write_batch(batch)
 
     def table(self) -> pl.DataFrame:
         """The counts as one frame (``batches``)."""
-        frame = pl.from_arrow(self.arrow())
+        frame = pl.from_arrow(pa.Table.from_batches(list(self.batches()), schema=self._schema()))
         assert isinstance(frame, pl.DataFrame)
         return frame
 
 
+def _narrow_type(values: np.ndarray) -> type[np.integer[Any]]:
+    """int32 where the (non-negative) values fit, else int64."""
+    return np.int32 if not values.size or int(values.max()) < 1 << 31 else np.int64
+
+
 def _narrow(values: np.ndarray) -> np.ndarray:
     """int64 values as int32 where they fit: a million calls' counts are three million rows of each."""
-    return values.astype(np.int32) if not values.size or int(values.max()) < 1 << 31 else values
+    return values.astype(_narrow_type(values))
 
 
 def _counts_schema(conversation: pa.DataType, count: pa.DataType) -> pa.Schema:

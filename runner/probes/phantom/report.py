@@ -104,12 +104,16 @@ def _key(columns: list[pl.Series]) -> tuple[np.ndarray, list[int]]:
     return key, sizes
 
 
-def _small(col: pl.Series) -> np.ndarray:
-    """An integer column as int32 where it fits (half the memory of a million calls' keys), else as int64;
-    cast before it leaves polars, so the wide copy is never made."""
-    lo, hi = col.min(), col.max()
-    fits = lo is None or (-(1 << 31) <= int(lo) and int(hi) < 1 << 31)  # type: ignore[arg-type]
-    return col.cast(pl.Int32 if fits else pl.Int64).to_numpy()
+def _picked(fields: pl.DataFrame, conv: pl.Series,
+            rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
+    """The conversations, weights (``COUNT``; 1 a row without it) and flags (baseline, auditor replied, auditor)
+    of ``rows``, one group's. Taken a group at a time: a table read back in row groups gives numpy only copies,
+    and the whole columns' were 60 MiB beside a million calls' counts."""
+    weight = fields[COUNT].gather(rows).to_numpy() if COUNT in fields.columns else np.ones(len(rows), np.int64)
+    auditor = fields["auditor"].gather(rows)
+    return (conv.gather(rows).to_numpy(), weight,
+            (fields["baseline"].gather(rows).fill_null(False).to_numpy().astype(bool),
+             auditor.is_not_null().to_numpy(), auditor.fill_null(False).to_numpy().astype(bool)))
 
 
 #: up to this many distinct codes, ``_groups`` finds each one's rows by a scan instead of sorting them all
@@ -153,18 +157,14 @@ def flag_rates(fields: pl.DataFrame, seed: int) -> pl.DataFrame:
     strings would give."""
     if fields.height == 0:
         return pl.DataFrame(schema=FLAG_SCHEMA)
-    w = _small(fields[COUNT]) if COUNT in fields.columns else np.ones(fields.height, np.int32)
-    auditor = fields["auditor"]
-    flags = (fields["baseline"].fill_null(False).to_numpy().astype(bool), auditor.is_not_null().to_numpy(),
-             auditor.fill_null(False).to_numpy().astype(bool))
-    conv_col = fields["conversation"]
-    conv = _small(conv_col if conv_col.dtype.is_integer() else conv_col.rank("dense"))
+    conv = fields["conversation"]
+    conv = conv if conv.dtype.is_integer() else conv.rank("dense")
     # in ascending order of the keys, the fields of one (model, condition) come together
     triple, (_, _, names) = _key([fields["model"], fields["condition"], fields["field"]])
     out: list[dict[str, Any]] = []
     # per conversation of the current (model, condition), its sums over every field: the all-fields row from the
     # fields' own sums, never from a second pass over the whole table
-    every = np.zeros((4, int(conv.max()) + 1), np.int64)
+    every = np.zeros((4, int(conv.max()) + 1), np.int64)  # type: ignore[arg-type]  # an integer column's max
     labels: tuple[str, str] | None = None
 
     def row(label: tuple[str, str, str], cl: np.ndarray, n: np.ndarray, b: np.ndarray, an: np.ndarray,
@@ -189,7 +189,7 @@ def flag_rates(fields: pl.DataFrame, seed: int) -> pl.DataFrame:
         if code // names != pair:
             all_fields()
             pair, labels = code // names, label[:2]
-        cl, *sums = _per_cluster(conv[rows], w[rows], tuple(flag[rows] for flag in flags))
+        cl, *sums = _per_cluster(*_picked(fields, conv, rows))
         out.append(row(label, cl, *sums))
         every[:, cl] += sums  # each conversation once in ``cl``
     all_fields()
