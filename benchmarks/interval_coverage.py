@@ -876,23 +876,29 @@ MINORITY_PROMPTS = (50, 100)
 MINORITY_RATES = (0.95, 0.99)
 #: samples grouped by m, the prompts with at least one minority event (a failure at a high rate)
 MINORITY_BUCKETS = (0, 1, 2, 3, 4)
+#: the null A − B's intervals: the default (MOVER of the arms' intervals) and the shaped paired one
+MINORITY_DIFF_METHODS = ("mover-kg-tilted-bm", "paired-shaped")
 
 
 def run_minority(args, RA: int) -> None:
     """Where the default rate interval misses at high rates over many prompts: coverage by the number m of prompts
     with a minority event (log-uniform sizes, Beta rates at ``--uneq-icc``), beside the measured candidate "df ≤ m"
     (the design df capped at max(m, 1): the variance rests on about m residuals). Not shipped: see
-    docs/statistics-coverage.md for what it costs where few prompts fire."""
+    docs/statistics-coverage.md for what it costs where few prompts fire. Then the default A − B interval (MOVER)
+    on the same designs with a second arm of the same mean rate, its prompt rates joined to the first's by a
+    Gaussian copula of ``COPULA`` (a null difference between two close agents, the same prompts and sizes)."""
     print(f"\n== HIGH RATES by prompts with a failure (m), Beta rates ICC {args.uneq_icc}, sizes log-uniform 1–100, "
           f"{RA} designs a cell ==")
     heads = "".join(f"{'m=' + str(m) if m < MINORITY_BUCKETS[-1] else 'm≥' + str(m):>15}" for m in MINORITY_BUCKETS)
-    print("each interval: coverage % / mean width (pp); then, for each m: % of the samples / the default's coverage %")
-    print(f"{'k':>4} {'rate':>5} | {'default':>13} {'df ≤ m':>13} |{heads}")
+    print("each interval: coverage % / mean width (pp); then, for each m: % of the samples / the default's coverage %;"
+          " then A − B against a second arm of the same mean")
+    print(f"{'k':>4} {'rate':>5} | {'default':>13} {'df ≤ m':>13} |{heads} | A − B (null): "
+          + " ".join(f"{m:>13}" for m in MINORITY_DIFF_METHODS))
     for idx, (k, mu) in enumerate((k, mu) for k in MINORITY_PROMPTS for mu in MINORITY_RATES):
         rng = np.random.default_rng([args.seed, 9000 + idx])
         n = unequal_sizes(rng, RA, k, "loguni")
-        h = rng.binomial(n.astype(np.int64), rates_from_normals(rng.standard_normal((RA, k)), mu, "beta",
-                                                                  args.uneq_icc)).astype(np.float64)
+        z = rng.standard_normal((RA, k))
+        h = rng.binomial(n.astype(np.int64), rates_from_normals(z, mu, "beta", args.uneq_icc)).astype(np.float64)
         _, N, r, v, kk = I.ratio_moments(h, n)
         df, var = I.design_df(n), v * I.design_variance_factor(n)
         m = np.where(r[:, None] >= 0.5, (h < n) & (n > 0), h > 0).sum(axis=1)
@@ -905,8 +911,15 @@ def run_minority(args, RA: int) -> None:
             sel = (m == b) if b < MINORITY_BUCKETS[-1] else (m >= b)
             cov = f"{100 * covered[sel].mean():5.1f}" if sel.any() else "    -"
             cells += f"{100 * sel.mean():7.1f} /{cov}"
+        # the second arm after the first's draws, so the rate columns are those of the rate-only table before
+        zB = COPULA * z + math.sqrt(1 - COPULA ** 2) * rng.standard_normal((RA, k))
+        hB = rng.binomial(n.astype(np.int64), rates_from_normals(zB, mu, "beta", args.uneq_icc)).astype(np.float64)
+        dints = diff_intervals(h, n, hB, n, 0, 0)
+        diff = score({m: dints[m] for m in MINORITY_DIFF_METHODS}, 0.0)
         print(f"{k:>4} {100 * mu:>4.0f}% | " + " ".join(f"{100 * res[x][0]:5.1f} / {100 * res[x][1]:5.2f}"
-                                                   for x in ints) + f" |{cells}", flush=True)
+                                                   for x in ints) + f" |{cells} |"
+              + " ".join(f"{100 * diff[m][0]:5.1f} / {100 * diff[m][1]:5.2f}" for m in MINORITY_DIFF_METHODS),
+              flush=True)
 
 
 # ---------------------------------------------------------------- null A − B near 0 and 1, agreeing arms
