@@ -271,3 +271,24 @@ def test_langfuse_api_pages_and_base64_ids(tmp_path: Path) -> None:
     import_traces([_write(tmp_path / "b64.jsonl", [otlp([span])])], tmp_path / "o2")
     [x] = _imported(tmp_path / "o2")
     assert x.source and (x.source.trace_id, x.source.span_id) == ("ab" * 16, "cd" * 8)
+
+
+def test_flattened_attributes_read_the_same_whatever_keys_were_met_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Flattened keys (``llm.input_messages.0.message.role``) are parsed once per prefix and remembered: the tree
+    is the same on first sight, on the next span, and after the memory starts over; a value met where a deeper
+    key follows becomes a node, as it always did."""
+    from runner.importers.traces import otlp as O
+
+    attrs = {"llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "hi",
+             "llm.input_messages.1.message.tool_calls.0.tool_call.id": "c1", "llm.input_messages.x": 3,
+             "llm.input_messages.2": "flat", "llm.input_messages.2.message.role": "tool", "other.0.role": "no",
+             "llm.input_messages.٣.message.role": "not an int step"}
+    want = {0: {"message": {"role": "user", "content": "hi"}}, 1: {"message": {"tool_calls": {0: {"tool_call": {
+        "id": "c1"}}}}}, "x": 3, 2: {"message": {"role": "tool"}}, "٣": {"message": {"role": "not an int step"}}}
+    monkeypatch.setattr(O, "_PATHS", {})
+    assert O._unflatten(attrs, "llm.input_messages.") == want
+    assert O._unflatten(attrs, "llm.input_messages.") == want  # every key remembered now
+    monkeypatch.setattr(O, "_PATHS_LIMIT", 3)
+    assert O._unflatten(attrs, "llm.input_messages.") == want  # past the limit the memory starts over
+    assert len(O._PATHS["llm.input_messages."]) <= len(attrs)
+    assert O._unflatten(attrs, "other.") == {0: {"role": "no"}}

@@ -143,23 +143,40 @@ def _json_attr(attrs: dict[str, Any], key: str) -> Any:
     return loads(v, key) if isinstance(v, str) else v
 
 
+#: each flattened attribute key's path below its prefix, parsed once per prefix: the same few hundred keys
+#: (``llm.input_messages.3.message.content``) recur in every span, and parsing them was most of reading one
+_PATHS: dict[str, dict[str, tuple[tuple[Any, ...], Any]]] = {}
+#: keys remembered per prefix; past this the memory starts over
+_PATHS_LIMIT = 4_096
+
+
+def _path(key: str, prefix: str) -> tuple[tuple[Any, ...], Any]:
+    """``key`` below ``prefix`` as (its parents, its last step), integer steps as ints: ``0.tool_calls.1.name`` →
+    ((0, "tool_calls", 1), "name")."""
+    steps = tuple(int(p) if p.isascii() and p.isdigit() else p for p in key[len(prefix):].split("."))
+    return steps[:-1], steps[-1]
+
+
 def _unflatten(attrs: dict[str, Any], prefix: str) -> dict[Any, Any]:
     """``prefix.0.role``, ``prefix.0.tool_calls.1.name`` … → ``{0: {"role": …, "tool_calls": {1: {"name": …}}}}``."""
     root: dict[Any, Any] = {}
-    n = len(prefix)
+    known = _PATHS.get(prefix)
+    if known is None or len(known) >= _PATHS_LIMIT:
+        known = _PATHS[prefix] = {}
     for key, value in attrs.items():
         if not key.startswith(prefix):
             continue
+        hit = known.get(key)
+        if hit is None:
+            hit = known[key] = _path(key, prefix)
+        parents, last = hit
         node = root
-        parts = key[n:].split(".")
-        for p in parts[:-1]:
-            k: Any = int(p) if p.isascii() and p.isdigit() else p
+        for k in parents:
             nxt = node.get(k)
             if not isinstance(nxt, dict):
                 nxt = node[k] = {}
             node = nxt
-        last = parts[-1]
-        node[int(last) if last.isascii() and last.isdigit() else last] = value
+        node[last] = value
     return root
 
 
