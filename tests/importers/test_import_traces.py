@@ -292,3 +292,26 @@ def test_flattened_attributes_read_the_same_whatever_keys_were_met_before(monkey
     assert O._unflatten(attrs, "llm.input_messages.") == want  # past the limit the memory starts over
     assert len(O._PATHS["llm.input_messages."]) <= len(attrs)
     assert O._unflatten(attrs, "other.") == {0: {"role": "no"}}
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_long_import_says_how_far_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gz: bool) -> None:
+    """A progress line after each record when one is due (every record here): the calls imported so far and the
+    share of the file read (of a ``.gz`` file, its compressed bytes)."""
+    import gzip
+
+    from runner.core import readprogress
+
+    monkeypatch.setattr(readprogress, "EVERY_S", 0.0)
+    path = _write(tmp_path / "spans.jsonl", [otlp([genai_span(t, n)]) for n, t in enumerate(BUNDLED)])
+    if gz:
+        gz_path = tmp_path / "spans.jsonl.gz"
+        gz_path.write_bytes(gzip.compress(path.read_bytes()))
+        path = gz_path
+    with heard() as lines:
+        summary = import_traces([path], tmp_path / "out", fmt="otlp")
+    progress = [line for line in lines if " so far" in line]
+    assert len(progress) == len(BUNDLED)
+    counts = [int(line.split(": ", 1)[1].split(" calls imported")[0].replace(",", "")) for line in progress]
+    assert counts == sorted(counts) and counts[-1] == summary.imported
+    assert progress[-1].startswith(f"{path}: {summary.imported} calls imported so far (100% of the file)")

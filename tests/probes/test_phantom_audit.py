@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 import stats
 from runner.cli.app import app
+from runner.core import readprogress
 from runner.core.constants import CONFIDENCE, INTERVAL_METHOD
 from runner.core.errors import UserError
 from runner.probes.phantom import audit as A
@@ -33,6 +34,7 @@ from runner.probes.phantom.calibration import (
 )
 from runner.probes.phantom.report import agreement, disagreement_split, flag_rates, scores_against
 from tests.conftest import CONFIGS
+from tests.helpers.messages import heard
 
 cli = CliRunner()
 
@@ -189,9 +191,14 @@ def test_a_nesting_bomb_under_the_json_limit_is_audited_or_skipped_never_a_crash
 
 def test_worker_processes_write_the_same_table(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(A, "_CHUNK_LINES", 3)
+    monkeypatch.setattr(readprogress, "EVERY_S", 0.0)  # a progress line after every chunk
     path = _write(tmp_path / "t.jsonl", GOLDLESS + [GOLDLESS[1]])
-    one = A.audit_files([path], tmp_path / "one", workers=1)
-    two = A.audit_files([path], tmp_path / "two", workers=2)
+    with heard() as said:
+        one = A.audit_files([path], tmp_path / "one", workers=1)
+        two = A.audit_files([path], tmp_path / "two", workers=2)
+    # three chunks of 3, 3 and 2 lines, each said once it is audited, the last at the whole file
+    assert [line.split(" so far")[0] for line in said] == [f"{path}: {n} traces audited" for n in (3, 6, 7) * 2]
+    assert "(100% of the file)" in said[2] and "(100% of the file)" in said[5] and "(100%" not in said[1]
     assert (one.traces, one.fields, dict(one.skipped)) == (two.traces, two.fields, dict(two.skipped)) == \
         (7, 14, {"duplicate id": 1})
     assert A.read_fields(tmp_path / "one").equals(A.read_fields(tmp_path / "two"))

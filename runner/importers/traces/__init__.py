@@ -35,6 +35,7 @@ from typing import Any
 
 from runner.core.errors import UserError
 from runner.core.messages import say
+from runner.core.readprogress import ReadProgress
 from runner.core.safety import check_output_dir
 from runner.importers.traces import inspect_log, langfuse, otlp, pairs
 from runner.importers.traces._core import MAX_RECORD_BYTES, BadRecord, Sink, Where, records
@@ -105,7 +106,8 @@ def _read_file(path: Path, label: str, fmt: str, sink: Sink, limit: int) -> None
         sink.bad_records += 0 if n else 1
         return
     handle = _record_reader(fmt, sink)
-    for rec, value in records(path, limit):
+    progress = ReadProgress(path, "calls imported")
+    for rec, value in records(path, limit, lambda read: progress.update(sink.imported, read)):
         read_record(handle, sink, value, Where(label, rec))
 
 

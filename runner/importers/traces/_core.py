@@ -37,7 +37,8 @@ import gzip
 import hashlib
 import re
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -223,17 +224,22 @@ def tools_of(tools: Any) -> list[dict[str, Any]] | None:
 
 # -- reading ---------------------------------------------------------------------------------------------------------
 
-def records(path: Path, limit: int = MAX_RECORD_BYTES) -> Iterator[tuple[int, Any]]:
+def records(path: Path, limit: int = MAX_RECORD_BYTES,
+            read: Callable[[int], None] | None = None) -> Iterator[tuple[int, Any]]:
     """``(record number, parsed value or BadRecord)`` for each record of ``path``, holding at most ``limit`` bytes.
 
     JSON lines (numbered from 1, blank lines skipped; ``.gz`` files are read through gzip); or one JSON
     document (pretty-printed, e.g. protobuf's ``MessageToJson``) when the first line is not JSON on its
     own but the whole file is: an array's items are its records (numbered from 0), an object is record 0.
-    A first line that is neither (a JSON lines file whose first record is cut short) is one bad record."""
-    with (gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")) as fh:
+    A first line that is neither (a JSON lines file whose first record is cut short) is one bad record.
+    ``read``, if given, is told after each JSON line how many bytes of the file are read (of a ``.gz``, its
+    compressed bytes), for a progress line."""
+    with path.open("rb") as raw, (gzip.GzipFile(fileobj=raw) if path.suffix == ".gz" else nullcontext(raw)) as fh:
         for line_no, value in json_lines(fh, limit):
             if not isinstance(value, BadLine):
                 yield line_no, value
+                if read is not None:
+                    read(raw.tell())
             elif value.raw is None:
                 yield line_no, BadRecord("record too large", f"{value.detail}; --max-record-mb")
             else:

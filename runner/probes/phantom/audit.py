@@ -38,6 +38,7 @@ from pydantic import ValidationError
 from runner.core.errors import UserError
 from runner.core.idset import IdSet, digests
 from runner.core.jsonlines import BadLine, NotJSON, parse_line, raw_lines
+from runner.core.readprogress import ReadProgress
 from runner.core.safety import confined
 from runner.core.skips import Skips
 from runner.probes.phantom.probe import Trace, baseline_fields, conversation_of
@@ -255,16 +256,20 @@ def baseline_chunk(file_index: int, path: str, lines: list[tuple[int, bytes]], h
     return cols.batch(), summary, ids, digests(i for i, _ in ids)
 
 
-def _chunks(paths: Sequence[Path], summary: AuditSummary, size: int) -> Iterator[tuple[int, str, list[tuple[int, bytes]]]]:
+def _chunks(paths: Sequence[Path], summary: AuditSummary,
+            size: int) -> Iterator[tuple[int, str, list[tuple[int, bytes]], int]]:
+    """(file index, path, up to ``size`` numbered lines, about how many bytes of the file are read through them)."""
     for file_index, path in enumerate(paths):
         chunk: list[tuple[int, bytes]] = []
+        read = 0
         for item in _raw_lines(path, summary):
             chunk.append(item)
+            read += len(item[1]) + 1
             if len(chunk) >= size:
-                yield file_index, str(path), chunk
+                yield file_index, str(path), chunk, read
                 chunk = []
         if chunk:
-            yield file_index, str(path), chunk
+            yield file_index, str(path), chunk, read
 
 
 def _merge(summary: AuditSummary, part: AuditSummary) -> None:
@@ -296,21 +301,31 @@ def _baseline_batches(paths: Sequence[Path], summary: AuditSummary, hide_results
             return dropped
         return batch
 
+    progress: dict[int, ReadProgress] = {}
+
+    def kept(chunk: _Chunk, path: str, file_index: int, read: int) -> pa.RecordBatch:
+        batch = keep(*chunk, path)
+        if file_index not in progress:
+            progress[file_index] = ReadProgress(Path(path), "traces audited")
+        progress[file_index].update(summary.traces, read)
+        return batch
+
     chunks = _chunks(paths, summary, _CHUNK_LINES)
     if workers <= 1:
-        for file_index, path, lines in chunks:
-            yield keep(*baseline_chunk(file_index, path, lines, hide_results), path)
+        for file_index, path, lines, read in chunks:
+            yield kept(baseline_chunk(file_index, path, lines, hide_results), path, file_index, read)
         return
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        pending: deque[tuple[Future[_Chunk], str]] = deque()
-        for file_index, path, lines in chunks:
-            pending.append((pool.submit(baseline_chunk, file_index, path, lines, hide_results), path))
+        pending: deque[tuple[Future[_Chunk], str, int, int]] = deque()
+        for file_index, path, lines, read in chunks:
+            pending.append((pool.submit(baseline_chunk, file_index, path, lines, hide_results), path, file_index,
+                            read))
             if len(pending) >= 2 * workers:
-                future, where = pending.popleft()
-                yield keep(*future.result(), where)
+                future, path, file_index, read = pending.popleft()
+                yield kept(future.result(), path, file_index, read)
         while pending:
-            future, where = pending.popleft()
-            yield keep(*future.result(), where)
+            future, path, file_index, read = pending.popleft()
+            yield kept(future.result(), path, file_index, read)
 
 
 def _verdict_index(rows: pl.DataFrame) -> dict[str, list[tuple[str, str, int, list[str], list[str] | None]]]:
