@@ -578,7 +578,7 @@ def _narrow_type(values: np.ndarray) -> type[np.integer[Any]]:
 
 def _narrow(values: np.ndarray) -> np.ndarray:
     """int64 values as int32 where they fit: a million calls' counts are three million rows of each."""
-    return values.astype(_narrow_type(values))
+    return values.astype(_narrow_type(values), copy=False)
 
 
 def _counts_schema(conversation: pa.DataType, count: pa.DataType) -> pa.Schema:
