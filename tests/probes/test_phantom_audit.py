@@ -317,6 +317,48 @@ def test_findings_are_keyed_by_the_source_ids_and_otel_ones_are_evaluation_event
     assert (n, events) == (4, 4) and (tmp_path / "f" / "findings.otel.jsonl").is_file()
 
 
+def test_findings_and_their_events_are_each_flagged_row_as_written_out_by_hand() -> None:
+    """Read a column at a time, each finding is its row as the format defines it: the source ids, the field, who
+    flagged it (an auditor-only flag with no baseline verdict too), nulls left out, and a table without the
+    optional columns (an older audit) has none of them; its event carries a call id only where there is one."""
+    rows = pl.DataFrame({
+        "model": ["", "m", "m", "m"], "condition": ["results_visible"] * 4, "run": [0, 1, 1, 2],
+        "trace": ["t2", "t1", "t1", "t3"], "conversation": ["c:a", "c:b", "c:b", "t:x"],
+        "tool": ["refund", "refund", "send", "send"], "field": ["refund.id", "refund.id", "send.to", "send.to"],
+        "baseline": [True, None, False, False], "auditor": [None, True, True, False], "gold": [None, True, None, None],
+        "trace_id": ["T2", "T1", "T1", "T3"], "span_id": [None, "S1", "S1", "S3"], "call_id": ["k2", None, "k1", "k3"],
+        "arg": ["id", "id", "to", "to"], "value": ["7", "8", "a@b", "c@d"],
+        "source_format": ["otel-genai", "otlp", "openai-chat", "otlp"], "source_file": ["f"] * 4,
+        "source_record": [1, 2, 2, 3]})
+
+    def by_hand(r: dict) -> dict:
+        rec = {"trace_id": r.get("trace_id"), "span_id": r.get("span_id"), "call_id": r.get("call_id"),
+               "trace": r["trace"], "conversation": r["conversation"], "field": r["field"], "tool": r["tool"],
+               "arg": r.get("arg"), "value": r.get("value"),
+               "flagged_by": [s for s in ("baseline", "auditor") if r[s]], "baseline": r["baseline"],
+               "auditor": r["auditor"], "gold": r.get("gold"), "model": r["model"] or None, "condition": r["condition"],
+               "run": r["run"], "source_format": r.get("source_format"), "source_file": r.get("source_file"),
+               "source_record": r.get("source_record")}
+        return {k: v for k, v in rec.items() if v is not None}
+
+    for table in (rows, rows.drop("trace_id", "span_id", "call_id", "arg", "value", "gold", "source_format",
+                                  "source_file", "source_record")):
+        flagged = table.filter(pl.col("baseline") | pl.col("auditor").fill_null(False)).sort(
+            "model", "condition", "trace", "run", "field")
+        want = [by_hand(r) for r in flagged.iter_rows(named=True)]
+        got = list(findings(table))
+        assert got == want and [list(f) for f in got] == [list(f) for f in want]  # the keys in the same order
+    got = list(findings(rows))
+    assert [f["flagged_by"] for f in got] == [["baseline"], ["auditor"], ["auditor"]]  # t2, then t1's two
+    events = [evaluation_event(f) for f in got]
+    assert events[2] is None  # a Chat Completions source: no span to parent an event to
+    keys = [[a["key"] for a in e["attributes"]] for e in events[:2]]
+    assert "gen_ai.tool.call.id" in keys[0] and "gen_ai.tool.call.id" not in keys[1]
+    assert "spanId" not in events[0] and events[1]["spanId"] == "S1"
+    flagged_by = {a["key"]: a["value"] for a in events[1]["attributes"]}["trialgrid.phantom.flagged_by"]
+    assert flagged_by == {"arrayValue": {"values": [{"stringValue": "auditor"}]}}
+
+
 def test_calls_without_arguments_are_audited_with_no_field(tmp_path: Path) -> None:
     """Nothing to count is an empty counts table with its columns, and a report of it, not a crash."""
     traces = [_trace("e1", "conv-e", "Ping the service", {}), _trace("e2", "conv-e", "Ping again", {})]

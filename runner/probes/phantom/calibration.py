@@ -28,6 +28,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterator
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -210,18 +211,31 @@ def calibrate(fields: pl.DataFrame, labels: pl.DataFrame, seed: int) -> tuple[pl
 OTEL_FORMATS = ("otel-genai", "otel-genai-flat", "openinference", "langfuse", "otel", "otlp")
 
 
+#: a finding's fields in the order it is written (``flagged_by`` after ``value``), each the field table's column
+#: of that name; the optional ones (absent from older tables) are None where missing
+_FINDING_COLUMNS = ("trace_id", "span_id", "call_id", "trace", "conversation", "field", "tool", "arg", "value",
+                    "baseline", "auditor", "gold", "model", "condition", "run", "source_format", "source_file",
+                    "source_record")
+_OPTIONAL = frozenset({"trace_id", "span_id", "call_id", "arg", "value", "gold", "source_format", "source_file",
+                       "source_record"})
+
+
 def findings(fields: pl.DataFrame) -> Iterator[dict[str, Any]]:
-    """One record per flagged (audit, field): the source's ids, the field, the value, who flagged it."""
+    """One record per flagged (audit, field): the source's ids, the field, the value, who flagged it. Read a column
+    at a time, not a row at a time (the live receiver writes two or three of these a call)."""
     flagged = fields.filter(pl.col("baseline") | pl.col("auditor").fill_null(False)).sort(
         "model", "condition", "trace", "run", "field")
-    for r in flagged.iter_rows(named=True):
-        by = [s for s in ("baseline", "auditor") if r[s]]
-        rec = {"trace_id": r.get("trace_id"), "span_id": r.get("span_id"), "call_id": r.get("call_id"),
-               "trace": r["trace"], "conversation": r["conversation"], "field": r["field"], "tool": r["tool"],
-               "arg": r.get("arg"), "value": r.get("value"), "flagged_by": by, "baseline": r["baseline"],
-               "auditor": r["auditor"], "gold": r.get("gold"), "model": r["model"] or None,
-               "condition": r["condition"], "run": r["run"], "source_format": r.get("source_format"),
-               "source_file": r.get("source_file"), "source_record": r.get("source_record")}
+    n = flagged.height
+    columns = [flagged[c].to_list() if c not in _OPTIONAL or c in flagged.columns else repeat(None, n)
+               for c in _FINDING_COLUMNS]
+    for (trace_id, span_id, call_id, trace, conversation, field, tool, arg, value, baseline, auditor, gold, model,
+         condition, run, source_format, source_file, source_record) in zip(*columns, strict=False):
+        rec = {"trace_id": trace_id, "span_id": span_id, "call_id": call_id, "trace": trace,
+               "conversation": conversation, "field": field, "tool": tool, "arg": arg, "value": value,
+               "flagged_by": [s for s, v in (("baseline", baseline), ("auditor", auditor)) if v],
+               "baseline": baseline, "auditor": auditor, "gold": gold, "model": model or None,
+               "condition": condition, "run": run, "source_format": source_format, "source_file": source_file,
+               "source_record": source_record}
         yield {k: v for k, v in rec.items() if v is not None}
 
 
@@ -233,24 +247,23 @@ def evaluation_event(finding: dict[str, Any]) -> dict[str, Any] | None:
     being evaluated; pinned by ``tests/importers/test_otel_semconv_names.py``."""
     if finding.get("source_format") not in OTEL_FORMATS or not finding.get("trace_id"):
         return None
-    attrs = {"gen_ai.evaluation.name": "trialgrid.phantom_field",
-             "gen_ai.evaluation.score.value": 1.0,
-             "gen_ai.evaluation.score.label": "phantom",
-             "gen_ai.evaluation.explanation": f"{finding['field']} flagged as ungrounded by "
-                                              f"{' and '.join(finding['flagged_by'])}",
-             "gen_ai.tool.name": finding["tool"], "gen_ai.tool.call.id": finding.get("call_id"),
-             "trialgrid.phantom.field": finding["field"], "trialgrid.phantom.flagged_by": finding["flagged_by"]}
+    by = finding["flagged_by"]
+    attributes = [
+        {"key": "gen_ai.evaluation.name", "value": {"stringValue": "trialgrid.phantom_field"}},
+        {"key": "gen_ai.evaluation.score.value", "value": {"doubleValue": 1.0}},
+        {"key": "gen_ai.evaluation.score.label", "value": {"stringValue": "phantom"}},
+        {"key": "gen_ai.evaluation.explanation",
+         "value": {"stringValue": f"{finding['field']} flagged as ungrounded by {' and '.join(by)}"}},
+        {"key": "gen_ai.tool.name", "value": {"stringValue": str(finding["tool"])}}]
+    call_id = finding.get("call_id")
+    if call_id is not None:
+        attributes.append({"key": "gen_ai.tool.call.id", "value": {"stringValue": str(call_id)}})
+    attributes += [{"key": "trialgrid.phantom.field", "value": {"stringValue": str(finding["field"])}},
+                   {"key": "trialgrid.phantom.flagged_by",
+                    "value": {"arrayValue": {"values": [{"stringValue": str(x)} for x in by]}}}]
     rec = {"eventName": "gen_ai.evaluation.result", "traceId": finding["trace_id"], "spanId": finding.get("span_id"),
-           "attributes": [{"key": k, "value": _any_value(v)} for k, v in attrs.items() if v is not None]}
+           "attributes": attributes}
     return {k: v for k, v in rec.items() if v is not None}
-
-
-def _any_value(v: Any) -> dict[str, Any]:
-    if isinstance(v, float):
-        return {"doubleValue": v}
-    if isinstance(v, list):
-        return {"arrayValue": {"values": [_any_value(x) for x in v]}}
-    return {"stringValue": str(v)}
 
 
 def write_findings(fields: pl.DataFrame, path: Path) -> tuple[int, int]:
