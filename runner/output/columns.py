@@ -58,30 +58,37 @@ MAP_BATCHES = 16
 def _batches(parts: Iterable[Path], names: Sequence[str], optional: Collection[str]) -> Iterator[pa.RecordBatch]:
     for part in parts:
         start, count = 0, 1
+        present: list[str] = []
         while start < count:
             with pa.memory_map(str(part), "r") as source:
                 # every column, zero-copy from the map (only the pages read become resident); with
                 # ``included_fields`` Arrow copies each batch's whole body into memory instead
                 reader = ipc.open_file(source)
-                schema = reader.schema
-                present = [name for name in names if schema.get_field_index(name) >= 0]
-                missing = [name for name in names if name not in present]
-                if any(name not in optional for name in missing):
-                    raise KeyError(f"{part} has no {next(n for n in missing if n not in optional)!r} column")
-                count = reader.num_record_batches
+                if start == 0:
+                    present, count = _present(part, reader.schema, names, optional), reader.num_record_batches
                 for i in range(start, min(start + MAP_BATCHES, count)):
                     batch = reader.get_batch(i)
-                    if not batch.num_rows:
-                        continue  # the seal
-                    if missing:
-                        columns = {name: batch.column(name) for name in present}
-                        batch = pa.RecordBatch.from_arrays(
-                            [columns[n] if n in columns else pa.nulls(batch.num_rows) for n in names],
-                            names=list(names))
-                        yield batch
-                    else:
-                        yield batch.select(list(names))
+                    if batch.num_rows:  # not the seal
+                        yield _projected(batch, names, present)
             start += MAP_BATCHES
+
+
+def _present(part: Path, schema: pa.Schema, names: Sequence[str], optional: Collection[str]) -> list[str]:
+    """Which of ``names`` the part has; a missing one that is not ``optional`` is a ``KeyError``."""
+    present = [name for name in names if schema.get_field_index(name) >= 0]
+    missing = [name for name in names if name not in present and name not in optional]
+    if missing:
+        raise KeyError(f"{part} has no {missing[0]!r} column")
+    return present
+
+
+def _projected(batch: pa.RecordBatch, names: Sequence[str], present: list[str]) -> pa.RecordBatch:
+    """``names`` of ``batch``, in that order, an optional column the part lacks as nulls."""
+    if len(present) == len(names):
+        return batch.select(list(names))
+    columns = {name: batch.column(name) for name in present}
+    return pa.RecordBatch.from_arrays([columns[n] if n in columns else pa.nulls(batch.num_rows) for n in names],
+                                      names=list(names))
 
 
 def _joined(group: list[pa.RecordBatch]) -> pa.RecordBatch:

@@ -40,7 +40,6 @@ def test_after_the_warm_up_a_report_loads_no_kernel_it_did_not(quickstart_out: P
     assert sorted(set(found["after"]) - set(found["warmed"])) == []
 
 
-
 def test_a_fresh_installations_first_report_says_it_compiles_once(quickstart_out: Path, tmp_path: Path) -> None:
     """Where numba's cache is empty (a fresh install), the first report says in one line that it compiles the
     statistics' kernels; the next report, which loads them, says nothing of it."""
